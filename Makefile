@@ -1,0 +1,37 @@
+# The two commands a newcomer needs: `make run` and `make test`. Both create .venv when it is missing.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+INSTALLED := $(VENV)/.installed
+
+.PHONY: run test lint typecheck pytest clean constraints
+
+$(INSTALLED): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
+	touch $(INSTALLED)
+
+## run: the offline demo (an approval asked in one process, answered in a new, rebuilt one)
+run: $(INSTALLED)
+	$(BIN)/python -m resumable.demo
+
+## test: lint, format check, type check and the whole test suite
+test: lint typecheck pytest
+
+lint: $(INSTALLED)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(INSTALLED)
+	$(BIN)/mypy
+
+pytest: $(INSTALLED)
+	$(BIN)/pytest
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+
+## constraints: re-pin every package of the environment after changing pyproject.toml
+constraints: $(INSTALLED)
+	(echo "# Every package of the dev environment, pinned (pip freeze). Regenerate with: make constraints"; \
+	 $(BIN)/python -m pip freeze --exclude-editable --disable-pip-version-check) > constraints.txt

@@ -1,0 +1,38 @@
+"""resumable: human-approved AI agents whose nested interrupts resume after a full rebuild.
+
+Importing this package does not import boto3; only BedrockModel and the AWS store do, when used.
+"""
+
+from resumable.runtime import (
+    Agent,
+    AgentResult,
+    AgentTool,
+    ApprovalAnswer,
+    BedrockModel,
+    FileSession,
+    Interrupt,
+    Invocation,
+    Model,
+    ScriptedModel,
+    Session,
+    Tool,
+    ToolContext,
+    tool,
+)
+
+__all__ = [
+    "Agent",
+    "AgentResult",
+    "AgentTool",
+    "ApprovalAnswer",
+    "BedrockModel",
+    "FileSession",
+    "Interrupt",
+    "Invocation",
+    "Model",
+    "ScriptedModel",
+    "Session",
+    "Tool",
+    "ToolContext",
+    "tool",
+]

@@ -1,0 +1,317 @@
+"""The agent and its loop: ask the model, run the tools it calls, repeat until it stops.
+
+A turn stops with ``end_turn`` (the model answered), ``interrupt`` (a tool is waiting for a
+response), ``max_steps`` (the step limit was reached) or ``cancelled`` (the stop signal was seen at
+a step boundary). An interrupted turn is resumed by calling the agent with ``interruptResponse``
+blocks; tools that already finished in that step are not run again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import ValidationError
+
+from resumable.exceptions import InvalidInvocationError, ResumableError, UnknownInterruptError
+from resumable.runtime.interrupts import TOOL_RESULTS_KEY, Interrupt, InterruptException, InterruptState
+from resumable.runtime.invocation import Invocation
+from resumable.runtime.models import Model
+from resumable.runtime.session import Session
+from resumable.runtime.snapshot import load_snapshot, make_snapshot
+from resumable.runtime.tools import APPROVAL_INTERRUPT, ApprovalAnswer, Tool, ToolContext, tool_result
+
+if TYPE_CHECKING:
+    from resumable.runtime.agent_as_tool import AgentTool
+
+logger = logging.getLogger(__name__)
+
+StopReason = Literal["end_turn", "interrupt", "max_steps", "cancelled"]
+Prompt = str | Sequence[dict[str, Any]]
+
+
+@dataclass
+class AgentResult:
+    """How a call of an agent ended."""
+
+    stop_reason: StopReason
+    message: dict[str, Any] | None = None
+    interrupts: list[Interrupt] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        """The text of the final assistant message ('' when the turn did not end with one)."""
+        if self.message is None:
+            return ""
+        return "".join(block["text"] for block in self.message.get("content", []) if "text" in block)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _describe(interrupts: Iterable[Interrupt]) -> str:
+    return ", ".join(f"{i.id!r} ({i.name})" for i in interrupts)
+
+
+def _parse_responses(blocks: Sequence[Any]) -> dict[str, Any]:
+    """The ``{interrupt id: response}`` of a prompt made of interruptResponse blocks."""
+    responses: dict[str, Any] = {}
+    for block in blocks:
+        body = block.get("interruptResponse")
+        if not isinstance(body, dict) or not isinstance(body.get("interruptId"), str):
+            raise InvalidInvocationError(
+                "an interruptResponse block must be "
+                '{"interruptResponse": {"interruptId": "<id>", "response": <answer>}}, '
+                f"got {block!r}: nothing was resumed"
+            )
+        interrupt_id = body["interruptId"]
+        if body.get("response") is None:
+            raise InvalidInvocationError(
+                f"the interruptResponse for {interrupt_id!r} has no response (missing or null): "
+                "send the answer as its 'response'; nothing was resumed"
+            )
+        if interrupt_id in responses:
+            raise InvalidInvocationError(
+                f"interrupt {interrupt_id!r} is answered twice in one prompt: nothing was resumed"
+            )
+        responses[interrupt_id] = body["response"]
+    return responses
+
+
+class Agent:
+    """A tool-using agent whose turns can pause for a person and resume after a full rebuild.
+
+    ``session`` makes the agent persist itself: its snapshot is loaded on construction and saved
+    after every invocation.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        model: Model,
+        tools: Iterable[Tool] = (),
+        system_prompt: str | None = None,
+        session: Session | None = None,
+        max_steps: int = 20,
+    ) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError("an agent needs a non-empty name: it keys its snapshot and its interrupts' reasons")
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+        self.name = name
+        self.model = model
+        self.system_prompt = system_prompt
+        self.session = session
+        self.max_steps = max_steps
+        self.tools: dict[str, Tool] = {}
+        for candidate in tools:
+            if not isinstance(candidate, Tool):
+                raise ValueError(
+                    f"agent '{name}' was given {candidate!r} as a tool: decorate functions with @tool "
+                    "and pass sub-agents as agent.as_tool()"
+                )
+            if candidate.name in self.tools:
+                raise ValueError(f"agent '{name}' has two tools named '{candidate.name}': give one another name")
+            self.tools[candidate.name] = candidate
+        self.messages: list[dict[str, Any]] = []
+        self.interrupt_state = InterruptState()
+        if session is not None:
+            stored = session.load(name)
+            if stored is not None:
+                self.restore(stored)
+
+    def as_tool(
+        self, name: str | None = None, description: str | None = None, preserve_context: bool = False
+    ) -> AgentTool:
+        """This agent as a tool another agent can call.
+
+        ``preserve_context=False`` (the default) gives every call a fresh conversation and lets the
+        calling agent keep this agent's interrupted turn, so it resumes after a restart.
+        ``preserve_context=True`` keeps this agent's history across calls; it then keeps its own
+        interrupted turn, so it resumes after a restart only if it has a ``session``.
+        """
+        from resumable.runtime.agent_as_tool import AgentTool
+
+        return AgentTool(self, name=name, description=description, preserve_context=preserve_context)
+
+    def snapshot(self) -> dict[str, Any]:
+        """The agent's state as JSON-serialisable data (a deep copy), versioned by ``schema_version``."""
+        return make_snapshot(self.name, self.messages, self.interrupt_state)
+
+    def restore(self, snapshot: dict[str, Any]) -> None:
+        """Replace this agent's state with ``snapshot``; on a snapshot it cannot load, change nothing."""
+        self.messages, self.interrupt_state = load_snapshot(self.name, snapshot)
+
+    def reset(self) -> None:
+        """Forget the conversation and any paused turn."""
+        self.messages = []
+        self.interrupt_state = InterruptState()
+
+    def dismiss_interrupts(self) -> list[Interrupt]:
+        """Drop the pending interrupts on purpose and return them.
+
+        The paused tool calls get an error result saying they were not answered and did not run,
+        so the conversation stays valid and the next prompt starts a fresh turn.
+        """
+        dismissed = list(self.interrupt_state.pending.values())
+        if self.interrupt_state.activated:
+            self._close_step("DISMISSED: nobody answered this tool call's interrupt; it did not run.")
+            logger.info("agent=<%s>, interrupt_ids=<%s> | interrupts dismissed", self.name, [i.id for i in dismissed])
+            if self.session is not None:
+                self.session.save(self.name, self.snapshot())
+        return dismissed
+
+    def __call__(self, prompt: Prompt, *, stop: Callable[[], bool] | None = None) -> AgentResult:
+        """Run a turn from ``prompt``, or resume the paused one from ``interruptResponse`` blocks.
+
+        ``stop`` is checked at every step boundary; when it returns True the turn ends ``cancelled``.
+        """
+        return self.invoke(prompt, Invocation(stop=stop))
+
+    def invoke(self, prompt: Prompt, invocation: Invocation) -> AgentResult:
+        """``__call__`` with an explicit invocation (used for sub-agents and by the service layer)."""
+        self._accept(prompt)
+        result = self._run(invocation)
+        if self.session is not None:
+            self.session.save(self.name, self.snapshot())
+        return result
+
+    def _accept(self, prompt: Prompt) -> None:
+        """Check the prompt and apply it: a new user message, or the answers to pending interrupts."""
+        state = self.interrupt_state
+        if isinstance(prompt, str) and prompt.strip():
+            blocks: list[Any] = [{"text": prompt}]
+        elif isinstance(prompt, Sequence) and prompt and all(isinstance(b, dict) for b in prompt):
+            blocks = list(prompt)
+        else:
+            raise InvalidInvocationError(
+                f"agent '{self.name}' needs a prompt that is a non-blank string or a non-empty list of content blocks, "
+                f"got {prompt!r}"
+            )
+        answering = [b for b in blocks if "interruptResponse" in b]
+        if answering and len(answering) != len(blocks):
+            raise InvalidInvocationError(
+                "a prompt cannot mix interruptResponse blocks with other content: send the answers alone "
+                "to resume, then a new prompt; nothing was changed"
+            )
+        if not answering:
+            if state.activated:
+                raise InvalidInvocationError(
+                    f"agent '{self.name}' is waiting for responses to {len(state.pending)} interrupt(s): "
+                    f"{_describe(state.pending.values())}. Answer them with "
+                    '[{"interruptResponse": {"interruptId": <id>, "response": <answer>}}] '
+                    "or call dismiss_interrupts() to drop them; the new prompt was not added"
+                )
+            if self.messages and self.messages[-1]["role"] == "user":
+                # A turn that ended on tool results (max_steps, cancelled, dismissed): Converse needs
+                # roles to alternate, so the new prompt joins that user message.
+                self.messages[-1]["content"].extend(blocks)
+            else:
+                self.messages.append({"role": "user", "content": blocks})
+            return
+        responses = _parse_responses(answering)
+        if not state.activated:
+            raise UnknownInterruptError(
+                f"agent '{self.name}' has no pending interrupts, so {sorted(responses)} cannot be answered: "
+                "send a text prompt to start a new turn"
+            )
+        unknown = [i for i in responses if i not in state.pending]
+        if unknown:
+            raise UnknownInterruptError(
+                f"agent '{self.name}' has no pending interrupt {', '.join(map(repr, unknown))}; pending: "
+                f"{_describe(state.pending.values())}. Nothing was resumed"
+            )
+        for interrupt_id, response in responses.items():
+            if state.pending[interrupt_id].name == APPROVAL_INTERRUPT:
+                try:
+                    ApprovalAnswer.model_validate(response)
+                except ValidationError as error:
+                    raise InvalidInvocationError(
+                        f"the answer to approval {interrupt_id!r} must be {{'decision': 'approve'}} or "
+                        f"{{'decision': 'deny', 'message': '...'}}, got {response!r}: nothing was resumed"
+                    ) from error
+        state.answers.update(responses)
+
+    def _run(self, invocation: Invocation) -> AgentResult:
+        steps = 0
+        state = self.interrupt_state
+        while True:
+            if invocation.should_stop():
+                if state.activated:
+                    self._close_step("CANCELLED: the turn was cancelled before this tool call ran.")
+                logger.info("agent=<%s>, steps=<%d> | stop signal seen, turn cancelled", self.name, steps)
+                return AgentResult("cancelled")
+            if not state.activated:
+                if steps >= self.max_steps:
+                    logger.warning("agent=<%s>, max_steps=<%d> | step limit reached", self.name, self.max_steps)
+                    return AgentResult("max_steps")
+                steps += 1
+                message = self.model.converse(self.messages, self.system_prompt, [t.spec for t in self.tools.values()])
+                self.messages.append(message)
+                if not any("toolUse" in block for block in message["content"]):
+                    state.deactivate()
+                    return AgentResult("end_turn", message)
+            tool_uses = [b["toolUse"] for b in self.messages[-1]["content"] if "toolUse" in b]
+            results, interrupts = self._run_tools(tool_uses, invocation)
+            if interrupts:
+                state.stop_for(interrupts, results)
+                logger.info(
+                    "agent=<%s>, interrupt_ids=<%s> | turn paused for responses", self.name, [i.id for i in interrupts]
+                )
+                return AgentResult("interrupt", interrupts=interrupts)
+            state.deactivate()
+            self.messages.append(
+                {"role": "user", "content": [{"toolResult": results[u["toolUseId"]]} for u in tool_uses]}
+            )
+
+    def _run_tools(
+        self, tool_uses: list[dict[str, Any]], invocation: Invocation
+    ) -> tuple[dict[str, dict[str, Any]], list[Interrupt]]:
+        """Run every tool call of the step that has no result yet; collect results and interrupts."""
+        state = self.interrupt_state
+        results: dict[str, dict[str, Any]] = dict(state.context.get(TOOL_RESULTS_KEY, {})) if state.activated else {}
+        interrupts: dict[str, Interrupt] = {}
+        for use in tool_uses:
+            tool_use_id = use["toolUseId"]
+            if tool_use_id in results:
+                continue
+            selected = self.tools.get(use["name"])
+            if selected is None:
+                results[tool_use_id] = tool_result(
+                    tool_use_id, f"Unknown tool '{use['name']}'; available tools: {sorted(self.tools)}", "error"
+                )
+                continue
+            try:
+                results[tool_use_id] = selected.invoke(use.get("input", {}), ToolContext(self, use, invocation))
+            except InterruptException as pause:
+                interrupts.update((i.id, i) for i in pause.interrupts)
+            except ResumableError:
+                raise
+            except Exception as error:
+                logger.warning(
+                    "agent=<%s>, tool=<%s>, tool_use_id=<%s> | tool raised %s",
+                    self.name,
+                    use["name"],
+                    tool_use_id,
+                    type(error).__name__,
+                )
+                results[tool_use_id] = tool_result(tool_use_id, f"Error: {type(error).__name__}: {error}", "error")
+        return results, list(interrupts.values())
+
+    def _close_step(self, unfinished: str) -> None:
+        """End the paused step: finished calls keep their results, unfinished ones get ``unfinished``."""
+        results = self.interrupt_state.context.get(TOOL_RESULTS_KEY, {})
+        tool_uses = [b["toolUse"] for b in self.messages[-1]["content"] if "toolUse" in b] if self.messages else []
+        if tool_uses:
+            self.messages.append(
+                {
+                    "role": "user",
+                    "content": [
+                        {"toolResult": results.get(u["toolUseId"]) or tool_result(u["toolUseId"], unfinished, "error")}
+                        for u in tool_uses
+                    ],
+                }
+            )
+        self.interrupt_state.deactivate()

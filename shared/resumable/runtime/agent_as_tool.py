@@ -1,0 +1,182 @@
+"""An agent called as a tool by another agent, with interrupts that resume after a full rebuild.
+
+A sub-agent's interrupts travel up as copies whose ids carry a prefix naming the tool call:
+``v1:agent_as_tool:<percent-encoded toolUseId>:<local id>``, one prefix per nesting level. The
+percent-encoding keeps ``:`` out of the encoded toolUseId, so one call's prefix never matches
+another call's ids, and the ``v1:agent_as_tool:`` marker keeps it from matching the orchestrator's
+own ids (which start ``v1:tool:``). On resume the orchestrator's answers are routed back by prefix
+and handed to the sub-agent under their local ids.
+
+Who keeps the sub-agent's interrupted turn depends on ``preserve_context``:
+
+- ``False``: the sub-agent is reset on every call, so the orchestrator stores its interrupted turn
+  (a deep copy of its snapshot) under ``sub_agent_interrupted_turns[<toolUseId>]`` in its own
+  interrupt context, and frees it once restored. It resumes after any restart.
+- ``True``: the sub-agent keeps its own state. With a ``session`` it resumes after a restart;
+  without one its turn lives only in memory, which is warned about when the interrupt is raised.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from resumable.exceptions import InvalidInvocationError, SnapshotError
+from resumable.runtime.interrupts import Interrupt, InterruptException
+from resumable.runtime.invocation import Invocation
+from resumable.runtime.tools import Tool, ToolContext, tool_result
+
+if TYPE_CHECKING:
+    from resumable.runtime.agent import Agent, AgentResult
+
+logger = logging.getLogger(__name__)
+
+NAMESPACE_MARKER = "v1:agent_as_tool:"
+STORED_TURNS_KEY = "sub_agent_interrupted_turns"
+
+
+def namespace_prefix(tool_use_id: str) -> str:
+    """The prefix of every interrupt id raised inside the sub-agent call ``tool_use_id``."""
+    return f"{NAMESPACE_MARKER}{quote(tool_use_id, safe='')}:"
+
+
+class AgentTool(Tool):
+    """The tool made by ``Agent.as_tool``. Its input is ``{"prompt": "<what to ask the agent>"}``."""
+
+    def __init__(self, agent: Agent, *, name: str | None, description: str | None, preserve_context: bool) -> None:
+        if not preserve_context and agent.session is not None:
+            raise ValueError(
+                f"agent '{agent.name}' has a session, but as_tool(preserve_context=False) resets it on every "
+                "call, which would overwrite what the session keeps: use preserve_context=True to keep its "
+                "history, or build the agent without a session"
+            )
+        self.agent = agent
+        self.preserve_context = preserve_context
+        self.name = name or agent.name
+        self.description = description or agent.system_prompt or f"Ask the agent '{agent.name}' to do a task."
+        self.input_schema = {
+            "type": "object",
+            "properties": {"prompt": {"type": "string", "description": f"The task for the agent '{agent.name}'."}},
+            "required": ["prompt"],
+            "additionalProperties": False,
+        }
+
+    def invoke(self, tool_input: Any, context: ToolContext) -> dict[str, Any]:
+        tool_use_id = context.tool_use_id
+        parent = context.agent
+        prefix = namespace_prefix(tool_use_id)
+        invocation = context.invocation.nested(prefix, self.agent.name)
+        state = parent.interrupt_state
+        pending = [i for i in state.pending.values() if i.id.startswith(prefix)] if state.activated else []
+        if pending:
+            answered = {i.id[len(prefix) :]: state.answers[i.id] for i in pending if i.id in state.answers}
+            if not answered:
+                raise InterruptException(pending)
+            resumed = self._resume(parent, tool_use_id, prefix, pending, answered, invocation)
+            if isinstance(resumed, dict):
+                return resumed
+            result = resumed
+        else:
+            prompt = tool_input.get("prompt") if isinstance(tool_input, dict) else None
+            if not isinstance(prompt, str) or not prompt:
+                return tool_result(tool_use_id, f"Agent '{self.name}' needs input {{'prompt': '<task>'}}", "error")
+            if not self.preserve_context:
+                self.agent.reset()
+            try:
+                result = self.agent.invoke(prompt, invocation)
+            except InvalidInvocationError as error:
+                return tool_result(tool_use_id, f"Agent '{self.name}' did not run: {error}", "error")
+        return self._finish(parent, tool_use_id, prefix, result)
+
+    def _resume(
+        self,
+        parent: Agent,
+        tool_use_id: str,
+        prefix: str,
+        pending: list[Interrupt],
+        answered: dict[str, Any],
+        invocation: Invocation,
+    ) -> AgentResult | dict[str, Any]:
+        """Bring back the sub-agent's interrupted turn and resume it with its own answers."""
+        if not self.preserve_context:
+            stored_turns = parent.interrupt_state.context.get(STORED_TURNS_KEY, {})
+            stored = stored_turns.get(tool_use_id)
+            if stored is None:
+                logger.error(
+                    "tool_name=<%s>, tool_use_id=<%s> | no stored turn for this call, the answer cannot be applied",
+                    self.name,
+                    tool_use_id,
+                )
+                return self._not_run(tool_use_id, "its interrupted turn was not found in the orchestrator's state")
+            try:
+                self.agent.restore(stored)
+            except SnapshotError as error:
+                logger.error(
+                    "tool_name=<%s>, agent_name=<%s>, tool_use_id=<%s>, interrupt_ids=<%s> | the interrupted turn "
+                    "could not be restored (%s), so the response cannot be applied yet: raising the interrupt "
+                    "again so it survives to be answered once more",
+                    self.name,
+                    self.agent.name,
+                    tool_use_id,
+                    [i.id for i in pending],
+                    error,
+                )
+                raise InterruptException(pending) from error
+            del stored_turns[tool_use_id]
+        elif not self.agent.interrupt_state.activated:
+            logger.error(
+                "tool_name=<%s>, agent_name=<%s>, tool_use_id=<%s> | the sub-agent uses preserve_context=True "
+                "with no session and was rebuilt, so its interrupted turn is gone and the answer cannot be applied",
+                self.name,
+                self.agent.name,
+                tool_use_id,
+            )
+            return self._not_run(
+                tool_use_id,
+                "it keeps its own interrupted turn (preserve_context=True) but has no session, and this process "
+                "was rebuilt, so that turn is gone. Give the agent a session to make it resumable",
+            )
+        sub_pending = self.agent.interrupt_state.pending
+        local_answers = {local_id: answer for local_id, answer in answered.items() if local_id in sub_pending}
+        if not local_answers:
+            return self._not_run(tool_use_id, "it is no longer waiting for the interrupts that were answered")
+        return self.agent.invoke(
+            [{"interruptResponse": {"interruptId": i, "response": a}} for i, a in local_answers.items()], invocation
+        )
+
+    def _not_run(self, tool_use_id: str, why: str) -> dict[str, Any]:
+        return tool_result(
+            tool_use_id,
+            f"Agent '{self.name}' did NOT resume and the answered action did NOT run: {why}. Do not report "
+            "this action as done; tell the user it did not happen and that it must be asked for again.",
+            "error",
+        )
+
+    def _finish(self, parent: Agent, tool_use_id: str, prefix: str, result: AgentResult) -> dict[str, Any]:
+        """Turn the sub-agent's result into this tool's result, or pass its interrupts up, namespaced."""
+        if result.stop_reason == "interrupt":
+            namespaced = [Interrupt(prefix + i.id, i.name, i.reason) for i in result.interrupts]
+            if not self.preserve_context:
+                stored_turns = parent.interrupt_state.context.setdefault(STORED_TURNS_KEY, {})
+                stored_turns[tool_use_id] = self.agent.snapshot()
+            elif self.agent.session is None:
+                logger.warning(
+                    "tool_name=<%s>, agent_name=<%s>, tool_use_id=<%s>, interrupt_ids=<%s> | interrupted sub-agent "
+                    "uses preserve_context=True with no session, so its interrupted turn is held only in memory: "
+                    "the interrupt resumes in this process but not after a restart",
+                    self.name,
+                    self.agent.name,
+                    tool_use_id,
+                    [i.id for i in namespaced],
+                )
+            raise InterruptException(namespaced)
+        if result.stop_reason == "end_turn":
+            return tool_result(tool_use_id, result.text)
+        if result.stop_reason == "max_steps":
+            return tool_result(
+                tool_use_id,
+                f"Agent '{self.name}' stopped at its step limit ({self.agent.max_steps}) unfinished.",
+                "error",
+            )
+        return tool_result(tool_use_id, f"Agent '{self.name}' was cancelled before it finished.", "error")

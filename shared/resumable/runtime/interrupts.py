@@ -1,0 +1,86 @@
+"""Interrupts: pauses that wait for a response from outside the agent.
+
+An interrupt id is opaque to callers: pass it back unchanged in an ``interruptResponse`` block and
+use ``name`` and ``reason`` for anything shown to a person. Ids are deterministic, so a replayed step
+raises the same id again rather than a second pending question.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+_TOOL_ID_NAMESPACE = uuid.UUID("5d0c1a52-6b0e-4f38-9d39-7a4c1e6f2b10")
+
+
+def tool_interrupt_id(tool_use_id: str, name: str) -> str:
+    """The id of the interrupt ``name`` raised by the tool call ``tool_use_id``.
+
+    The JSON list keeps the pair unambiguous whatever characters either part holds.
+    """
+    return f"v1:tool:{uuid.uuid5(_TOOL_ID_NAMESPACE, json.dumps([tool_use_id, name]))}"
+
+
+@dataclass(frozen=True)
+class Interrupt:
+    """A pause awaiting a response: ``id`` (opaque), ``name`` and a JSON ``reason``."""
+
+    id: str
+    name: str
+    reason: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "reason": self.reason}
+
+
+class InterruptException(Exception):  # noqa: N818 - it is a control-flow signal, not an error
+    """Raised inside a tool to pause the turn; the agent loop turns it into pending interrupts."""
+
+    def __init__(self, interrupts: list[Interrupt]) -> None:
+        super().__init__(", ".join(i.id for i in interrupts))
+        self.interrupts = interrupts
+
+
+# The interrupt-context keys the agent loop owns. Every other key belongs to someone else (an
+# agent-as-tool's stored turns, an application's own data) and survives storing a turn.
+TOOL_RESULTS_KEY = "tool_results"
+
+
+@dataclass
+class InterruptState:
+    """An agent's record of the turn it paused.
+
+    ``pending`` holds exactly the interrupts raised when the turn last stopped; ``answers`` holds the
+    responses given to interrupts of this turn that have been consumed, so a tool that pauses twice
+    gets its first answer back when it runs again. A pending interrupt never has an answer at rest.
+    """
+
+    activated: bool = False
+    pending: dict[str, Interrupt] = field(default_factory=dict)
+    answers: dict[str, Any] = field(default_factory=dict)
+    context: dict[str, Any] = field(default_factory=dict)
+
+    def stop_for(self, interrupts: list[Interrupt], tool_results: dict[str, Any]) -> None:
+        """Record that the turn stopped on ``interrupts``; keys the loop does not own are kept."""
+        self.activated = True
+        self.pending = {i.id: i for i in interrupts}
+        for interrupt_id in self.pending:
+            self.answers.pop(interrupt_id, None)
+        self.context[TOOL_RESULTS_KEY] = tool_results
+
+    def deactivate(self) -> None:
+        """Forget the paused turn entirely (it ended, or was dismissed)."""
+        self.activated = False
+        self.pending = {}
+        self.answers = {}
+        self.context = {}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "activated": self.activated,
+            "pending": [i.to_dict() for i in self.pending.values()],
+            "answers": dict(self.answers),
+            "context": dict(self.context),
+        }

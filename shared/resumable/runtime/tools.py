@@ -1,0 +1,211 @@
+"""Tools: plain functions the model may call, and the approval policy that guards them.
+
+``@tool`` builds the tool's input schema from the function's type hints and its description from the
+docstring. ``@tool(approval=True)`` asks a person before the function runs; ``@tool(context=True)``
+passes a ``ToolContext`` so the function can raise interrupts of its own.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, overload
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from resumable.runtime.interrupts import Interrupt, InterruptException, tool_interrupt_id
+from resumable.runtime.invocation import Invocation
+
+if TYPE_CHECKING:
+    from resumable.runtime.agent import Agent
+
+APPROVAL_INTERRUPT = "approval"
+"""The name of the interrupt an approval-guarded tool raises before it runs."""
+
+
+class ApprovalAnswer(BaseModel):
+    """A person's answer to an ``approval`` interrupt."""
+
+    model_config = ConfigDict(extra="forbid")
+    decision: Literal["approve", "deny"]
+    message: str | None = None
+
+
+def tool_result(tool_use_id: str, output: Any, status: Literal["success", "error"] = "success") -> dict[str, Any]:
+    """A Converse ``toolResult``: strings become text content, dicts and lists JSON content."""
+    if isinstance(output, dict | list):
+        content: dict[str, Any] = {"json": output}
+    else:
+        content = {"text": "" if output is None else str(output)}
+    return {"toolUseId": tool_use_id, "status": status, "content": [content]}
+
+
+@dataclass
+class ToolContext:
+    """What a tool declared with ``context=True`` receives: the calling agent and its tool use."""
+
+    agent: Agent
+    tool_use: dict[str, Any]
+    invocation: Invocation
+
+    @property
+    def tool_use_id(self) -> str:
+        return str(self.tool_use["toolUseId"])
+
+    def interrupt(self, name: str, reason: Any = None) -> Any:
+        """Pause the turn until a response for ``name`` arrives; on resume, return that response.
+
+        The first call raises (the tool stops here and the turn pauses); when the turn resumes with a
+        response, the tool runs again from its start and this call returns the response.
+        """
+        interrupt_id = tool_interrupt_id(self.tool_use_id, name)
+        answers = self.agent.interrupt_state.answers
+        if interrupt_id in answers:
+            return answers[interrupt_id]
+        raise InterruptException([Interrupt(interrupt_id, name, reason)])
+
+
+class Tool:
+    """A tool the model can call. Subclasses implement ``invoke``."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        """The Converse ``toolSpec`` of this tool."""
+        return {"name": self.name, "description": self.description, "inputSchema": {"json": self.input_schema}}
+
+    def invoke(self, tool_input: Any, context: ToolContext) -> dict[str, Any]:
+        """Run the tool and return a ``toolResult``; raise ``InterruptException`` to pause."""
+        raise NotImplementedError
+
+
+_ARGS_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
+_ARG_LINE = re.compile(r"^\s+(\w+)(?:\s*\([^)]*\))?:\s*(.+)$")
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """The description (text before any ``Args:`` section) and each argument's description."""
+    lines = inspect.cleandoc(doc).splitlines()
+    description: list[str] = []
+    params: dict[str, str] = {}
+    in_args = False
+    for line in lines:
+        if _ARGS_SECTION.match(line):
+            in_args = True
+            continue
+        if in_args:
+            match = _ARG_LINE.match("    " + line if not line.startswith(" ") else line)
+            if match:
+                params[match.group(1)] = match.group(2).strip()
+            elif line.strip() and not line.startswith(" ") and line.rstrip().endswith(":"):
+                in_args = False
+            continue
+        description.append(line)
+    return "\n".join(description).strip(), params
+
+
+class FunctionTool(Tool):
+    """A tool made from a Python function by ``@tool``."""
+
+    def __init__(
+        self,
+        function: Callable[..., Any],
+        *,
+        approval: bool = False,
+        context: bool = False,
+        name: str | None = None,
+        description: str | None = None,
+    ) -> None:
+        self.function = function
+        self.approval = approval
+        self.takes_context = context
+        self.name = name or function.__name__
+        doc_description, param_docs = _parse_docstring(function.__doc__ or "")
+        self.description = description or doc_description or self.name
+        signature = inspect.signature(function)
+        if context and "context" not in signature.parameters:
+            raise ValueError(
+                f"tool '{self.name}' is declared with context=True but has no 'context' parameter: "
+                "add `context: ToolContext` to its signature or drop context=True"
+            )
+        hints = inspect.get_annotations(function, eval_str=True)
+        fields: dict[str, Any] = {}
+        for param in signature.parameters.values():
+            if context and param.name == "context":
+                continue
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise ValueError(f"tool '{self.name}' cannot take *args or **kwargs: name every input")
+            annotation = hints.get(param.name, Any)
+            default = ... if param.default is param.empty else param.default
+            fields[param.name] = (annotation, Field(default, description=param_docs.get(param.name)))
+        self.input_model: type[BaseModel] = create_model(
+            f"{self.name}_input", __config__=ConfigDict(extra="forbid"), **fields
+        )
+        schema = self.input_model.model_json_schema()
+        schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            prop.pop("title", None)
+        self.input_schema = schema
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the undecorated function directly (no approval, no schema check)."""
+        return self.function(*args, **kwargs)
+
+    def invoke(self, tool_input: Any, context: ToolContext) -> dict[str, Any]:
+        tool_use_id = context.tool_use_id
+        try:
+            arguments = dict(self.input_model.model_validate(tool_input))
+        except ValidationError as error:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in error.errors())
+            return tool_result(
+                tool_use_id, f"Invalid input for tool '{self.name}', it did not run: {problems}", "error"
+            )
+        if self.approval:
+            answer = ApprovalAnswer.model_validate(
+                context.interrupt(
+                    APPROVAL_INTERRUPT,
+                    reason={"agent": context.agent.name, "tool": self.name, "input": tool_input},
+                )
+            )
+            if answer.decision == "deny":
+                message = answer.message or "a person denied this action"
+                return tool_result(tool_use_id, f"DENIED: {message}. The tool '{self.name}' did not run.", "error")
+        if self.takes_context:
+            arguments["context"] = context
+        return tool_result(tool_use_id, self.function(**arguments))
+
+
+@overload
+def tool(function: Callable[..., Any], /) -> FunctionTool: ...
+
+
+@overload
+def tool(
+    *,
+    approval: bool = False,
+    context: bool = False,
+    name: str | None = None,
+    description: str | None = None,
+) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+
+
+def tool(
+    function: Callable[..., Any] | None = None,
+    /,
+    *,
+    approval: bool = False,
+    context: bool = False,
+    name: str | None = None,
+    description: str | None = None,
+) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
+    """Make a function a tool: ``@tool`` or ``@tool(approval=True, context=True, name=..., description=...)``."""
+
+    def decorate(fn: Callable[..., Any]) -> FunctionTool:
+        return FunctionTool(fn, approval=approval, context=context, name=name, description=description)
+
+    return decorate(function) if function is not None else decorate

@@ -1,0 +1,79 @@
+"""Builders for the agent trees the tests rebuild from nothing but stored state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from resumable import Agent, FileSession, ScriptedModel, tool
+
+
+def says(text: str) -> dict[str, Any]:
+    """An assistant message with text only."""
+    return {"role": "assistant", "content": [{"text": text}]}
+
+
+def calls(*uses: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
+    """An assistant message calling tools: each use is (toolUseId, tool name, input)."""
+    return {
+        "role": "assistant",
+        "content": [{"toolUse": {"toolUseId": i, "name": n, "input": inp}} for i, n, inp in uses],
+    }
+
+
+def approve(interrupt_id: str) -> dict[str, Any]:
+    return {"interruptResponse": {"interruptId": interrupt_id, "response": {"decision": "approve"}}}
+
+
+def deny(interrupt_id: str, message: str = "not today") -> dict[str, Any]:
+    return {"interruptResponse": {"interruptId": interrupt_id, "response": {"decision": "deny", "message": message}}}
+
+
+def make_delete_record(executions: list[str]) -> Any:
+    @tool(approval=True)
+    def delete_record(name: str) -> str:
+        """Delete a database record.
+
+        Args:
+            name: The record to delete.
+        """
+        executions.append(name)
+        return f"deleted {name}"
+
+    return delete_record
+
+
+def build_worker(
+    executions: list[str],
+    *,
+    name: str = "db_admin",
+    session_dir: Any = None,
+    script: list[dict[str, Any]] | None = None,
+) -> Agent:
+    """A sub-agent whose delete_record tool needs approval."""
+    return Agent(
+        name=name,
+        model=ScriptedModel(
+            script or [calls(("w-1", "delete_record", {"name": "prod-db"})), says("prod-db is deleted")]
+        ),
+        tools=[make_delete_record(executions)],
+        system_prompt="You administer databases.",
+        session=FileSession(session_dir) if session_dir is not None else None,
+    )
+
+
+def build_orchestrator(
+    executions: list[str],
+    *,
+    preserve_context: bool = False,
+    worker_session_dir: Any = None,
+    worker: Agent | None = None,
+) -> Agent:
+    """An orchestrator that calls the db_admin sub-agent once as a tool."""
+    worker = worker or build_worker(executions, session_dir=worker_session_dir)
+    return Agent(
+        name="orchestrator",
+        model=ScriptedModel(
+            [calls(("o-1", "db_admin", {"prompt": "delete the prod-db record"})), says("The record is gone.")]
+        ),
+        tools=[worker.as_tool(preserve_context=preserve_context)],
+    )
