@@ -38,7 +38,8 @@ def tool_result(tool_use_id: str, output: Any, status: Literal["success", "error
     if isinstance(output, dict | list):
         content: dict[str, Any] = {"json": output}
     else:
-        content = {"text": "" if output is None else str(output)}
+        # Bedrock refuses blank text blocks, so a tool that returns nothing says so.
+        content = {"text": str(output) if output not in (None, "") else "(no output)"}
     return {"toolUseId": tool_use_id, "status": status, "content": [content]}
 
 
@@ -84,28 +85,36 @@ class Tool:
         raise NotImplementedError
 
 
-_ARGS_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
-_ARG_LINE = re.compile(r"^\s+(\w+)(?:\s*\([^)]*\))?:\s*(.+)$")
+_SECTION = re.compile(r"^(\w[\w ]*):\s*$")
+_ARGS_SECTIONS = {"Args", "Arguments", "Parameters"}
+_ARG_LINE = re.compile(r"^(\w+)(?:\s*\([^)]*\))?:\s*(.*)$")
 
 
 def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """The description (text before any ``Args:`` section) and each argument's description."""
-    lines = inspect.cleandoc(doc).splitlines()
+    """A Google-style docstring's description (the text before its first section) and arguments.
+
+    An argument's description may continue on lines indented deeper than its name.
+    """
     description: list[str] = []
     params: dict[str, str] = {}
-    in_args = False
-    for line in lines:
-        if _ARGS_SECTION.match(line):
-            in_args = True
+    section: str | None = None
+    current: str | None = None
+    params_indent = 0
+    for line in inspect.cleandoc(doc).splitlines():
+        header = _SECTION.match(line)
+        if header:
+            section, current = header.group(1), None
             continue
-        if in_args:
-            match = _ARG_LINE.match("    " + line if not line.startswith(" ") else line)
-            if match:
-                params[match.group(1)] = match.group(2).strip()
-            elif line.strip() and not line.startswith(" ") and line.rstrip().endswith(":"):
-                in_args = False
-            continue
-        description.append(line)
+        if section is None:
+            description.append(line)
+        elif section in _ARGS_SECTIONS and line.strip():
+            indent = len(line) - len(line.lstrip())
+            match = _ARG_LINE.match(line.strip())
+            if match and (current is None or indent <= params_indent):
+                current, params_indent = match.group(1), indent
+                params[current] = match.group(2).strip()
+            elif current is not None:
+                params[current] = f"{params[current]} {line.strip()}".strip()
     return "\n".join(description).strip(), params
 
 
