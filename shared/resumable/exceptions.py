@@ -34,3 +34,59 @@ class ModelError(ResumableError):
 
 class ScriptExhaustedError(ModelError):
     """A ScriptedModel was asked for more replies than its script holds."""
+
+
+class StaleCommitError(ResumableError):
+    """A commit whose expectations no longer hold (the lease moved on, or the turn settled): nothing was
+    written."""
+
+
+class LeaseLostError(ResumableError):
+    """This invocation no longer holds the turn's lease: another one took it over. It must stop."""
+
+
+class ServiceError(ResumableError):
+    """An error a caller of the service sees. ``code`` is machine-readable; the HTTP edge maps it to a
+    status once. Nothing was written for the request that raised it."""
+
+    code = "error"
+
+
+class BadRequestError(ServiceError):
+    """The request is malformed (400)."""
+
+    code = "bad_request"
+
+
+class NotFoundError(ServiceError):
+    """No such session, turn or interaction, or it belongs to another session (404)."""
+
+    code = "not_found"
+
+
+class ConflictError(ServiceError):
+    """The interaction was already answered differently (409); ``winning`` is the answer that stands."""
+
+    code = "conflict"
+
+    def __init__(self, message: str, winning: object = None) -> None:
+        super().__init__(message)
+        self.winning = winning
+
+
+class TurnBusyError(ServiceError):
+    """The session or turn is busy with another turn or invocation (409)."""
+
+    code = "turn_busy"
+
+
+class GoneError(ServiceError):
+    """The interaction is no longer live: superseded, expired or canceled (410)."""
+
+    code = "gone"
+
+
+class ValidationFailedError(ServiceError):
+    """The request is well-formed but its content is not acceptable (422)."""
+
+    code = "validation_failed"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from resumable import Agent, ScriptedModel, ToolContext, tool
 from resumable.exceptions import UnknownInterruptError
 from resumable.runtime.agent_as_tool import STORED_TURNS_KEY
-from tests.agents import approve, build_orchestrator, build_worker, calls, make_delete_record, says
+from tests.agents import approve, build_orchestrator, build_worker, calls, deny, make_delete_record, says
 
 
 def rebuild(build: Any, state: dict[str, Any]) -> Agent:
@@ -355,3 +356,110 @@ def test_leftover_interrupt_state_of_an_ephemeral_sub_agent_is_reset_on_a_fresh_
     assert again.interrupts[0].reason["tool"] == "delete_record"
     assert orchestrator([approve(again.interrupts[0].id)]).stop_reason == "end_turn"
     assert runs == ["prod-db"]
+
+
+def test_the_answer_to_an_unloadable_stored_turn_survives_and_applies_once_repaired() -> None:
+    runs: dict[str, list[str]] = {"a": [], "b": []}
+
+    def build() -> Agent:
+        return Agent(
+            name="orchestrator",
+            model=ScriptedModel(
+                [calls(("c-a", "admin_a", {"prompt": "x"}), ("c-b", "admin_b", {"prompt": "x"})), says("done")]
+            ),
+            tools=[
+                build_worker(runs["a"], name="admin_a").as_tool(),
+                build_worker(runs["b"], name="admin_b").as_tool(),
+            ],
+        )
+
+    orchestrator = build()
+    a_id, b_id = (i.id for i in orchestrator("go").interrupts)
+    state = orchestrator.snapshot()
+    state["interrupt_state"]["context"][STORED_TURNS_KEY]["c-a"]["schema_version"] = "0.0"
+    broken = rebuild(build, state)
+    assert {i.id for i in broken([approve(a_id)]).interrupts} == {a_id, b_id}
+    kept = broken.snapshot()
+    assert kept["interrupt_state"]["answers"][a_id] == {"decision": "approve"}
+
+    kept["interrupt_state"]["context"][STORED_TURNS_KEY]["c-a"]["schema_version"] = "1.0"
+    done = rebuild(build, kept)([approve(b_id)])
+    assert done.stop_reason == "end_turn"
+    assert runs == {"a": ["prod-db"], "b": ["prod-db"]}
+
+
+def test_answering_a_surviving_answer_again_replaces_it() -> None:
+    runs: list[str] = []
+
+    def build() -> Agent:
+        return build_orchestrator(runs)
+
+    orchestrator = build()
+    [interrupt] = orchestrator("go").interrupts
+    state = orchestrator.snapshot()
+    state["interrupt_state"]["context"][STORED_TURNS_KEY]["o-1"]["schema_version"] = "0.0"
+    broken = rebuild(build, state)
+    broken([approve(interrupt.id)])
+    repaired = broken.snapshot()
+    repaired["interrupt_state"]["context"][STORED_TURNS_KEY]["o-1"]["schema_version"] = "1.0"
+    assert rebuild(build, repaired)([deny(interrupt.id)]).stop_reason == "end_turn"
+    assert runs == []
+
+
+def test_dismissing_the_orchestrator_also_dismisses_a_context_preserving_sub_agents_paused_turn(
+    tmp_path: Path,
+) -> None:
+    runs: list[str] = []
+    script = [
+        calls(("w-1", "delete_record", {"name": "prod-db"})),
+        calls(("w-2", "delete_record", {"name": "test-db"})),
+        says("deleted"),
+    ]
+
+    def build() -> Agent:
+        worker = build_worker(runs, session_dir=tmp_path, script=script)
+        return Agent(
+            name="orchestrator",
+            model=ScriptedModel(
+                [calls(("o-1", "db_admin", {"prompt": "x"})), calls(("o-2", "db_admin", {"prompt": "y"})), says("ok")]
+            ),
+            tools=[worker.as_tool(preserve_context=True)],
+        )
+
+    orchestrator = build()
+    orchestrator("delete prod")
+    orchestrator.dismiss_interrupts()
+    rebuilt = rebuild(build, orchestrator.snapshot())
+    assert not rebuilt.tools["db_admin"].agent.interrupt_state.activated  # type: ignore[attr-defined]
+    again = rebuilt("delete test")
+    assert again.stop_reason == "interrupt"
+    assert again.interrupts[0].reason["input"] == {"name": "test-db"}
+
+
+def test_a_context_preserving_sub_agent_still_paused_elsewhere_gives_a_tool_error_not_a_crash() -> None:
+    worker = build_worker([])
+    worker("a task of its own")
+    orchestrator = build_orchestrator([], worker=worker, preserve_context=True)
+    result = orchestrator("go")
+    assert result.stop_reason == "end_turn"
+    [tool_result] = [b["toolResult"] for b in orchestrator.messages[2]["content"]]
+    assert tool_result["status"] == "error"
+    assert "did not run" in tool_result["content"][0]["text"]
+
+
+def test_a_lost_session_is_reported_as_an_unknown_outcome_not_as_a_missing_session(tmp_path: Path) -> None:
+    runs: list[str] = []
+
+    def build() -> Agent:
+        return build_orchestrator(runs, preserve_context=True, worker_session_dir=tmp_path)
+
+    orchestrator = build()
+    [interrupt] = orchestrator("go").interrupts
+    (tmp_path / "db_admin.json").unlink()
+    resumed = rebuild(build, orchestrator.snapshot())
+    resumed([approve(interrupt.id)])
+    [tool_result] = [b["toolResult"] for b in resumed.messages[2]["content"]]
+    text = tool_result["content"][0]["text"]
+    assert "unknown" in text
+    assert "no session" not in text
+    assert runs == []

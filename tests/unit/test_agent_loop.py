@@ -9,7 +9,14 @@ from typing import Any
 import pytest
 
 from resumable import Agent, FileSession, ScriptedModel, ToolContext, tool
-from resumable.exceptions import InvalidInvocationError, ScriptExhaustedError, SnapshotError, UnknownInterruptError
+from resumable.exceptions import (
+    InvalidInvocationError,
+    LeaseLostError,
+    ModelError,
+    ScriptExhaustedError,
+    SnapshotError,
+    UnknownInterruptError,
+)
 from resumable.runtime.interrupts import tool_interrupt_id
 from tests.agents import approve, build_orchestrator, build_worker, calls, says
 
@@ -279,3 +286,106 @@ def test_a_snapshot_of_an_unknown_schema_version_is_refused_and_changes_nothing(
 def test_a_snapshot_of_another_agent_is_refused() -> None:
     with pytest.raises(SnapshotError, match="belongs to agent 'db_admin'"):
         build_orchestrator([]).restore(build_worker([]).snapshot())
+
+
+# -- model replies that would break exactly-once ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "replies",
+    [
+        [calls(("x", "delete_record", {"name": "scratch-db"}), ("x", "delete_record", {"name": "prod-db"}))],
+        [calls(("x", "delete_record", {"name": "scratch-db"})), calls(("x", "delete_record", {"name": "prod-db"}))],
+    ],
+    ids=["twice in one reply", "again later in the turn"],
+)
+def test_a_reply_reusing_a_tool_use_id_is_refused_before_anything_runs(replies: list[dict[str, Any]]) -> None:
+    runs: list[str] = []
+    agent = Agent(name="db_admin", model=ScriptedModel(replies), tools=build_worker(runs).tools.values())
+    if len(replies) == 2:
+        [interrupt] = agent("delete").interrupts
+        assert interrupt.reason["input"] == {"name": "scratch-db"}
+        resume: Any = [approve(interrupt.id)]
+    else:
+        resume = "delete"
+    with pytest.raises(ModelError, match=r"reused toolUseId\(s\) \['x'\]"):
+        agent(resume)
+    assert runs == (["scratch-db"] if len(replies) == 2 else [])
+    assert all(
+        m["role"] != "assistant" or m["content"][0]["toolUse"]["input"]["name"] != "prod-db" for m in agent.messages
+    )
+
+
+@pytest.mark.parametrize("reply", [None, {"role": "assistant", "content": "text"}, {"content": []}])
+def test_a_reply_that_is_not_a_converse_message_is_not_recorded(reply: Any) -> None:
+    class Broken:
+        def converse(self, *_: Any) -> Any:
+            return reply
+
+    agent = Agent(name="broken", model=Broken())
+    with pytest.raises(ModelError):
+        agent("hi")
+    assert agent.messages == [{"role": "user", "content": [{"text": "hi"}]}]
+
+
+def test_a_model_error_after_an_approved_action_keeps_the_action_recorded(tmp_path: Path) -> None:
+    runs: list[str] = []
+
+    class FailsAfterTheTool:
+        def converse(self, messages: list[dict[str, Any]], *_: Any) -> dict[str, Any]:
+            if any("toolResult" in b for m in messages for b in m["content"]):
+                raise ModelError("throttled")
+            return calls(("w-1", "delete_record", {"name": "prod-db"}))
+
+    def build() -> Agent:
+        return Agent(
+            name="db_admin",
+            model=FailsAfterTheTool(),
+            tools=build_worker(runs).tools.values(),
+            session=FileSession(tmp_path),
+        )
+
+    [interrupt] = build()("delete").interrupts
+    with pytest.raises(ModelError, match="throttled"):
+        build()([approve(interrupt.id)])
+    assert runs == ["prod-db"]
+    with pytest.raises(UnknownInterruptError):
+        build()([approve(interrupt.id)])
+    assert runs == ["prod-db"]
+
+
+def test_errors_of_resumable_itself_raised_in_a_tool_abort_the_call_instead_of_becoming_a_tool_result() -> None:
+    @tool
+    def guarded() -> str:
+        """Lose the lease mid-step."""
+        raise LeaseLostError("another invocation took the turn over")
+
+    agent = Agent(name="a", model=ScriptedModel([calls(("g-1", "guarded", {})), says("never")]), tools=[guarded])
+    with pytest.raises(LeaseLostError):
+        agent("go")
+
+
+def test_an_interrupt_answered_twice_in_one_prompt_is_refused() -> None:
+    orchestrator, interrupt_id = paused_orchestrator()
+    before = orchestrator.snapshot()
+    with pytest.raises(InvalidInvocationError, match="answered twice"):
+        orchestrator([approve(interrupt_id), approve(interrupt_id)])
+    assert orchestrator.snapshot() == before
+
+
+@pytest.mark.parametrize(
+    "blocks",
+    [[{"bogus": 1}], [{"text": "a", "image": {}}], [{"text": ""}], [{"toolResult": {"toolUseId": "x"}}]],
+    ids=["unknown block", "two kinds", "blank text", "tool result"],
+)
+def test_a_prompt_block_that_is_not_user_content_is_refused(blocks: list[dict[str, Any]]) -> None:
+    agent = Agent(name="idle", model=ScriptedModel([says("hi")]))
+    with pytest.raises(InvalidInvocationError, match="nothing was added"):
+        agent(blocks)
+    assert agent.messages == []
+
+
+def test_a_corrupt_session_file_is_a_snapshot_error_naming_the_file(tmp_path: Path) -> None:
+    (tmp_path / "notes.json").write_text("{not json")
+    with pytest.raises(SnapshotError, match=r"notes\.json is not JSON"):
+        Agent(name="notes", model=ScriptedModel([says("hi")]), session=FileSession(tmp_path))

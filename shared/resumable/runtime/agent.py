@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
-from resumable.exceptions import InvalidInvocationError, ResumableError, UnknownInterruptError
+from resumable.exceptions import InvalidInvocationError, ModelError, ResumableError, UnknownInterruptError
 from resumable.runtime.interrupts import TOOL_RESULTS_KEY, Interrupt, InterruptException, InterruptState
 from resumable.runtime.invocation import Invocation
-from resumable.runtime.models import Model
+from resumable.runtime.models import Model, check_assistant_message
 from resumable.runtime.session import Session
 from resumable.runtime.snapshot import load_snapshot, make_snapshot
 from resumable.runtime.tools import APPROVAL_INTERRUPT, ApprovalAnswer, Tool, ToolContext, tool_result
@@ -53,6 +53,23 @@ class AgentResult:
 
 def _describe(interrupts: Iterable[Interrupt]) -> str:
     return ", ".join(f"{i.id!r} ({i.name})" for i in interrupts)
+
+
+# The Converse content blocks a prompt may carry.
+_PROMPT_BLOCKS = frozenset({"text", "image", "document", "video", "guardContent", "cachePoint"})
+
+
+def _check_prompt_blocks(agent_name: str, blocks: list[dict[str, Any]]) -> None:
+    for block in blocks:
+        if len(block) != 1 or next(iter(block)) not in _PROMPT_BLOCKS:
+            raise InvalidInvocationError(
+                f"agent '{agent_name}' got a prompt block {block!r}; each block must have exactly one of "
+                f"{sorted(_PROMPT_BLOCKS)} (or be an interruptResponse): nothing was added"
+            )
+        if "text" in block and (not isinstance(block["text"], str) or not block["text"].strip()):
+            raise InvalidInvocationError(
+                f"agent '{agent_name}' got a text block that is not a non-blank string: {block!r}; nothing was added"
+            )
 
 
 def _parse_responses(blocks: Sequence[Any]) -> dict[str, Any]:
@@ -173,7 +190,14 @@ class Agent:
     def invoke(self, prompt: Prompt, invocation: Invocation) -> AgentResult:
         """``__call__`` with an explicit invocation (used for sub-agents and by the service layer)."""
         self._accept(prompt)
-        result = self._run(invocation)
+        try:
+            result = self._run(invocation)
+        except ModelError:
+            # The model fails only between steps, when the conversation is whole: keep it, so that a tool
+            # that already ran (an approved action among them) is recorded as having run.
+            if self.session is not None:
+                self.session.save(self.name, self.snapshot())
+            raise
         if self.session is not None:
             self.session.save(self.name, self.snapshot())
         return result
@@ -191,6 +215,8 @@ class Agent:
                 f"got {prompt!r}"
             )
         answering = [b for b in blocks if "interruptResponse" in b]
+        if not answering:
+            _check_prompt_blocks(self.name, blocks)
         if answering and len(answering) != len(blocks):
             raise InvalidInvocationError(
                 "a prompt cannot mix interruptResponse blocks with other content: send the answers alone "
@@ -214,8 +240,8 @@ class Agent:
         responses = _parse_responses(answering)
         if not state.activated:
             raise UnknownInterruptError(
-                f"agent '{self.name}' has no pending interrupts, so {sorted(responses)} cannot be answered: "
-                "send a text prompt to start a new turn"
+                f"agent '{self.name}' has no pending interrupts, so {sorted(responses)} cannot be answered and "
+                "nothing was resumed: send a text prompt to start a new turn"
             )
         unknown = [i for i in responses if i not in state.pending]
         if unknown:
@@ -248,7 +274,9 @@ class Agent:
                     logger.warning("agent=<%s>, max_steps=<%d> | step limit reached", self.name, self.max_steps)
                     return AgentResult("max_steps")
                 steps += 1
-                message = self.model.converse(self.messages, self.system_prompt, [t.spec for t in self.tools.values()])
+                message = self._checked_reply(
+                    self.model.converse(self.messages, self.system_prompt, [t.spec for t in self.tools.values()])
+                )
                 self.messages.append(message)
                 if not any("toolUse" in block for block in message["content"]):
                     state.deactivate()
@@ -265,6 +293,23 @@ class Agent:
             self.messages.append(
                 {"role": "user", "content": [{"toolResult": results[u["toolUseId"]]} for u in tool_uses]}
             )
+
+    def _checked_reply(self, reply: Any) -> dict[str, Any]:
+        """The model's reply, if it is a Converse assistant message whose toolUseIds are new.
+
+        A toolUseId the conversation already holds would give a new tool call the interrupt id (and
+        so the answer) of an earlier one, so such a reply is refused before anything runs.
+        """
+        message = check_assistant_message(reply, f"the reply of agent '{self.name}''s model")
+        ids = [b["toolUse"]["toolUseId"] for b in message["content"] if "toolUse" in b]
+        used = {block["toolUse"]["toolUseId"] for m in self.messages for block in m["content"] if "toolUse" in block}
+        reused = sorted({i for i in ids if i in used or ids.count(i) > 1})
+        if reused:
+            raise ModelError(
+                f"the model of agent '{self.name}' reused toolUseId(s) {reused} already used in this conversation: "
+                "no tool ran and the reply was not recorded; every tool call needs a new toolUseId"
+            )
+        return message
 
     def _run_tools(
         self, tool_uses: list[dict[str, Any]], invocation: Invocation
@@ -304,6 +349,10 @@ class Agent:
         """End the paused step: finished calls keep their results, unfinished ones get ``unfinished``."""
         results = self.interrupt_state.context.get(TOOL_RESULTS_KEY, {})
         tool_uses = [b["toolUse"] for b in self.messages[-1]["content"] if "toolUse" in b] if self.messages else []
+        for use in tool_uses:
+            paused = self.tools.get(use["name"])
+            if use["toolUseId"] not in results and paused is not None:
+                paused.abandon(use["toolUseId"])
         if tool_uses:
             self.messages.append(
                 {

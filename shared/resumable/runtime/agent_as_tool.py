@@ -22,7 +22,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from resumable.exceptions import InvalidInvocationError, SnapshotError
+from resumable.exceptions import InvalidInvocationError, ModelError, SnapshotError
 from resumable.runtime.interrupts import Interrupt, InterruptException
 from resumable.runtime.invocation import Invocation
 from resumable.runtime.tools import Tool, ToolContext, tool_result
@@ -79,15 +79,33 @@ class AgentTool(Tool):
             result = resumed
         else:
             prompt = tool_input.get("prompt") if isinstance(tool_input, dict) else None
-            if not isinstance(prompt, str) or not prompt:
-                return tool_result(tool_use_id, f"Agent '{self.name}' needs input {{'prompt': '<task>'}}", "error")
+            if not isinstance(prompt, str) or not prompt.strip():
+                return tool_result(
+                    tool_use_id, f"Agent '{self.name}' did not run: its input must be {{'prompt': '<task>'}}", "error"
+                )
             if not self.preserve_context:
                 self.agent.reset()
             try:
                 result = self.agent.invoke(prompt, invocation)
             except InvalidInvocationError as error:
                 return tool_result(tool_use_id, f"Agent '{self.name}' did not run: {error}", "error")
+            except ModelError as error:
+                return self._failed(tool_use_id, error)
         return self._finish(parent, tool_use_id, prefix, result)
+
+    def abandon(self, tool_use_id: str) -> None:
+        """A context-preserving sub-agent's paused turn is dismissed with its caller's, so that its next
+        call starts fresh instead of finding it still waiting."""
+        if self.preserve_context and self.agent.interrupt_state.activated:
+            self.agent.dismiss_interrupts()
+
+    def _failed(self, tool_use_id: str, error: ModelError) -> dict[str, Any]:
+        logger.warning("tool_name=<%s>, tool_use_id=<%s> | sub-agent's model failed: %s", self.name, tool_use_id, error)
+        return tool_result(
+            tool_use_id,
+            f"Agent '{self.name}' failed before it finished: {error}. Tools it had already run keep their effect.",
+            "error",
+        )
 
     def _resume(
         self,
@@ -124,7 +142,7 @@ class AgentTool(Tool):
                 )
                 raise InterruptException(pending) from error
             del stored_turns[tool_use_id]
-        elif not self.agent.interrupt_state.activated:
+        elif self.agent.session is None and not self.agent.interrupt_state.activated:
             logger.error(
                 "tool_name=<%s>, agent_name=<%s>, tool_use_id=<%s> | the sub-agent uses preserve_context=True "
                 "with no session and was rebuilt, so its interrupted turn is gone and the answer cannot be applied",
@@ -140,10 +158,27 @@ class AgentTool(Tool):
         sub_pending = self.agent.interrupt_state.pending
         local_answers = {local_id: answer for local_id, answer in answered.items() if local_id in sub_pending}
         if not local_answers:
-            return self._not_run(tool_use_id, "it is no longer waiting for the interrupts that were answered")
-        return self.agent.invoke(
-            [{"interruptResponse": {"interruptId": i, "response": a}} for i, a in local_answers.items()], invocation
-        )
+            logger.error(
+                "tool_name=<%s>, agent_name=<%s>, tool_use_id=<%s>, interrupt_ids=<%s> | the sub-agent is not "
+                "waiting for the answered interrupts",
+                self.name,
+                self.agent.name,
+                tool_use_id,
+                sorted(answered),
+            )
+            return tool_result(
+                tool_use_id,
+                f"Agent '{self.name}' is no longer waiting for the answered interrupts (its saved state has moved "
+                "on or was lost), so the answer was NOT applied now. Whether the action ran in an earlier attempt "
+                "is unknown: do not report it as done and do not ask for it again before checking.",
+                "error",
+            )
+        try:
+            return self.agent.invoke(
+                [{"interruptResponse": {"interruptId": i, "response": a}} for i, a in local_answers.items()], invocation
+            )
+        except ModelError as error:
+            return self._failed(tool_use_id, error)
 
     def _not_run(self, tool_use_id: str, why: str) -> dict[str, Any]:
         return tool_result(

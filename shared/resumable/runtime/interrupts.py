@@ -53,8 +53,10 @@ class InterruptState:
     """An agent's record of the turn it paused.
 
     ``pending`` holds exactly the interrupts raised when the turn last stopped; ``answers`` holds the
-    responses given to interrupts of this turn that have been consumed, so a tool that pauses twice
-    gets its first answer back when it runs again. A pending interrupt never has an answer at rest.
+    responses given to interrupts of this turn, so a tool that pauses twice gets its first answer back
+    when it runs again. A pending interrupt has an answer only when that answer could not be applied
+    yet (a sub-agent's stored turn failed to load): it is kept, applied once it can be, and replaced
+    if the interrupt is answered again.
     """
 
     activated: bool = False
@@ -66,8 +68,6 @@ class InterruptState:
         """Record that the turn stopped on ``interrupts``; keys the loop does not own are kept."""
         self.activated = True
         self.pending = {i.id: i for i in interrupts}
-        for interrupt_id in self.pending:
-            self.answers.pop(interrupt_id, None)
         self.context[TOOL_RESULTS_KEY] = tool_results
 
     def deactivate(self) -> None:

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import quote
 
+from resumable.exceptions import SnapshotError
+
 
 class Session(Protocol):
     """Loads and saves agents' snapshots by agent name."""
@@ -40,9 +42,18 @@ class FileSession:
             text = self._path(agent_name).read_text(encoding="utf-8")
         except FileNotFoundError:
             return None
-        data = json.loads(text)
+        try:
+            data = json.loads(text)
+        except ValueError as error:
+            raise SnapshotError(
+                f"session file {self._path(agent_name)} is not JSON ({error}): agent '{agent_name}' was not loaded; "
+                "repair or remove the file"
+            ) from error
         if not isinstance(data, dict):
-            raise ValueError(f"session file {self._path(agent_name)} does not hold a snapshot object")
+            raise SnapshotError(
+                f"session file {self._path(agent_name)} does not hold a snapshot object: agent '{agent_name}' "
+                "was not loaded; repair or remove the file"
+            )
         return data
 
     def save(self, agent_name: str, snapshot: dict[str, Any]) -> None:

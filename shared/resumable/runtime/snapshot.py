@@ -58,7 +58,7 @@ def load_snapshot(agent_name: str, data: Any) -> tuple[list[dict[str, Any]], Int
     """Validate ``data`` and return the messages and interrupt state it holds, as fresh copies."""
     if isinstance(data, dict) and data.get("schema_version") != SCHEMA_VERSION:
         raise SnapshotError(
-            f"snapshot of agent '{data.get('agent')}' has schema_version {data.get('schema_version')!r}, "
+            f"snapshot for agent '{agent_name}' has schema_version {data.get('schema_version')!r}, "
             f"but this version of resumable reads only {SCHEMA_VERSION!r}: nothing was restored; "
             "load it with the version that wrote it or migrate it"
         )

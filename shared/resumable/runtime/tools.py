@@ -84,6 +84,10 @@ class Tool:
         """Run the tool and return a ``toolResult``; raise ``InterruptException`` to pause."""
         raise NotImplementedError
 
+    def abandon(self, tool_use_id: str) -> None:
+        """The paused call ``tool_use_id`` will never resume (its interrupts were dismissed or the
+        turn was cancelled). Tools that keep state for paused calls drop it here."""
+
 
 _SECTION = re.compile(r"^(\w[\w ]*):\s*$")
 _ARGS_SECTIONS = {"Args", "Arguments", "Parameters"}
