@@ -185,7 +185,7 @@ class Agent:
 
         ``stop`` is checked at every step boundary; when it returns True the turn ends ``cancelled``.
         """
-        return self.invoke(prompt, Invocation(stop=stop))
+        return self.invoke(prompt, Invocation(stop=stop, agent_path=(self.name,)))
 
     def invoke(self, prompt: Prompt, invocation: Invocation) -> AgentResult:
         """``__call__`` with an explicit invocation (used for sub-agents and by the service layer)."""

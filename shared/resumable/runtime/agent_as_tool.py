@@ -24,7 +24,7 @@ from urllib.parse import quote
 
 from resumable.exceptions import InvalidInvocationError, ModelError, SnapshotError
 from resumable.runtime.interrupts import Interrupt, InterruptException
-from resumable.runtime.invocation import Invocation
+from resumable.runtime.invocation import SubAgentCall
 from resumable.runtime.tools import Tool, ToolContext, tool_result
 
 if TYPE_CHECKING:
@@ -39,6 +39,19 @@ STORED_TURNS_KEY = "sub_agent_interrupted_turns"
 def namespace_prefix(tool_use_id: str) -> str:
     """The prefix of every interrupt id raised inside the sub-agent call ``tool_use_id``."""
     return f"{NAMESPACE_MARKER}{quote(tool_use_id, safe='')}:"
+
+
+def call_prefix(interrupt_id: str) -> str:
+    """The id prefix of the (innermost) sub-agent call that raised ``interrupt_id``, as the root sees
+    it: one ``namespace_prefix`` per level, or '' for an interrupt the root agent raised itself.
+    The encoded toolUseId holds no ``:``, so the first ``:`` after a marker ends its prefix."""
+    end = 0
+    while interrupt_id.startswith(NAMESPACE_MARKER, end):
+        separator = interrupt_id.find(":", end + len(NAMESPACE_MARKER))
+        if separator < 0:
+            break
+        end = separator + 1
+    return interrupt_id[:end]
 
 
 class AgentTool(Tool):
@@ -67,30 +80,47 @@ class AgentTool(Tool):
         parent = context.agent
         prefix = namespace_prefix(tool_use_id)
         invocation = context.invocation.nested(prefix, self.agent.name)
+        call = SubAgentCall(invocation.id_prefix, context.invocation.id_prefix, tool_use_id, invocation.agent_path)
         state = parent.interrupt_state
         pending = [i for i in state.pending.values() if i.id.startswith(prefix)] if state.activated else []
         if pending:
             answered = {i.id[len(prefix) :]: state.answers[i.id] for i in pending if i.id in state.answers}
             if not answered:
                 raise InterruptException(pending)
-            resumed = self._resume(parent, tool_use_id, prefix, pending, answered, invocation)
-            if isinstance(resumed, dict):
-                return resumed
-            result = resumed
+            prepared = self._prepare_resume(parent, tool_use_id, pending, answered)
+            if isinstance(prepared, dict):
+                return prepared
+            prompt: str | list[dict[str, Any]] = prepared
         else:
-            prompt = tool_input.get("prompt") if isinstance(tool_input, dict) else None
-            if not isinstance(prompt, str) or not prompt.strip():
+            task = tool_input.get("prompt") if isinstance(tool_input, dict) else None
+            if not isinstance(task, str) or not task.strip():
                 return tool_result(
                     tool_use_id, f"Agent '{self.name}' did not run: its input must be {{'prompt': '<task>'}}", "error"
                 )
             if not self.preserve_context:
                 self.agent.reset()
-            try:
-                result = self.agent.invoke(prompt, invocation)
-            except InvalidInvocationError as error:
-                return tool_result(tool_use_id, f"Agent '{self.name}' did not run: {error}", "error")
-            except ModelError as error:
-                return self._failed(tool_use_id, error)
+            prompt = task
+        observer = invocation.observer
+        if observer is not None:
+            observer.started(call)
+        try:
+            result = self.agent.invoke(prompt, invocation)
+        except (InvalidInvocationError, ModelError) as error:
+            if observer is not None:
+                observer.finished(call, "failed")
+            if isinstance(error, ModelError):
+                logger.warning(
+                    "tool_name=<%s>, tool_use_id=<%s> | sub-agent's model failed: %s", self.name, tool_use_id, error
+                )
+                return tool_result(
+                    tool_use_id,
+                    f"Agent '{self.name}' failed before it finished: {error}. Tools it had already run keep their "
+                    "effect.",
+                    "error",
+                )
+            return tool_result(tool_use_id, f"Agent '{self.name}' did not run: {error}", "error")
+        if observer is not None:
+            observer.finished(call, result.stop_reason)
         return self._finish(parent, tool_use_id, prefix, result)
 
     def abandon(self, tool_use_id: str) -> None:
@@ -99,24 +129,11 @@ class AgentTool(Tool):
         if self.preserve_context and self.agent.interrupt_state.activated:
             self.agent.dismiss_interrupts()
 
-    def _failed(self, tool_use_id: str, error: ModelError) -> dict[str, Any]:
-        logger.warning("tool_name=<%s>, tool_use_id=<%s> | sub-agent's model failed: %s", self.name, tool_use_id, error)
-        return tool_result(
-            tool_use_id,
-            f"Agent '{self.name}' failed before it finished: {error}. Tools it had already run keep their effect.",
-            "error",
-        )
-
-    def _resume(
-        self,
-        parent: Agent,
-        tool_use_id: str,
-        prefix: str,
-        pending: list[Interrupt],
-        answered: dict[str, Any],
-        invocation: Invocation,
-    ) -> AgentResult | dict[str, Any]:
-        """Bring back the sub-agent's interrupted turn and resume it with its own answers."""
+    def _prepare_resume(
+        self, parent: Agent, tool_use_id: str, pending: list[Interrupt], answered: dict[str, Any]
+    ) -> list[dict[str, Any]] | dict[str, Any]:
+        """Bring back the sub-agent's interrupted turn and return the answers (under local ids) that
+        resume it, or the tool result that says why it cannot resume."""
         if not self.preserve_context:
             stored_turns = parent.interrupt_state.context.get(STORED_TURNS_KEY, {})
             stored = stored_turns.get(tool_use_id)
@@ -173,12 +190,7 @@ class AgentTool(Tool):
                 "is unknown: do not report it as done and do not ask for it again before checking.",
                 "error",
             )
-        try:
-            return self.agent.invoke(
-                [{"interruptResponse": {"interruptId": i, "response": a}} for i, a in local_answers.items()], invocation
-            )
-        except ModelError as error:
-            return self._failed(tool_use_id, error)
+        return [{"interruptResponse": {"interruptId": i, "response": a}} for i, a in local_answers.items()]
 
     def _not_run(self, tool_use_id: str, why: str) -> dict[str, Any]:
         return tool_result(

@@ -4,19 +4,55 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+
+class ActionJournal(Protocol):
+    """Records approved actions so that each runs at most once, even across crashes and rebuilds."""
+
+    def run(self, key: str, tool_use_id: str, action: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """Run ``action`` (which returns a toolResult) unless ``key`` was started before.
+
+        A finished earlier run's result is returned again; a run that started but never recorded its
+        result is not repeated: the model is told its outcome is unknown.
+        """
+        ...
+
+
+@dataclass(frozen=True)
+class SubAgentCall:
+    """One call of a sub-agent as a tool, named by its id prefix (unique in the root's tree)."""
+
+    id_prefix: str
+    parent_prefix: str
+    tool_use_id: str
+    agent_path: tuple[str, ...]
+
+
+class SubAgentObserver(Protocol):
+    """Told when a sub-agent call starts (or resumes) and how it stopped."""
+
+    def started(self, call: SubAgentCall) -> None: ...
+
+    def finished(self, call: SubAgentCall, stop_reason: str) -> None:
+        """``stop_reason`` is the sub-agent's (``end_turn``, ``interrupt``, ...) or ``failed``."""
+        ...
 
 
 @dataclass(frozen=True)
 class Invocation:
-    """The cooperative stop signal and where in the agent tree a call runs.
+    """The cooperative stop signal, where in the agent tree a call runs, and the service's hooks.
 
     ``id_prefix`` is what the root agent puts before this agent's local interrupt ids (empty for the
-    root), and ``agent_path`` names the agents from the root down to this one.
+    root), and ``agent_path`` names the agents from the root down to this one. ``journal`` and
+    ``observer`` are optional: the runtime works without them; the service provides both.
     """
 
     stop: Callable[[], bool] | None = None
     id_prefix: str = ""
     agent_path: tuple[str, ...] = ()
+    journal: ActionJournal | None = None
+    observer: SubAgentObserver | None = None
 
     def should_stop(self) -> bool:
         return self.stop is not None and self.stop()

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from resumable.exceptions import ResumableError
 from resumable.runtime.interrupts import Interrupt, InterruptException, tool_interrupt_id
 from resumable.runtime.invocation import Invocation
 
@@ -190,7 +191,20 @@ class FunctionTool(Tool):
                 return tool_result(tool_use_id, f"DENIED: {message}. The tool '{self.name}' did not run.", "error")
         if self.takes_context:
             arguments["context"] = context
-        return tool_result(tool_use_id, self.function(**arguments))
+        journal = context.invocation.journal
+        if not self.approval or journal is None:
+            return tool_result(tool_use_id, self.function(**arguments))
+
+        def approved_action() -> dict[str, Any]:
+            try:
+                return tool_result(tool_use_id, self.function(**arguments))
+            except (InterruptException, ResumableError):
+                raise
+            except Exception as error:
+                return tool_result(tool_use_id, f"Error: {type(error).__name__}: {error}", "error")
+
+        key = context.invocation.id_prefix + tool_interrupt_id(tool_use_id, APPROVAL_INTERRUPT)
+        return journal.run(key, tool_use_id, approved_action)
 
 
 @overload

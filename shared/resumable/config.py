@@ -1,0 +1,48 @@
+"""Settings, read from the environment once at the edge and passed down."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Settings(BaseModel):
+    """Where the store lives and how the service behaves.
+
+    Environment variables: ``RESUMABLE_TABLE``, ``RESUMABLE_BUCKET``, ``AWS_REGION`` (or
+    ``AWS_DEFAULT_REGION``), ``AWS_ENDPOINT_URL`` (LocalStack, the embedded AWS), ``AGENT_FACTORY``
+    (``module:function``), ``APPROVAL_EXPIRY_SECONDS``, ``LEASE_SECONDS``.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    table_name: str = "resumable"
+    bucket_name: str = "resumable-snapshots"
+    region: str = "us-east-1"
+    endpoint_url: str | None = None
+    access_key_id: str | None = Field(default=None, repr=False)
+    secret_access_key: str | None = Field(default=None, repr=False)
+    agent_factory: str = "resumable.demo:build_demo_agents"
+    approval_expiry_seconds: int = Field(default=24 * 3600, gt=0)
+    lease_seconds: int = Field(default=120, gt=0)
+    max_prompt_chars: int = Field(default=16_000, gt=0)
+    max_response_bytes: int = Field(default=8_192, gt=0)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        names = {
+            "table_name": "RESUMABLE_TABLE",
+            "bucket_name": "RESUMABLE_BUCKET",
+            "endpoint_url": "AWS_ENDPOINT_URL",
+            "agent_factory": "AGENT_FACTORY",
+            "approval_expiry_seconds": "APPROVAL_EXPIRY_SECONDS",
+            "lease_seconds": "LEASE_SECONDS",
+        }
+        values: dict[str, str] = {field: env[var] for field, var in names.items() if env.get(var)}
+        region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
+        if region:
+            values["region"] = region
+        return cls.model_validate(values)

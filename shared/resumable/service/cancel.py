@@ -1,0 +1,52 @@
+"""cancel: stop a turn and every child turn under it."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from resumable.exceptions import NotFoundError, StaleCommitError
+from resumable.service.ids import root_of, valid_session_id, valid_turn_id
+from resumable.service.settlement import settle_tree
+from resumable.service.views import TurnView
+
+if TYPE_CHECKING:
+    from resumable.service.service import Service
+
+logger = logging.getLogger(__name__)
+
+_ATTEMPTS = 5
+
+
+def cancel(service: Service, session_id: str, turn_id: str) -> TurnView:
+    """Mark the tree canceling; settle it now if nobody is running it. A turn being run is told through
+    its record and stops at its next step boundary (confirming ``canceled``); one whose runner's lease
+    expired without confirming is settled ``interrupted``. Cancelling again returns the same result.
+    A child turn id cancels its whole tree."""
+    if not valid_session_id(session_id) or not valid_turn_id(turn_id):
+        raise NotFoundError(f"there is no turn {turn_id!r} in session {session_id!r}; nothing was canceled")
+    root_id = root_of(turn_id)
+    marked = service.store.request_cancel(session_id, root_id, service.clock.now())
+    if marked is None:
+        raise NotFoundError(f"there is no turn {turn_id!r} in session {session_id!r}; nothing was canceled")
+    for _ in range(_ATTEMPTS):
+        tree = service.load(session_id, turn_id)
+        root = tree.root
+        try:
+            if root.status == "waiting":
+                settle_tree(service, tree, "canceled", "superseded", "canceled on request")
+            elif root.status == "running" and (root.lease_expires_at or 0) < service.clock.now():
+                settle_tree(
+                    service,
+                    tree,
+                    "interrupted",
+                    "superseded",
+                    "canceled, and its runner never confirmed before its lease expired",
+                )
+            else:
+                return TurnView.of(tree, turn_id)
+        except StaleCommitError:
+            logger.info("turn_id=<%s> | the tree changed while canceling; deciding again", root_id)
+            continue
+        return TurnView.of(service.load(session_id, turn_id), turn_id)
+    return TurnView.of(service.load(session_id, turn_id), turn_id)

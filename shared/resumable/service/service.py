@@ -1,0 +1,71 @@
+"""The service: the use cases (start-turn, submit-approval, cancel, get-turn, recover) over a store.
+
+Agents are built afresh from the application's agent factory on every call and never cached.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from resumable.clock import Clock, SystemClock
+from resumable.config import Settings
+from resumable.exceptions import NotFoundError
+from resumable.service.agent_factory import AgentFactory, load_factory
+from resumable.service.cancel import cancel
+from resumable.service.get_turn import get_turn
+from resumable.service.ids import root_of, valid_session_id, valid_turn_id
+from resumable.service.recover import recover
+from resumable.service.start_turn import start_turn
+from resumable.service.submit_approval import submit_approval
+from resumable.service.views import InteractionView, TurnView
+from resumable.store.base import Store
+from resumable.store.records import InteractionStatus, TurnTree
+
+
+class Service:
+    """The use cases. Every public method validates its input before it writes anything."""
+
+    def __init__(
+        self, store: Store, settings: Settings, clock: Clock | None = None, factory: AgentFactory | None = None
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.clock: Clock = clock or SystemClock()
+        self.factory: AgentFactory = factory or load_factory(settings.agent_factory)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, clock: Clock | None = None) -> Service:
+        from resumable.store.dynamodb import DynamoDBStore
+
+        return cls(DynamoDBStore(settings), settings, clock)
+
+    def load(self, session_id: str, turn_id: str) -> TurnTree:
+        """The tree of ``turn_id`` (a root or child turn id) in ``session_id``, or 404."""
+        if not valid_session_id(session_id) or not valid_turn_id(turn_id):
+            raise NotFoundError(f"there is no turn {turn_id!r} in session {session_id!r}")
+        tree = self.store.load_tree(session_id, root_of(turn_id))
+        if tree is None or (turn_id != tree.root.turn_id and all(c.turn_id != turn_id for c in tree.children)):
+            raise NotFoundError(f"there is no turn {turn_id!r} in session {session_id!r}")
+        return tree
+
+    def start_turn(self, session_id: str, prompt: Any, principal: str = "local") -> TurnView:
+        return start_turn(self, session_id, prompt, principal)
+
+    def submit_approval(
+        self, session_id: str, turn_id: str, request_id: str, response: Any, principal: str = "local"
+    ) -> TurnView:
+        return submit_approval(self, session_id, turn_id, request_id, response, principal)
+
+    def cancel(self, session_id: str, turn_id: str) -> TurnView:
+        return cancel(self, session_id, turn_id)
+
+    def get_turn(self, session_id: str, turn_id: str) -> TurnView:
+        return get_turn(self, session_id, turn_id)
+
+    def recover(self, session_id: str, turn_id: str) -> TurnView:
+        return recover(self, session_id, turn_id)
+
+    def list_interactions(self, session_id: str, status: InteractionStatus | None = None) -> list[InteractionView]:
+        if not valid_session_id(session_id):
+            raise NotFoundError(f"there is no session {session_id!r}")
+        return [InteractionView.of(i) for i in self.store.list_interactions(session_id, status)]

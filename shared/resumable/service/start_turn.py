@@ -1,0 +1,69 @@
+"""start-turn: begin a root turn in a session and run it until it pauses or ends."""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from resumable.exceptions import BadRequestError, NotFoundError, TurnBusyError, ValidationFailedError
+from resumable.service.ids import new_root_turn_id, valid_session_id
+from resumable.service.runner import run_leased
+from resumable.service.views import TurnView
+from resumable.store.records import SessionRecord, TurnRecord, TurnTree
+
+if TYPE_CHECKING:
+    from resumable.service.service import Service
+
+
+def start_turn(service: Service, session_id: str, prompt: Any, principal: str) -> TurnView:
+    """Create the root turn (refused while the session has an unsettled one), run it, commit."""
+    if not valid_session_id(session_id):
+        raise NotFoundError(
+            f"session id {session_id!r} is not valid: use 1-128 letters, digits, '.', '_', ':' or '-'; "
+            "nothing was started"
+        )
+    if not isinstance(prompt, str):
+        raise BadRequestError("the prompt must be a string; nothing was started")
+    if not prompt.strip():
+        raise ValidationFailedError("the prompt is blank; nothing was started")
+    limit = service.settings.max_prompt_chars
+    if len(prompt) > limit:
+        raise ValidationFailedError(
+            f"the prompt has {len(prompt)} characters, the limit is {limit}; nothing was started"
+        )
+
+    store, now = service.store, service.clock.now()
+    seen = store.get_session(session_id)
+    if seen is not None and seen.active_turn_id is not None:
+        raise TurnBusyError(
+            f"session {session_id!r} has a turn that is not settled yet ({seen.active_turn_id}): answer its "
+            "interactions or cancel it, then start a new one; nothing was started"
+        )
+    owner = uuid.uuid4().hex
+    turn_id = new_root_turn_id()
+    root = TurnRecord(
+        session_id=session_id,
+        turn_id=turn_id,
+        root_turn_id=turn_id,
+        agent="",
+        agent_path=[],
+        status="running",
+        version=1,
+        lease_owner=owner,
+        lease_expires_at=now + service.settings.lease_seconds,
+        base_snapshot_key=seen.snapshot_key if seen else None,
+        agent_heads=dict(seen.agent_heads) if seen else {},
+        prompt=prompt,
+        principal=principal,
+        created_at=now,
+        updated_at=now,
+    )
+    session = (
+        seen or SessionRecord(session_id=session_id, principal=principal, created_at=now, updated_at=now)
+    ).model_copy(update={"active_turn_id": turn_id, "updated_at": now})
+    if not store.begin_turn(seen, session, root):
+        raise TurnBusyError(
+            f"session {session_id!r} started another turn at the same moment: nothing was started; "
+            "get the session's turn and answer or cancel it"
+        )
+    return TurnView.of(run_leased(service, TurnTree(root=root, children=[], interactions=[]), owner))

@@ -1,0 +1,134 @@
+"""submit-approval: settle an interaction exactly once and, when it was the last one, resume the turn."""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from resumable.exceptions import (
+    ConflictError,
+    GoneError,
+    NotFoundError,
+    StaleCommitError,
+    TurnBusyError,
+    ValidationFailedError,
+)
+from resumable.runtime.tools import APPROVAL_INTERRUPT, ApprovalAnswer
+from resumable.service.ids import root_of, valid_request_id, valid_session_id, valid_turn_id
+from resumable.service.runner import run_leased
+from resumable.service.settlement import expired_interactions, settle_tree
+from resumable.service.views import TurnView
+from resumable.store.records import InteractionRecord, TurnTree
+
+if TYPE_CHECKING:
+    from resumable.service.service import Service
+
+logger = logging.getLogger(__name__)
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def submit_approval(
+    service: Service, session_id: str, turn_id: str, request_id: str, response: Any, principal: str
+) -> TurnView:
+    """Record ``response`` for the interaction (one conditional write), then resume if nothing else is
+    awaited. The same answer again is idempotent (and drives a resume that a crash interrupted)."""
+    if not (valid_session_id(session_id) and valid_turn_id(turn_id) and valid_request_id(request_id)):
+        raise NotFoundError(
+            f"there is no interaction {request_id!r} in turn {turn_id!r} of session {session_id!r}; "
+            "nothing was answered"
+        )
+    if response is None:
+        raise ValidationFailedError(
+            "the response is missing or null: send the answer as 'response'; nothing was answered"
+        )
+    size = len(_canonical(response).encode())
+    if size > service.settings.max_response_bytes:
+        raise ValidationFailedError(
+            f"the response is {size} bytes of JSON, the limit is {service.settings.max_response_bytes}; "
+            "nothing was answered"
+        )
+    is_approval_answer = True
+    try:
+        ApprovalAnswer.model_validate(response)
+    except ValidationError:
+        is_approval_answer = False
+
+    root_id = root_of(turn_id)
+    settlement = service.store.settle_interaction(
+        session_id, root_id, request_id, response, principal, service.clock.now(), approval_shaped=is_approval_answer
+    )
+    if settlement.outcome == "missing":
+        raise NotFoundError(
+            f"there is no interaction {request_id!r} in turn {turn_id!r} of session {session_id!r}; "
+            "nothing was answered"
+        )
+    if settlement.outcome == "turn_busy":
+        raise TurnBusyError(
+            f"turn {root_id} is not waiting for answers right now (it is being advanced): retry shortly; "
+            "nothing was answered"
+        )
+    if settlement.outcome == "refused":
+        assert settlement.interaction is not None
+        _refused(service, settlement.interaction, response, is_approval_answer)
+    else:
+        logger.info(
+            "session_id=<%s>, turn_id=<%s>, request_id=<%s> | interaction answered by %s",
+            session_id,
+            root_id,
+            request_id,
+            principal,
+        )
+    return _resume_if_ready(service, service.load(session_id, root_id), turn_id)
+
+
+def _refused(service: Service, interaction: InteractionRecord, response: Any, is_approval_answer: bool) -> None:
+    """Explain why the conditional write refused the answer; return only for an identical replay."""
+    if interaction.status == "answered":
+        if _canonical(interaction.response) == _canonical(response):
+            return
+        raise ConflictError(
+            f"interaction {interaction.request_id} was already answered with {_canonical(interaction.response)} "
+            f"by {interaction.answered_by}; that answer stands and this one was not recorded",
+            winning=interaction.response,
+        )
+    if interaction.status == "requested" and interaction.name == APPROVAL_INTERRUPT and not is_approval_answer:
+        raise ValidationFailedError(
+            f"interaction {interaction.request_id} is an approval: answer {{'decision': 'approve'}} or "
+            "{'decision': 'deny', 'message': '...'}; nothing was answered"
+        )
+    if interaction.status == "requested":
+        tree = service.load(interaction.session_id, interaction.root_turn_id)
+        if expired_interactions(service, tree):
+            try:
+                settle_tree(service, tree, "expired", "expired", "an interaction expired before it was answered")
+            except StaleCommitError:
+                logger.info("turn_id=<%s> | expiry raced another change", interaction.root_turn_id)
+        raise GoneError(
+            f"interaction {interaction.request_id} expired before it was answered; its turn is settled as expired "
+            "and nothing was answered"
+        )
+    raise GoneError(
+        f"interaction {interaction.request_id} is {interaction.status} (its turn was canceled, settled or moved "
+        "on) and can no longer be answered; nothing was answered"
+    )
+
+
+def _resume_if_ready(service: Service, tree: TurnTree, turn_id: str) -> TurnView:
+    root = tree.root
+    if root.status != "waiting" or root.open_interactions > 0 or root.cancel_requested:
+        return TurnView.of(tree, turn_id)
+    now = service.clock.now()
+    owner = uuid.uuid4().hex
+    leased = service.store.acquire_lease(
+        root.session_id, root.turn_id, owner, now, now + service.settings.lease_seconds, takeover=False
+    )
+    if leased is None:
+        return TurnView.of(service.load(root.session_id, root.turn_id), turn_id)
+    return TurnView.of(run_leased(service, tree.model_copy(update={"root": leased}), owner), turn_id)

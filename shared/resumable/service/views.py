@@ -1,0 +1,103 @@
+"""What callers see: the Turn and its interactions and children, in the API's shape (camelCase)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+from resumable.store.records import InteractionRecord, InteractionStatus, TurnRecord, TurnStatus, TurnTree
+
+
+def iso(timestamp: float | None) -> str | None:
+    if timestamp is None:
+        return None
+    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class View(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, serialize_by_alias=True)
+
+
+class InteractionView(View):
+    request_id: str
+    interrupt_id: str
+    turn_id: str
+    name: str
+    reason: Any
+    agent_path: list[str]
+    status: InteractionStatus
+    response: Any
+    answered_by: str | None
+    answered_at: str | None
+    expires_at: str | None
+
+    @classmethod
+    def of(cls, record: InteractionRecord) -> InteractionView:
+        return cls(
+            request_id=record.request_id,
+            interrupt_id=record.interrupt_id,
+            turn_id=record.turn_id,
+            name=record.name,
+            reason=record.reason,
+            agent_path=record.agent_path,
+            status=record.status,
+            response=record.response,
+            answered_by=record.answered_by,
+            answered_at=iso(record.answered_at),
+            expires_at=iso(record.expires_at),
+        )
+
+
+class ChildView(View):
+    turn_id: str
+    parent_turn_id: str | None
+    agent: str
+    agent_path: list[str]
+    status: TurnStatus
+
+    @classmethod
+    def of(cls, record: TurnRecord) -> ChildView:
+        return cls(
+            turn_id=record.turn_id,
+            parent_turn_id=record.parent_turn_id,
+            agent=record.agent,
+            agent_path=record.agent_path,
+            status=record.status,
+        )
+
+
+class TurnView(View):
+    session_id: str
+    turn_id: str
+    status: TurnStatus
+    output: str | None
+    error: str | None
+    interactions: list[InteractionView]
+    children: list[ChildView]
+    created_at: str | None
+    updated_at: str | None
+
+    @classmethod
+    def of(cls, tree: TurnTree, turn_id: str | None = None) -> TurnView:
+        """The view of the root turn, or of one of its child turns (with the interactions it owns)."""
+        turn = tree.root
+        children = sorted(tree.children, key=lambda c: (c.created_at, c.turn_id))
+        interactions = sorted(tree.interactions, key=lambda i: (i.created_at, i.request_id))
+        if turn_id is not None and turn_id != tree.root.turn_id:
+            turn = next(c for c in tree.children if c.turn_id == turn_id)
+            children = [c for c in children if c.parent_turn_id == turn_id]
+            interactions = [i for i in interactions if i.turn_id == turn_id]
+        return cls(
+            session_id=turn.session_id,
+            turn_id=turn.turn_id,
+            status=turn.status,
+            output=turn.output,
+            error=turn.error,
+            interactions=[InteractionView.of(i) for i in interactions],
+            children=[ChildView.of(c) for c in children],
+            created_at=iso(turn.created_at),
+            updated_at=iso(turn.updated_at),
+        )

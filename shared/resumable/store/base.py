@@ -1,0 +1,138 @@
+"""The store interface the service talks to. ``DynamoDBStore`` is its implementation."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from resumable.store.records import (
+    ActionRecord,
+    InteractionRecord,
+    InteractionStatus,
+    OutboxEvent,
+    SessionRecord,
+    TurnRecord,
+    TurnStatus,
+    TurnTree,
+)
+
+
+@dataclass
+class Commit:
+    """One atomic change of a turn tree, guarded by the root turn's version, status and lease.
+
+    ``root`` is the root turn's new state. The root is expected at ``expected_version`` in
+    ``expected_status``, leased by ``expected_lease_owner`` (None: not leased, for cancel and
+    expiry). ``settle_session`` frees the session for its next turn and points it at
+    ``session_snapshot_key`` and ``agent_heads``.
+    """
+
+    root: TurnRecord
+    expected_version: int
+    expected_status: TurnStatus
+    expected_lease_owner: str | None
+    settle_session: bool = False
+    session_snapshot_key: str | None = None
+    agent_heads: dict[str, str] | None = None
+    new_interactions: list[InteractionRecord] = field(default_factory=list)
+    interaction_changes: list[tuple[InteractionRecord, InteractionStatus]] = field(default_factory=list)
+    children: list[TurnRecord] = field(default_factory=list)
+    events: list[OutboxEvent] = field(default_factory=list)
+
+
+@dataclass
+class Settlement:
+    """What happened when an answer was offered for an interaction.
+
+    ``settled``: this answer was recorded. ``refused``: the interaction was not ``requested`` (or had
+    expired); ``interaction`` holds it as it is. ``missing``: no such interaction. ``turn_busy``: the
+    turn is not waiting for answers; ``turn`` holds it.
+    """
+
+    outcome: Literal["settled", "refused", "missing", "turn_busy"]
+    interaction: InteractionRecord | None = None
+    turn: TurnRecord | None = None
+
+
+class Store(ABC):
+    """Durable state of sessions, turns, interactions, the action journal, the outbox and snapshots."""
+
+    # sessions and turns
+    @abstractmethod
+    def get_session(self, session_id: str) -> SessionRecord | None: ...
+
+    @abstractmethod
+    def begin_turn(self, seen: SessionRecord | None, session: SessionRecord, turn: TurnRecord) -> bool:
+        """Create ``turn`` leased and make it the session's active turn, if the session is still as
+        ``seen`` and has no active turn. False when another turn got there first."""
+
+    @abstractmethod
+    def load_tree(self, session_id: str, root_turn_id: str) -> TurnTree | None: ...
+
+    @abstractmethod
+    def acquire_lease(
+        self, session_id: str, root_turn_id: str, owner: str, now: float, until: float, *, takeover: bool
+    ) -> TurnRecord | None:
+        """Lease a waiting turn with no open interactions (or, with ``takeover``, a running turn whose
+        lease has expired) and mark it running. None when the turn is not in that state."""
+
+    @abstractmethod
+    def renew_lease(self, turn: TurnRecord, owner: str, now: float, until: float) -> TurnRecord:
+        """Extend the lease and return the turn as stored (so its cancel request can be seen).
+        Raises ``LeaseLostError`` when ``owner`` no longer holds it."""
+
+    @abstractmethod
+    def release_lease(self, turn: TurnRecord, owner: str, status: TurnStatus, now: float) -> None:
+        """Give the lease up without committing, leaving the turn in ``status``."""
+
+    @abstractmethod
+    def request_cancel(self, session_id: str, root_turn_id: str, now: float) -> TurnRecord | None:
+        """Mark an unsettled turn's tree as canceling; return the turn (unchanged if already settled)."""
+
+    @abstractmethod
+    def commit(self, commit: Commit) -> None:
+        """Apply ``commit`` atomically. Raises ``StaleCommitError`` when its expectations do not hold."""
+
+    # interactions
+    @abstractmethod
+    def settle_interaction(
+        self,
+        session_id: str,
+        root_turn_id: str,
+        request_id: str,
+        response: Any,
+        answered_by: str,
+        now: float,
+        *,
+        approval_shaped: bool,
+    ) -> Settlement:
+        """``requested -> answered`` in one conditional write, if the turn is waiting and the
+        interaction has not expired; a response that is not ``approval_shaped`` is refused for an
+        approval interaction."""
+
+    @abstractmethod
+    def list_interactions(self, session_id: str, status: InteractionStatus | None) -> list[InteractionRecord]: ...
+
+    # the action journal
+    @abstractmethod
+    def begin_action(self, session_id: str, root_turn_id: str, key: str, now: float) -> ActionRecord | None:
+        """Record that an approved action starts. None when it was recorded now; otherwise the entry
+        an earlier attempt left (finished, or started with an unknown outcome)."""
+
+    @abstractmethod
+    def finish_action(
+        self, session_id: str, root_turn_id: str, key: str, result: dict[str, Any], now: float
+    ) -> None: ...
+
+    @abstractmethod
+    def abandon_action(self, session_id: str, root_turn_id: str, key: str) -> None:
+        """Forget a started action that paused before doing anything (it raised an interrupt)."""
+
+    # snapshots
+    @abstractmethod
+    def put_snapshot(self, key: str, snapshot: dict[str, Any]) -> None:
+        """Write a snapshot under a new, immutable key."""
+
+    @abstractmethod
+    def get_snapshot(self, key: str) -> Any: ...

@@ -1,0 +1,95 @@
+"""The embedded AWS: moto's server on loopback, with the table and bucket created.
+
+Nothing else in the code knows whether AWS is real: the store is built from the ``Settings`` this
+yields, exactly as it is from the environment against AWS or LocalStack.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from resumable.config import Settings
+from resumable.store.resources import create_table_request
+
+
+class _OneRequestAtATime:
+    """Serialises requests to moto's backends.
+
+    Real DynamoDB applies each conditional write and transaction atomically; moto's in-memory
+    backends are not thread-safe (a transaction even rolls back by restoring a copy of the whole
+    table), so concurrent requests could interleave in ways AWS never allows. One request at a time
+    gives the embedded AWS the atomicity the store relies on.
+    """
+
+    def __init__(self, app: Callable[..., Iterable[bytes]]) -> None:
+        self.app = app
+        self.lock = threading.Lock()
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        with self.lock:
+            return list(self.app(environ, start_response))
+
+
+def _start_server() -> tuple[Any, str]:
+    from moto.moto_server.threaded_moto_server import ThreadedMotoServer
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+    from werkzeug.serving import make_server
+
+    class SerializedMotoServer(ThreadedMotoServer):
+        def _server_entry(self) -> None:
+            app = _OneRequestAtATime(DomainDispatcherApplication(create_backend_app))
+            self._server = make_server(
+                self._ip_address, self._port, app, threaded=True, request_handler=MotoRequestHandler
+            )
+            self._server_ready_event.set()
+            self._server.serve_forever()
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    server = SerializedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    return server, f"http://{host}:{port}"
+
+
+def create_resources(settings: Settings) -> None:
+    """Create the table and bucket (for the embedded AWS, or an empty LocalStack)."""
+    import boto3
+
+    options: dict[str, Any] = {"region_name": settings.region, "endpoint_url": settings.endpoint_url}
+    if settings.access_key_id:
+        options |= {"aws_access_key_id": settings.access_key_id, "aws_secret_access_key": settings.secret_access_key}
+    boto3.client("dynamodb", **options).create_table(**create_table_request(settings.table_name))
+    s3 = boto3.client("s3", **options)
+    if settings.region == "us-east-1":
+        s3.create_bucket(Bucket=settings.bucket_name)
+    else:
+        s3.create_bucket(
+            Bucket=settings.bucket_name,
+            CreateBucketConfiguration={"LocationConstraint": settings.region},  # type: ignore[typeddict-item]
+        )
+
+
+@contextmanager
+def embedded_aws(
+    table_name: str = "resumable", bucket_name: str = "resumable-snapshots", **overrides: Any
+) -> Iterator[Settings]:
+    """Start the embedded AWS on 127.0.0.1 (a free port), create the table and bucket, yield settings."""
+    server, endpoint = _start_server()
+    settings = Settings(
+        table_name=table_name,
+        bucket_name=bucket_name,
+        region="us-east-1",
+        endpoint_url=endpoint,
+        access_key_id="embedded",
+        secret_access_key="embedded",
+        **overrides,
+    )
+    try:
+        create_resources(settings)
+        yield settings
+    finally:
+        server.stop()

@@ -1,0 +1,116 @@
+"""What the store keeps: sessions, turns, interactions, the action journal and outbox events."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+TurnStatus = Literal["running", "waiting", "completed", "failed", "canceled", "interrupted", "expired"]
+SETTLED: frozenset[str] = frozenset({"completed", "failed", "canceled", "interrupted", "expired"})
+
+InteractionStatus = Literal["requested", "answered", "superseded", "expired"]
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class SessionRecord(Record):
+    """A conversation with one root agent. ``snapshot_key`` is the root agent's latest committed state;
+    ``agent_heads`` are the latest committed snapshots of agents that keep their own (S3Session)."""
+
+    session_id: str
+    principal: str | None = None
+    active_turn_id: str | None = None
+    snapshot_key: str | None = None
+    agent_heads: dict[str, str] = Field(default_factory=dict)
+    created_at: float
+    updated_at: float
+
+
+class TurnRecord(Record):
+    """A root turn (``parent_turn_id`` None) or a child turn (one sub-agent call inside another turn).
+
+    Relations are immutable. Only the root turn is leased and versioned: the whole tree advances
+    through the root's commits. ``snapshot_key`` is the root agent's state at the turn's last commit;
+    ``base_snapshot_key`` the session's conversation when the turn began; ``agent_heads`` the
+    snapshots of the context-preserving agents this turn has reached.
+    """
+
+    session_id: str
+    turn_id: str
+    root_turn_id: str
+    parent_turn_id: str | None = None
+    parent_tool_use_id: str | None = None
+    agent: str
+    agent_path: list[str]
+    status: TurnStatus
+    version: int = 0
+    lease_owner: str | None = None
+    lease_expires_at: float | None = None
+    snapshot_key: str | None = None
+    base_snapshot_key: str | None = None
+    agent_heads: dict[str, str] = Field(default_factory=dict)
+    prompt: str | None = None
+    cancel_requested: bool = False
+    output: str | None = None
+    error: str | None = None
+    open_interactions: int = 0
+    principal: str | None = None
+    created_at: float
+    updated_at: float
+
+    @property
+    def settled(self) -> bool:
+        return self.status in SETTLED
+
+
+class InteractionRecord(Record):
+    """The durable record of one interrupt that waits for a person.
+
+    The display detail (name, reason, agent path) never changes; the response is written once.
+    """
+
+    session_id: str
+    root_turn_id: str
+    turn_id: str
+    request_id: str
+    interrupt_id: str
+    name: str
+    reason: Any = None
+    agent_path: list[str]
+    status: InteractionStatus
+    response: Any = None
+    answered_by: str | None = None
+    answered_at: float | None = None
+    expires_at: float
+    created_at: float
+    updated_at: float
+
+
+class ActionRecord(Record):
+    """The action journal's entry for one approved action: it started, and (once it did) its result."""
+
+    key: str
+    status: Literal["started", "finished"]
+    result: dict[str, Any] | None = None
+    started_at: float
+    finished_at: float | None = None
+
+
+class OutboxEvent(Record):
+    """An event written in the same transaction as the state change it describes."""
+
+    type: str
+    turn_id: str
+    detail: dict[str, Any] = Field(default_factory=dict)
+    created_at: float
+
+
+class TurnTree(Record):
+    """A root turn with its child turns and interactions, as one query returns them."""
+
+    root: TurnRecord
+    children: list[TurnRecord]
+    interactions: list[InteractionRecord]

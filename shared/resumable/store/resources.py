@@ -1,0 +1,49 @@
+"""The table and bucket, defined once.
+
+The embedded AWS creates exactly these, and a test checks that template.yaml declares the same key
+schema, attributes, indexes and billing mode.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+TABLE_KEY_SCHEMA: list[dict[str, Any]] = [
+    {"AttributeName": "pk", "KeyType": "HASH"},
+    {"AttributeName": "sk", "KeyType": "RANGE"},
+]
+
+TABLE_ATTRIBUTES: list[dict[str, Any]] = [
+    {"AttributeName": "pk", "AttributeType": "S"},
+    {"AttributeName": "sk", "AttributeType": "S"},
+    {"AttributeName": "gsi1pk", "AttributeType": "S"},
+    {"AttributeName": "gsi1sk", "AttributeType": "S"},
+]
+
+# GSI1 lists a session's interactions by status: gsi1pk = "SESSION#<id>#INTERACTIONS",
+# gsi1sk = "<status>#<createdAt>#<requestId>" (GET /sessions/{id}/interactions?status=requested).
+INTERACTIONS_INDEX = "gsi1"
+
+TABLE_INDEXES: list[dict[str, Any]] = [
+    {
+        "IndexName": INTERACTIONS_INDEX,
+        "KeySchema": [
+            {"AttributeName": "gsi1pk", "KeyType": "HASH"},
+            {"AttributeName": "gsi1sk", "KeyType": "RANGE"},
+        ],
+        "Projection": {"ProjectionType": "ALL"},
+    }
+]
+
+BILLING_MODE = "PAY_PER_REQUEST"
+
+
+def create_table_request(table_name: str) -> dict[str, Any]:
+    """The CreateTable request for the table, as the template declares it."""
+    return {
+        "TableName": table_name,
+        "KeySchema": TABLE_KEY_SCHEMA,
+        "AttributeDefinitions": TABLE_ATTRIBUTES,
+        "GlobalSecondaryIndexes": TABLE_INDEXES,
+        "BillingMode": BILLING_MODE,
+    }

@@ -1,0 +1,50 @@
+"""The embedded AWS for integration tests: one moto server per test run, real DynamoDB and S3 APIs."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from resumable.clock import FakeClock
+from resumable.config import Settings
+from resumable.service import Service
+from resumable.service.agent_factory import load_factory
+from resumable.store import DynamoDBStore, embedded_aws
+from tests.factories import LEDGER_ENV
+
+
+@pytest.fixture(scope="session")
+def aws() -> Iterator[Settings]:
+    with embedded_aws() as settings:
+        yield settings
+
+
+@pytest.fixture
+def ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "executions.log"
+    monkeypatch.setenv(LEDGER_ENV, str(path))
+    return path
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def session_id() -> str:
+    return f"s-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def make_service(aws: Settings, clock: FakeClock, ledger: Path) -> Callable[..., Service]:
+    """A new Service (its own store and clients: a separate 'process'), with a tests.factories factory."""
+
+    def make(factory: str = "nested", **settings: object) -> Service:
+        configured = aws.model_copy(update={"agent_factory": f"tests.factories:{factory}", **settings})
+        return Service(DynamoDBStore(configured), configured, clock, load_factory(configured.agent_factory))
+
+    return make
