@@ -96,3 +96,12 @@ def direct(context: AgentContext) -> Agent:
 def chatty(context: AgentContext) -> Agent:
     """No tools: every turn of the session is answered from the script, in conversation order."""
     return Agent(name="chatty", model=ScriptedModel([says("first answer"), says("second answer")]))
+
+
+def nested_in_memory(context: AgentContext) -> Agent:
+    """orchestrator -> db_admin (preserve_context=True, no session: cannot resume after a rebuild)."""
+    return Agent(
+        name="orchestrator",
+        model=ScriptedModel([calls(("o-1", "db_admin", {"prompt": "delete prod-db"})), says("The record is gone.")]),
+        tools=[_db_admin().as_tool(preserve_context=True)],
+    )

@@ -34,19 +34,17 @@ def cancel(service: Service, session_id: str, turn_id: str) -> TurnView:
         root = tree.root
         try:
             if root.status == "waiting":
-                settle_tree(service, tree, "canceled", "superseded", "canceled on request")
+                tree = settle_tree(service, tree, "canceled", "superseded", "canceled on request")
             elif root.status == "running" and (root.lease_expires_at or 0) < service.clock.now():
-                settle_tree(
+                tree = settle_tree(
                     service,
                     tree,
                     "interrupted",
                     "superseded",
                     "canceled, and its runner never confirmed before its lease expired",
                 )
-            else:
-                return TurnView.of(tree, turn_id)
         except StaleCommitError:
             logger.info("turn_id=<%s> | the tree changed while canceling; deciding again", root_id)
             continue
-        return TurnView.of(service.load(session_id, turn_id), turn_id)
+        return TurnView.of(tree, turn_id)
     return TurnView.of(service.load(session_id, turn_id), turn_id)

@@ -21,8 +21,8 @@ def get_turn(service: Service, session_id: str, turn_id: str) -> TurnView:
     tree = service.load(session_id, turn_id)
     if expired_interactions(service, tree):
         try:
-            settle_tree(service, tree, "expired", "expired", "an interaction expired before it was answered")
+            tree = settle_tree(service, tree, "expired", "expired", "an interaction expired before it was answered")
         except StaleCommitError:
             logger.info("turn_id=<%s> | expiry raced another change", tree.root.turn_id)
-        tree = service.load(session_id, turn_id)
+            tree = service.load(session_id, turn_id)
     return TurnView.of(tree, turn_id)

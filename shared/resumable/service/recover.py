@@ -36,14 +36,13 @@ def recover(service: Service, session_id: str, turn_id: str) -> TurnView:
     until = now + service.settings.lease_seconds
     try:
         if expired_interactions(service, tree):
-            settle_tree(service, tree, "expired", "expired", "an interaction expired before it was answered")
+            tree = settle_tree(service, tree, "expired", "expired", "an interaction expired before it was answered")
         elif root.status == "waiting" and root.open_interactions == 0 and not root.cancel_requested:
             leased = service.store.acquire_lease(session_id, root.turn_id, owner, now, until, takeover=False)
-            if leased is not None:
-                run_leased(service, tree.model_copy(update={"root": leased}), owner)
+            tree = run_leased(service, tree.model_copy(update={"root": leased}), owner) if leased else tree
         elif root.status == "running" and (root.lease_expires_at or 0) < now:
             if root.cancel_requested:
-                settle_tree(
+                tree = settle_tree(
                     service,
                     tree,
                     "interrupted",
@@ -54,7 +53,8 @@ def recover(service: Service, session_id: str, turn_id: str) -> TurnView:
                 leased = service.store.acquire_lease(session_id, root.turn_id, owner, now, until, takeover=True)
                 if leased is not None:
                     logger.warning("turn_id=<%s> | lease expired mid-run: taken over", root.turn_id)
-                    run_leased(service, tree.model_copy(update={"root": leased}), owner)
+                    tree = run_leased(service, tree.model_copy(update={"root": leased}), owner)
     except StaleCommitError:
         logger.info("turn_id=<%s> | the turn changed while recovering; left as it is now", root.turn_id)
-    return TurnView.of(service.load(session_id, turn_id), turn_id)
+        tree = service.load(session_id, turn_id)
+    return TurnView.of(tree, turn_id)

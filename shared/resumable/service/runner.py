@@ -49,14 +49,22 @@ _CHILD_STATUS: dict[str, TurnStatus] = {
 
 class LeaseGuard:
     """The stop signal of a leased run: renews the lease at every step boundary and reports a cancel
-    request. Raises ``LeaseLostError`` (which ends the run without a commit) if the lease was lost."""
+    request. Raises ``LeaseLostError`` (which ends the run without a commit) if the lease was lost.
+
+    The first boundary comes right after the lease was taken, by a write that already required no
+    cancel request, so it costs no call.
+    """
 
     def __init__(self, service: Service, root: TurnRecord, owner: str) -> None:
         self.service = service
         self.root = root
         self.owner = owner
+        self.fresh = True
 
     def __call__(self) -> bool:
+        if self.fresh:
+            self.fresh = False
+            return False
         now = self.service.clock.now()
         self.root = self.service.store.renew_lease(
             self.root, self.owner, now, now + self.service.settings.lease_seconds
@@ -175,8 +183,7 @@ def run_leased(service: Service, tree: TurnTree, owner: str) -> TurnTree:
     except LeaseLostError:
         logger.warning("turn_id=<%s>, owner=<%s> | lease lost mid-run; nothing committed", root.turn_id, owner)
         return service.load(root.session_id, root.turn_id)
-    _commit(service, tree, owner, agent, session, children, outcome)
-    return service.load(root.session_id, root.turn_id)
+    return _commit(service, tree, owner, agent, session, children, outcome)
 
 
 def _outcome(result: AgentResult) -> Outcome:
@@ -197,7 +204,7 @@ def _commit(
     session: S3Session,
     children: ChildTurns,
     outcome: Outcome,
-) -> None:
+) -> TurnTree:
     store, now = service.store, service.clock.now()
     root = tree.root
     version = root.version + 1
@@ -266,28 +273,27 @@ def _commit(
         }
     )
     completed = outcome.status == "completed"
-    store.commit(
-        Commit(
-            root=new_root,
-            expected_version=root.version,
-            expected_status="running",
-            expected_lease_owner=owner,
-            settle_session=settled,
-            session_snapshot_key=snapshot_key if completed else None,
-            agent_heads=session.heads if completed else None,
-            new_interactions=new_interactions,
-            interaction_changes=changes,
-            children=[children.records[t] for t in sorted(children.touched)],
-            events=[
-                OutboxEvent(
-                    type=f"turn.{outcome.status}",
-                    turn_id=root.turn_id,
-                    detail={"requestIds": [i.request_id for i in new_interactions]} if new_interactions else {},
-                    created_at=now,
-                )
-            ],
-        )
+    commit = Commit(
+        root=new_root,
+        expected_version=root.version,
+        expected_status="running",
+        expected_lease_owner=owner,
+        settle_session=settled,
+        session_snapshot_key=snapshot_key if completed else None,
+        agent_heads=session.heads if completed else None,
+        new_interactions=new_interactions,
+        interaction_changes=changes,
+        children=[children.records[t] for t in sorted(children.touched)],
+        events=[
+            OutboxEvent(
+                type=f"turn.{outcome.status}",
+                turn_id=root.turn_id,
+                detail={"requestIds": [i.request_id for i in new_interactions]} if new_interactions else {},
+                created_at=now,
+            )
+        ],
     )
+    store.commit(commit)
     logger.info(
         "session_id=<%s>, turn_id=<%s>, status=<%s>, version=<%d> | turn committed",
         root.session_id,
@@ -295,6 +301,7 @@ def _commit(
         outcome.status,
         version,
     )
+    return commit.applied_to(tree)
 
 
 def _unloadable(service: Service, tree: TurnTree, owner: str, error: SnapshotError) -> TurnTree:
@@ -306,23 +313,22 @@ def _unloadable(service: Service, tree: TurnTree, owner: str, error: SnapshotErr
         service.store.release_lease(root, owner, "waiting", service.clock.now())
         return service.load(root.session_id, root.turn_id)
     now = service.clock.now()
-    service.store.commit(
-        Commit(
-            root=root.model_copy(
-                update={
-                    "status": "failed",
-                    "version": root.version + 1,
-                    "error": f"the session's conversation could not be loaded: {error}",
-                    "lease_owner": None,
-                    "lease_expires_at": None,
-                    "updated_at": now,
-                }
-            ),
-            expected_version=root.version,
-            expected_status="running",
-            expected_lease_owner=owner,
-            settle_session=True,
-            events=[OutboxEvent(type="turn.failed", turn_id=root.turn_id, created_at=now)],
-        )
+    commit = Commit(
+        root=root.model_copy(
+            update={
+                "status": "failed",
+                "version": root.version + 1,
+                "error": f"the session's conversation could not be loaded: {error}",
+                "lease_owner": None,
+                "lease_expires_at": None,
+                "updated_at": now,
+            }
+        ),
+        expected_version=root.version,
+        expected_status="running",
+        expected_lease_owner=owner,
+        settle_session=True,
+        events=[OutboxEvent(type="turn.failed", turn_id=root.turn_id, created_at=now)],
     )
-    return service.load(root.session_id, root.turn_id)
+    service.store.commit(commit)
+    return commit.applied_to(tree)

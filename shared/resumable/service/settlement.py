@@ -16,7 +16,7 @@ logger = logging.getLogger(__name__)
 
 def settle_tree(
     service: Service, tree: TurnTree, status: TurnStatus, interactions_become: InteractionStatus, reason: str
-) -> None:
+) -> TurnTree:
     """In one commit: the root and every unsettled child become ``status``, every requested interaction
     becomes ``interactions_become``, and the session is freed (its conversation is left as it was
     before the turn). The root must be unleased and waiting, or running under an expired lease.
@@ -25,41 +25,37 @@ def settle_tree(
     """
     now = service.clock.now()
     root = tree.root
-    service.store.commit(
-        Commit(
-            root=root.model_copy(
-                update={
-                    "status": status,
-                    "version": root.version + 1,
-                    "error": reason if status in ("interrupted", "expired") else None,
-                    "open_interactions": 0,
-                    "lease_owner": None,
-                    "lease_expires_at": None,
-                    "updated_at": now,
-                }
-            ),
-            expected_version=root.version,
-            expected_status=root.status,
-            expected_lease_owner=root.lease_owner,
-            settle_session=True,
-            interaction_changes=[
-                (i.model_copy(update={"status": interactions_become, "updated_at": now}), "requested")
-                for i in tree.interactions
-                if i.status == "requested"
-            ],
-            children=[
-                c.model_copy(update={"status": status, "updated_at": now})
-                for c in tree.children
-                if c.status not in SETTLED
-            ],
-            events=[
-                OutboxEvent(type=f"turn.{status}", turn_id=root.turn_id, detail={"reason": reason}, created_at=now)
-            ],
-        )
+    commit = Commit(
+        root=root.model_copy(
+            update={
+                "status": status,
+                "version": root.version + 1,
+                "error": reason if status in ("interrupted", "expired") else None,
+                "open_interactions": 0,
+                "lease_owner": None,
+                "lease_expires_at": None,
+                "updated_at": now,
+            }
+        ),
+        expected_version=root.version,
+        expected_status=root.status,
+        expected_lease_owner=root.lease_owner,
+        settle_session=True,
+        interaction_changes=[
+            (i.model_copy(update={"status": interactions_become, "updated_at": now}), "requested")
+            for i in tree.interactions
+            if i.status == "requested"
+        ],
+        children=[
+            c.model_copy(update={"status": status, "updated_at": now}) for c in tree.children if c.status not in SETTLED
+        ],
+        events=[OutboxEvent(type=f"turn.{status}", turn_id=root.turn_id, detail={"reason": reason}, created_at=now)],
     )
+    service.store.commit(commit)
     logger.info(
         "session_id=<%s>, turn_id=<%s>, status=<%s> | turn settled: %s", root.session_id, root.turn_id, status, reason
     )
+    return commit.applied_to(tree)
 
 
 def expired_interactions(service: Service, tree: TurnTree) -> bool:

@@ -40,6 +40,15 @@ class Commit:
     children: list[TurnRecord] = field(default_factory=list)
     events: list[OutboxEvent] = field(default_factory=list)
 
+    def applied_to(self, tree: TurnTree) -> TurnTree:
+        """``tree`` as it is once this commit is written (so no read is needed to show it)."""
+        children = {c.turn_id: c for c in tree.children} | {c.turn_id: c for c in self.children}
+        changed = {i.request_id: i for i, _ in self.interaction_changes} | {
+            i.request_id: i for i in self.new_interactions
+        }
+        interactions = {i.request_id: i for i in tree.interactions} | changed
+        return TurnTree(root=self.root, children=list(children.values()), interactions=list(interactions.values()))
+
 
 @dataclass
 class Settlement:
