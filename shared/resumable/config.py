@@ -24,7 +24,7 @@ class Settings(BaseModel):
     endpoint_url: str | None = None
     access_key_id: str | None = Field(default=None, repr=False)
     secret_access_key: str | None = Field(default=None, repr=False)
-    agent_factory: str = "resumable.demo:build_demo_agents"
+    agent_factory: str = "resumable.demo_agents:build_demo_agents"
     approval_expiry_seconds: int = Field(default=24 * 3600, gt=0)
     lease_seconds: int = Field(default=120, gt=0)
     max_prompt_chars: int = Field(default=16_000, gt=0)

@@ -29,7 +29,9 @@ def load_factory(spec: str) -> AgentFactory:
     the root agent."""
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
-        raise ValueError(f"agent factory {spec!r} must be 'module:function', e.g. 'resumable.demo:build_demo_agents'")
+        raise ValueError(
+            f"agent factory {spec!r} must be 'module:function', e.g. 'resumable.demo_agents:build_demo_agents'"
+        )
     try:
         function = getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError) as error:
