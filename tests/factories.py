@@ -105,3 +105,76 @@ def nested_in_memory(context: AgentContext) -> Agent:
         model=ScriptedModel([calls(("o-1", "db_admin", {"prompt": "delete prod-db"})), says("The record is gone.")]),
         tools=[_db_admin().as_tool(preserve_context=True)],
     )
+
+
+# -- for tests/integration/test_cancel.py -------------------------------------------------------------
+
+while_acting: Any = None
+"""Called with the ``AgentContext`` while ``acting_on_itself``'s approved action runs (a test sets it)."""
+
+
+def acting_on_itself(context: AgentContext) -> Agent:
+    """orchestrator -> db_admin (ephemeral) -> delete_record (approval). The approved action appends to
+    the ledger and then calls ``while_acting(context)``: a test cancels the running turn from there."""
+
+    @tool(approval=True, name="delete_record")
+    def delete_record_and_call_back(name: str) -> str:
+        """Delete a database record."""
+        result = delete_record(name)
+        if while_acting is not None:
+            while_acting(context)
+        return str(result)
+
+    worker = Agent(
+        name="db_admin",
+        model=ScriptedModel([calls(("w-1", "delete_record", {"name": "prod-db"})), says("prod-db is deleted")]),
+        tools=[delete_record_and_call_back],
+    )
+    return Agent(
+        name="orchestrator",
+        model=ScriptedModel([calls(("o-1", "db_admin", {"prompt": "delete prod-db"})), says("The record is gone.")]),
+        tools=[worker.as_tool()],
+    )
+
+
+# -- for tests/integration/test_bad_input.py ----------------------------------------------------------
+
+
+def asks_a_question(context: AgentContext) -> Agent:
+    """An orchestrator whose tool asks a person a free-form question: an interrupt that is not an approval,
+    so any JSON answer is acceptable."""
+
+    @tool(context=True)
+    def choose_region(context: Any) -> str:
+        """Ask a person which region to use."""
+        return f"using {context.interrupt('region', reason={'question': 'which region?'})}"
+
+    return Agent(
+        name="orchestrator",
+        model=ScriptedModel([calls(("o-1", "choose_region", {})), says("region chosen")]),
+        tools=[choose_region],
+    )
+
+
+class _ThinkingModel:
+    """A ScriptedModel that calls ``while_acting(context)`` while it "thinks", before each reply."""
+
+    def __init__(self, context: AgentContext, replies: list[dict[str, Any]]) -> None:
+        self.context = context
+        self.script = ScriptedModel(replies)
+
+    def converse(self, messages: list[dict[str, Any]], system_prompt: Any, tool_specs: Any) -> dict[str, Any]:
+        if while_acting is not None:
+            while_acting(self.context)
+        return self.script.converse(messages, system_prompt, tool_specs)
+
+
+def canceled_while_thinking(context: AgentContext) -> Agent:
+    """orchestrator -> delete_record (approval), whose model calls ``while_acting(context)`` before each
+    reply: a test cancels the turn while the model is thinking, so the run then pauses on the approval
+    without passing another step boundary."""
+    return Agent(
+        name="orchestrator",
+        model=_ThinkingModel(context, [calls(("o-1", "delete_record", {"name": "prod-db"})), says("done")]),
+        tools=[delete_record],
+    )

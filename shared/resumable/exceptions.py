@@ -90,3 +90,9 @@ class ValidationFailedError(ServiceError):
     """The request is well-formed but its content is not acceptable (422)."""
 
     code = "validation_failed"
+
+
+class StoreError(ResumableError):
+    """An AWS call of the store failed (throttling, a network error, a service error). Nothing after it
+    happened; the turn is left resumable or settled, and ``recover`` (or a retry) moves it on. It is
+    never turned into a tool result."""

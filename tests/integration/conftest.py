@@ -13,13 +13,25 @@ from resumable.config import Settings
 from resumable.service import Service
 from resumable.service.agent_factory import load_factory
 from resumable.store import DynamoDBStore, embedded_aws
+from resumable.store.resources import create_table_request
 from tests.factories import LEDGER_ENV
 
 
 @pytest.fixture(scope="session")
-def aws() -> Iterator[Settings]:
+def aws_server() -> Iterator[Settings]:
     with embedded_aws() as settings:
         yield settings
+
+
+@pytest.fixture
+def aws(aws_server: Settings) -> Iterator[Settings]:
+    """Settings with a table of this test's own: moto copies a whole table for every item of a
+    transaction, so one table shared by the whole run would make every test slower than the last."""
+    settings = aws_server.model_copy(update={"table_name": f"t-{uuid.uuid4().hex[:12]}"})
+    client = DynamoDBStore(settings).dynamodb
+    client.create_table(**create_table_request(settings.table_name))  # type: ignore[arg-type]
+    yield settings
+    client.delete_table(TableName=settings.table_name)
 
 
 @pytest.fixture

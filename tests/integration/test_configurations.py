@@ -98,8 +98,6 @@ def test_deny_runs_nothing_in_every_configuration(
     factory: str, make_service: Callable[..., Service], session_id: str, ledger: Path
 ) -> None:
     started = make_service(factory).start_turn(session_id, "delete")
-    done = make_service(factory).submit_approval(
-        session_id, started.turn_id, started.interactions[0].request_id, DENY
-    )
+    done = make_service(factory).submit_approval(session_id, started.turn_id, started.interactions[0].request_id, DENY)
     assert done.status == "completed"
     assert executions(ledger) == []

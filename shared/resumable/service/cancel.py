@@ -26,11 +26,12 @@ def cancel(service: Service, session_id: str, turn_id: str) -> TurnView:
     if not valid_session_id(session_id) or not valid_turn_id(turn_id):
         raise NotFoundError(f"there is no turn {turn_id!r} in session {session_id!r}; nothing was canceled")
     root_id = root_of(turn_id)
+    tree = service.load(session_id, turn_id)
     marked = service.store.request_cancel(session_id, root_id, service.clock.now())
     if marked is None:
         raise NotFoundError(f"there is no turn {turn_id!r} in session {session_id!r}; nothing was canceled")
+    tree = tree.model_copy(update={"root": marked})
     for _ in range(_ATTEMPTS):
-        tree = service.load(session_id, turn_id)
         root = tree.root
         try:
             if root.status == "waiting":
@@ -45,6 +46,7 @@ def cancel(service: Service, session_id: str, turn_id: str) -> TurnView:
                 )
         except StaleCommitError:
             logger.info("turn_id=<%s> | the tree changed while canceling; deciding again", root_id)
+            tree = service.load(session_id, turn_id)
             continue
         return TurnView.of(tree, turn_id)
     return TurnView.of(service.load(session_id, turn_id), turn_id)

@@ -32,13 +32,13 @@ def request_id(root_turn_id: str, interrupt_id: str) -> str:
     return "r" + hashlib.sha256(f"{root_turn_id}\n{interrupt_id}".encode()).hexdigest()[:24]
 
 
-def valid_session_id(session_id: str) -> bool:
-    return bool(_SESSION_ID.match(session_id))
+def valid_session_id(session_id: object) -> bool:
+    return isinstance(session_id, str) and bool(_SESSION_ID.match(session_id))
 
 
-def valid_turn_id(turn_id: str) -> bool:
-    return bool(_TURN_ID.match(turn_id))
+def valid_turn_id(turn_id: object) -> bool:
+    return isinstance(turn_id, str) and bool(_TURN_ID.match(turn_id))
 
 
-def valid_request_id(value: str) -> bool:
-    return bool(_REQUEST_ID.match(value))
+def valid_request_id(value: object) -> bool:
+    return isinstance(value, str) and bool(_REQUEST_ID.match(value))

@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from resumable.exceptions import LeaseLostError, ModelError, SnapshotError
+from resumable.exceptions import LeaseLostError, ModelError, SnapshotError, StaleCommitError
 from resumable.runtime.agent import Agent, AgentResult
 from resumable.runtime.agent_as_tool import call_prefix
 from resumable.runtime.invocation import Invocation, SubAgentCall
 from resumable.service.agent_factory import AgentContext, build
 from resumable.service.ids import child_turn_id, request_id
+from resumable.service.settlement import settle_tree
 from resumable.store.base import Commit
 from resumable.store.journal import StoreActionJournal
 from resumable.store.records import (
@@ -183,7 +184,21 @@ def run_leased(service: Service, tree: TurnTree, owner: str) -> TurnTree:
     except LeaseLostError:
         logger.warning("turn_id=<%s>, owner=<%s> | lease lost mid-run; nothing committed", root.turn_id, owner)
         return service.load(root.session_id, root.turn_id)
-    return _commit(service, tree, owner, agent, session, children, outcome)
+    try:
+        return _commit(service, tree, owner, agent, session, children, outcome)
+    except StaleCommitError:
+        return _after_refused_commit(service, tree, owner)
+
+
+def _after_refused_commit(service: Service, tree: TurnTree, owner: str) -> TurnTree:
+    """The commit was refused. If this run still holds the lease, a cancel arrived after its last step
+    boundary: confirm it (``canceled``). Otherwise another invocation took over: show the turn as is."""
+    now = service.load(tree.root.session_id, tree.root.turn_id)
+    root = now.root
+    if root.status == "running" and root.lease_owner == owner and root.cancel_requested:
+        return settle_tree(service, now, "canceled", "superseded", "canceled on request")
+    logger.warning("turn_id=<%s>, owner=<%s> | commit refused: the turn moved on without this run", root.turn_id, owner)
+    return now
 
 
 def _outcome(result: AgentResult) -> Outcome:
@@ -278,6 +293,7 @@ def _commit(
         expected_version=root.version,
         expected_status="running",
         expected_lease_owner=owner,
+        refuse_if_canceling=not settled,
         settle_session=settled,
         session_snapshot_key=snapshot_key if completed else None,
         agent_heads=session.heads if completed else None,

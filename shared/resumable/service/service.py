@@ -42,10 +42,10 @@ class Service:
     def load(self, session_id: str, turn_id: str) -> TurnTree:
         """The tree of ``turn_id`` (a root or child turn id) in ``session_id``, or 404."""
         if not valid_session_id(session_id) or not valid_turn_id(turn_id):
-            raise NotFoundError(f"there is no turn {turn_id!r} in session {session_id!r}")
+            raise NotFoundError(f"there is no turn {turn_id!r} in session {session_id!r}; nothing was done")
         tree = self.store.load_tree(session_id, root_of(turn_id))
         if tree is None or (turn_id != tree.root.turn_id and all(c.turn_id != turn_id for c in tree.children)):
-            raise NotFoundError(f"there is no turn {turn_id!r} in session {session_id!r}")
+            raise NotFoundError(f"there is no turn {turn_id!r} in session {session_id!r}; nothing was done")
         return tree
 
     def start_turn(self, session_id: str, prompt: Any, principal: str = "local") -> TurnView:
@@ -67,5 +67,5 @@ class Service:
 
     def list_interactions(self, session_id: str, status: InteractionStatus | None = None) -> list[InteractionView]:
         if not valid_session_id(session_id):
-            raise NotFoundError(f"there is no session {session_id!r}")
+            raise NotFoundError(f"there is no session {session_id!r}; nothing was done")
         return [InteractionView.of(i) for i in self.store.list_interactions(session_id, status)]

@@ -64,3 +64,13 @@ def expired_interactions(service: Service, tree: TurnTree) -> bool:
     return tree.root.status == "waiting" and any(
         i.status == "requested" and i.expires_at <= now for i in tree.interactions
     )
+
+
+def settle_overdue(service: Service, tree: TurnTree) -> TurnTree:
+    """Settle a waiting tree that nobody will advance: ``expired`` if an interaction is past its
+    expiry, ``canceled`` if a cancel was requested but did not get to settle it."""
+    if expired_interactions(service, tree):
+        return settle_tree(service, tree, "expired", "expired", "an interaction expired before it was answered")
+    if tree.root.status == "waiting" and tree.root.cancel_requested:
+        return settle_tree(service, tree, "canceled", "superseded", "canceled on request")
+    return tree

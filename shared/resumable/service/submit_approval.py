@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 
 
 def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def submit_approval(
@@ -62,7 +62,14 @@ def submit_approval(
 
     root_id = root_of(turn_id)
     settlement = service.store.settle_interaction(
-        session_id, root_id, request_id, response, principal, service.clock.now(), approval_shaped=is_approval_answer
+        session_id,
+        root_id,
+        request_id,
+        response,
+        principal,
+        service.clock.now(),
+        approval_shaped=is_approval_answer,
+        owner_turn_id=turn_id if turn_id != root_id else None,
     )
     if settlement.outcome == "missing":
         raise NotFoundError(
@@ -70,12 +77,23 @@ def submit_approval(
             "nothing was answered"
         )
     if settlement.outcome == "turn_busy":
+        turn = settlement.turn
+        if turn is not None and (turn.cancel_requested or turn.settled):
+            raise GoneError(
+                f"turn {root_id} is {'being canceled' if not turn.settled else turn.status}, so interaction "
+                f"{request_id} can no longer be answered; nothing was answered"
+            )
         raise TurnBusyError(
             f"turn {root_id} is not waiting for answers right now (it is being advanced): retry shortly; "
             "nothing was answered"
         )
     if settlement.outcome == "refused":
         assert settlement.interaction is not None
+        if turn_id not in (root_id, settlement.interaction.turn_id):
+            raise NotFoundError(
+                f"there is no interaction {request_id!r} in turn {turn_id!r} of session {session_id!r}; "
+                "nothing was answered"
+            )
         _refused(service, settlement.interaction, response, is_approval_answer)
     else:
         logger.info(

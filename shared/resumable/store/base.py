@@ -24,14 +24,16 @@ class Commit:
 
     ``root`` is the root turn's new state. The root is expected at ``expected_version`` in
     ``expected_status``, leased by ``expected_lease_owner`` (None: not leased, for cancel and
-    expiry). ``settle_session`` frees the session for its next turn and points it at
-    ``session_snapshot_key`` and ``agent_heads``.
+    expiry). ``refuse_if_canceling`` rejects the commit if a cancel was requested meanwhile (a run
+    must not leave a canceling tree waiting). ``settle_session`` frees the session for its next turn
+    and points it at ``session_snapshot_key`` and ``agent_heads``.
     """
 
     root: TurnRecord
     expected_version: int
     expected_status: TurnStatus
     expected_lease_owner: str | None
+    refuse_if_canceling: bool = False
     settle_session: bool = False
     session_snapshot_key: str | None = None
     agent_heads: dict[str, str] | None = None
@@ -115,10 +117,12 @@ class Store(ABC):
         now: float,
         *,
         approval_shaped: bool,
+        owner_turn_id: str | None = None,
     ) -> Settlement:
-        """``requested -> answered`` in one conditional write, if the turn is waiting and the
-        interaction has not expired; a response that is not ``approval_shaped`` is refused for an
-        approval interaction."""
+        """``requested -> answered`` in one conditional write, if the turn is waiting (and not being
+        canceled) and the interaction has not expired; a response that is not ``approval_shaped`` is
+        refused for an approval interaction; with ``owner_turn_id``, the interaction must be that
+        child turn's."""
 
     @abstractmethod
     def list_interactions(self, session_id: str, status: InteractionStatus | None) -> list[InteractionRecord]: ...

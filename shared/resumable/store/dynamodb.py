@@ -16,12 +16,14 @@ So a whole turn tree is one Query. Every change to a tree goes through a conditi
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from resumable.config import Settings
-from resumable.exceptions import LeaseLostError, SnapshotError, StaleCommitError
+from resumable.exceptions import LeaseLostError, ResumableError, SnapshotError, StaleCommitError, StoreError
 from resumable.runtime.tools import APPROVAL_INTERRUPT
 from resumable.store.base import Commit, Settlement, Store
 from resumable.store.records import (
@@ -125,6 +127,26 @@ def _interaction_item(interaction: InteractionRecord) -> dict[str, Any]:
     }
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _aws(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Any failure of an AWS call surfaces as ``StoreError``: an error of resumable, which the agent
+    loop never turns into a tool result (it would use up a person's answer)."""
+
+    @functools.wraps(method)
+    def translated(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(*args, **kwargs)
+        except ResumableError:
+            raise
+        except Exception as error:
+            raise StoreError(f"{method.__name__} failed, nothing after it happened: {error}") from error
+
+    return translated
+
+
 def _reasons(error: Exception) -> list[dict[str, Any]]:
     response: dict[str, Any] = getattr(error, "response", {})
     reasons: list[dict[str, Any]] = response.get("CancellationReasons", [])
@@ -155,12 +177,14 @@ class DynamoDBStore(Store):
 
     # -- sessions and turns ---------------------------------------------------------------------------
 
+    @_aws
     def get_session(self, session_id: str) -> SessionRecord | None:
         item = self.dynamodb.get_item(TableName=self.table, Key=_key(session_id, "SESSION"), ConsistentRead=True).get(
             "Item"
         )
         return SessionRecord.model_validate(_decode(item)) if item else None
 
+    @_aws
     def begin_turn(self, seen: SessionRecord | None, session: SessionRecord, turn: TurnRecord) -> bool:
         if seen is None:
             session_write: dict[str, Any] = {
@@ -176,11 +200,13 @@ class DynamoDBStore(Store):
                     "TableName": self.table,
                     "Key": _key(session.session_id, "SESSION"),
                     "UpdateExpression": "SET active_turn_id = :turn, updated_at = :now",
-                    "ConditionExpression": "attribute_not_exists(active_turn_id) AND updated_at = :seen",
+                    # The conversation the new turn continues must still be the session's.
+                    "ConditionExpression": "attribute_not_exists(active_turn_id) AND "
+                    + ("snapshot_key = :seen" if seen.snapshot_key else "attribute_type(snapshot_key, :null)"),
                     "ExpressionAttributeValues": {
                         ":turn": _value(turn.turn_id),
                         ":now": _value(session.updated_at),
-                        ":seen": _value(seen.updated_at),
+                        **({":seen": _value(seen.snapshot_key)} if seen.snapshot_key else {":null": {"S": "NULL"}}),
                     },
                 }
             }
@@ -197,6 +223,7 @@ class DynamoDBStore(Store):
             return False
         return True
 
+    @_aws
     def load_tree(self, session_id: str, root_turn_id: str) -> TurnTree | None:
         root: TurnRecord | None = None
         children: list[TurnRecord] = []
@@ -230,11 +257,12 @@ class DynamoDBStore(Store):
             return None
         return TurnTree(root=root, children=children, interactions=interactions)
 
+    @_aws
     def acquire_lease(
         self, session_id: str, root_turn_id: str, owner: str, now: float, until: float, *, takeover: bool
     ) -> TurnRecord | None:
         condition = (
-            "#status = :running AND lease_expires_at < :now"
+            "#status = :running AND lease_expires_at < :now AND cancel_requested = :false"
             if takeover
             else "#status = :waiting AND open_interactions = :zero AND cancel_requested = :false"
         )
@@ -251,9 +279,8 @@ class DynamoDBStore(Store):
                     ":owner": _value(owner),
                     ":until": _value(until),
                     ":now": _value(now),
-                    **(
-                        {} if takeover else {":waiting": _value("waiting"), ":zero": _value(0), ":false": _value(False)}
-                    ),
+                    ":false": _value(False),
+                    **({} if takeover else {":waiting": _value("waiting"), ":zero": _value(0)}),
                 },
                 ReturnValues="ALL_NEW",
             )["Attributes"]
@@ -261,6 +288,7 @@ class DynamoDBStore(Store):
             return None
         return TurnRecord.model_validate(_decode(item))
 
+    @_aws
     def renew_lease(self, turn: TurnRecord, owner: str, now: float, until: float) -> TurnRecord:
         try:
             item = self.dynamodb.update_item(
@@ -282,6 +310,7 @@ class DynamoDBStore(Store):
             ) from error
         return TurnRecord.model_validate(_decode(item))
 
+    @_aws
     def release_lease(self, turn: TurnRecord, owner: str, status: TurnStatus, now: float) -> None:
         try:
             self.dynamodb.update_item(
@@ -300,6 +329,7 @@ class DynamoDBStore(Store):
         except self._conditional_failure as error:
             raise LeaseLostError(f"turn {turn.turn_id} is no longer leased by {owner}") from error
 
+    @_aws
     def request_cancel(self, session_id: str, root_turn_id: str, now: float) -> TurnRecord | None:
         try:
             item = self.dynamodb.update_item(
@@ -322,6 +352,7 @@ class DynamoDBStore(Store):
             return TurnRecord.model_validate(_decode(old)) if old else None
         return TurnRecord.model_validate(_decode(item))
 
+    @_aws
     def commit(self, commit: Commit) -> None:
         root = commit.root
         expectation = "version = :expected_version AND #status = :expected_status AND " + (
@@ -334,6 +365,9 @@ class DynamoDBStore(Store):
             ":expected_status": _value(commit.expected_status),
             **({":expected_owner": _value(commit.expected_lease_owner)} if commit.expected_lease_owner else {}),
         }
+        if commit.refuse_if_canceling:
+            expectation += " AND cancel_requested = :not_canceling"
+            expected_values[":not_canceling"] = _value(False)
         fields = root.model_dump(
             include={
                 "agent",
@@ -455,6 +489,7 @@ class DynamoDBStore(Store):
 
     # -- interactions --------------------------------------------------------------------------------
 
+    @_aws
     def settle_interaction(
         self,
         session_id: str,
@@ -465,6 +500,7 @@ class DynamoDBStore(Store):
         now: float,
         *,
         approval_shaped: bool,
+        owner_turn_id: str | None = None,
     ) -> Settlement:
         condition = "#status = :requested AND expires_at > :now"
         names = {"#status": "status", "#response": "response"}
@@ -476,6 +512,9 @@ class DynamoDBStore(Store):
             ":now": _value(now),
             ":gsi1sk": _value(f"answered#{request_id}"),
         }
+        if owner_turn_id is not None:
+            condition += " AND turn_id = :owner"
+            values[":owner"] = _value(owner_turn_id)
         if not approval_shaped:
             condition += " AND #name <> :approval"
             names["#name"] = "name"
@@ -500,13 +539,14 @@ class DynamoDBStore(Store):
                             "TableName": self.table,
                             "Key": _key(session_id, f"TURN#{root_turn_id}"),
                             "UpdateExpression": "SET updated_at = :now ADD open_interactions :minus, version :one",
-                            "ConditionExpression": "#status = :waiting",
+                            "ConditionExpression": "#status = :waiting AND cancel_requested = :false",
                             "ExpressionAttributeNames": {"#status": "status"},
                             "ExpressionAttributeValues": {
                                 ":now": _value(now),
                                 ":minus": _value(-1),
                                 ":one": _value(1),
                                 ":waiting": _value("waiting"),
+                                ":false": _value(False),
                             },
                             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                         }
@@ -524,6 +564,7 @@ class DynamoDBStore(Store):
             return Settlement("turn_busy", turn=TurnRecord.model_validate(_decode(turn_item)) if turn_item else None)
         return Settlement("settled")
 
+    @_aws
     def list_interactions(self, session_id: str, status: InteractionStatus | None) -> list[InteractionRecord]:
         condition = "gsi1pk = :pk" + (" AND begins_with(gsi1sk, :status)" if status else "")
         values = {":pk": _value(f"SESSION#{session_id}#INTERACTIONS")}
@@ -545,6 +586,7 @@ class DynamoDBStore(Store):
 
     # -- the action journal --------------------------------------------------------------------------
 
+    @_aws
     def begin_action(self, session_id: str, root_turn_id: str, key: str, now: float) -> ActionRecord | None:
         record = ActionRecord(key=key, status="started", started_at=now)
         try:
@@ -561,6 +603,7 @@ class DynamoDBStore(Store):
             return ActionRecord.model_validate(_decode(getattr(error, "response", {})["Item"]))
         return None
 
+    @_aws
     def finish_action(self, session_id: str, root_turn_id: str, key: str, result: dict[str, Any], now: float) -> None:
         self.dynamodb.update_item(
             TableName=self.table,
@@ -576,6 +619,7 @@ class DynamoDBStore(Store):
             },
         )
 
+    @_aws
     def abandon_action(self, session_id: str, root_turn_id: str, key: str) -> None:
         self.dynamodb.delete_item(
             TableName=self.table,
@@ -587,6 +631,7 @@ class DynamoDBStore(Store):
 
     # -- snapshots -----------------------------------------------------------------------------------
 
+    @_aws
     def put_snapshot(self, key: str, snapshot: dict[str, Any]) -> None:
         self.s3.put_object(
             Bucket=self.bucket,
@@ -596,6 +641,7 @@ class DynamoDBStore(Store):
             IfNoneMatch="*",
         )
 
+    @_aws
     def get_snapshot(self, key: str) -> Any:
         try:
             body = self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
