@@ -178,3 +178,22 @@ def canceled_while_thinking(context: AgentContext) -> Agent:
         model=_ThinkingModel(context, [calls(("o-1", "delete_record", {"name": "prod-db"})), says("done")]),
         tools=[delete_record],
     )
+
+
+@tool(approval=True)
+def bulk_delete(names: list[str]) -> str:
+    """Delete many records."""
+    with open(os.environ[LEDGER_ENV], "a") as ledger:
+        ledger.write(f"bulk delete {len(names)}\n")
+    return "x" * 200_000
+
+
+def oversized(context: AgentContext) -> Agent:
+    """An approval whose tool input, and a reply, far larger than a DynamoDB item may hold."""
+    return Agent(
+        name="orchestrator",
+        model=ScriptedModel(
+            [calls(("o-1", "bulk_delete", {"names": [f"db-{n:06d}" for n in range(40_000)]})), says("y" * 500_000)]
+        ),
+        tools=[bulk_delete],
+    )

@@ -265,14 +265,14 @@ def test_a_request_of_another_turn_of_the_same_session_is_404_and_writes_nothing
 # -- malformed ids ---------------------------------------------------------------------------------------
 
 
-def test_a_malformed_session_id_is_404_and_writes_nothing(
+def test_a_malformed_session_id_is_400_to_start_404_otherwise_and_writes_nothing(
     make_service: Callable[..., Service], aws: Settings, sessions: Sessions
 ) -> None:
     service = make_service()
     turn, request = sessions.a_turn.turn_id, sessions.a_turn.interactions[0].request_id
     with _writes_nothing(aws):
         for bad in MALFORMED_IDS:
-            _raises(NotFoundError, "not_found", partial(service.start_turn, bad, "delete prod-db"), "nothing was")
+            _raises(BadRequestError, "bad_request", partial(service.start_turn, bad, "delete prod-db"), "nothing was")
             _raises(NotFoundError, "not_found", partial(service.get_turn, bad, turn), None)
             _raises(NotFoundError, "not_found", partial(service.cancel, bad, turn), "nothing was")
             _raises(

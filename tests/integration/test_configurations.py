@@ -44,7 +44,7 @@ def test_a_sub_agent_with_its_own_s3_session_keeps_its_history(
     store = DynamoDBStore(aws)
     session = store.get_session(session_id)
     assert session is not None
-    history = store.get_snapshot(session.agent_heads["db_admin"])["messages"]
+    history = store.get_snapshot(session.agent_snapshots["db_admin"])["messages"]
     assert [(m["role"], next(iter(m["content"][0]))) for m in history] == [
         ("user", "text"),
         ("assistant", "toolUse"),
@@ -63,7 +63,7 @@ def test_only_the_sub_agents_own_s3_objects_hold_its_turn(
     assert tree.root.snapshot_key is not None
     root_snapshot = store.get_snapshot(tree.root.snapshot_key)
     assert "sub_agent_interrupted_turns" not in root_snapshot["interrupt_state"]["context"]
-    assert store.get_snapshot(tree.root.agent_heads["db_admin"])["interrupt_state"]["activated"]
+    assert store.get_snapshot(tree.root.agent_snapshots["db_admin"])["interrupt_state"]["activated"]
 
 
 def test_a_context_preserving_sub_agent_without_a_session_warns_and_runs_nothing_after_the_rebuild(

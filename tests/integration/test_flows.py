@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from resumable.clock import FakeClock
 from resumable.service import Service
 from tests.factories import executions
 
@@ -109,3 +110,30 @@ def test_get_turn_shows_a_child_turn_with_the_interactions_it_owns(
     view = service.get_turn(session_id, child.turn_id)
     assert (view.turn_id, view.status) == (child.turn_id, "waiting")
     assert [i.request_id for i in view.interactions] == [started.interactions[0].request_id]
+
+
+def test_an_oversized_reason_and_output_are_cut_for_the_table_and_the_turn_still_completes(
+    make_service: Callable[..., Service], session_id: str, ledger: Path
+) -> None:
+    started = make_service("oversized").start_turn(session_id, "delete them all")
+    [interaction] = started.interactions
+    assert interaction.reason["truncated"] is True
+    assert interaction.reason["bytes"] > 400_000
+    done = make_service("oversized").submit_approval(
+        session_id, started.turn_id, interaction.request_id, {"decision": "approve"}
+    )
+    assert done.status == "completed"
+    assert done.output is not None
+    assert done.output.endswith("[cut at 65536 bytes; the whole text is in the snapshot]")
+    assert executions(ledger) == ["bulk delete 40000"]
+
+
+def test_an_interaction_past_its_expiry_is_listed_as_expired_before_its_turn_is_touched(
+    make_service: Callable[..., Service], session_id: str, clock: FakeClock
+) -> None:
+    service = make_service()
+    service.start_turn(session_id, "delete")
+    clock.advance(service.settings.approval_expiry_seconds + 1)
+    assert service.list_interactions(session_id, "requested") == []
+    assert [i.status for i in service.list_interactions(session_id, "expired")] == ["expired"]
+    assert [i.status for i in service.list_interactions(session_id)] == ["expired"]

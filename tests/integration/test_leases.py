@@ -24,7 +24,7 @@ from resumable.clock import FakeClock
 from resumable.config import Settings
 from resumable.exceptions import LeaseLostError, StaleCommitError, TurnBusyError
 from resumable.service import AgentContext, Service
-from resumable.service.agent_factory import AgentFactory
+from resumable.service.agent_factory import AgentFactory, load_factory
 from resumable.service.views import TurnView
 from resumable.store import Commit, DynamoDBStore
 from resumable.store.journal import UNKNOWN_OUTCOME
@@ -467,3 +467,18 @@ def test_concurrent_start_turns_on_a_new_session_start_exactly_one_turn(
     session = services[0].store.get_session(session_id)
     assert session is not None
     assert session.active_turn_id == started.turn_id
+
+
+def test_a_client_retrying_its_answer_takes_over_a_resume_whose_runner_vanished(
+    aws: Settings, clock: FakeClock, ledger: Path, session_id: str
+) -> None:
+    service = service_with(aws, clock, load_factory("tests.factories:nested"))
+    started, _ = leased_by_a_dead_runner(service, session_id, clock)
+    request = started.interactions[0].request_id
+    assert service.submit_approval(session_id, started.turn_id, request, APPROVE).status == "running"
+    clock.advance(aws.lease_seconds + 1)
+    done = service_with(aws, clock, load_factory("tests.factories:nested")).submit_approval(
+        session_id, started.turn_id, request, APPROVE
+    )
+    assert done.status == "completed"
+    assert executions(ledger) == ["delete prod-db"]

@@ -102,6 +102,8 @@ def _break_and_answer(
 
 def _assert_waiting_with_the_answer_kept(view: TurnView, started: TurnView) -> None:
     assert view.status == "waiting"
+    assert view.error is not None
+    assert "cannot be loaded" in view.error
     [interaction] = view.interactions
     assert interaction.request_id == started.interactions[0].request_id
     assert (interaction.status, interaction.response, interaction.answered_by) == ("answered", APPROVE, "alice")
@@ -139,7 +141,7 @@ def test_after_repair_recover_runs_the_approved_action_once(
 
     done = make_service().recover(session_id, started.turn_id)
 
-    assert (done.status, done.output) == ("completed", "The record is gone.")
+    assert (done.status, done.output, done.error) == ("completed", "The record is gone.", None)
     assert [c.status for c in done.children] == ["completed"]
     assert [(i.status, i.response) for i in done.interactions] == [("answered", APPROVE)]
     assert executions(ledger) == ["delete prod-db"]

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from resumable.exceptions import NotFoundError, StaleCommitError
 from resumable.service.ids import root_of, valid_session_id, valid_turn_id
-from resumable.service.settlement import settle_tree
+from resumable.service.settlement import CANCELED_ON_REQUEST, NEVER_CONFIRMED, settle_tree
 from resumable.service.views import TurnView
 
 if TYPE_CHECKING:
@@ -35,14 +35,14 @@ def cancel(service: Service, session_id: str, turn_id: str) -> TurnView:
         root = tree.root
         try:
             if root.status == "waiting":
-                tree = settle_tree(service, tree, "canceled", "superseded", "canceled on request")
+                tree = settle_tree(service, tree, "canceled", "superseded", CANCELED_ON_REQUEST)
             elif root.status == "running" and (root.lease_expires_at or 0) < service.clock.now():
                 tree = settle_tree(
                     service,
                     tree,
                     "interrupted",
                     "superseded",
-                    "canceled, and its runner never confirmed before its lease expired",
+                    NEVER_CONFIRMED,
                 )
         except StaleCommitError:
             logger.info("turn_id=<%s> | the tree changed while canceling; deciding again", root_id)

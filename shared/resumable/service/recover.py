@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from resumable.exceptions import StaleCommitError
 from resumable.service.runner import run_leased
-from resumable.service.settlement import settle_overdue, settle_tree
+from resumable.service.settlement import NEVER_CONFIRMED, settle_overdue, settle_tree
 from resumable.service.views import TurnView
 from resumable.store.records import TurnTree
 
@@ -33,17 +33,22 @@ def recover(service: Service, session_id: str, turn_id: str) -> TurnView:
 
     Approved actions go through the action journal, so none runs twice.
     """
-    tree = service.load(session_id, turn_id)
+    return TurnView.of(advance(service, service.load(session_id, turn_id)), turn_id)
+
+
+def advance(service: Service, tree: TurnTree) -> TurnTree:
+    """Move ``tree`` on as far as nobody else is doing it (the rules of ``recover``); return it as it
+    then is. Submit-approval uses it too, so a client retrying its answer drives a stalled turn."""
     for _ in range(_DECISIONS):
         try:
             moved = _recover_once(service, tree)
         except StaleCommitError:
             moved = None
         if moved is not None:
-            return TurnView.of(moved, turn_id)
+            return moved
         logger.info("turn_id=<%s> | the turn changed while recovering; deciding again", tree.root.turn_id)
-        tree = service.load(session_id, turn_id)
-    return TurnView.of(tree, turn_id)
+        tree = service.load(tree.root.session_id, tree.root.turn_id)
+    return tree
 
 
 def _recover_once(service: Service, tree: TurnTree) -> TurnTree | None:
@@ -65,7 +70,7 @@ def _recover_once(service: Service, tree: TurnTree) -> TurnTree | None:
                 tree,
                 "interrupted",
                 "superseded",
-                "canceled, and its runner never confirmed before its lease expired",
+                NEVER_CONFIRMED,
             )
         leased = service.store.acquire_lease(root.session_id, root.turn_id, owner, now, until, takeover=True)
         if leased is None:

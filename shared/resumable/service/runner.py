@@ -8,6 +8,7 @@ the lease and the version.
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from dataclasses import dataclass, field
@@ -17,16 +18,17 @@ from urllib.parse import quote
 from resumable.exceptions import LeaseLostError, ModelError, SnapshotError, StaleCommitError
 from resumable.runtime.agent import Agent, AgentResult
 from resumable.runtime.agent_as_tool import call_prefix
+from resumable.runtime.interrupts import Interrupt
 from resumable.runtime.invocation import Invocation, SubAgentCall
 from resumable.service.agent_factory import AgentContext, build
 from resumable.service.ids import child_turn_id, request_id
-from resumable.service.settlement import settle_tree
+from resumable.service.lease import LeaseGuard
+from resumable.service.settlement import CANCELED_ON_REQUEST, settle_tree, superseded
 from resumable.store.base import Commit
 from resumable.store.journal import StoreActionJournal
 from resumable.store.records import (
     SETTLED,
     InteractionRecord,
-    InteractionStatus,
     OutboxEvent,
     TurnRecord,
     TurnStatus,
@@ -39,6 +41,11 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+# What an interaction may hold in DynamoDB; the whole of it is always in the snapshot.
+MAX_REASON_BYTES = 16 * 1024
+MAX_OUTPUT_BYTES = 64 * 1024
+MAX_ERROR_BYTES = 4 * 1024
+
 _CHILD_STATUS: dict[str, TurnStatus] = {
     "end_turn": "completed",
     "interrupt": "waiting",
@@ -46,31 +53,6 @@ _CHILD_STATUS: dict[str, TurnStatus] = {
     "cancelled": "canceled",
     "failed": "failed",
 }
-
-
-class LeaseGuard:
-    """The stop signal of a leased run: renews the lease at every step boundary and reports a cancel
-    request. Raises ``LeaseLostError`` (which ends the run without a commit) if the lease was lost.
-
-    The first boundary comes right after the lease was taken, by a write that already required no
-    cancel request, so it costs no call.
-    """
-
-    def __init__(self, service: Service, root: TurnRecord, owner: str) -> None:
-        self.service = service
-        self.root = root
-        self.owner = owner
-        self.fresh = True
-
-    def __call__(self) -> bool:
-        if self.fresh:
-            self.fresh = False
-            return False
-        now = self.service.clock.now()
-        self.root = self.service.store.renew_lease(
-            self.root, self.owner, now, now + self.service.settings.lease_seconds
-        )
-        return self.root.cancel_requested
 
 
 @dataclass
@@ -126,7 +108,7 @@ class Outcome:
     status: TurnStatus
     output: str | None = None
     error: str | None = None
-    result: AgentResult | None = None
+    interrupts: list[Interrupt] = field(default_factory=list)
 
 
 def _snapshot_key(root: TurnRecord, version: int) -> str:
@@ -141,7 +123,7 @@ def run_leased(service: Service, tree: TurnTree, owner: str) -> TurnTree:
     """
     store, clock = service.store, service.clock
     root = tree.root
-    session = S3Session(store, root.session_id, root.agent_heads)
+    session = S3Session(store, root.session_id, root.agent_snapshots)
     agent = build(service.factory, AgentContext(root.session_id, root.turn_id, session))
     root = root.model_copy(update={"agent": agent.name, "agent_path": [agent.name]})
     tree = tree.model_copy(update={"root": root})
@@ -196,19 +178,19 @@ def _after_refused_commit(service: Service, tree: TurnTree, owner: str) -> TurnT
     now = service.load(tree.root.session_id, tree.root.turn_id)
     root = now.root
     if root.status == "running" and root.lease_owner == owner and root.cancel_requested:
-        return settle_tree(service, now, "canceled", "superseded", "canceled on request")
+        return settle_tree(service, now, "canceled", "superseded", CANCELED_ON_REQUEST)
     logger.warning("turn_id=<%s>, owner=<%s> | commit refused: the turn moved on without this run", root.turn_id, owner)
     return now
 
 
 def _outcome(result: AgentResult) -> Outcome:
     if result.stop_reason == "interrupt":
-        return Outcome("waiting", result=result)
+        return Outcome("waiting", interrupts=result.interrupts)
     if result.stop_reason == "end_turn":
-        return Outcome("completed", output=result.text, result=result)
+        return Outcome("completed", output=result.text)
     if result.stop_reason == "cancelled":
-        return Outcome("canceled", result=result)
-    return Outcome("failed", error="the agent reached its step limit without an answer", result=result)
+        return Outcome("canceled")
+    return Outcome("failed", error="the agent reached its step limit without an answer")
 
 
 def _commit(
@@ -220,85 +202,53 @@ def _commit(
     children: ChildTurns,
     outcome: Outcome,
 ) -> TurnTree:
+    """One commit for the run's outcome: the root's new state, the interactions it now waits on (or
+    the supersession of those it no longer will), every child turn it touched, one outbox event."""
     store, now = service.store, service.clock.now()
     root = tree.root
     version = root.version + 1
+    settled = outcome.status != "waiting"
     snapshot_key = None
     if outcome.status in ("waiting", "completed"):
         snapshot_key = _snapshot_key(root, version)
         store.put_snapshot(snapshot_key, agent.snapshot())
-    new_interactions: list[InteractionRecord] = []
-    changes: list[tuple[InteractionRecord, InteractionStatus]] = []
-    open_interactions = 0
-    if outcome.status == "waiting":
-        assert outcome.result is not None
-        existing = {i.interrupt_id: i for i in tree.interactions}
-        for interrupt in outcome.result.interrupts:
-            known = existing.get(interrupt.id)
-            if known is None:
-                owner_prefix = call_prefix(interrupt.id)
-                owner_id = children.turn_id(owner_prefix)
-                path = children.records[owner_id].agent_path if owner_prefix else [root.agent]
-                new_interactions.append(
-                    InteractionRecord(
-                        session_id=root.session_id,
-                        root_turn_id=root.turn_id,
-                        turn_id=owner_id,
-                        request_id=request_id(root.turn_id, interrupt.id),
-                        interrupt_id=interrupt.id,
-                        name=interrupt.name,
-                        reason=interrupt.reason,
-                        agent_path=path,
-                        status="requested",
-                        expires_at=now + service.settings.approval_expiry_seconds,
-                        created_at=now,
-                        updated_at=now,
-                    )
-                )
-                open_interactions += 1
-            elif known.status == "requested":
-                open_interactions += 1
-            elif known.status == "answered":
-                logger.error(
-                    "turn_id=<%s>, request_id=<%s> | answered interaction is pending again (its stored turn could "
-                    "not be loaded): the answer is kept and applied by recover once the turn loads",
-                    root.turn_id,
-                    known.request_id,
-                )
+    if settled:
+        children.settle_all("canceled" if outcome.status == "canceled" else "failed")
+        new_interactions: list[InteractionRecord] = []
+        open_interactions = 0
     else:
-        children.settle_all("canceled" if outcome.status == "canceled" else "interrupted")
-        changes = [
-            (i.model_copy(update={"status": "superseded", "updated_at": now}), "requested")
-            for i in tree.interactions
-            if i.status == "requested"
-        ]
-    settled = outcome.status != "waiting"
-    new_root = root.model_copy(
-        update={
-            "status": outcome.status,
-            "version": version,
-            "snapshot_key": snapshot_key or root.snapshot_key,
-            "agent_heads": session.heads,
-            "output": outcome.output,
-            "error": outcome.error,
-            "open_interactions": open_interactions,
-            "lease_owner": None,
-            "lease_expires_at": None,
-            "updated_at": now,
-        }
-    )
+        new_interactions, open_interactions, unapplied = _waiting_on(service, tree, children, outcome.interrupts, now)
+        if unapplied:
+            outcome.error = (
+                f"answered interaction(s) {unapplied} could not be applied: the sub-agent's stored turn cannot be "
+                "loaded. The answers are kept; once the stored turn is repaired, recover (or the same answer "
+                "again) applies them"
+            )
     completed = outcome.status == "completed"
     commit = Commit(
-        root=new_root,
+        root=root.model_copy(
+            update={
+                "status": outcome.status,
+                "version": version,
+                "snapshot_key": snapshot_key or root.snapshot_key,
+                "agent_snapshots": session.snapshot_keys,
+                "output": _bounded_text(outcome.output, MAX_OUTPUT_BYTES),
+                "error": _bounded_text(outcome.error, MAX_ERROR_BYTES),
+                "open_interactions": open_interactions,
+                "lease_owner": None,
+                "lease_expires_at": None,
+                "updated_at": now,
+            }
+        ),
         expected_version=root.version,
         expected_status="running",
         expected_lease_owner=owner,
         refuse_if_canceling=not settled,
         settle_session=settled,
         session_snapshot_key=snapshot_key if completed else None,
-        agent_heads=session.heads if completed else None,
+        agent_snapshots=session.snapshot_keys if completed else None,
         new_interactions=new_interactions,
-        interaction_changes=changes,
+        interaction_changes=superseded(tree, now) if settled else [],
         children=[children.records[t] for t in sorted(children.touched)],
         events=[
             OutboxEvent(
@@ -320,31 +270,78 @@ def _commit(
     return commit.applied_to(tree)
 
 
+def _waiting_on(
+    service: Service, tree: TurnTree, children: ChildTurns, interrupts: list[Interrupt], now: float
+) -> tuple[list[InteractionRecord], int, list[str]]:
+    """The interactions to create for the interrupts the turn now waits on, how many of its
+    interactions are then open, and the answered ones that are pending again (their answer could not
+    be applied). An interrupt seen before keeps its interaction (same request id)."""
+    root = tree.root
+    existing = {i.interrupt_id: i for i in tree.interactions}
+    new: list[InteractionRecord] = []
+    unapplied: list[str] = []
+    open_interactions = 0
+    for interrupt in interrupts:
+        known = existing.get(interrupt.id)
+        if known is None:
+            prefix = call_prefix(interrupt.id)
+            owner_turn = children.turn_id(prefix)
+            new.append(
+                InteractionRecord(
+                    session_id=root.session_id,
+                    root_turn_id=root.turn_id,
+                    turn_id=owner_turn,
+                    request_id=request_id(root.turn_id, interrupt.id),
+                    interrupt_id=interrupt.id,
+                    name=interrupt.name,
+                    reason=_bounded_reason(interrupt.reason),
+                    agent_path=children.records[owner_turn].agent_path if prefix else [root.agent],
+                    status="requested",
+                    expires_at=now + service.settings.approval_expiry_seconds,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+            open_interactions += 1
+        elif known.status == "requested":
+            open_interactions += 1
+        else:
+            unapplied.append(known.request_id)
+            logger.error(
+                "session_id=<%s>, turn_id=<%s>, request_id=<%s> | answered interaction is pending again (its "
+                "stored turn could not be loaded): the answer is kept and applied by recover once the turn loads",
+                root.session_id,
+                root.turn_id,
+                known.request_id,
+            )
+    return new, open_interactions, unapplied
+
+
+def _bounded_text(text: str | None, limit: int) -> str | None:
+    """``text``, cut to ``limit`` bytes of UTF-8 with a note saying so (DynamoDB items are small; the
+    whole text stays in the snapshot)."""
+    if text is None or len(text.encode()) <= limit:
+        return text
+    return text.encode()[:limit].decode(errors="ignore") + f" [cut at {limit} bytes; the whole text is in the snapshot]"
+
+
+def _bounded_reason(reason: Any) -> Any:
+    """The reason shown to a person, or a preview of it when its JSON is larger than one interaction
+    may hold (the whole reason stays in the snapshot)."""
+    text = json.dumps(reason, ensure_ascii=False)
+    if len(text.encode()) <= MAX_REASON_BYTES:
+        return reason
+    return {"truncated": True, "bytes": len(text.encode()), "preview": _bounded_text(text, MAX_REASON_BYTES // 4)}
+
+
 def _unloadable(service: Service, tree: TurnTree, owner: str, error: SnapshotError) -> TurnTree:
     """The turn's state cannot be loaded: a resume leaves it waiting (answers kept) for recovery; a
     new turn whose session conversation cannot be loaded fails, saying why."""
     root = tree.root
     logger.error("session_id=<%s>, turn_id=<%s> | snapshot cannot be loaded: %s", root.session_id, root.turn_id, error)
     if root.snapshot_key is not None:
-        service.store.release_lease(root, owner, "waiting", service.clock.now())
+        service.store.release_lease(
+            root, owner, "waiting", service.clock.now(), error=f"the turn's snapshot cannot be loaded: {error}"
+        )
         return service.load(root.session_id, root.turn_id)
-    now = service.clock.now()
-    commit = Commit(
-        root=root.model_copy(
-            update={
-                "status": "failed",
-                "version": root.version + 1,
-                "error": f"the session's conversation could not be loaded: {error}",
-                "lease_owner": None,
-                "lease_expires_at": None,
-                "updated_at": now,
-            }
-        ),
-        expected_version=root.version,
-        expected_status="running",
-        expected_lease_owner=owner,
-        settle_session=True,
-        events=[OutboxEvent(type="turn.failed", turn_id=root.turn_id, created_at=now)],
-    )
-    service.store.commit(commit)
-    return commit.applied_to(tree)
+    return settle_tree(service, tree, "failed", "superseded", f"the session's conversation cannot be loaded: {error}")

@@ -66,6 +66,13 @@ class Service:
         return recover(self, session_id, turn_id)
 
     def list_interactions(self, session_id: str, status: InteractionStatus | None = None) -> list[InteractionView]:
+        """A session's interactions, oldest first; with ``status``, only those in it (an interaction
+        past its expiry counts as ``expired`` even before its turn is settled)."""
         if not valid_session_id(session_id):
             raise NotFoundError(f"there is no session {session_id!r}; nothing was done")
-        return [InteractionView.of(i) for i in self.store.list_interactions(session_id, status)]
+        now = self.clock.now()
+        found = self.store.list_interactions(session_id, status)
+        if status == "expired":
+            found += self.store.list_interactions(session_id, "requested")
+        views = [InteractionView.of(i, now) for i in found]
+        return [v for v in views if status is None or v.status == status]

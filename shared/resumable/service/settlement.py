@@ -6,12 +6,28 @@ import logging
 from typing import TYPE_CHECKING
 
 from resumable.store.base import Commit
-from resumable.store.records import SETTLED, InteractionStatus, OutboxEvent, TurnStatus, TurnTree
+from resumable.store.records import SETTLED, InteractionRecord, InteractionStatus, OutboxEvent, TurnStatus, TurnTree
 
 if TYPE_CHECKING:
     from resumable.service.service import Service
 
 logger = logging.getLogger(__name__)
+
+
+CANCELED_ON_REQUEST = "canceled on request"
+NEVER_CONFIRMED = "canceled, and its runner never confirmed before its lease expired"
+EXPIRED = "an interaction expired before it was answered"
+
+
+def superseded(
+    tree: TurnTree, now: float, become: InteractionStatus = "superseded"
+) -> list[tuple[InteractionRecord, InteractionStatus]]:
+    """Every requested interaction of ``tree`` moved to ``become`` (expected to be ``requested``)."""
+    return [
+        (i.model_copy(update={"status": become, "updated_at": now}), "requested")
+        for i in tree.interactions
+        if i.status == "requested"
+    ]
 
 
 def settle_tree(
@@ -30,7 +46,7 @@ def settle_tree(
             update={
                 "status": status,
                 "version": root.version + 1,
-                "error": reason if status in ("interrupted", "expired") else None,
+                "error": reason if status in ("interrupted", "expired", "failed") else None,
                 "open_interactions": 0,
                 "lease_owner": None,
                 "lease_expires_at": None,
@@ -41,11 +57,7 @@ def settle_tree(
         expected_status=root.status,
         expected_lease_owner=root.lease_owner,
         settle_session=True,
-        interaction_changes=[
-            (i.model_copy(update={"status": interactions_become, "updated_at": now}), "requested")
-            for i in tree.interactions
-            if i.status == "requested"
-        ],
+        interaction_changes=superseded(tree, now, interactions_become),
         children=[
             c.model_copy(update={"status": status, "updated_at": now}) for c in tree.children if c.status not in SETTLED
         ],
@@ -70,7 +82,7 @@ def settle_overdue(service: Service, tree: TurnTree) -> TurnTree:
     """Settle a waiting tree that nobody will advance: ``expired`` if an interaction is past its
     expiry, ``canceled`` if a cancel was requested but did not get to settle it."""
     if expired_interactions(service, tree):
-        return settle_tree(service, tree, "expired", "expired", "an interaction expired before it was answered")
+        return settle_tree(service, tree, "expired", "expired", EXPIRED)
     if tree.root.status == "waiting" and tree.root.cancel_requested:
-        return settle_tree(service, tree, "canceled", "superseded", "canceled on request")
+        return settle_tree(service, tree, "canceled", "superseded", CANCELED_ON_REQUEST)
     return tree

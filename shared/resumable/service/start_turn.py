@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from resumable.exceptions import BadRequestError, NotFoundError, TurnBusyError, ValidationFailedError
+from resumable.exceptions import BadRequestError, TurnBusyError, ValidationFailedError
 from resumable.service.ids import new_root_turn_id, valid_session_id
 from resumable.service.runner import run_leased
 from resumable.service.views import TurnView
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 def start_turn(service: Service, session_id: str, prompt: Any, principal: str) -> TurnView:
     """Create the root turn (refused while the session has an unsettled one), run it, commit."""
     if not valid_session_id(session_id):
-        raise NotFoundError(
+        raise BadRequestError(
             f"session id {session_id!r} is not valid: use 1-128 letters, digits, '.', '_', ':' or '-'; "
             "nothing was started"
         )
@@ -52,7 +52,7 @@ def start_turn(service: Service, session_id: str, prompt: Any, principal: str) -
         lease_owner=owner,
         lease_expires_at=now + service.settings.lease_seconds,
         base_snapshot_key=seen.snapshot_key if seen else None,
-        agent_heads=dict(seen.agent_heads) if seen else {},
+        agent_snapshots=dict(seen.agent_snapshots) if seen else {},
         prompt=prompt,
         principal=principal,
         created_at=now,

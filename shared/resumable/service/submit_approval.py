@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import uuid
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -13,16 +12,14 @@ from resumable.exceptions import (
     ConflictError,
     GoneError,
     NotFoundError,
-    StaleCommitError,
     TurnBusyError,
     ValidationFailedError,
 )
 from resumable.runtime.tools import APPROVAL_INTERRUPT, ApprovalAnswer
 from resumable.service.ids import root_of, valid_request_id, valid_session_id, valid_turn_id
-from resumable.service.runner import run_leased
-from resumable.service.settlement import expired_interactions, settle_tree
+from resumable.service.recover import advance
 from resumable.service.views import TurnView
-from resumable.store.records import InteractionRecord, TurnTree
+from resumable.store.records import InteractionRecord
 
 if TYPE_CHECKING:
     from resumable.service.service import Service
@@ -88,13 +85,13 @@ def submit_approval(
             "nothing was answered"
         )
     if settlement.outcome == "refused":
-        assert settlement.interaction is not None
-        if turn_id not in (root_id, settlement.interaction.turn_id):
+        interaction = settlement.interaction
+        if interaction is None or turn_id not in (root_id, interaction.turn_id):
             raise NotFoundError(
                 f"there is no interaction {request_id!r} in turn {turn_id!r} of session {session_id!r}; "
                 "nothing was answered"
             )
-        _refused(service, settlement.interaction, response, is_approval_answer)
+        _refused(service, interaction, response, is_approval_answer)
     else:
         logger.info(
             "session_id=<%s>, turn_id=<%s>, request_id=<%s> | interaction answered by %s",
@@ -103,7 +100,7 @@ def submit_approval(
             request_id,
             principal,
         )
-    return _resume_if_ready(service, service.load(session_id, root_id), turn_id)
+    return TurnView.of(advance(service, service.load(session_id, root_id)), turn_id)
 
 
 def _refused(service: Service, interaction: InteractionRecord, response: Any, is_approval_answer: bool) -> None:
@@ -122,12 +119,7 @@ def _refused(service: Service, interaction: InteractionRecord, response: Any, is
             "{'decision': 'deny', 'message': '...'}; nothing was answered"
         )
     if interaction.status == "requested":
-        tree = service.load(interaction.session_id, interaction.root_turn_id)
-        if expired_interactions(service, tree):
-            try:
-                settle_tree(service, tree, "expired", "expired", "an interaction expired before it was answered")
-            except StaleCommitError:
-                logger.info("turn_id=<%s> | expiry raced another change", interaction.root_turn_id)
+        advance(service, service.load(interaction.session_id, interaction.root_turn_id))
         raise GoneError(
             f"interaction {interaction.request_id} expired before it was answered; its turn is settled as expired "
             "and nothing was answered"
@@ -136,17 +128,3 @@ def _refused(service: Service, interaction: InteractionRecord, response: Any, is
         f"interaction {interaction.request_id} is {interaction.status} (its turn was canceled, settled or moved "
         "on) and can no longer be answered; nothing was answered"
     )
-
-
-def _resume_if_ready(service: Service, tree: TurnTree, turn_id: str) -> TurnView:
-    root = tree.root
-    if root.status != "waiting" or root.open_interactions > 0 or root.cancel_requested:
-        return TurnView.of(tree, turn_id)
-    now = service.clock.now()
-    owner = uuid.uuid4().hex
-    leased = service.store.acquire_lease(
-        root.session_id, root.turn_id, owner, now, now + service.settings.lease_seconds, takeover=False
-    )
-    if leased is None:
-        return TurnView.of(service.load(root.session_id, root.turn_id), turn_id)
-    return TurnView.of(run_leased(service, tree.model_copy(update={"root": leased}), owner), turn_id)

@@ -35,7 +35,10 @@ class InteractionView(View):
     expires_at: str | None
 
     @classmethod
-    def of(cls, record: InteractionRecord) -> InteractionView:
+    def of(cls, record: InteractionRecord, now: float | None = None) -> InteractionView:
+        """The interaction as a caller sees it; one past its expiry shows as ``expired`` even before
+        its turn is settled."""
+        overdue = now is not None and record.status == "requested" and record.expires_at <= now
         return cls(
             request_id=record.request_id,
             interrupt_id=record.interrupt_id,
@@ -43,7 +46,7 @@ class InteractionView(View):
             name=record.name,
             reason=record.reason,
             agent_path=record.agent_path,
-            status=record.status,
+            status="expired" if overdue else record.status,
             response=record.response,
             answered_by=record.answered_by,
             answered_at=iso(record.answered_at),

@@ -26,7 +26,7 @@ class Commit:
     ``expected_status``, leased by ``expected_lease_owner`` (None: not leased, for cancel and
     expiry). ``refuse_if_canceling`` rejects the commit if a cancel was requested meanwhile (a run
     must not leave a canceling tree waiting). ``settle_session`` frees the session for its next turn
-    and points it at ``session_snapshot_key`` and ``agent_heads``.
+    and points it at ``session_snapshot_key`` and ``agent_snapshots``.
     """
 
     root: TurnRecord
@@ -36,7 +36,7 @@ class Commit:
     refuse_if_canceling: bool = False
     settle_session: bool = False
     session_snapshot_key: str | None = None
-    agent_heads: dict[str, str] | None = None
+    agent_snapshots: dict[str, str] | None = None
     new_interactions: list[InteractionRecord] = field(default_factory=list)
     interaction_changes: list[tuple[InteractionRecord, InteractionStatus]] = field(default_factory=list)
     children: list[TurnRecord] = field(default_factory=list)
@@ -53,7 +53,7 @@ class Commit:
 
 
 @dataclass
-class Settlement:
+class AnswerOutcome:
     """What happened when an answer was offered for an interaction.
 
     ``settled``: this answer was recorded. ``refused``: the interaction was not ``requested`` (or had
@@ -94,8 +94,11 @@ class Store(ABC):
         Raises ``LeaseLostError`` when ``owner`` no longer holds it."""
 
     @abstractmethod
-    def release_lease(self, turn: TurnRecord, owner: str, status: TurnStatus, now: float) -> None:
-        """Give the lease up without committing, leaving the turn in ``status``."""
+    def release_lease(
+        self, turn: TurnRecord, owner: str, status: TurnStatus, now: float, error: str | None = None
+    ) -> None:
+        """Give the lease up without committing, leaving the turn in ``status`` with ``error`` saying
+        why (so a client can tell a turn stuck on a problem from a busy one)."""
 
     @abstractmethod
     def request_cancel(self, session_id: str, root_turn_id: str, now: float) -> TurnRecord | None:
@@ -118,7 +121,7 @@ class Store(ABC):
         *,
         approval_shaped: bool,
         owner_turn_id: str | None = None,
-    ) -> Settlement:
+    ) -> AnswerOutcome:
         """``requested -> answered`` in one conditional write, if the turn is waiting (and not being
         canceled) and the interaction has not expired; a response that is not ``approval_shaped`` is
         refused for an approval interaction; with ``owner_turn_id``, the interaction must be that

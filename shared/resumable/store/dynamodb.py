@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 from resumable.config import Settings
 from resumable.exceptions import LeaseLostError, ResumableError, SnapshotError, StaleCommitError, StoreError
 from resumable.runtime.tools import APPROVAL_INTERRUPT
-from resumable.store.base import Commit, Settlement, Store
+from resumable.store.base import AnswerOutcome, Commit, Store
 from resumable.store.records import (
     ActionRecord,
     InteractionRecord,
@@ -142,7 +142,10 @@ def _aws(method: Callable[_P, _R]) -> Callable[_P, _R]:
         except ResumableError:
             raise
         except Exception as error:
-            raise StoreError(f"{method.__name__} failed, nothing after it happened: {error}") from error
+            raise StoreError(
+                f"{method.__name__} failed and nothing after it happened: {error}. The turn is left resumable: "
+                "retry the request, or call recover"
+            ) from error
 
     return translated
 
@@ -306,28 +309,36 @@ class DynamoDBStore(Store):
             )["Attributes"]
         except self._conditional_failure as error:
             raise LeaseLostError(
-                f"turn {turn.turn_id} is no longer leased by {owner}: another invocation took it over or it settled"
+                f"turn {turn.turn_id} is no longer leased by {owner}: another invocation took it over or it settled, "
+                "so this run stops without committing anything"
             ) from error
         return TurnRecord.model_validate(_decode(item))
 
     @_aws
-    def release_lease(self, turn: TurnRecord, owner: str, status: TurnStatus, now: float) -> None:
+    def release_lease(
+        self, turn: TurnRecord, owner: str, status: TurnStatus, now: float, error: str | None = None
+    ) -> None:
         try:
             self.dynamodb.update_item(
                 TableName=self.table,
                 Key=_key(turn.session_id, _turn_sk(turn)),
-                UpdateExpression="SET #status = :status, updated_at = :now REMOVE lease_owner, lease_expires_at",
+                UpdateExpression="SET #status = :status, updated_at = :now, #error = :error "
+                "REMOVE lease_owner, lease_expires_at",
                 ConditionExpression="lease_owner = :owner AND #status = :running",
-                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeNames={"#status": "status", "#error": "error"},
                 ExpressionAttributeValues={
                     ":status": _value(status),
                     ":now": _value(now),
                     ":owner": _value(owner),
                     ":running": _value("running"),
+                    ":error": _value(error),
                 },
             )
-        except self._conditional_failure as error:
-            raise LeaseLostError(f"turn {turn.turn_id} is no longer leased by {owner}") from error
+        except self._conditional_failure as lost:
+            raise LeaseLostError(
+                f"turn {turn.turn_id} is no longer leased by {owner}: it was not released (another invocation "
+                "holds it now)"
+            ) from lost
 
     @_aws
     def request_cancel(self, session_id: str, root_turn_id: str, now: float) -> TurnRecord | None:
@@ -375,7 +386,7 @@ class DynamoDBStore(Store):
                 "status",
                 "version",
                 "snapshot_key",
-                "agent_heads",
+                "agent_snapshots",
                 "output",
                 "error",
                 "open_interactions",
@@ -409,9 +420,9 @@ class DynamoDBStore(Store):
             if commit.session_snapshot_key is not None:
                 session_sets.append("snapshot_key = :snapshot")
                 session_values[":snapshot"] = _value(commit.session_snapshot_key)
-            if commit.agent_heads is not None:
-                session_sets.append("agent_heads = :heads")
-                session_values[":heads"] = _value(commit.agent_heads)
+            if commit.agent_snapshots is not None:
+                session_sets.append("agent_snapshots = :agent_snapshots")
+                session_values[":agent_snapshots"] = _value(commit.agent_snapshots)
             final.append(
                 {
                     "Update": {
@@ -501,7 +512,7 @@ class DynamoDBStore(Store):
         *,
         approval_shaped: bool,
         owner_turn_id: str | None = None,
-    ) -> Settlement:
+    ) -> AnswerOutcome:
         condition = "#status = :requested AND expires_at > :now"
         names = {"#status": "status", "#response": "response"}
         values = {
@@ -558,11 +569,11 @@ class DynamoDBStore(Store):
             if interaction_reason.get("Code") == "ConditionalCheckFailed":
                 item = interaction_reason.get("Item")
                 if not item:
-                    return Settlement("missing")
-                return Settlement("refused", interaction=InteractionRecord.model_validate(_decode(item)))
+                    return AnswerOutcome("missing")
+                return AnswerOutcome("refused", interaction=InteractionRecord.model_validate(_decode(item)))
             turn_item = turn_reason.get("Item")
-            return Settlement("turn_busy", turn=TurnRecord.model_validate(_decode(turn_item)) if turn_item else None)
-        return Settlement("settled")
+            return AnswerOutcome("turn_busy", turn=TurnRecord.model_validate(_decode(turn_item)) if turn_item else None)
+        return AnswerOutcome("settled")
 
     @_aws
     def list_interactions(self, session_id: str, status: InteractionStatus | None) -> list[InteractionRecord]:
@@ -646,8 +657,14 @@ class DynamoDBStore(Store):
         try:
             body = self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
         except self.s3.exceptions.NoSuchKey as error:
-            raise SnapshotError(f"snapshot s3://{self.bucket}/{key} does not exist") from error
+            raise SnapshotError(
+                f"snapshot s3://{self.bucket}/{key} does not exist: nothing was restored; the turn stays as it is "
+                "until the object is put back, then recover resumes it"
+            ) from error
         try:
             return json.loads(body)
         except ValueError as error:
-            raise SnapshotError(f"snapshot s3://{self.bucket}/{key} is not JSON: {error}") from error
+            raise SnapshotError(
+                f"snapshot s3://{self.bucket}/{key} is not JSON ({error}): nothing was restored; the turn stays as "
+                "it is until the object is repaired, then recover resumes it"
+            ) from error

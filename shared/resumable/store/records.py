@@ -18,13 +18,13 @@ class Record(BaseModel):
 
 class SessionRecord(Record):
     """A conversation with one root agent. ``snapshot_key`` is the root agent's latest committed state;
-    ``agent_heads`` are the latest committed snapshots of agents that keep their own (S3Session)."""
+    ``agent_snapshots`` are the latest committed snapshots of agents that keep their own (S3Session)."""
 
     session_id: str
     principal: str | None = None
     active_turn_id: str | None = None
     snapshot_key: str | None = None
-    agent_heads: dict[str, str] = Field(default_factory=dict)
+    agent_snapshots: dict[str, str] = Field(default_factory=dict)
     created_at: float
     updated_at: float
 
@@ -34,7 +34,7 @@ class TurnRecord(Record):
 
     Relations are immutable. Only the root turn is leased and versioned: the whole tree advances
     through the root's commits. ``snapshot_key`` is the root agent's state at the turn's last commit;
-    ``base_snapshot_key`` the session's conversation when the turn began; ``agent_heads`` the
+    ``base_snapshot_key`` the session's conversation when the turn began; ``agent_snapshots`` the
     snapshots of the context-preserving agents this turn has reached.
     """
 
@@ -51,7 +51,7 @@ class TurnRecord(Record):
     lease_expires_at: float | None = None
     snapshot_key: str | None = None
     base_snapshot_key: str | None = None
-    agent_heads: dict[str, str] = Field(default_factory=dict)
+    agent_snapshots: dict[str, str] = Field(default_factory=dict)
     prompt: str | None = None
     cancel_requested: bool = False
     output: str | None = None

@@ -21,7 +21,7 @@ TABLE_ATTRIBUTES: list[dict[str, Any]] = [
 ]
 
 # GSI1 lists a session's interactions by status: gsi1pk = "SESSION#<id>#INTERACTIONS",
-# gsi1sk = "<status>#<createdAt>#<requestId>" (GET /sessions/{id}/interactions?status=requested).
+# gsi1sk = "<status>#<requestId>" (GET /sessions/{id}/interactions?status=requested).
 INTERACTIONS_INDEX = "gsi1"
 
 TABLE_INDEXES: list[dict[str, Any]] = [

@@ -1,8 +1,8 @@
 """S3Session: a Session for agents that keep their own context (``preserve_context=True``).
 
-Each save writes a new immutable object; the service commits the latest key of each agent (its
-head) with the turn, in the same transaction. A crash before that commit leaves the committed heads
-as they were, so the agent's state never runs ahead of its orchestrator's.
+Each save writes a new immutable object; the service commits each agent's latest snapshot key with
+the turn, in the same transaction. A crash before that commit leaves the committed keys as they
+were, so the agent's state never runs ahead of its orchestrator's.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from resumable.store.base import Store
 class S3Session:
     """Snapshots of a session's context-preserving agents, under ``sessions/<sessionId>/agents/<name>/``."""
 
-    def __init__(self, store: Store, session_id: str, heads: dict[str, str]) -> None:
+    def __init__(self, store: Store, session_id: str, snapshot_keys: dict[str, str]) -> None:
         self.store = store
         self.session_id = session_id
-        self.heads = dict(heads)
+        self.snapshot_keys = dict(snapshot_keys)
 
     def load(self, agent_name: str) -> dict[str, Any] | None:
-        key = self.heads.get(agent_name)
+        key = self.snapshot_keys.get(agent_name)
         if key is None:
             return None
         snapshot: dict[str, Any] = self.store.get_snapshot(key)
@@ -32,4 +32,4 @@ class S3Session:
     def save(self, agent_name: str, snapshot: dict[str, Any]) -> None:
         key = f"sessions/{quote(self.session_id, safe='')}/agents/{quote(agent_name, safe='')}/{uuid.uuid4().hex}.json"
         self.store.put_snapshot(key, snapshot)
-        self.heads[agent_name] = key
+        self.snapshot_keys[agent_name] = key

@@ -1,0 +1,36 @@
+"""The store's own promises that the use cases rely on."""
+
+from __future__ import annotations
+
+import pytest
+
+from resumable.config import Settings
+from resumable.exceptions import StoreError
+from resumable.store import DynamoDBStore
+
+
+def test_a_snapshot_key_is_written_once_and_never_overwritten(aws: Settings) -> None:
+    store = DynamoDBStore(aws)
+    store.put_snapshot("snapshots/test/once.json", {"first": True})
+    with pytest.raises(StoreError, match="put_snapshot failed") as refused:
+        store.put_snapshot("snapshots/test/once.json", {"second": True})
+    assert "PreconditionFailed" in str(refused.value.__cause__)
+    assert store.get_snapshot("snapshots/test/once.json") == {"first": True}
+
+
+def test_settings_are_read_from_the_environment() -> None:
+    settings = Settings.from_env(
+        {
+            "RESUMABLE_TABLE": "turns",
+            "RESUMABLE_BUCKET": "snaps",
+            "AWS_DEFAULT_REGION": "eu-west-1",
+            "AWS_ENDPOINT_URL": "http://127.0.0.1:4566",
+            "AGENT_FACTORY": "app.agents:build",
+            "APPROVAL_EXPIRY_SECONDS": "3600",
+            "LEASE_SECONDS": "30",
+        }
+    )
+    assert (settings.table_name, settings.bucket_name, settings.region) == ("turns", "snaps", "eu-west-1")
+    assert (settings.endpoint_url, settings.agent_factory) == ("http://127.0.0.1:4566", "app.agents:build")
+    assert (settings.approval_expiry_seconds, settings.lease_seconds) == (3600, 30)
+    assert Settings.from_env({}) == Settings()
