@@ -1,0 +1,79 @@
+"""The resolver every function uses: the shared routes, errors as ``{"code", "message"}``, the
+OpenAPI document, logging and metrics.
+"""
+
+from __future__ import annotations
+
+import logging
+from http import HTTPStatus
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.metrics import MetricUnit
+
+from resumable.api.routes import ErrorBody, router, serve
+from resumable.config import Settings
+from resumable.exceptions import ConflictError, GoneError, ServiceError
+from resumable.service import Service
+
+logger = Logger(service="resumable")
+metrics = Metrics(namespace="resumable", service="resumable")
+
+# The HTTP status of each service error code: the one place it is decided.
+HTTP_STATUS: dict[str, int] = {
+    "bad_request": 400,
+    "not_found": 404,
+    "conflict": 409,
+    "turn_busy": 409,
+    "gone": 410,
+    "validation_failed": 422,
+}
+
+
+def _error(status: int, code: str, message: str) -> Response[Any]:
+    return Response(
+        status_code=status,
+        content_type="application/json",
+        body=ErrorBody(code=code, message=message).model_dump_json(),
+    )
+
+
+def build_app(service: Service | None = None) -> APIGatewayHttpResolver:
+    """The resolver with every route; ``service`` defaults to one built from the environment."""
+    app = APIGatewayHttpResolver(enable_validation=True)
+    app.include_router(router)
+    serve(service or Service.from_settings(Settings.from_env()))
+
+    @app.get("/openapi.json", include_in_schema=False)
+    def openapi() -> Response[Any]:
+        return Response(
+            status_code=200,
+            content_type="application/json",
+            body=app.get_openapi_json_schema(title="resumable", version="1"),
+        )
+
+    @app.exception_handler(ServiceError)
+    def service_error(error: ServiceError) -> Response[Any]:
+        if isinstance(error, ConflictError):
+            metrics.add_metric(name="ApprovalConflicts", unit=MetricUnit.Count, value=1)
+        if isinstance(error, GoneError) and "expired" in str(error):
+            metrics.add_metric(name="ApprovalsExpired", unit=MetricUnit.Count, value=1)
+        logger.info("request refused", extra={"code": error.code, "reason": str(error)})
+        return _error(HTTP_STATUS[error.code], error.code, str(error))
+
+    @app.exception_handler(RequestValidationError)
+    def invalid_request(error: RequestValidationError) -> Response[Any]:
+        problems = error.errors()
+        if any(p.get("type") == "json_invalid" for p in problems):
+            return _error(HTTPStatus.BAD_REQUEST, "bad_request", "the body is not valid JSON; nothing was done")
+        described = "; ".join(
+            f"{'.'.join(str(part) for part in p.get('loc', ()))}: {p.get('msg', p.get('type'))}" for p in problems
+        )
+        return _error(HTTPStatus.UNPROCESSABLE_ENTITY, "validation_failed", f"{described}; nothing was done")
+
+    return app
+
+
+logging.getLogger("resumable").setLevel(logging.INFO)

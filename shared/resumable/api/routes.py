@@ -1,0 +1,102 @@
+"""The HTTP API's routes, shared by every Lambda function: parse, call the service, shape the reply.
+
+| route | body | reply |
+|---|---|---|
+| ``POST /sessions/{sessionId}/turns`` | ``{"prompt": str}`` | 201 Turn |
+| ``GET /sessions/{sessionId}/turns/{turnId}`` | | 200 Turn |
+| ``POST /sessions/{sessionId}/turns/{turnId}/interactions/{requestId}`` | ``{"response": <json>}`` | 200 Turn |
+| ``POST /sessions/{sessionId}/turns/{turnId}/cancel`` | | 200 Turn |
+| ``GET /sessions/{sessionId}/interactions?status=requested`` | | 200 ``{"interactions": [...]}`` |
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+from pydantic import BaseModel, ConfigDict
+
+from resumable.service import InteractionView, Service, TurnView
+from resumable.store.records import InteractionStatus
+
+router = APIGatewayHttpRouter()
+
+LOCAL_PRINCIPAL = "arn:aws:iam::000000000000:user/local"
+
+
+class StartTurnBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    prompt: str
+
+
+class AnswerBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    response: Any
+
+
+class InteractionList(BaseModel):
+    interactions: list[InteractionView]
+
+
+class ErrorBody(BaseModel):
+    """Every error reply: a machine-readable ``code`` and a human ``message``."""
+
+    code: str
+    message: str
+
+
+_services: list[Service] = []
+
+
+def serve(service: Service) -> None:
+    """Route this process's requests to ``service`` (its AWS clients are reused; agents never are)."""
+    _services[:] = [service]
+
+
+def service() -> Service:
+    return _services[0]
+
+
+def principal() -> str:
+    """The IAM principal that signed the request (API Gateway's IAM authorization)."""
+    iam = router.current_event.request_context.authorizer.iam
+    return (iam.user_arn if iam else None) or LOCAL_PRINCIPAL
+
+
+def _json(view: Any, status: int = 200) -> Response[Any]:
+    return Response(status_code=status, content_type="application/json", body=view)
+
+
+@router.post("/sessions/<sessionId>/turns", responses={201: {"description": "the turn, paused or settled"}})
+def start_turn(sessionId: str, body: Annotated[StartTurnBody, Body()]) -> Response[TurnView]:  # noqa: N803
+    return _json(service().start_turn(sessionId, body.prompt, principal()), 201)
+
+
+@router.get("/sessions/<sessionId>/turns/<turnId>")
+def get_turn(sessionId: str, turnId: str) -> Response[TurnView]:  # noqa: N803
+    return _json(service().get_turn(sessionId, turnId))
+
+
+@router.post("/sessions/<sessionId>/turns/<turnId>/interactions/<requestId>")
+def submit_approval(
+    sessionId: str,  # noqa: N803
+    turnId: str,  # noqa: N803
+    requestId: str,  # noqa: N803
+    body: Annotated[AnswerBody, Body()],
+) -> Response[TurnView]:
+    return _json(service().submit_approval(sessionId, turnId, requestId, body.response, principal()))
+
+
+@router.post("/sessions/<sessionId>/turns/<turnId>/cancel")
+def cancel(sessionId: str, turnId: str) -> Response[TurnView]:  # noqa: N803
+    return _json(service().cancel(sessionId, turnId))
+
+
+@router.get("/sessions/<sessionId>/interactions")
+def list_interactions(
+    sessionId: str,  # noqa: N803
+    status: Annotated[InteractionStatus | None, Query()] = None,
+) -> Response[InteractionList]:
+    return _json(InteractionList(interactions=service().list_interactions(sessionId, status)))

@@ -1,0 +1,136 @@
+"""The HTTP API's routes, through Powertools' resolver, with API Gateway HTTP API (v2) events."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
+
+from resumable.api.app import build_app
+from resumable.service import Service
+from tests.factories import executions
+
+ALICE = "arn:aws:iam::111122223333:user/alice"
+
+
+def request(
+    app: APIGatewayHttpResolver, method: str, path: str, body: Any = None, *, query: str = "", raw: str | None = None
+) -> tuple[int, Any]:
+    event = {
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": path,
+        "rawQueryString": query,
+        "queryStringParameters": dict(p.split("=", 1) for p in query.split("&")) if query else None,
+        "headers": {"content-type": "application/json"},
+        "requestContext": {
+            "accountId": "111122223333",
+            "apiId": "api",
+            "authorizer": {"iam": {"userArn": ALICE, "accountId": "111122223333", "userId": "AIDA", "callerId": "c"}},
+            "domainName": "api.example.com",
+            "domainPrefix": "api",
+            "http": {"method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1", "userAgent": "t"},
+            "requestId": "req",
+            "routeKey": "$default",
+            "stage": "$default",
+            "time": "30/Nov/2026:00:00:00 +0000",
+            "timeEpoch": 0,
+        },
+        "body": raw if raw is not None else (json.dumps(body) if body is not None else None),
+        "isBase64Encoded": False,
+    }
+    reply = app.resolve(event, None)
+    return int(reply["statusCode"]), json.loads(reply["body"])
+
+
+@pytest.fixture
+def api(make_service: Callable[..., Service]) -> APIGatewayHttpResolver:
+    return build_app(make_service("nested"))
+
+
+def test_start_approve_and_read_a_turn_over_http(api: APIGatewayHttpResolver, session_id: str, ledger: Path) -> None:
+    status, turn = request(api, "POST", f"/sessions/{session_id}/turns", {"prompt": "delete the prod-db record"})
+    assert (status, turn["status"]) == (201, "waiting")
+    [interaction] = turn["interactions"]
+    assert set(interaction) >= {
+        "requestId",
+        "interruptId",
+        "name",
+        "reason",
+        "agentPath",
+        "status",
+        "response",
+        "answeredBy",
+        "answeredAt",
+        "expiresAt",
+    }
+    assert set(turn) >= {
+        "sessionId",
+        "turnId",
+        "status",
+        "output",
+        "interactions",
+        "children",
+        "createdAt",
+        "updatedAt",
+    }
+    assert request(api, "GET", f"/sessions/{session_id}/interactions", query="status=requested") == (
+        200,
+        {"interactions": [interaction]},
+    )
+    path = f"/sessions/{session_id}/turns/{turn['turnId']}/interactions/{interaction['requestId']}"
+    status, done = request(api, "POST", path, {"response": {"decision": "approve"}})
+    assert (status, done["status"], done["interactions"][0]["answeredBy"]) == (200, "completed", ALICE)
+    assert request(api, "GET", f"/sessions/{session_id}/turns/{turn['turnId']}") == (200, done)
+    assert executions(ledger) == ["delete prod-db"]
+
+
+@pytest.mark.parametrize(
+    ("body", "raw", "status", "code"),
+    [
+        ({"prompt": "x", "extra": 1}, None, 422, "validation_failed"),
+        ({}, None, 422, "validation_failed"),
+        (None, "{not json", 400, "bad_request"),
+        ({"prompt": "   "}, None, 422, "validation_failed"),
+    ],
+    ids=["extra field", "no prompt", "not json", "blank prompt"],
+)
+def test_a_bad_body_gets_an_error_with_a_code_and_a_message(
+    api: APIGatewayHttpResolver, session_id: str, body: Any, raw: str | None, status: int, code: str
+) -> None:
+    got, error = request(api, "POST", f"/sessions/{session_id}/turns", body, raw=raw)
+    assert (got, error["code"]) == (status, code)
+    assert "nothing was" in error["message"]
+
+
+def test_service_errors_map_to_their_http_status(api: APIGatewayHttpResolver, session_id: str) -> None:
+    _, turn = request(api, "POST", f"/sessions/{session_id}/turns", {"prompt": "delete"})
+    path = f"/sessions/{session_id}/turns/{turn['turnId']}/interactions/{turn['interactions'][0]['requestId']}"
+    assert request(api, "POST", path, {"response": {"decision": "approve"}})[0] == 200
+    status, conflict = request(api, "POST", path, {"response": {"decision": "deny", "message": "no"}})
+    assert (status, conflict["code"]) == (409, "conflict")
+    assert request(api, "GET", f"/sessions/{session_id}/turns/{'0' * 32}")[1]["code"] == "not_found"
+    other = f"{session_id}-other"
+    _, second = request(api, "POST", f"/sessions/{other}/turns", {"prompt": "delete again"})
+    status, busy = request(api, "POST", f"/sessions/{other}/turns", {"prompt": "and again"})
+    assert (status, busy["code"]) == (409, "turn_busy")
+    assert request(api, "POST", f"/sessions/{other}/turns/{second['turnId']}/cancel")[1]["status"] == "canceled"
+    late = f"/sessions/{other}/turns/{second['turnId']}/interactions/{second['interactions'][0]['requestId']}"
+    status, gone = request(api, "POST", late, {"response": {"decision": "approve"}})
+    assert (status, gone["code"]) == (410, "gone")
+
+
+def test_the_openapi_document_lists_every_route(api: APIGatewayHttpResolver) -> None:
+    status, document = request(api, "GET", "/openapi.json")
+    assert status == 200
+    assert set(document["paths"]) == {
+        "/sessions/{sessionId}/turns",
+        "/sessions/{sessionId}/turns/{turnId}",
+        "/sessions/{sessionId}/turns/{turnId}/interactions/{requestId}",
+        "/sessions/{sessionId}/turns/{turnId}/cancel",
+        "/sessions/{sessionId}/interactions",
+    }
