@@ -11,7 +11,7 @@ import pytest
 from resumable.clock import FakeClock
 from resumable.config import Settings
 from resumable.service import Service
-from resumable.service.agent_factory import load_factory
+from resumable.service.agent_factory import AgentFactory, load_factory
 from resumable.store import DynamoDBStore, embedded_aws
 from resumable.store.resources import create_table_request
 from tests.factories import LEDGER_ENV
@@ -52,11 +52,22 @@ def session_id() -> str:
 
 
 @pytest.fixture
-def make_service(aws: Settings, clock: FakeClock, ledger: Path) -> Callable[..., Service]:
-    """A new Service (its own store and clients: a separate 'process'), with a tests.factories factory."""
+def store(aws: Settings) -> DynamoDBStore:
+    """A store on this test's table and bucket, with clients of its own: for reading and writing them
+    directly, as another process would."""
+    return DynamoDBStore(aws)
 
-    def make(factory: str = "nested", **settings: object) -> Service:
-        configured = aws.model_copy(update={"agent_factory": f"tests.factories:{factory}", **settings})
-        return Service(DynamoDBStore(configured), configured, clock, load_factory(configured.agent_factory))
+
+@pytest.fixture
+def make_service(aws: Settings, clock: FakeClock, ledger: Path) -> Callable[..., Service]:
+    """A new Service (its own store and clients: a separate 'process'). ``factory`` is the name of a
+    tests.factories factory, or an agent factory itself; ``settings`` override this test's settings."""
+
+    def make(factory: str | AgentFactory = "nested", **settings: object) -> Service:
+        if isinstance(factory, str):
+            settings = {"agent_factory": f"tests.factories:{factory}", **settings}
+        configured = aws.model_copy(update=settings)
+        agents = load_factory(configured.agent_factory) if isinstance(factory, str) else factory
+        return Service(DynamoDBStore(configured), configured, clock, agents)
 
     return make

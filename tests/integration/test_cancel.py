@@ -17,65 +17,20 @@ from resumable.clock import FakeClock
 from resumable.config import Settings
 from resumable.exceptions import GoneError, StaleCommitError
 from resumable.service import AgentContext, Service, TurnView
-from resumable.store import Commit, DynamoDBStore
+from resumable.store import DynamoDBStore
 from resumable.store.records import TurnRecord, TurnStatus
 from tests import factories
 from tests.factories import executions
-
-APPROVE = {"decision": "approve"}
-
-
-def _store(aws: Settings) -> DynamoDBStore:
-    return DynamoDBStore(aws)
-
-
-def _root(aws: Settings, session_id: str, turn_id: str) -> TurnRecord:
-    tree = _store(aws).load_tree(session_id, turn_id)
-    assert tree is not None
-    return tree.root
-
-
-def _answered_and_leased_by_a_ghost(
-    make_service: Callable[..., Service], aws: Settings, clock: FakeClock, session_id: str
-) -> tuple[TurnView, TurnRecord]:
-    """A waiting turn whose only interaction is answered, then leased by a runner that never reports back."""
-    started = make_service("nested").start_turn(session_id, "delete prod-db")
-    [interaction] = started.interactions
-    store = _store(aws)
-    settled = store.settle_interaction(
-        session_id, started.turn_id, interaction.request_id, APPROVE, "alice", clock.now(), approval_shaped=True
-    )
-    assert settled.outcome == "settled"
-    ghost = store.acquire_lease(
-        session_id, started.turn_id, "ghost", clock.now(), clock.now() + aws.lease_seconds, takeover=False
-    )
-    assert ghost is not None and ghost.status == "running"
-    return started, ghost
-
+from tests.integration.helpers import (
+    APPROVE,
+    late_commit,
+    leased_by_a_dead_runner,
+    root_record,
+    store_of,
+)
 
 LATE_OUTCOMES: list[TurnStatus] = ["completed", "waiting"]
-
-
-def _late_commit(leased: TurnRecord, clock: FakeClock, status: TurnStatus) -> Commit:
-    """What the runner that held ``leased`` would commit if it woke up now: the turn ``completed`` (which
-    also frees the session), or ``waiting`` again (which touches only the turn)."""
-    return Commit(
-        root=leased.model_copy(
-            update={
-                "status": status,
-                "version": leased.version + 1,
-                "output": "late output" if status == "completed" else None,
-                "lease_owner": None,
-                "lease_expires_at": None,
-                "open_interactions": 0,
-                "updated_at": clock.now(),
-            }
-        ),
-        expected_version=leased.version,
-        expected_status="running",
-        expected_lease_owner=leased.lease_owner,
-        settle_session=status == "completed",
-    )
+"""What a runner that lost its turn might commit when it wakes up (see ``late_commit``)."""
 
 
 # -- a waiting tree -------------------------------------------------------------------------------------
@@ -212,22 +167,21 @@ def test_a_cancel_that_arrives_while_the_model_thinks_is_confirmed_even_if_the_r
     started = make_service("canceled_while_thinking").start_turn(session_id, "delete prod-db")
     monkeypatch.setattr(factories, "while_acting", None)
     assert [view.status for view in asked] == ["running"]
+    assert executions(ledger) == []
 
-    try:
-        assert started.status == "canceled"
-        # The pause was never committed, so nobody was ever asked: no interaction, not even a superseded one.
-        assert started.interactions == []
-        assert make_service("canceled_while_thinking").get_turn(session_id, started.turn_id) == started
-        assert make_service("nested").start_turn(session_id, "next").status == "waiting"
-    finally:
-        assert executions(ledger) == []
+    assert started.status == "canceled"
+    # The pause was never committed, so nobody was ever asked: no interaction, not even a superseded one.
+    assert started.interactions == []
+    assert make_service("canceled_while_thinking").get_turn(session_id, started.turn_id) == started
+    assert make_service("nested").start_turn(session_id, "next").status == "waiting"
+    assert executions(ledger) == []
 
 
 @pytest.mark.parametrize("late", LATE_OUTCOMES)
 def test_a_late_commit_from_the_runner_that_confirmed_the_cancel_is_rejected(
     late: TurnStatus,
     make_service: Callable[..., Service],
-    aws: Settings,
+    store: DynamoDBStore,
     clock: FakeClock,
     session_id: str,
     ledger: Path,
@@ -236,7 +190,7 @@ def test_a_late_commit_from_the_runner_that_confirmed_the_cancel_is_rejected(
     leased_during_run: list[TurnRecord] = []
 
     def cancel_own_turn(context: AgentContext) -> None:
-        leased_during_run.append(_root(aws, context.session_id, context.turn_id))
+        leased_during_run.append(root_record(store, context.session_id, context.turn_id))
         make_service("acting_on_itself").cancel(context.session_id, context.turn_id)
 
     started = make_service("acting_on_itself").start_turn(session_id, "delete prod-db")
@@ -249,7 +203,7 @@ def test_a_late_commit_from_the_runner_that_confirmed_the_cancel_is_rejected(
     assert leased.status == "running" and leased.lease_owner is not None
 
     with pytest.raises(StaleCommitError):
-        _store(aws).commit(_late_commit(leased, clock, late))
+        store.commit(late_commit(leased, clock.now(), late))
 
     after = make_service("nested").get_turn(session_id, started.turn_id)
     assert (after.status, after.output) == ("canceled", None)
@@ -262,15 +216,16 @@ def test_a_runner_that_never_confirms_is_settled_interrupted_once_its_lease_expi
     settle_with: str,
     make_service: Callable[..., Service],
     aws: Settings,
+    store: DynamoDBStore,
     clock: FakeClock,
     session_id: str,
     ledger: Path,
 ) -> None:
-    started, ghost = _answered_and_leased_by_a_ghost(make_service, aws, clock, session_id)
+    started, dead = leased_by_a_dead_runner(make_service(), session_id, clock)
 
     asked = make_service().cancel(session_id, started.turn_id)
     assert asked.status == "running"
-    assert _root(aws, session_id, started.turn_id).cancel_requested
+    assert root_record(store, session_id, started.turn_id).cancel_requested
 
     clock.advance(aws.lease_seconds - 1)
     assert make_service().cancel(session_id, started.turn_id).status == "running"
@@ -284,28 +239,24 @@ def test_a_runner_that_never_confirms_is_settled_interrupted_once_its_lease_expi
     assert [c.status for c in settled.children] == ["interrupted"]
     assert [i.status for i in settled.interactions] == ["answered"]
     assert executions(ledger) == []
-    # The ghost wakes up and commits: rejected, the turn stays settled.
+    # The dead runner wakes up and commits: rejected, the turn stays settled.
     for late in LATE_OUTCOMES:
         with pytest.raises(StaleCommitError):
-            _store(aws).commit(_late_commit(ghost, clock, late))
+            store.commit(late_commit(dead, clock.now(), late))
     assert make_service().get_turn(session_id, started.turn_id) == settled
     assert make_service().start_turn(session_id, "next").status == "waiting"
 
 
 def test_a_cancel_recorded_just_before_a_takeover_stops_the_run_before_its_first_step(
-    make_service: Callable[..., Service], aws: Settings, clock: FakeClock, session_id: str, ledger: Path
+    make_service: Callable[..., Service],
+    aws: Settings,
+    store: DynamoDBStore,
+    clock: FakeClock,
+    session_id: str,
+    ledger: Path,
 ) -> None:
-    started = make_service("direct").start_turn(session_id, "delete prod-db")
-    store = _store(aws)
-    request = started.interactions[0].request_id
-    assert (
-        store.settle_interaction(
-            session_id, started.turn_id, request, APPROVE, "alice", clock.now(), approval_shaped=True
-        ).outcome
-        == "settled"
-    )
-    assert store.acquire_lease(session_id, started.turn_id, "ghost", clock.now(), clock.now() + 1, takeover=False)
-    clock.advance(aws.lease_seconds)
+    started, _ = leased_by_a_dead_runner(make_service("direct"), session_id, clock)
+    clock.advance(aws.lease_seconds + 1)
     recoverer = make_service("direct")
     marked: list[TurnRecord | None] = []
 
@@ -314,13 +265,15 @@ def test_a_cancel_recorded_just_before_a_takeover_stops_the_run_before_its_first
         if not marked:
             marked.append(store.request_cancel(session_id, started.turn_id, clock.now()))
 
-    recoverer.store.dynamodb.meta.events.register(  # type: ignore[attr-defined]
+    store_of(recoverer).dynamodb.meta.events.register(
         "before-call.dynamodb.UpdateItem", a_concurrent_cancel_marks_the_tree
     )
     recovered = recoverer.recover(session_id, started.turn_id)
 
     assert [m.status if m else None for m in marked] == ["running"]
-    assert recovered.status in ("canceled", "interrupted")
+    # The takeover is refused (the tree is canceling) and the run never starts: nobody confirmed the cancel.
+    assert recovered.status == "interrupted"
+    assert recovered.error is not None and "never confirmed" in recovered.error
     assert executions(ledger) == []
 
 
@@ -341,7 +294,7 @@ def test_canceling_a_waiting_tree_twice_returns_the_same_result(
 def test_canceling_an_interrupted_turn_again_returns_the_same_result(
     make_service: Callable[..., Service], aws: Settings, clock: FakeClock, session_id: str
 ) -> None:
-    started, _ = _answered_and_leased_by_a_ghost(make_service, aws, clock, session_id)
+    started, _ = leased_by_a_dead_runner(make_service(), session_id, clock)
     make_service().cancel(session_id, started.turn_id)
     clock.advance(aws.lease_seconds + 1)
     first = make_service().cancel(session_id, started.turn_id)

@@ -19,8 +19,8 @@ from resumable.service import Service
 from resumable.store import DynamoDBStore
 from tests.agents import approve, build_orchestrator
 from tests.factories import executions
+from tests.integration.helpers import APPROVE
 
-APPROVE = {"decision": "approve"}
 DENY = {"decision": "deny", "message": "prod is frozen"}
 
 

@@ -7,6 +7,7 @@ from resumable.clock import FakeClock
 from resumable.config import Settings
 from resumable.service import Service
 from resumable.store import DynamoDBStore
+from tests.integration.helpers import APPROVE
 
 
 def test_the_default_factory_asks_before_deleting_and_deletes_once_when_approved(
@@ -20,7 +21,7 @@ def test_the_default_factory_asks_before_deleting_and_deletes_once_when_approved
     assert interaction.agent_path == ["orchestrator", "db_admin"]
     assert interaction.reason == {"agent": "db_admin", "tool": "delete_record", "input": {"name": "demo-db"}}
     assert "demo-db" in demo_agents.DATABASE
-    done = service.submit_approval(session_id, started.turn_id, interaction.request_id, {"decision": "approve"})
+    done = service.submit_approval(session_id, started.turn_id, interaction.request_id, APPROVE)
     assert (done.status, done.output) == ("completed", "record demo-db deleted")
     assert demo_agents.DELETIONS.count("demo-db") == 1
     assert service.start_turn(session_id, "hello").output == "Ask me to delete a record, e.g. 'delete prod-db'."

@@ -11,13 +11,12 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
@@ -30,32 +29,9 @@ from resumable.service.agent_factory import AgentFactory, load_factory
 from resumable.service.views import TurnView
 from resumable.store import DynamoDBStore
 from tests.factories import LEDGER_ENV, executions
+from tests.integration.helpers import APPROVE, answered_but_not_resumed, at_once, table_and_bucket
 
-T = TypeVar("T")
-
-APPROVE = {"decision": "approve"}
 REPO = Path(__file__).resolve().parents[2]
-
-
-def at_once(calls: Sequence[Callable[[], T]]) -> list[T | Exception]:
-    """Run every call in its own thread, all released together by a barrier; each one's result or error."""
-    barrier = threading.Barrier(len(calls))
-    outcomes: list[T | Exception | None] = [None] * len(calls)
-
-    def run(index: int, call: Callable[[], T]) -> None:
-        barrier.wait()
-        try:
-            outcomes[index] = call()
-        except Exception as error:
-            outcomes[index] = error
-
-    threads = [threading.Thread(target=run, args=(n, call)) for n, call in enumerate(calls)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert not any(thread.is_alive() for thread in threads), "a thread did not finish within 60 s"
-    return [outcome for outcome in outcomes if outcome is not None]
 
 
 def errors_of(outcomes: Sequence[object]) -> list[Exception]:
@@ -77,19 +53,6 @@ def counting(spec: str) -> tuple[AgentFactory, list[str]]:
         return inner(context)
 
     return factory, builds
-
-
-def waiting_turn_with_every_answer_recorded(service: Service, session_id: str, clock: FakeClock) -> TurnView:
-    """A turn paused on one approval whose answer is recorded, but which nobody resumed: the invocation that
-    settled the answer died before it took the lease."""
-    started = service.start_turn(session_id, "delete the prod-db record")
-    [interaction] = started.interactions
-    settled = service.store.settle_interaction(
-        session_id, started.turn_id, interaction.request_id, APPROVE, "alice", clock.now(), approval_shaped=True
-    )
-    assert settled.outcome == "settled"
-    assert service.get_turn(session_id, started.turn_id).status == "waiting"
-    return started
 
 
 # -- guarantee 1 and 2: duplicate deliveries and conflicting answers ---------------------------------------------
@@ -178,17 +141,16 @@ def test_ten_conflicting_answers_at_once_one_wins_and_the_rest_get_409_naming_it
 
 
 def test_rebuilt_services_resuming_the_same_turn_at_once_advance_it_once_and_run_the_action_once(
-    aws: Settings, make_service: Callable[..., Service], clock: FakeClock, ledger: Path
+    make_service: Callable[..., Service], clock: FakeClock, ledger: Path
 ) -> None:
     # Two resumers that recover and two duplicate deliveries of the recorded answer, all at once; a few
     # rounds, so that the race is actually run.
-    settings = aws.model_copy(update={"agent_factory": "tests.factories:nested"})
     for round_number in range(3):
         session_id = f"s-{uuid.uuid4().hex[:12]}"
-        started = waiting_turn_with_every_answer_recorded(make_service(), session_id, clock)
+        started = answered_but_not_resumed(make_service(), session_id, clock)
         request_id = started.interactions[0].request_id
-        factory, builds = counting(settings.agent_factory)
-        resumers = [Service(DynamoDBStore(settings), settings, clock, factory) for _ in range(4)]
+        factory, builds = counting("tests.factories:nested")
+        resumers = [make_service(factory) for _ in range(4)]
         calls: list[Callable[[], TurnView]] = [
             partial(resumers[0].recover, session_id, started.turn_id),
             partial(resumers[1].recover, session_id, started.turn_id),
@@ -268,7 +230,7 @@ def test_two_os_processes_resuming_the_same_turn_at_once_run_the_action_once(
             session_id = f"s-{uuid.uuid4().hex[:12]}"
             service = make_service()
             if how == "recover":
-                started = waiting_turn_with_every_answer_recorded(service, session_id, clock)
+                started = answered_but_not_resumed(service, session_id, clock)
             else:
                 started = service.start_turn(session_id, "delete the prod-db record")
             order = f"{how} {session_id} {started.turn_id} {started.interactions[0].request_id}\n"
@@ -300,33 +262,15 @@ def test_two_os_processes_resuming_the_same_turn_at_once_run_the_action_once(
 # -- guarantee 1 and 4: a replay after completion ---------------------------------------------------------------
 
 
-def stored_state(service: Service, session_id: str) -> tuple[list[dict[str, Any]], list[str]]:
-    """Every item of the session's partition and every snapshot object of the session."""
-    assert isinstance(service.store, DynamoDBStore)
-    store = service.store
-    items = store.dynamodb.query(
-        TableName=store.table,
-        KeyConditionExpression="pk = :pk",
-        ExpressionAttributeValues={":pk": {"S": f"SESSION#{session_id}"}},
-        ConsistentRead=True,
-    )["Items"]
-    keys = [
-        str(found.get("Key"))
-        for prefix in (f"snapshots/{session_id}/", f"sessions/{session_id}/")
-        for found in store.s3.list_objects_v2(Bucket=store.bucket, Prefix=prefix).get("Contents", [])
-    ]
-    return sorted((dict(item) for item in items), key=lambda item: str(item["sk"])), sorted(keys)
-
-
 def test_replaying_an_approval_after_the_turn_completed_returns_the_same_result_and_changes_nothing(
-    make_service: Callable[..., Service], session_id: str, clock: FakeClock, ledger: Path
+    make_service: Callable[..., Service], store: DynamoDBStore, session_id: str, clock: FakeClock, ledger: Path
 ) -> None:
     started = make_service().start_turn(session_id, "delete the prod-db record")
     request_id = started.interactions[0].request_id
     done = make_service().submit_approval(session_id, started.turn_id, request_id, dict(APPROVE), principal="alice")
     assert (done.status, done.output) == ("completed", "The record is gone.")
     assert executions(ledger) == ["delete prod-db"]
-    before = stored_state(make_service(), session_id)
+    before = table_and_bucket(store, session_id)
     clock.advance(3600)
 
     for principal in ("alice", "bob", "alice"):
@@ -337,16 +281,16 @@ def test_replaying_an_approval_after_the_turn_completed_returns_the_same_result_
         assert (interaction.status, interaction.response, interaction.answered_by) == ("answered", APPROVE, "alice")
 
     assert executions(ledger) == ["delete prod-db"]
-    assert stored_state(make_service(), session_id) == before
+    assert table_and_bucket(store, session_id) == before
 
 
 def test_a_different_answer_after_the_turn_completed_is_409_and_changes_nothing(
-    make_service: Callable[..., Service], session_id: str, clock: FakeClock, ledger: Path
+    make_service: Callable[..., Service], store: DynamoDBStore, session_id: str, clock: FakeClock, ledger: Path
 ) -> None:
     started = make_service().start_turn(session_id, "delete the prod-db record")
     request_id = started.interactions[0].request_id
     make_service().submit_approval(session_id, started.turn_id, request_id, dict(APPROVE))
-    before = stored_state(make_service(), session_id)
+    before = table_and_bucket(store, session_id)
     clock.advance(60)
 
     with pytest.raises(ConflictError) as refused:
@@ -354,4 +298,4 @@ def test_a_different_answer_after_the_turn_completed_is_409_and_changes_nothing(
 
     assert refused.value.winning == APPROVE
     assert executions(ledger) == ["delete prod-db"]
-    assert stored_state(make_service(), session_id) == before
+    assert table_and_bucket(store, session_id) == before

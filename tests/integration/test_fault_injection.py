@@ -48,15 +48,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from boto3.dynamodb.types import TypeDeserializer
 
 from resumable.clock import FakeClock
 from resumable.exceptions import GoneError, ResumableError, StoreError, TurnBusyError
 from resumable.service import Service, TurnView
 from resumable.store.resources import create_table_request
 from tests.factories import executions
+from tests.integration.helpers import APPROVE, session_items, store_of
 
-APPROVE = {"decision": "approve"}
 PROMPT = "delete the prod-db record"
 SUMMARY: dict[str, dict[str, int]] = {}
 
@@ -190,25 +189,6 @@ def table(make_service: Callable[..., Service]) -> Iterator[Callable[[Harness], 
         client.delete_table(TableName=name)
 
 
-def _items(service: Service, session_id: str) -> list[dict[str, Any]]:
-    """Every item of the session's partition, read directly (the journal has no other reader)."""
-    store: Any = service.store
-    deserialize = TypeDeserializer().deserialize
-    request: dict[str, Any] = {
-        "TableName": store.table,
-        "KeyConditionExpression": "pk = :pk",
-        "ExpressionAttributeValues": {":pk": {"S": f"SESSION#{session_id}"}},
-        "ConsistentRead": True,
-    }
-    items: list[dict[str, Any]] = []
-    while True:
-        page = store.dynamodb.query(**request)
-        items += [{k: deserialize(v) for k, v in item.items()} for item in page.get("Items", [])]
-        if "LastEvaluatedKey" not in page:
-            return items
-        request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-
-
 # -- one attempt -------------------------------------------------------------------------------------
 
 
@@ -252,7 +232,7 @@ def _check_tree(h: Harness, a: Attempt, session_id: str, turn_id: str, kept: dic
         a.violate("twice", f"ran more than once: {twice}")
     missing = [t for t in h.targets if f"delete {t}" not in a.ledger]
     if root.status == "completed" and missing:
-        journal = [i for i in _items(observer, session_id) if i.get("entity") == "action"]
+        journal = [i for i in session_items(store_of(observer), session_id) if i.get("entity") == "action"]
         if len(missing) > sum(1 for i in journal if i["status"] == "started"):
             a.violate("never_ran", f"completed, but {missing} never ran and the journal does not say 'unknown'")
     now = {i.request_id: i.response for i in tree.interactions if i.status == "answered"}
@@ -344,7 +324,7 @@ def run_attempt(
         a.violate("swallowed", "the operation caught the fault and carried on")
 
     observer = h.service()
-    items = _items(observer, session_id)
+    items = session_items(store_of(observer), session_id)
     roots = [i["turn_id"] for i in items if i.get("entity") == "turn" and not i.get("parent_turn_id")]
     if len(roots) > 1:
         a.violate("two_turns", f"{len(roots)} root turns in one session")
@@ -509,7 +489,7 @@ def test_a_fault_at_every_aws_call_leaves_the_turn_settled_or_resumable_and_the_
     ("op", "harness", "crash_on"),
     [
         ("start_turn", "nested", "dynamodb.UpdateItem"),  # the sub-agent's lease renewal
-        ("submit_approval", "nested", "dynamodb.PutItem"),  # the journal's begin_action
+        ("submit_approval", "nested", "dynamodb.TransactWriteItems"),  # the journal's begin_action
         ("submit_approval", "nested_preserving", "s3.PutObject"),  # the sub-agent's S3Session save
     ],
     indirect=["harness"],

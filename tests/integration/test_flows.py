@@ -8,6 +8,7 @@ from pathlib import Path
 from resumable.clock import FakeClock
 from resumable.service import Service
 from tests.factories import executions
+from tests.integration.helpers import APPROVE
 
 
 def test_a_nested_approval_pauses_then_runs_once_when_approved(
@@ -24,7 +25,7 @@ def test_a_nested_approval_pauses_then_runs_once_when_approved(
     assert interaction.turn_id == started.children[0].turn_id
 
     done = make_service().submit_approval(
-        session_id, started.turn_id, interaction.request_id, {"decision": "approve"}, principal="alice"
+        session_id, started.turn_id, interaction.request_id, APPROVE, principal="alice"
     )
     assert (done.status, done.output) == ("completed", "The record is gone.")
     assert done.interactions[0].status == "answered"
@@ -49,14 +50,10 @@ def test_partial_answers_keep_the_turn_waiting_until_the_last_one(
     started = make_service("fan_out").start_turn(session_id, "delete both")
     assert len(started.interactions) == 2
     first, second = started.interactions
-    partial = make_service("fan_out").submit_approval(
-        session_id, started.turn_id, first.request_id, {"decision": "approve"}
-    )
+    partial = make_service("fan_out").submit_approval(session_id, started.turn_id, first.request_id, APPROVE)
     assert partial.status == "waiting"
     assert executions(ledger) == []
-    done = make_service("fan_out").submit_approval(
-        session_id, started.turn_id, second.request_id, {"decision": "approve"}
-    )
+    done = make_service("fan_out").submit_approval(session_id, started.turn_id, second.request_id, APPROVE)
     assert done.status == "completed"
     assert sorted(executions(ledger)) == ["delete a-db", "delete b-db"]
     assert {c.status for c in done.children} == {"completed"}
@@ -69,9 +66,7 @@ def test_three_levels_resume_through_the_store(
     [interaction] = started.interactions
     assert interaction.agent_path == ["orchestrator", "manager", "db_admin"]
     assert {c.agent for c in started.children} == {"manager", "db_admin"}
-    done = make_service("three_levels").submit_approval(
-        session_id, started.turn_id, interaction.request_id, {"decision": "approve"}
-    )
+    done = make_service("three_levels").submit_approval(session_id, started.turn_id, interaction.request_id, APPROVE)
     assert (done.status, done.output) == ("completed", "all done")
     assert executions(ledger) == ["delete prod-db"]
     db_admin = next(c for c in done.children if c.agent == "db_admin")
@@ -93,7 +88,7 @@ def test_the_interactions_of_a_session_are_listed_by_status(
     service = make_service("fan_out")
     started = service.start_turn(session_id, "delete both")
     first = started.interactions[0]
-    service.submit_approval(session_id, started.turn_id, first.request_id, {"decision": "approve"})
+    service.submit_approval(session_id, started.turn_id, first.request_id, APPROVE)
     requested = service.list_interactions(session_id, "requested")
     answered = service.list_interactions(session_id, "answered")
     assert [i.request_id for i in answered] == [first.request_id]
@@ -119,9 +114,7 @@ def test_an_oversized_reason_and_output_are_cut_for_the_table_and_the_turn_still
     [interaction] = started.interactions
     assert interaction.reason["truncated"] is True
     assert interaction.reason["bytes"] > 400_000
-    done = make_service("oversized").submit_approval(
-        session_id, started.turn_id, interaction.request_id, {"decision": "approve"}
-    )
+    done = make_service("oversized").submit_approval(session_id, started.turn_id, interaction.request_id, APPROVE)
     assert done.status == "completed"
     assert done.output is not None
     assert done.output.endswith("[cut at 65536 bytes; the whole text is in the snapshot]")

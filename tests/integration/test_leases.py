@@ -8,14 +8,12 @@ store as that runner would, or let a real run crash with an exception nothing ca
 
 from __future__ import annotations
 
-import contextlib
 import os
-import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
@@ -24,91 +22,25 @@ from resumable.clock import FakeClock
 from resumable.config import Settings
 from resumable.exceptions import LeaseLostError, StaleCommitError, TurnBusyError
 from resumable.service import AgentContext, Service
-from resumable.service.agent_factory import AgentFactory, load_factory
+from resumable.service.agent_factory import AgentFactory
 from resumable.service.views import TurnView
-from resumable.store import Commit, DynamoDBStore
+from resumable.store import DynamoDBStore
 from resumable.store.journal import UNKNOWN_OUTCOME
 from resumable.store.records import TurnRecord
 from tests.agents import calls, says
 from tests.factories import LEDGER_ENV, executions
-
-T = TypeVar("T")
-
-APPROVE = {"decision": "approve"}
-DEAD = "dead-runner"
-
-
-def service_with(aws: Settings, clock: FakeClock, factory: AgentFactory) -> Service:
-    """A rebuilt 'process' whose application agent factory is ``factory``."""
-    return Service(DynamoDBStore(aws), aws, clock, factory)
-
-
-def store_of(service: Service) -> DynamoDBStore:
-    assert isinstance(service.store, DynamoDBStore)
-    return service.store
-
-
-def root_record(service: Service, session_id: str, turn_id: str) -> TurnRecord:
-    tree = service.store.load_tree(session_id, turn_id)
-    assert tree is not None
-    return tree.root
-
-
-def stored_state(service: Service, session_id: str) -> tuple[list[dict[str, Any]], list[str]]:
-    """Every item of the session's partition and every snapshot object of the session."""
-    store = store_of(service)
-    items = store.dynamodb.query(
-        TableName=store.table,
-        KeyConditionExpression="pk = :pk",
-        ExpressionAttributeValues={":pk": {"S": f"SESSION#{session_id}"}},
-        ConsistentRead=True,
-    )["Items"]
-    keys = [
-        str(found.get("Key"))
-        for prefix in (f"snapshots/{session_id}/", f"sessions/{session_id}/")
-        for found in store.s3.list_objects_v2(Bucket=store.bucket, Prefix=prefix).get("Contents", [])
-    ]
-    return sorted((dict(item) for item in items), key=lambda item: str(item["sk"])), sorted(keys)
-
-
-def at_once(calls: Sequence[Callable[[], T]]) -> list[T | Exception]:
-    """Run every call in its own thread, all released together by a barrier; each one's result or error."""
-    barrier = threading.Barrier(len(calls))
-    outcomes: list[T | Exception | None] = [None] * len(calls)
-
-    def run(index: int, call: Callable[[], T]) -> None:
-        barrier.wait()
-        try:
-            outcomes[index] = call()
-        except Exception as error:
-            outcomes[index] = error
-
-    threads = [threading.Thread(target=run, args=(n, call)) for n, call in enumerate(calls)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert not any(thread.is_alive() for thread in threads), "a thread did not finish within 60 s"
-    return [outcome for outcome in outcomes if outcome is not None]
-
-
-def leased_by_a_dead_runner(service: Service, session_id: str, clock: FakeClock) -> tuple[TurnView, TurnRecord]:
-    """A turn whose approval is recorded and whose resume was begun by a runner that then vanished: it is
-    ``running`` under that runner's lease, which expires ``lease_seconds`` from now."""
-    started = service.start_turn(session_id, "delete the prod-db record")
-    [interaction] = started.interactions
-    settled = service.store.settle_interaction(
-        session_id, started.turn_id, interaction.request_id, APPROVE, "alice", clock.now(), approval_shaped=True
-    )
-    assert settled.outcome == "settled"
-    now = clock.now()
-    leased = service.store.acquire_lease(
-        session_id, started.turn_id, DEAD, now, now + service.settings.lease_seconds, takeover=False
-    )
-    assert leased is not None
-    assert (leased.status, leased.lease_owner) == ("running", DEAD)
-    return started, leased
-
+from tests.integration.helpers import (
+    APPROVE,
+    DEAD_RUNNER,
+    answered_but_not_resumed,
+    at_once,
+    late_commit,
+    leased_by_a_dead_runner,
+    root_record,
+    session_items,
+    store_of,
+    table_and_bucket,
+)
 
 # -- expiry and takeover -----------------------------------------------------------------------------------------
 
@@ -128,7 +60,7 @@ def test_recover_leaves_a_leased_turn_alone_until_the_lease_expires_then_takes_i
 
     assert early.status == "running"
     assert replay.status == "running"
-    assert root_record(service, session_id, started.turn_id) == leased
+    assert root_record(service.store, session_id, started.turn_id) == leased
     assert executions(ledger) == []
 
     clock.advance(2)
@@ -156,7 +88,7 @@ def test_the_store_grants_a_takeover_only_once_the_lease_has_expired_and_only_to
     assert take("second-resumer", takeover=False) is None  # a running turn is not for resuming
     clock.advance(lease_seconds - 1)
     assert take("too-early", takeover=True) is None
-    assert root_record(service, session_id, started.turn_id) == leased
+    assert root_record(service.store, session_id, started.turn_id) == leased
 
     clock.advance(2)
     taken = take("new-runner", takeover=True)
@@ -167,7 +99,7 @@ def test_the_store_grants_a_takeover_only_once_the_lease_has_expired_and_only_to
         clock.now() + lease_seconds,
     )
     assert take("late-taker", takeover=True) is None  # the new runner's lease is live
-    assert root_record(service, session_id, started.turn_id).lease_owner == "new-runner"
+    assert root_record(service.store, session_id, started.turn_id).lease_owner == "new-runner"
 
 
 def test_a_runner_whose_lease_was_taken_over_can_neither_commit_nor_renew_nor_release(
@@ -184,30 +116,13 @@ def test_a_runner_whose_lease_was_taken_over_can_neither_commit_nor_renew_nor_re
     # only the lease owner tells the two runners apart.
     assert (taken.version, taken.status) == (stale.version, stale.status)
 
-    late = Commit(
-        root=stale.model_copy(
-            update={
-                "status": "completed",
-                "version": stale.version + 1,
-                "output": "the dead runner's late answer",
-                "open_interactions": 0,
-                "lease_owner": None,
-                "lease_expires_at": None,
-                "updated_at": now,
-            }
-        ),
-        expected_version=stale.version,
-        expected_status="running",
-        expected_lease_owner=DEAD,
-        settle_session=True,
-    )
     with pytest.raises(StaleCommitError):
-        store.commit(late)
+        store.commit(late_commit(stale, now))
     with pytest.raises(LeaseLostError):
-        store.renew_lease(stale, DEAD, now, now + lease_seconds)
+        store.renew_lease(stale, DEAD_RUNNER, now, now + lease_seconds)
     with pytest.raises(LeaseLostError):
-        store.release_lease(stale, DEAD, "waiting", now)
-    assert root_record(service, session_id, started.turn_id) == taken
+        store.release_lease(stale, DEAD_RUNNER, "waiting", now)
+    assert root_record(service.store, session_id, started.turn_id) == taken
     assert store.renew_lease(taken, "new-runner", now, now + lease_seconds).lease_owner == "new-runner"
 
     # The new runner vanishes too; once its lease expires the turn is recovered and the action runs once.
@@ -248,27 +163,27 @@ def crashing_orchestrator(crashes: list[str]) -> AgentFactory:
 
 
 def test_a_turn_whose_runner_crashed_inside_an_approved_action_is_taken_over_after_expiry_without_rerunning_it(
-    aws: Settings, clock: FakeClock, session_id: str, ledger: Path
+    make_service: Callable[..., Service], aws: Settings, clock: FakeClock, session_id: str, ledger: Path
 ) -> None:
     factory = crashing_orchestrator(["the process died right after the action took effect"])
-    started = service_with(aws, clock, factory).start_turn(session_id, "delete the prod-db record")
+    started = make_service(factory).start_turn(session_id, "delete the prod-db record")
     request_id = started.interactions[0].request_id
 
     with pytest.raises(Crash):
-        service_with(aws, clock, factory).submit_approval(session_id, started.turn_id, request_id, dict(APPROVE))
+        make_service(factory).submit_approval(session_id, started.turn_id, request_id, dict(APPROVE))
 
     assert executions(ledger) == ["delete prod-db"]
     lease_seconds = aws.lease_seconds
     clock.advance(lease_seconds - 1)
-    assert service_with(aws, clock, factory).recover(session_id, started.turn_id).status == "running"
+    assert make_service(factory).recover(session_id, started.turn_id).status == "running"
 
     clock.advance(2)
-    done = service_with(aws, clock, factory).recover(session_id, started.turn_id)
+    done = make_service(factory).recover(session_id, started.turn_id)
 
     assert (done.status, done.output) == ("completed", "done")
     assert executions(ledger) == ["delete prod-db"]
     # The model was told the action's outcome is unknown rather than given a second run.
-    service = service_with(aws, clock, factory)
+    service = make_service(factory)
     session = service.store.get_session(session_id)
     assert session is not None
     assert session.snapshot_key is not None
@@ -296,7 +211,9 @@ class Interleaved:
         return self.scripted.converse(messages, system_prompt, tool_specs)
 
 
-def overtaken_orchestrator(aws: Settings, clock: FakeClock, at: int) -> tuple[AgentFactory, list[TurnRecord]]:
+def overtaken_orchestrator(
+    make_service: Callable[..., Service], clock: FakeClock, at: int
+) -> tuple[AgentFactory, list[TurnRecord]]:
     """orchestrator: look the record up, delete it (approval), say done. While the first invocation waits for
     its model's reply ``at``, its lease expires and another invocation recovers the turn; the root turn as
     that one left it is appended to the returned list."""
@@ -317,10 +234,10 @@ def overtaken_orchestrator(aws: Settings, clock: FakeClock, at: int) -> tuple[Ag
 
     def factory(context: AgentContext) -> Agent:
         def take_over() -> None:
-            clock.advance(aws.lease_seconds + 1)
-            rebuilt = service_with(aws, clock, factory)
+            rebuilt = make_service(factory)
+            clock.advance(rebuilt.settings.lease_seconds + 1)
             rebuilt.recover(context.session_id, context.turn_id)
-            taken_over.append(root_record(rebuilt, context.session_id, context.turn_id))
+            taken_over.append(root_record(rebuilt.store, context.session_id, context.turn_id))
 
         script = [
             calls(("o-1", "look_up", {"name": "prod-db"})),
@@ -335,10 +252,10 @@ def overtaken_orchestrator(aws: Settings, clock: FakeClock, at: int) -> tuple[Ag
 
 
 def test_a_runner_overtaken_mid_run_stops_at_its_next_step_and_commits_nothing(
-    aws: Settings, clock: FakeClock, session_id: str, ledger: Path
+    make_service: Callable[..., Service], store: DynamoDBStore, clock: FakeClock, session_id: str, ledger: Path
 ) -> None:
-    factory, taken_over = overtaken_orchestrator(aws, clock, at=0)
-    overtaken = service_with(aws, clock, factory)
+    factory, taken_over = overtaken_orchestrator(make_service, clock, at=0)
+    overtaken = make_service(factory)
 
     reply = overtaken.start_turn(session_id, "delete the prod-db record")
 
@@ -346,46 +263,44 @@ def test_a_runner_overtaken_mid_run_stops_at_its_next_step_and_commits_nothing(
     assert reply.status == "waiting"
     [interaction] = reply.interactions
     assert interaction.reason == {"agent": "orchestrator", "tool": "delete_record", "input": {"name": "prod-db"}}
-    assert reply == service_with(aws, clock, factory).get_turn(session_id, reply.turn_id)
-    assert [root_record(overtaken, session_id, reply.turn_id)] == taken_over
-    snapshots = stored_state(overtaken, session_id)[1]
+    assert reply == make_service(factory).get_turn(session_id, reply.turn_id)
+    assert [root_record(store, session_id, reply.turn_id)] == taken_over
+    snapshots = table_and_bucket(store, session_id).objects
     assert len(snapshots) == 1, "only the new runner may have written a snapshot"
-    done = service_with(aws, clock, factory).submit_approval(
-        session_id, reply.turn_id, interaction.request_id, dict(APPROVE)
-    )
+    done = make_service(factory).submit_approval(session_id, reply.turn_id, interaction.request_id, dict(APPROVE))
     assert (done.status, done.output) == ("completed", "done")
     assert executions(ledger) == ["delete prod-db"]
 
 
 def test_a_runner_overtaken_after_its_last_step_cannot_commit_its_late_result(
-    aws: Settings, clock: FakeClock, session_id: str, ledger: Path
+    make_service: Callable[..., Service], store: DynamoDBStore, clock: FakeClock, session_id: str, ledger: Path
 ) -> None:
-    factory, taken_over = overtaken_orchestrator(aws, clock, at=2)
-    started = service_with(aws, clock, factory).start_turn(session_id, "delete the prod-db record")
+    factory, taken_over = overtaken_orchestrator(make_service, clock, at=2)
+    started = make_service(factory).start_turn(session_id, "delete the prod-db record")
     request_id = started.interactions[0].request_id
-    overtaken = service_with(aws, clock, factory)
+    overtaken = make_service(factory)
 
     # It ran the action, then its lease expired while it waited for its model's final reply, and the new
-    # runner finished the turn meanwhile (reusing the action's recorded result).
-    # What its caller is told is the subject of the strict xfail below; here: what is stored.
-    with contextlib.suppress(StaleCommitError):
-        overtaken.submit_approval(session_id, started.turn_id, request_id, dict(APPROVE))
+    # runner finished the turn meanwhile (reusing the action's recorded result). Its own commit is refused,
+    # and its caller is shown the turn as the new runner left it.
+    reply = overtaken.submit_approval(session_id, started.turn_id, request_id, dict(APPROVE))
 
-    final = service_with(aws, clock, factory).get_turn(session_id, started.turn_id)
+    final = make_service(factory).get_turn(session_id, started.turn_id)
     assert (final.status, final.output) == ("completed", "done")
+    assert reply == final
     assert executions(ledger) == ["delete prod-db"]
-    assert [root_record(overtaken, session_id, started.turn_id)] == taken_over
+    assert [root_record(store, session_id, started.turn_id)] == taken_over
     assert taken_over[0].lease_owner is None
 
 
 def test_the_caller_of_a_runner_overtaken_after_its_last_step_is_shown_the_turn_as_it_is(
-    aws: Settings, clock: FakeClock, session_id: str, ledger: Path
+    make_service: Callable[..., Service], clock: FakeClock, session_id: str, ledger: Path
 ) -> None:
-    factory, _ = overtaken_orchestrator(aws, clock, at=2)
-    started = service_with(aws, clock, factory).start_turn(session_id, "delete the prod-db record")
+    factory, _ = overtaken_orchestrator(make_service, clock, at=2)
+    started = make_service(factory).start_turn(session_id, "delete the prod-db record")
     request_id = started.interactions[0].request_id
 
-    reply = service_with(aws, clock, factory).submit_approval(session_id, started.turn_id, request_id, dict(APPROVE))
+    reply = make_service(factory).submit_approval(session_id, started.turn_id, request_id, dict(APPROVE))
 
     assert (reply.status, reply.output) == ("completed", "done")
 
@@ -393,13 +308,7 @@ def test_the_caller_of_a_runner_overtaken_after_its_last_step_is_shown_the_turn_
 def test_a_recover_that_loses_the_lease_race_reports_the_turn_as_it_is_now(
     make_service: Callable[..., Service], session_id: str, clock: FakeClock
 ) -> None:
-    service = make_service()
-    started = service.start_turn(session_id, "delete the prod-db record")
-    request_id = started.interactions[0].request_id
-    settled = service.store.settle_interaction(
-        session_id, started.turn_id, request_id, APPROVE, "alice", clock.now(), approval_shaped=True
-    )
-    assert settled.outcome == "settled"
+    started = answered_but_not_resumed(make_service(), session_id, clock)
     rival = make_service()
     loser = make_service()
 
@@ -418,7 +327,8 @@ def test_a_recover_that_loses_the_lease_race_reports_the_turn_as_it_is_now(
 
     reply = loser.recover(session_id, started.turn_id)
 
-    assert rival_took != [None]
+    # The hook fired once and the rival got the lease; the loser reports the turn as the rival holds it.
+    assert [(took.status, took.lease_owner) if took else None for took in rival_took] == [("running", "rival")]
     assert reply.status == "running"
 
 
@@ -427,7 +337,12 @@ def test_a_recover_that_loses_the_lease_race_reports_the_turn_as_it_is_now(
 
 @pytest.mark.parametrize("unsettled", ["waiting", "running"])
 def test_start_turn_while_the_session_has_an_unsettled_turn_is_409_naming_it_and_writes_nothing(
-    unsettled: str, make_service: Callable[..., Service], session_id: str, clock: FakeClock, ledger: Path
+    unsettled: str,
+    make_service: Callable[..., Service],
+    store: DynamoDBStore,
+    session_id: str,
+    clock: FakeClock,
+    ledger: Path,
 ) -> None:
     service = make_service()
     if unsettled == "waiting":
@@ -435,7 +350,7 @@ def test_start_turn_while_the_session_has_an_unsettled_turn_is_409_naming_it_and
     else:
         started, _ = leased_by_a_dead_runner(service, session_id, clock)
     assert service.get_turn(session_id, started.turn_id).status == unsettled
-    before = stored_state(service, session_id)
+    before = table_and_bucket(store, session_id)
     clock.advance(1)
 
     with pytest.raises(TurnBusyError) as busy:
@@ -443,12 +358,12 @@ def test_start_turn_while_the_session_has_an_unsettled_turn_is_409_naming_it_and
 
     assert busy.value.code == "turn_busy"
     assert started.turn_id in str(busy.value)
-    assert stored_state(service, session_id) == before
+    assert table_and_bucket(store, session_id) == before
     assert executions(ledger) == []
 
 
 def test_concurrent_start_turns_on_a_new_session_start_exactly_one_turn(
-    make_service: Callable[..., Service], ledger: Path
+    make_service: Callable[..., Service], store: DynamoDBStore, ledger: Path
 ) -> None:
     session_id = f"s-{uuid.uuid4().hex[:12]}"
     services = [make_service() for _ in range(8)]
@@ -461,24 +376,22 @@ def test_concurrent_start_turns_on_a_new_session_start_exactly_one_turn(
     refused = [outcome for outcome in outcomes if not isinstance(outcome, TurnView)]
     assert len(refused) == 7
     assert all(isinstance(error, TurnBusyError) for error in refused), refused
-    items, _ = stored_state(services[0], session_id)
-    roots = [i for i in items if i.get("entity") == {"S": "turn"} and i["parent_turn_id"] == {"NULL": True}]
-    assert [root["turn_id"] for root in roots] == [{"S": started.turn_id}]
+    items = session_items(store, session_id)
+    roots = [i for i in items if i.get("entity") == "turn" and i["parent_turn_id"] is None]
+    assert [root["turn_id"] for root in roots] == [started.turn_id]
     session = services[0].store.get_session(session_id)
     assert session is not None
     assert session.active_turn_id == started.turn_id
 
 
 def test_a_client_retrying_its_answer_takes_over_a_resume_whose_runner_vanished(
-    aws: Settings, clock: FakeClock, ledger: Path, session_id: str
+    make_service: Callable[..., Service], aws: Settings, clock: FakeClock, ledger: Path, session_id: str
 ) -> None:
-    service = service_with(aws, clock, load_factory("tests.factories:nested"))
+    service = make_service("nested")
     started, _ = leased_by_a_dead_runner(service, session_id, clock)
     request = started.interactions[0].request_id
     assert service.submit_approval(session_id, started.turn_id, request, APPROVE).status == "running"
     clock.advance(aws.lease_seconds + 1)
-    done = service_with(aws, clock, load_factory("tests.factories:nested")).submit_approval(
-        session_id, started.turn_id, request, APPROVE
-    )
+    done = make_service("nested").submit_approval(session_id, started.turn_id, request, APPROVE)
     assert done.status == "completed"
     assert executions(ledger) == ["delete prod-db"]

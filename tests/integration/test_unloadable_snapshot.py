@@ -19,16 +19,8 @@ import pytest
 from resumable.config import Settings
 from resumable.service import Service, TurnView
 from resumable.store import DynamoDBStore
-from resumable.store.records import TurnRecord
 from tests.factories import executions
-
-APPROVE = {"decision": "approve"}
-
-
-def _root(store: DynamoDBStore, session_id: str, turn_id: str) -> TurnRecord:
-    tree = store.load_tree(session_id, turn_id)
-    assert tree is not None
-    return tree.root
+from tests.integration.helpers import APPROVE, root_record
 
 
 def _read(store: DynamoDBStore, key: str) -> bytes:
@@ -55,7 +47,7 @@ class Breakage:
         self.store = store
         self.session_id = session_id
         self.turn_id = turn_id
-        key = _root(store, session_id, turn_id).snapshot_key
+        key = root_record(store, session_id, turn_id).snapshot_key
         assert key is not None
         self.key: str = key
         self.original = _read(store, self.key)
@@ -74,7 +66,7 @@ class Breakage:
 
     def repair(self) -> None:
         """Put the turn's current snapshot right: the original bytes back, or the stored turn migrated."""
-        current = _root(self.store, self.session_id, self.turn_id).snapshot_key
+        current = root_record(self.store, self.session_id, self.turn_id).snapshot_key
         assert current is not None
         if current == self.key:
             _overwrite(self.store, current, self.original)

@@ -30,7 +30,13 @@ def cancel(service: Service, session_id: str, turn_id: str) -> TurnView:
     marked = service.store.request_cancel(session_id, root_id, service.clock.now())
     if marked is None:
         raise NotFoundError(f"there is no turn {turn_id!r} in session {session_id!r}; nothing was canceled")
-    tree = tree.model_copy(update={"root": marked})
+    # The tree read before the cancel was marked is current only if the root did not move meanwhile
+    # (a run may have committed new interactions or children in between).
+    tree = (
+        tree.model_copy(update={"root": marked})
+        if marked.version == tree.root.version
+        else service.load(session_id, turn_id)
+    )
     for _ in range(_ATTEMPTS):
         root = tree.root
         try:

@@ -149,7 +149,7 @@ def run_leased(service: Service, tree: TurnTree, owner: str) -> TurnTree:
     invocation = Invocation(
         stop=LeaseGuard(service, root, owner),
         agent_path=(agent.name,),
-        journal=StoreActionJournal(store, root.session_id, root.turn_id, clock),
+        journal=StoreActionJournal(store, root.session_id, root.turn_id, owner, clock),
         observer=children,
     )
     prompt: Any = (
@@ -164,8 +164,8 @@ def run_leased(service: Service, tree: TurnTree, owner: str) -> TurnTree:
         logger.error("turn_id=<%s> | the model failed: %s", root.turn_id, error)
         outcome = Outcome("failed", error=f"the model failed: {error}")
     except LeaseLostError:
-        logger.warning("turn_id=<%s>, owner=<%s> | lease lost mid-run; nothing committed", root.turn_id, owner)
-        return service.load(root.session_id, root.turn_id)
+        logger.warning("turn_id=<%s>, owner=<%s> | run stopped: lease lost or cancel requested", root.turn_id, owner)
+        return _after_refused_commit(service, tree, owner)
     try:
         return _commit(service, tree, owner, agent, session, children, outcome)
     except StaleCommitError:
@@ -173,12 +173,13 @@ def run_leased(service: Service, tree: TurnTree, owner: str) -> TurnTree:
 
 
 def _after_refused_commit(service: Service, tree: TurnTree, owner: str) -> TurnTree:
-    """The commit was refused. If this run still holds the lease, a cancel arrived after its last step
-    boundary: confirm it (``canceled``). Otherwise another invocation took over: show the turn as is."""
+    """The run could not finish (its commit, or an approved action's start, was refused). If it still
+    holds the lease, a cancel arrived between step boundaries: confirm it (``canceled``). Otherwise
+    another invocation took over: show the turn as it is."""
     now = service.load(tree.root.session_id, tree.root.turn_id)
     root = now.root
     if root.status == "running" and root.lease_owner == owner and root.cancel_requested:
-        return settle_tree(service, now, "canceled", "superseded", CANCELED_ON_REQUEST)
+        return settle_tree(service, now, "canceled", "superseded", CANCELED_ON_REQUEST, lease_owner=owner)
     logger.warning("turn_id=<%s>, owner=<%s> | commit refused: the turn moved on without this run", root.turn_id, owner)
     return now
 
@@ -212,12 +213,17 @@ def _commit(
     if outcome.status in ("waiting", "completed"):
         snapshot_key = _snapshot_key(root, version)
         store.put_snapshot(snapshot_key, agent.snapshot())
+    no_longer_awaited = tree.interactions
     if settled:
         children.settle_all("canceled" if outcome.status == "canceled" else "failed")
         new_interactions: list[InteractionRecord] = []
         open_interactions = 0
     else:
         new_interactions, open_interactions, unapplied = _waiting_on(service, tree, children, outcome.interrupts, now)
+        # A requested interaction the run no longer waits on (written by an earlier attempt whose
+        # commit did not finish) can never be answered usefully: it is superseded.
+        waited = {i.id for i in outcome.interrupts}
+        no_longer_awaited = [i for i in tree.interactions if i.interrupt_id not in waited]
         if unapplied:
             outcome.error = (
                 f"answered interaction(s) {unapplied} could not be applied: the sub-agent's stored turn cannot be "
@@ -248,7 +254,7 @@ def _commit(
         session_snapshot_key=snapshot_key if completed else None,
         agent_snapshots=session.snapshot_keys if completed else None,
         new_interactions=new_interactions,
-        interaction_changes=superseded(tree, now) if settled else [],
+        interaction_changes=superseded(no_longer_awaited, now),
         children=[children.records[t] for t in sorted(children.touched)],
         events=[
             OutboxEvent(
@@ -344,4 +350,11 @@ def _unloadable(service: Service, tree: TurnTree, owner: str, error: SnapshotErr
             root, owner, "waiting", service.clock.now(), error=f"the turn's snapshot cannot be loaded: {error}"
         )
         return service.load(root.session_id, root.turn_id)
-    return settle_tree(service, tree, "failed", "superseded", f"the session's conversation cannot be loaded: {error}")
+    return settle_tree(
+        service,
+        tree,
+        "failed",
+        "superseded",
+        f"the session's conversation cannot be loaded: {error}",
+        lease_owner=owner,
+    )

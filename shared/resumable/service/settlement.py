@@ -20,22 +20,29 @@ EXPIRED = "an interaction expired before it was answered"
 
 
 def superseded(
-    tree: TurnTree, now: float, become: InteractionStatus = "superseded"
+    interactions: list[InteractionRecord], now: float, become: InteractionStatus = "superseded"
 ) -> list[tuple[InteractionRecord, InteractionStatus]]:
-    """Every requested interaction of ``tree`` moved to ``become`` (expected to be ``requested``)."""
+    """Every requested interaction among ``interactions`` moved to ``become`` (expected ``requested``)."""
     return [
         (i.model_copy(update={"status": become, "updated_at": now}), "requested")
-        for i in tree.interactions
+        for i in interactions
         if i.status == "requested"
     ]
 
 
 def settle_tree(
-    service: Service, tree: TurnTree, status: TurnStatus, interactions_become: InteractionStatus, reason: str
+    service: Service,
+    tree: TurnTree,
+    status: TurnStatus,
+    interactions_become: InteractionStatus,
+    reason: str,
+    *,
+    lease_owner: str | None = None,
 ) -> TurnTree:
     """In one commit: the root and every unsettled child become ``status``, every requested interaction
     becomes ``interactions_become``, and the session is freed (its conversation is left as it was
-    before the turn). The root must be unleased and waiting, or running under an expired lease.
+    before the turn). The root must be unleased and waiting, running under ``lease_owner`` (the run
+    settling its own turn), or running under a lease that has expired.
 
     Raises ``StaleCommitError`` if the tree changed meanwhile (the caller reloads and decides again).
     """
@@ -56,8 +63,9 @@ def settle_tree(
         expected_version=root.version,
         expected_status=root.status,
         expected_lease_owner=root.lease_owner,
+        expected_lease_expired_by=now if root.status == "running" and root.lease_owner != lease_owner else None,
         settle_session=True,
-        interaction_changes=superseded(tree, now, interactions_become),
+        interaction_changes=superseded(tree.interactions, now, interactions_become),
         children=[
             c.model_copy(update={"status": status, "updated_at": now}) for c in tree.children if c.status not in SETTLED
         ],

@@ -24,15 +24,17 @@ class Commit:
 
     ``root`` is the root turn's new state. The root is expected at ``expected_version`` in
     ``expected_status``, leased by ``expected_lease_owner`` (None: not leased, for cancel and
-    expiry). ``refuse_if_canceling`` rejects the commit if a cancel was requested meanwhile (a run
-    must not leave a canceling tree waiting). ``settle_session`` frees the session for its next turn
-    and points it at ``session_snapshot_key`` and ``agent_snapshots``.
+    expiry), and with ``expected_lease_expired_by`` that lease must have expired by then (settling
+    a runner that never confirmed). ``refuse_if_canceling`` rejects the commit if a cancel was
+    requested meanwhile (a run must not leave a canceling tree waiting). ``settle_session`` frees
+    the session for its next turn and points it at ``session_snapshot_key`` and ``agent_snapshots``.
     """
 
     root: TurnRecord
     expected_version: int
     expected_status: TurnStatus
     expected_lease_owner: str | None
+    expected_lease_expired_by: float | None = None
     refuse_if_canceling: bool = False
     settle_session: bool = False
     session_snapshot_key: str | None = None
@@ -132,9 +134,13 @@ class Store(ABC):
 
     # the action journal
     @abstractmethod
-    def begin_action(self, session_id: str, root_turn_id: str, key: str, now: float) -> ActionRecord | None:
-        """Record that an approved action starts. None when it was recorded now; otherwise the entry
-        an earlier attempt left (finished, or started with an unknown outcome)."""
+    def begin_action(
+        self, session_id: str, root_turn_id: str, key: str, now: float, lease_owner: str
+    ) -> ActionRecord | None:
+        """Record that an approved action starts, in the same transaction as a check that
+        ``lease_owner`` still runs the turn and no cancel was requested (else ``LeaseLostError``:
+        nothing starts). None when it was recorded now; otherwise the entry an earlier attempt left
+        (finished, or started with an unknown outcome)."""
 
     @abstractmethod
     def finish_action(

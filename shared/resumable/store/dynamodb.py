@@ -19,6 +19,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import random
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
@@ -30,6 +32,7 @@ from resumable.store.records import (
     ActionRecord,
     InteractionRecord,
     InteractionStatus,
+    OutboxEvent,
     SessionRecord,
     TurnRecord,
     TurnStatus,
@@ -150,6 +153,9 @@ def _aws(method: Callable[_P, _R]) -> Callable[_P, _R]:
     return translated
 
 
+_CONFLICT_ATTEMPTS = 5
+
+
 def _reasons(error: Exception) -> list[dict[str, Any]]:
     response: dict[str, Any] = getattr(error, "response", {})
     reasons: list[dict[str, Any]] = response.get("CancellationReasons", [])
@@ -171,12 +177,31 @@ class DynamoDBStore(Store):
             if settings.access_key_id:
                 options["aws_access_key_id"] = settings.access_key_id
                 options["aws_secret_access_key"] = settings.secret_access_key
+            from botocore.config import Config
+
+            # Throttling and transient errors are retried by botocore (standard mode) before they reach us.
+            options["config"] = Config(retries={"mode": "standard", "max_attempts": 5})
             dynamodb = dynamodb or boto3.client("dynamodb", **options)
             s3 = s3 or boto3.client("s3", **options)
         self.dynamodb: DynamoDBClient = dynamodb
         self.s3: S3Client = s3
         self._conditional_failure = self.dynamodb.exceptions.ConditionalCheckFailedException
         self._canceled = self.dynamodb.exceptions.TransactionCanceledException
+
+    def _transact_write(self, items: list[dict[str, Any]]) -> None:
+        """TransactWriteItems, retried with backoff while DynamoDB cancels it only for a conflict with
+        another transaction on the same items (never when a condition failed: that is an answer)."""
+        for attempt in range(_CONFLICT_ATTEMPTS):
+            try:
+                self.dynamodb.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
+                return
+            except self._canceled as error:
+                codes = {r.get("Code") for r in _reasons(error)}
+                if "TransactionConflict" not in codes or "ConditionalCheckFailed" in codes:
+                    raise
+                if attempt == _CONFLICT_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.02 * 2**attempt * (1 + random.random()))
 
     # -- sessions and turns ---------------------------------------------------------------------------
 
@@ -221,7 +246,7 @@ class DynamoDBStore(Store):
             }
         }
         try:
-            self.dynamodb.transact_write_items(TransactItems=[session_write, turn_write])  # type: ignore[list-item]
+            self._transact_write([session_write, turn_write])
         except self._canceled:
             return False
         return True
@@ -379,6 +404,9 @@ class DynamoDBStore(Store):
         if commit.refuse_if_canceling:
             expectation += " AND cancel_requested = :not_canceling"
             expected_values[":not_canceling"] = _value(False)
+        if commit.expected_lease_expired_by is not None:
+            expectation += " AND lease_expires_at < :expired_by"
+            expected_values[":expired_by"] = _value(commit.expected_lease_expired_by)
         fields = root.model_dump(
             include={
                 "agent",
@@ -491,7 +519,7 @@ class DynamoDBStore(Store):
 
     def _transact(self, items: list[dict[str, Any]], root: TurnRecord) -> None:
         try:
-            self.dynamodb.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
+            self._transact_write(items)
         except self._canceled as error:
             codes = [r.get("Code") for r in _reasons(error)]
             raise StaleCommitError(
@@ -530,9 +558,12 @@ class DynamoDBStore(Store):
             condition += " AND #name <> :approval"
             names["#name"] = "name"
             values[":approval"] = _value(APPROVAL_INTERRUPT)
+        answered_event = OutboxEvent(
+            type="interaction.answered", turn_id=root_turn_id, detail={"requestId": request_id}, created_at=now
+        )
         try:
-            self.dynamodb.transact_write_items(
-                TransactItems=[
+            self._transact_write(
+                [
                     {
                         "Update": {
                             "TableName": self.table,
@@ -550,7 +581,8 @@ class DynamoDBStore(Store):
                             "TableName": self.table,
                             "Key": _key(session_id, f"TURN#{root_turn_id}"),
                             "UpdateExpression": "SET updated_at = :now ADD open_interactions :minus, version :one",
-                            "ConditionExpression": "#status = :waiting AND cancel_requested = :false",
+                            "ConditionExpression": "#status = :waiting AND cancel_requested = :false "
+                            "AND open_interactions > :zero",
                             "ExpressionAttributeNames": {"#status": "status"},
                             "ExpressionAttributeValues": {
                                 ":now": _value(now),
@@ -558,14 +590,24 @@ class DynamoDBStore(Store):
                                 ":one": _value(1),
                                 ":waiting": _value("waiting"),
                                 ":false": _value(False),
+                                ":zero": _value(0),
                             },
                             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                        }
+                    },
+                    {
+                        "Put": {
+                            "TableName": self.table,
+                            "Item": {
+                                **_key(session_id, f"TURN#{root_turn_id}#EVENT#answered#{request_id}"),
+                                **_encode({"entity": "event", **answered_event.model_dump()}),
+                            },
                         }
                     },
                 ]
             )
         except self._canceled as error:
-            interaction_reason, turn_reason = _reasons(error)
+            interaction_reason, turn_reason, _ = _reasons(error)
             if interaction_reason.get("Code") == "ConditionalCheckFailed":
                 item = interaction_reason.get("Item")
                 if not item:
@@ -598,20 +640,50 @@ class DynamoDBStore(Store):
     # -- the action journal --------------------------------------------------------------------------
 
     @_aws
-    def begin_action(self, session_id: str, root_turn_id: str, key: str, now: float) -> ActionRecord | None:
+    def begin_action(
+        self, session_id: str, root_turn_id: str, key: str, now: float, lease_owner: str
+    ) -> ActionRecord | None:
         record = ActionRecord(key=key, status="started", started_at=now)
         try:
-            self.dynamodb.put_item(
-                TableName=self.table,
-                Item={
-                    **_key(session_id, _action_sk(root_turn_id, key)),
-                    **_encode({"entity": "action", **record.model_dump()}),
-                },
-                ConditionExpression="attribute_not_exists(pk)",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            self._transact_write(
+                [
+                    {
+                        "Put": {
+                            "TableName": self.table,
+                            "Item": {
+                                **_key(session_id, _action_sk(root_turn_id, key)),
+                                **_encode({"entity": "action", **record.model_dump()}),
+                            },
+                            "ConditionExpression": "attribute_not_exists(pk)",
+                            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                        }
+                    },
+                    {
+                        "ConditionCheck": {
+                            "TableName": self.table,
+                            "Key": _key(session_id, f"TURN#{root_turn_id}"),
+                            "ConditionExpression": "lease_owner = :owner AND #status = :running "
+                            "AND cancel_requested = :false",
+                            "ExpressionAttributeNames": {"#status": "status"},
+                            "ExpressionAttributeValues": {
+                                ":owner": _value(lease_owner),
+                                ":running": _value("running"),
+                                ":false": _value(False),
+                            },
+                        }
+                    },
+                ]
             )
-        except self._conditional_failure as error:
-            return ActionRecord.model_validate(_decode(getattr(error, "response", {})["Item"]))
+        except self._canceled as error:
+            action_reason, turn_reason = _reasons(error)
+            if action_reason.get("Code") == "ConditionalCheckFailed" and action_reason.get("Item"):
+                return ActionRecord.model_validate(_decode(action_reason["Item"]))
+            if turn_reason.get("Code") == "ConditionalCheckFailed":
+                raise LeaseLostError(
+                    f"turn {root_turn_id} was canceled, taken over or settled before the approved action {key!r} "
+                    "started: it was not started, and this run stops without committing"
+                ) from error
+            raise
         return None
 
     @_aws
@@ -644,13 +716,19 @@ class DynamoDBStore(Store):
 
     @_aws
     def put_snapshot(self, key: str, snapshot: dict[str, Any]) -> None:
-        self.s3.put_object(
-            Bucket=self.bucket,
-            Key=key,
-            Body=json.dumps(snapshot, separators=(",", ":")).encode(),
-            ContentType="application/json",
-            IfNoneMatch="*",
-        )
+        try:
+            self.s3.put_object(
+                Bucket=self.bucket,
+                Key=key,
+                Body=json.dumps(snapshot, separators=(",", ":")).encode(),
+                ContentType="application/json",
+                IfNoneMatch="*",
+            )
+        except self.s3.exceptions.ClientError as error:
+            # Keys are new (they carry a uuid), so "already there" can only be an earlier attempt of
+            # this same write whose reply was lost and that botocore retried: the object is ours.
+            if error.response.get("Error", {}).get("Code") != "PreconditionFailed":
+                raise
 
     @_aws
     def get_snapshot(self, key: str) -> Any:

@@ -3,7 +3,8 @@
 Before the action runs, a conditional put records that it started; after, its result. A re-run
 (after a crash, a takeover, a duplicate delivery) finds the entry: a finished action's result is
 given back without running it again, and a started-but-not-finished one is not run again at all:
-the model is told its outcome is unknown.
+the model is told its outcome is unknown. An action starts only while its run still holds the
+turn's lease and no cancel was requested (checked in the same write).
 """
 
 from __future__ import annotations
@@ -29,14 +30,15 @@ UNKNOWN_OUTCOME = (
 class StoreActionJournal:
     """``ActionJournal`` for the approved actions of one root turn's tree."""
 
-    def __init__(self, store: Store, session_id: str, root_turn_id: str, clock: Clock) -> None:
+    def __init__(self, store: Store, session_id: str, root_turn_id: str, lease_owner: str, clock: Clock) -> None:
         self.store = store
         self.session_id = session_id
         self.root_turn_id = root_turn_id
+        self.lease_owner = lease_owner
         self.clock = clock
 
     def run(self, key: str, tool_use_id: str, action: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        earlier = self.store.begin_action(self.session_id, self.root_turn_id, key, self.clock.now())
+        earlier = self.store.begin_action(self.session_id, self.root_turn_id, key, self.clock.now(), self.lease_owner)
         if earlier is None:
             try:
                 result = action()

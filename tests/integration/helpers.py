@@ -1,0 +1,175 @@
+"""What the integration tests share: an approval, threads released together, the stored state read
+directly, and the turns a vanished runner leaves behind."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple, TypeVar
+from urllib.parse import quote
+
+from boto3.dynamodb.types import TypeDeserializer
+
+from resumable.clock import FakeClock
+from resumable.service import Service, TurnView
+from resumable.store import Commit, DynamoDBStore, Store
+from resumable.store.records import TurnRecord, TurnStatus
+
+T = TypeVar("T")
+
+APPROVE: dict[str, str] = {"decision": "approve"}
+DEAD_RUNNER = "dead-runner"
+"""The lease owner of a runner that took a turn's lease and vanished."""
+
+
+# -- threads ---------------------------------------------------------------------------------------------
+
+
+def at_once(calls: Sequence[Callable[[], T]]) -> list[T | Exception]:
+    """Run every call in its own thread, all released together by a barrier; each one's result or error."""
+    barrier = threading.Barrier(len(calls))
+    outcomes: list[T | Exception | None] = [None] * len(calls)
+
+    def run(index: int, call: Callable[[], T]) -> None:
+        barrier.wait()
+        try:
+            outcomes[index] = call()
+        except Exception as error:
+            outcomes[index] = error
+
+    threads = [threading.Thread(target=run, args=(n, call)) for n, call in enumerate(calls)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not any(thread.is_alive() for thread in threads), "a thread did not finish within 60 s"
+    return [outcome for outcome in outcomes if outcome is not None]
+
+
+# -- the stored state, read directly -----------------------------------------------------------------------
+
+
+def store_of(service: Service) -> DynamoDBStore:
+    """The service's store, as the DynamoDB store it is in these tests (for its clients)."""
+    assert isinstance(service.store, DynamoDBStore)
+    return service.store
+
+
+def root_record(store: Store, session_id: str, turn_id: str) -> TurnRecord:
+    """The root turn ``turn_id`` as stored."""
+    tree = store.load_tree(session_id, turn_id)
+    assert tree is not None
+    return tree.root
+
+
+def _session_query(store: DynamoDBStore, session_id: str) -> list[dict[str, Any]]:
+    """Every item of the session's partition as DynamoDB returns it, in key order."""
+    request: dict[str, Any] = {
+        "TableName": store.table,
+        "KeyConditionExpression": "pk = :pk",
+        "ExpressionAttributeValues": {":pk": {"S": f"SESSION#{session_id}"}},
+        "ConsistentRead": True,
+    }
+    items: list[dict[str, Any]] = []
+    while True:
+        page = store.dynamodb.query(**request)
+        items += page.get("Items", [])
+        if "LastEvaluatedKey" not in page:
+            return items
+        request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def session_items(store: DynamoDBStore, session_id: str) -> list[dict[str, Any]]:
+    """Every item of the session's partition (turns, interactions, the action journal, the outbox),
+    decoded to plain values, in key order: what only the store itself reads otherwise."""
+    deserialize = TypeDeserializer().deserialize
+    return [{k: deserialize(v) for k, v in item.items()} for item in _session_query(store, session_id)]
+
+
+class Stored(NamedTuple):
+    """Items (as JSON) and objects (key, ETag, size), each sorted: equal before and after means untouched."""
+
+    items: list[str]
+    objects: list[tuple[str, str, int]]
+
+
+def table_and_bucket(store: DynamoDBStore, session_id: str | None = None) -> Stored:
+    """Every item of the table and every object of the bucket; with ``session_id``, only that session's
+    partition and its objects (its snapshots and its agents' sessions)."""
+    if session_id is None:
+        raw: list[dict[str, Any]] = []
+        scan: dict[str, Any] = {"TableName": store.table, "ConsistentRead": True}
+        while True:
+            scanned = store.dynamodb.scan(**scan)
+            raw += scanned.get("Items", [])
+            if "LastEvaluatedKey" not in scanned:
+                break
+            scan["ExclusiveStartKey"] = scanned["LastEvaluatedKey"]
+        prefixes = [""]
+    else:
+        raw = _session_query(store, session_id)
+        quoted = quote(session_id, safe="")
+        prefixes = [f"snapshots/{quoted}/", f"sessions/{quoted}/"]
+    objects: list[tuple[str, str, int]] = []
+    for prefix in prefixes:
+        listing: dict[str, Any] = {"Bucket": store.bucket, "Prefix": prefix}
+        while True:
+            listed = store.s3.list_objects_v2(**listing)
+            objects += [(o["Key"], o["ETag"], o["Size"]) for o in listed.get("Contents", [])]
+            if not listed.get("IsTruncated"):
+                break
+            listing["ContinuationToken"] = listed["NextContinuationToken"]
+    return Stored(sorted(json.dumps(item, sort_keys=True) for item in raw), sorted(objects))
+
+
+# -- what a vanished runner leaves behind ------------------------------------------------------------------
+
+
+def answered_but_not_resumed(service: Service, session_id: str, clock: FakeClock) -> TurnView:
+    """A turn paused on one approval whose answer is recorded, but which nobody resumed: the invocation
+    that settled the answer died before it took the lease. ``service``'s factory asks one approval."""
+    started = service.start_turn(session_id, "delete the prod-db record")
+    [interaction] = started.interactions
+    settled = service.store.settle_interaction(
+        session_id, started.turn_id, interaction.request_id, APPROVE, "alice", clock.now(), approval_shaped=True
+    )
+    assert settled.outcome == "settled"
+    assert service.get_turn(session_id, started.turn_id).status == "waiting"
+    return started
+
+
+def leased_by_a_dead_runner(service: Service, session_id: str, clock: FakeClock) -> tuple[TurnView, TurnRecord]:
+    """A turn whose approval is recorded and whose resume was begun by a runner that then vanished: it is
+    ``running`` under ``DEAD_RUNNER``'s lease, which expires ``lease_seconds`` from now. Returns the turn as
+    it was started and its root as the dead runner leased it."""
+    started = answered_but_not_resumed(service, session_id, clock)
+    now = clock.now()
+    leased = service.store.acquire_lease(
+        session_id, started.turn_id, DEAD_RUNNER, now, now + service.settings.lease_seconds, takeover=False
+    )
+    assert leased is not None
+    assert (leased.status, leased.lease_owner) == ("running", DEAD_RUNNER)
+    return started, leased
+
+
+def late_commit(leased: TurnRecord, now: float, status: TurnStatus = "completed") -> Commit:
+    """What the runner that held ``leased`` would commit if it woke up at ``now``: the turn ``completed``
+    (which also frees the session), or e.g. ``waiting`` again (which touches only the turn)."""
+    return Commit(
+        root=leased.model_copy(
+            update={
+                "status": status,
+                "version": leased.version + 1,
+                "output": "a late answer" if status == "completed" else None,
+                "lease_owner": None,
+                "lease_expires_at": None,
+                "open_interactions": 0,
+                "updated_at": now,
+            }
+        ),
+        expected_version=leased.version,
+        expected_status="running",
+        expected_lease_owner=leased.lease_owner,
+        settle_session=status == "completed",
+    )

@@ -1,0 +1,222 @@
+"""Races and limits an adversarial review found (each test failed before its fix): a cancel racing a
+pause, an approved action after settlement, transaction conflicts, a commit split over transactions
+that dies half way, oversized tool input, a retried snapshot put."""
+
+from __future__ import annotations
+
+import threading
+import types
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from resumable import Agent, ScriptedModel, tool
+from resumable.clock import FakeClock
+from resumable.config import Settings
+from resumable.exceptions import StoreError
+from resumable.service import AgentContext, Service
+from resumable.store import DynamoDBStore
+from tests import factories
+from tests.agents import calls, says
+from tests.factories import _db_admin, _ThinkingModel, delete_record, executions
+
+APPROVE = {"decision": "approve"}
+
+
+def _service(aws: Settings, clock: FakeClock, factory: Any) -> Service:
+    settings = aws.model_copy(update={"agent_factory": "tests.factories:nested"})
+    return Service(DynamoDBStore(settings), settings, clock, factory)
+
+
+# -- cancel settles a tree it read BEFORE request_cancel ---------------------------------------------
+
+
+def thinking_nested(context: AgentContext) -> Agent:
+    return Agent(
+        name="orchestrator",
+        model=_ThinkingModel(context, [calls(("o-1", "db_admin", {"prompt": "delete"})), says("done")]),
+        tools=[_db_admin().as_tool()],
+    )
+
+
+def test_a_cancel_racing_a_pausing_commit_settles_the_whole_tree(
+    aws: Settings, clock: FakeClock, session_id: str, ledger: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runner = _service(aws, clock, thinking_nested)
+    canceler = _service(aws, clock, thinking_nested)
+    loaded, runner_committed = threading.Event(), threading.Event()
+    real_load = canceler.store.load_tree
+
+    def load_then_pause(*args: Any) -> Any:
+        tree = real_load(*args)
+        loaded.set()
+        runner_committed.wait(30)  # the runner's commit lands between cancel's Query and its UpdateItem
+        return tree
+
+    monkeypatch.setattr(canceler.store, "load_tree", load_then_pause)
+    views: list[Any] = []
+    thread: list[threading.Thread] = []
+
+    def start_cancel(context: AgentContext) -> None:
+        monkeypatch.setattr(factories, "while_acting", None)
+        t = threading.Thread(target=lambda: views.append(canceler.cancel(context.session_id, context.turn_id)))
+        t.start()
+        thread.append(t)
+        loaded.wait(30)
+
+    monkeypatch.setattr(factories, "while_acting", start_cancel)
+    started = runner.start_turn(session_id, "delete prod-db")
+    assert started.status == "waiting"
+    runner_committed.set()
+    thread[0].join(30)
+
+    after = _service(aws, clock, thinking_nested).get_turn(session_id, started.turn_id)
+    assert after.status == "canceled"
+    assert [c.status for c in after.children] == ["canceled"]  # guarantee 7
+    assert [i.status for i in after.interactions] == ["superseded"]
+
+
+# -- an approved action starts after its turn was settled --------------------------------------------
+
+after_action_a: list[Any] = []  # a test puts one callable here: called inside the run, after action a
+
+
+def two_approvals(context: AgentContext) -> Agent:
+    @tool(approval=True, name="delete_record")
+    def slow_delete(name: str) -> str:
+        """Delete a database record."""
+        result = delete_record(name)
+        if after_action_a:
+            after_action_a.pop()(context)
+        return str(result)
+
+    return Agent(
+        name="orchestrator",
+        model=ScriptedModel(
+            [calls(("o-1", "delete_record", {"name": "a"}), ("o-2", "delete_record", {"name": "b"})), says("done")]
+        ),
+        tools=[slow_delete],
+    )
+
+
+def test_no_approved_action_starts_after_the_turn_settled(
+    aws: Settings, clock: FakeClock, session_id: str, ledger: Path
+) -> None:
+    svc = _service(aws, clock, two_approvals)
+    started = svc.start_turn(session_id, "delete a and b")
+    first, second = started.interactions
+    svc.submit_approval(session_id, started.turn_id, first.request_id, APPROVE)
+    seen: list[Any] = []
+
+    def slow_then_cancel(context: AgentContext) -> None:
+        clock.advance(aws.lease_seconds + 1)  # action a was slow: the run's lease expired meanwhile
+        seen.append(_service(aws, clock, two_approvals).cancel(context.session_id, context.turn_id))
+
+    after_action_a.append(slow_then_cancel)
+    svc.submit_approval(session_id, started.turn_id, second.request_id, APPROVE)
+    assert seen[0].status == "interrupted"
+    assert executions(ledger) == ["delete a"], "delete b ran after the turn was settled interrupted"
+
+
+# -- TransactionConflict (real DynamoDB under contention) is treated as a stale commit ------------------
+
+
+def _conflict_on(service: Service, nth: int, items: int = 3) -> None:
+    """Make the nth TransactWriteItems of this service answer as real DynamoDB does under contention."""
+    count = {"n": 0}
+
+    def before(**_: Any) -> Any:
+        count["n"] += 1
+        if count["n"] != nth:
+            return None
+        http = types.SimpleNamespace(status_code=400, headers={})
+        return http, {
+            "Error": {"Code": "TransactionCanceledException", "Message": "Transaction cancelled"},
+            "CancellationReasons": [{"Code": "TransactionConflict"}] + [{"Code": "None"}] * (items - 1),
+            "ResponseMetadata": {"HTTPStatusCode": 400},
+        }
+
+    service.store.dynamodb.meta.events.register("before-call.dynamodb.TransactWriteItems", before)  # type: ignore[attr-defined]
+
+
+def test_a_transaction_conflict_on_the_final_commit_is_retried_and_the_turn_completes(
+    aws: Settings, clock: FakeClock, session_id: str, ledger: Path
+) -> None:
+    svc = _service(aws, clock, factories.nested)
+    started = svc.start_turn(session_id, "delete prod-db")
+    _conflict_on(svc, 2)  # 1: settle_interaction, 2: the runner's commit
+    done = svc.submit_approval(session_id, started.turn_id, started.interactions[0].request_id, APPROVE)
+    assert _service(aws, clock, factories.nested).recover(session_id, started.turn_id).status == "completed"
+    assert done.status == "completed"
+
+
+def test_a_duplicate_answer_under_a_transaction_conflict_is_still_idempotent(
+    aws: Settings, clock: FakeClock, session_id: str, ledger: Path
+) -> None:
+    svc = _service(aws, clock, factories.nested)
+    started = svc.start_turn(session_id, "delete prod-db")
+    req = started.interactions[0].request_id
+    svc.submit_approval(session_id, started.turn_id, req, APPROVE)
+    _conflict_on(svc, 1, items=2)
+    svc.submit_approval(session_id, started.turn_id, req, APPROVE)  # raises TurnBusyError (409) today
+
+
+# -- a commit split across transactions, then a crash between them -----------------------------------
+
+
+FAN_OUT = 50  # 50 interactions + 50 child turns + the root, the session and the event: two transactions
+
+
+def fan_out_fresh_ids(context: AgentContext) -> Agent:
+    """Like a real model: fresh toolUseIds on every run (Bedrock's are random)."""
+    uses = [(f"t-{uuid.uuid4().hex[:8]}", "db_admin", {"prompt": f"delete {n}"}) for n in range(FAN_OUT)]
+    return Agent(
+        name="orchestrator",
+        model=ScriptedModel([calls(*uses), says("all gone")]),
+        tools=[_db_admin().as_tool()],
+        max_steps=5,
+    )
+
+
+@pytest.mark.slow
+def test_a_commit_split_over_transactions_that_dies_half_way_is_taken_over_and_completes(
+    aws: Settings, clock: FakeClock, session_id: str, ledger: Path
+) -> None:
+    dying = _service(aws, clock, fan_out_fresh_ids)
+    transactions = {"n": 0}
+
+    def die_before_the_final_transaction(**_: Any) -> None:
+        transactions["n"] += 1
+        if transactions["n"] == 3:  # 1: begin_turn, 2: the commit's first chunk, 3: its final transaction
+            raise RuntimeError("Lambda timed out")
+
+    dying.store.dynamodb.meta.events.register(  # type: ignore[attr-defined]
+        "before-call.dynamodb.TransactWriteItems", die_before_the_final_transaction
+    )
+    with pytest.raises(StoreError):
+        dying.start_turn(session_id, "delete fifty")
+    clock.advance(aws.lease_seconds + 1)
+    service = _service(aws, clock, fan_out_fresh_ids)
+    turn_id = _root_id(aws, session_id)
+    retaken = service.recover(session_id, turn_id)
+
+    # The first attempt's questions (written by the chunk that landed) are superseded: only the re-run's
+    # are open, and the count of open interactions matches them.
+    requested = [i for i in retaken.interactions if i.status == "requested"]
+    assert len(requested) == FAN_OUT
+    tree = DynamoDBStore(aws).load_tree(session_id, turn_id)
+    assert tree is not None
+    assert tree.root.open_interactions == FAN_OUT
+    assert sum(1 for i in retaken.interactions if i.status == "superseded") > 0
+    for interaction in requested:
+        done = service.submit_approval(session_id, turn_id, interaction.request_id, APPROVE)
+    assert done.status == "completed"
+    assert len(executions(ledger)) == FAN_OUT
+
+
+def _root_id(aws: Settings, session_id: str) -> str:
+    session = DynamoDBStore(aws).get_session(session_id)
+    assert session is not None and session.active_turn_id is not None
+    return session.active_turn_id
