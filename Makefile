@@ -4,15 +4,19 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: run test lint typecheck pytest clean constraints
+.PHONY: run demo test lint typecheck pytest clean constraints
 
 $(INSTALLED): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
 	touch $(INSTALLED)
 
-## run: the offline demo (an approval asked in one process, answered in a new, rebuilt one)
+## run: the embedded AWS and the local HTTP API on 127.0.0.1:3000 (prints a curl walkthrough; Ctrl-C stops)
 run: $(INSTALLED)
+	$(BIN)/python -m resumable.run
+
+## demo: the runtime alone: an approval asked in one process, answered in a new, rebuilt one
+demo: $(INSTALLED)
 	$(BIN)/python -m resumable.demo
 
 ## test: lint, format check, type check and the whole test suite

@@ -8,18 +8,14 @@ import logging
 from http import HTTPStatus
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-from aws_lambda_powertools.metrics import MetricUnit
 
+from resumable.api.observability import count, logger, metrics
 from resumable.api.routes import ErrorBody, router, serve
 from resumable.config import Settings
 from resumable.exceptions import ConflictError, GoneError, ServiceError
 from resumable.service import Service
-
-logger = Logger(service="resumable")
-metrics = Metrics(namespace="resumable", service="resumable")
 
 # The HTTP status of each service error code: the one place it is decided.
 HTTP_STATUS: dict[str, int] = {
@@ -57,9 +53,9 @@ def build_app(service: Service | None = None) -> APIGatewayHttpResolver:
     @app.exception_handler(ServiceError)
     def service_error(error: ServiceError) -> Response[Any]:
         if isinstance(error, ConflictError):
-            metrics.add_metric(name="ApprovalConflicts", unit=MetricUnit.Count, value=1)
+            count("Conflicts")
         if isinstance(error, GoneError) and "expired" in str(error):
-            metrics.add_metric(name="ApprovalsExpired", unit=MetricUnit.Count, value=1)
+            count("Expiries")
         logger.info("request refused", extra={"code": error.code, "reason": str(error)})
         return _error(HTTP_STATUS[error.code], error.code, str(error))
 
@@ -74,6 +70,30 @@ def build_app(service: Service | None = None) -> APIGatewayHttpResolver:
         return _error(HTTPStatus.UNPROCESSABLE_ENTITY, "validation_failed", f"{described}; nothing was done")
 
     return app
+
+
+_apps: list[APIGatewayHttpResolver] = []
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics(raise_on_empty_metrics=False)
+def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """Every function's handler: an API Gateway HTTP API (v2) event, resolved by the shared routes.
+
+    The resolver (and the service with its AWS clients) is built on the first request, not at import,
+    so a cold start pays only for what the request needs.
+    """
+    if not _apps:
+        _apps.append(build_app())
+    path = event.get("pathParameters") or {}
+    logger.append_keys(
+        session_id=path.get("sessionId"),
+        turn_id=path.get("turnId"),
+        request_id=path.get("requestId"),
+    )
+    count("Requests")
+    reply: dict[str, Any] = _apps[0].resolve(event, context)
+    return reply
 
 
 logging.getLogger("resumable").setLevel(logging.INFO)

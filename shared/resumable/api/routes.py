@@ -18,6 +18,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict
 
+from resumable.api.observability import count
 from resumable.service import InteractionView, Service, TurnView
 from resumable.store.records import InteractionStatus
 
@@ -71,6 +72,7 @@ def _json(view: Any, status: int = 200) -> Response[Any]:
 
 @router.post("/sessions/<sessionId>/turns", responses={201: {"description": "the turn, paused or settled"}})
 def start_turn(sessionId: str, body: Annotated[StartTurnBody, Body()]) -> Response[TurnView]:  # noqa: N803
+    count("TurnsStarted")
     return _json(service().start_turn(sessionId, body.prompt, principal()), 201)
 
 
@@ -86,11 +88,16 @@ def submit_approval(
     requestId: str,  # noqa: N803
     body: Annotated[AnswerBody, Body()],
 ) -> Response[TurnView]:
-    return _json(service().submit_approval(sessionId, turnId, requestId, body.response, principal()))
+    turn = service().submit_approval(sessionId, turnId, requestId, body.response, principal())
+    count("ApprovalsSettled")
+    if turn.status != "waiting":
+        count("Resumes")
+    return _json(turn)
 
 
 @router.post("/sessions/<sessionId>/turns/<turnId>/cancel")
 def cancel(sessionId: str, turnId: str) -> Response[TurnView]:  # noqa: N803
+    count("Cancels")
     return _json(service().cancel(sessionId, turnId))
 
 

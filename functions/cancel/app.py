@@ -1,0 +1,12 @@
+"""Cancel: POST /sessions/{sessionId}/turns/{turnId}/cancel: cancel a turn and its whole tree.
+
+Thin: the shared routes parse the request, call the service and shape the reply.
+"""
+
+from typing import Any
+
+from resumable.api.app import handle
+
+
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return handle(event, context)

@@ -1,0 +1,12 @@
+"""SubmitApproval: POST /sessions/{sessionId}/turns/{turnId}/interactions/{requestId}: answer an interaction.
+
+Thin: the shared routes parse the request, call the service and shape the reply.
+"""
+
+from typing import Any
+
+from resumable.api.app import handle
+
+
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return handle(event, context)

@@ -1,0 +1,203 @@
+"""The local API: template.yaml's HTTP API routes on 127.0.0.1, with no Docker and no AWS account.
+
+Each request becomes an API Gateway HTTP API (payload v2) event and goes to the handler of the
+function that template.yaml routes it to, imported from ``functions/<dir>/app.py`` in this process,
+against the embedded AWS. A route added to the template works here without code changes. IAM
+authorization is stood in for by a principal: ``RESUMABLE_LOCAL_PRINCIPAL``, or the
+``x-resumable-principal`` header of a request.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+import json
+import os
+import re
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_PRINCIPAL = "arn:aws:iam::000000000000:user/local"
+PRINCIPAL_HEADER = "x-resumable-principal"
+
+
+class _CloudFormationLoader(yaml.SafeLoader):
+    """Reads a CloudFormation template: every intrinsic (!Ref, !Sub, ...) is kept as its plain value."""
+
+
+_CloudFormationLoader.add_multi_constructor(
+    "!",
+    lambda loader, _tag, node: (
+        loader.construct_scalar(node)
+        if isinstance(node, yaml.ScalarNode)
+        else loader.construct_sequence(node)
+        if isinstance(node, yaml.SequenceNode)
+        else loader.construct_mapping(node)
+    ),
+)
+
+
+def load_template(path: Path = ROOT / "template.yaml") -> dict[str, Any]:
+    template: dict[str, Any] = yaml.load(path.read_text(), Loader=_CloudFormationLoader)
+    return template
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str
+    function: str
+    code_uri: str
+    handler: str
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        return re.compile("^" + re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", self.path) + "$")
+
+
+def routes(template: dict[str, Any]) -> list[Route]:
+    """Every HttpApi route the template declares, with the function that serves it."""
+    handler_default = template.get("Globals", {}).get("Function", {}).get("Handler", "app.lambda_handler")
+    found = []
+    for name, resource in template["Resources"].items():
+        if resource.get("Type") != "AWS::Serverless::Function":
+            continue
+        properties = resource["Properties"]
+        for event in properties.get("Events", {}).values():
+            if event.get("Type") == "HttpApi":
+                found.append(
+                    Route(
+                        method=event["Properties"]["Method"].upper(),
+                        path=event["Properties"]["Path"],
+                        function=name,
+                        code_uri=properties["CodeUri"],
+                        handler=properties.get("Handler", handler_default),
+                    )
+                )
+    return found
+
+
+def load_handler(route: Route) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    """The function's handler, imported from its CodeUri like Lambda would (one module per function)."""
+    module_name, _, attribute = route.handler.rpartition(".")
+    source = ROOT / route.code_uri / f"{module_name}.py"
+    spec = importlib.util.spec_from_file_location(f"functions_{route.function}", source)
+    if spec is None or spec.loader is None:
+        raise RuntimeError(f"cannot import {source} for {route.function}")
+    module: ModuleType = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    handler: Callable[[dict[str, Any], Any], dict[str, Any]] = getattr(module, attribute)
+    return handler
+
+
+@dataclass
+class LambdaContext:
+    """What a handler may read of its context."""
+
+    function_name: str
+    aws_request_id: str
+    memory_limit_in_mb: int = 512
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:000000000000:function:local"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 29_000
+
+
+def api_event(
+    route: Route, method: str, path: str, query: str, headers: dict[str, str], body: bytes, principal: str
+) -> dict[str, Any]:
+    """The API Gateway HTTP API (payload v2) event API Gateway would send for this request."""
+    match = route.pattern.match(path)
+    now = time.time()
+    text = body.decode("utf-8", errors="replace") if body else None
+    return {
+        "version": "2.0",
+        "routeKey": f"{route.method} {route.path}",
+        "rawPath": path,
+        "rawQueryString": query,
+        "headers": {k.lower(): v for k, v in headers.items()},
+        "queryStringParameters": dict(parse_qsl(query)) or None,
+        "pathParameters": match.groupdict() if match else None,
+        "requestContext": {
+            "accountId": "000000000000",
+            "apiId": "local",
+            "authorizer": {
+                "iam": {
+                    "accessKey": "LOCAL",
+                    "accountId": "000000000000",
+                    "callerId": "LOCAL",
+                    "principalOrgId": None,
+                    "userArn": principal,
+                    "userId": "LOCAL",
+                    "cognitoIdentity": None,
+                }
+            },
+            "domainName": "localhost",
+            "domainPrefix": "localhost",
+            "http": {
+                "method": method,
+                "path": path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": "127.0.0.1",
+                "userAgent": headers.get("User-Agent", ""),
+            },
+            "requestId": uuid.uuid4().hex,
+            "routeKey": f"{route.method} {route.path}",
+            "stage": "$default",
+            "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
+            "timeEpoch": int(now * 1000),
+        },
+        "body": text,
+        "isBase64Encoded": False,
+    }
+
+
+def make_server(host: str = "127.0.0.1", port: int = 3000, principal: str | None = None) -> ThreadingHTTPServer:
+    """An HTTP server for every route of template.yaml (the caller starts and stops it)."""
+    table = routes(load_template())
+    handlers = {route.function: load_handler(route) for route in table}
+    default_principal = principal or os.environ.get("RESUMABLE_LOCAL_PRINCIPAL", DEFAULT_PRINCIPAL)
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            sys.stderr.write(f"{self.command} {self.path} -> {args[1] if len(args) > 1 else ''}\n")
+
+        def _serve(self) -> None:
+            url = urlsplit(self.path)
+            route = next((r for r in table if r.method == self.command and r.pattern.match(url.path)), None)
+            if route is None:
+                self._reply(404, {"code": "not_found", "message": f"no route {self.command} {url.path}"}, {})
+                return
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            caller = self.headers.get(PRINCIPAL_HEADER) or default_principal
+            event = api_event(route, self.command, url.path, url.query, dict(self.headers), body, caller)
+            reply = handlers[route.function](event, LambdaContext(route.function, event["requestContext"]["requestId"]))
+            payload = reply.get("body") or ""
+            raw = base64.b64decode(payload) if reply.get("isBase64Encoded") else payload.encode()
+            self._send(int(reply.get("statusCode", 200)), raw, reply.get("headers") or {})
+
+        def _reply(self, status: int, body: Any, headers: dict[str, str]) -> None:
+            self._send(status, json.dumps(body).encode(), {"Content-Type": "application/json", **headers})
+
+        def _send(self, status: int, raw: bytes, headers: dict[str, str]) -> None:
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+        do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _serve  # noqa: N815
+
+    return ThreadingHTTPServer((host, port), Handler)

@@ -1,0 +1,81 @@
+"""`make run`'s local API: template.yaml's routes over real HTTP, against the embedded AWS."""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from resumable.api import routes
+from resumable.local_server import PRINCIPAL_HEADER, load_template, make_server
+from resumable.local_server import routes as template_routes
+from resumable.store.embedded import embedded_aws
+
+BOB = "arn:aws:iam::000000000000:user/bob"
+
+
+@pytest.fixture(scope="module")
+def url() -> Iterator[str]:
+    # moto's backends are per process: names of its own keep this from meeting other tests' tables.
+    name = f"local-api-{uuid.uuid4().hex[:8]}"
+    with embedded_aws(table_name=name, bucket_name=name) as settings, pytest.MonkeyPatch.context() as env:
+        env.setenv("RESUMABLE_TABLE", settings.table_name)
+        env.setenv("RESUMABLE_BUCKET", settings.bucket_name)
+        env.setenv("AWS_ENDPOINT_URL", settings.endpoint_url or "")
+        env.setenv("AWS_DEFAULT_REGION", settings.region)
+        env.setenv("AWS_ACCESS_KEY_ID", "embedded")
+        env.setenv("AWS_SECRET_ACCESS_KEY", "embedded")
+        server = make_server(port=0)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+        server.shutdown()
+        server.server_close()
+        routes._services.clear()
+
+
+def call(url: str, method: str, path: str, body: Any = None, principal: str | None = None) -> tuple[int, Any]:
+    headers = {"content-type": "application/json"} | ({PRINCIPAL_HEADER: principal} if principal else {})
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url + path, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            return reply.status, json.loads(reply.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def test_every_route_of_the_template_is_served() -> None:
+    declared = {(r.method, r.path) for r in template_routes(load_template())}
+    assert declared == {
+        ("POST", "/sessions/{sessionId}/turns"),
+        ("GET", "/sessions/{sessionId}/turns/{turnId}"),
+        ("POST", "/sessions/{sessionId}/turns/{turnId}/interactions/{requestId}"),
+        ("POST", "/sessions/{sessionId}/turns/{turnId}/cancel"),
+        ("GET", "/sessions/{sessionId}/interactions"),
+        ("GET", "/openapi.json"),
+    }
+
+
+@pytest.mark.slow
+def test_the_walkthrough_start_approve_complete_and_start_cancel(url: str) -> None:
+    status, turn = call(url, "POST", "/sessions/walk/turns", {"prompt": "delete the prod-db record"})
+    assert (status, turn["status"]) == (201, "waiting")
+    [interaction] = turn["interactions"]
+    assert interaction["reason"]["input"] == {"name": "prod-db"}
+    assert call(url, "GET", "/sessions/walk/interactions?status=requested")[1]["interactions"] == [interaction]
+    path = f"/sessions/walk/turns/{turn['turnId']}/interactions/{interaction['requestId']}"
+    status, done = call(url, "POST", path, {"response": {"decision": "approve"}}, principal=BOB)
+    assert (status, done["status"], done["output"]) == (200, "completed", "record prod-db deleted")
+    assert done["interactions"][0]["answeredBy"] == BOB
+
+    _, other = call(url, "POST", "/sessions/walk-2/turns", {"prompt": "delete the test-db record"})
+    status, canceled = call(url, "POST", f"/sessions/walk-2/turns/{other['turnId']}/cancel")
+    assert (status, canceled["status"]) == (200, "canceled")
+    assert call(url, "GET", "/nowhere")[0] == 404
