@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: run demo test lint typecheck pytest clean constraints
+.PHONY: run demo test lint typecheck validate pytest clean constraints
 
 $(INSTALLED): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,8 +19,8 @@ run: $(INSTALLED)
 demo: $(INSTALLED)
 	$(BIN)/python -m resumable.demo
 
-## test: lint, format check, type check and the whole test suite
-test: lint typecheck pytest
+## test: lint, format check, type check, template validation and the whole test suite
+test: lint typecheck validate pytest
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check .
@@ -28,6 +28,10 @@ lint: $(INSTALLED)
 
 typecheck: $(INSTALLED)
 	$(BIN)/mypy
+
+## validate: cfn-lint on template.yaml (no suppressions) and an offline SAM translation
+validate: $(INSTALLED)
+	$(BIN)/python tools/validate_template.py
 
 pytest: $(INSTALLED)
 	$(BIN)/pytest
