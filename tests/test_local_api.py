@@ -17,7 +17,8 @@ from resumable.local_server import PRINCIPAL_HEADER, load_template, make_server
 from resumable.local_server import routes as template_routes
 from resumable.store.embedded import embedded_aws
 
-BOB = "arn:aws:iam::000000000000:user/bob"
+MALLORY = "arn:aws:iam::000000000000:user/mallory"
+APPROVER = "arn:aws:iam::000000000000:user/approver-ann"
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +32,7 @@ def url() -> Iterator[str]:
         env.setenv("AWS_DEFAULT_REGION", settings.region)
         env.setenv("AWS_ACCESS_KEY_ID", "embedded")
         env.setenv("AWS_SECRET_ACCESS_KEY", "embedded")
+        env.setenv("APPROVER_PRINCIPALS", "arn:aws:iam::000000000000:user/approver-*")
         server = make_server(port=0)
         thread = threading.Thread(target=server.serve_forever, daemon=True)
         thread.start()
@@ -71,9 +73,16 @@ def test_the_walkthrough_start_approve_complete_and_start_cancel(url: str) -> No
     assert interaction["reason"]["input"] == {"name": "prod-db"}
     assert call(url, "GET", "/sessions/walk/interactions?status=requested")[1]["interactions"] == [interaction]
     path = f"/sessions/walk/turns/{turn['turnId']}/interactions/{interaction['requestId']}"
-    status, done = call(url, "POST", path, {"response": {"decision": "approve"}}, principal=BOB)
+    # Another principal cannot see, answer or cancel the session; an approver principal can answer.
+    assert call(url, "GET", f"/sessions/walk/turns/{turn['turnId']}", principal=MALLORY)[0] == 404
+    assert call(url, "GET", "/sessions/walk/interactions", principal=MALLORY)[0] == 404
+    assert call(url, "POST", path, {"response": {"decision": "approve"}}, principal=MALLORY)[0] == 404
+    assert call(url, "POST", f"/sessions/walk/turns/{turn['turnId']}/cancel", principal=MALLORY)[0] == 404
+    assert call(url, "POST", "/sessions/walk/turns", {"prompt": "delete test-db"}, principal=MALLORY)[0] == 404
+    assert call(url, "GET", f"/sessions/walk/turns/{turn['turnId']}")[1]["status"] == "waiting"
+    status, done = call(url, "POST", path, {"response": {"decision": "approve"}}, principal=APPROVER)
     assert (status, done["status"], done["output"]) == (200, "completed", "record prod-db deleted")
-    assert done["interactions"][0]["answeredBy"] == BOB
+    assert done["interactions"][0]["answeredBy"] == APPROVER
 
     _, other = call(url, "POST", "/sessions/walk-2/turns", {"prompt": "delete the test-db record"})
     status, canceled = call(url, "POST", f"/sessions/walk-2/turns/{other['turnId']}/cancel")

@@ -13,7 +13,9 @@ class Settings(BaseModel):
 
     Environment variables: ``RESUMABLE_TABLE``, ``RESUMABLE_BUCKET``, ``AWS_REGION`` (or
     ``AWS_DEFAULT_REGION``), ``AWS_ENDPOINT_URL`` (LocalStack, the embedded AWS), ``AGENT_FACTORY``
-    (``module:function``), ``APPROVAL_EXPIRY_SECONDS``, ``LEASE_SECONDS``.
+    (``module:function``), ``APPROVAL_EXPIRY_SECONDS``, ``LEASE_SECONDS``, ``APPROVER_PRINCIPALS``
+    (comma-separated IAM principal ARNs, ``*`` wildcards allowed, that may read and answer every
+    session, not only their own).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -29,6 +31,7 @@ class Settings(BaseModel):
     lease_seconds: int = Field(default=120, gt=0)
     max_prompt_chars: int = Field(default=16_000, gt=0)
     max_response_bytes: int = Field(default=8_192, gt=0)
+    approver_principals: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -45,4 +48,5 @@ class Settings(BaseModel):
         region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
         if region:
             values["region"] = region
-        return cls.model_validate(values)
+        approvers = tuple(p.strip() for p in env.get("APPROVER_PRINCIPALS", "").split(",") if p.strip())
+        return cls.model_validate({**values, "approver_principals": approvers})

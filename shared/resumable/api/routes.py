@@ -78,7 +78,7 @@ def start_turn(sessionId: str, body: Annotated[StartTurnBody, Body()]) -> Respon
 
 @router.get("/sessions/<sessionId>/turns/<turnId>")
 def get_turn(sessionId: str, turnId: str) -> Response[TurnView]:  # noqa: N803
-    return _json(service().get_turn(sessionId, turnId))
+    return _json(service().get_turn(sessionId, turnId, principal()))
 
 
 @router.post("/sessions/<sessionId>/turns/<turnId>/interactions/<requestId>")
@@ -98,7 +98,7 @@ def submit_approval(
 @router.post("/sessions/<sessionId>/turns/<turnId>/cancel")
 def cancel(sessionId: str, turnId: str) -> Response[TurnView]:  # noqa: N803
     count("Cancels")
-    return _json(service().cancel(sessionId, turnId))
+    return _json(service().cancel(sessionId, turnId, principal()))
 
 
 @router.get("/sessions/<sessionId>/interactions")
@@ -106,4 +106,4 @@ def list_interactions(
     sessionId: str,  # noqa: N803
     status: Annotated[InteractionStatus | None, Query()] = None,
 ) -> Response[InteractionList]:
-    return _json(InteractionList(interactions=service().list_interactions(sessionId, status)))
+    return _json(InteractionList(interactions=service().list_interactions(sessionId, status, principal())))

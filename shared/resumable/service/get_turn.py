@@ -15,11 +15,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-def get_turn(service: Service, session_id: str, turn_id: str) -> TurnView:
+def get_turn(service: Service, session_id: str, turn_id: str, principal: str | None) -> TurnView:
     """Read the turn. A waiting turn that is overdue (an interaction past its expiry, or a cancel
     that died before it settled the tree) is settled first, so nobody is shown a question that can no
     longer be answered."""
-    tree = service.load(session_id, turn_id)
+    tree = service.load(session_id, turn_id, principal)
     try:
         tree = settle_overdue(service, tree)
     except StaleCommitError:

@@ -302,6 +302,7 @@ def _waiting_on(
                     name=interrupt.name,
                     reason=_bounded_reason(interrupt.reason),
                     agent_path=children.records[owner_turn].agent_path if prefix else [root.agent],
+                    owner=root.principal,
                     status="requested",
                     expires_at=now + service.settings.approval_expiry_seconds,
                     created_at=now,

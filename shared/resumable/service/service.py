@@ -5,6 +5,7 @@ Agents are built afresh from the application's agent factory on every call and n
 
 from __future__ import annotations
 
+import fnmatch
 from typing import Any
 
 from resumable.clock import Clock, SystemClock
@@ -39,33 +40,48 @@ class Service:
 
         return cls(DynamoDBStore(settings), settings, clock)
 
-    def load(self, session_id: str, turn_id: str) -> TurnTree:
-        """The tree of ``turn_id`` (a root or child turn id) in ``session_id``, or 404."""
+    def may_act_for(self, owner: str | None, principal: str | None) -> bool:
+        """Whether ``principal`` may see and act on a session owned by ``owner``: its owner, or an
+        approver principal. ``None`` is the application itself (recovery, Step Functions), trusted."""
+        return principal is None or owner is None or owner == principal or self.is_approver(principal)
+
+    def is_approver(self, principal: str) -> bool:
+        """Whether ``principal`` matches one of the configured approver principals (``*`` wildcards)."""
+        return any(fnmatch.fnmatchcase(principal, pattern) for pattern in self.settings.approver_principals)
+
+    def load(self, session_id: str, turn_id: str, principal: str | None = None) -> TurnTree:
+        """The tree of ``turn_id`` (a root or child turn id) in ``session_id``, or 404 (also when the
+        session is another principal's: its existence is not revealed)."""
+        missing = f"there is no turn {turn_id!r} in session {session_id!r}; nothing was done"
         if not valid_session_id(session_id) or not valid_turn_id(turn_id):
-            raise NotFoundError(f"there is no turn {turn_id!r} in session {session_id!r}; nothing was done")
+            raise NotFoundError(missing)
         tree = self.store.load_tree(session_id, root_of(turn_id))
         if tree is None or (turn_id != tree.root.turn_id and all(c.turn_id != turn_id for c in tree.children)):
-            raise NotFoundError(f"there is no turn {turn_id!r} in session {session_id!r}; nothing was done")
+            raise NotFoundError(missing)
+        if not self.may_act_for(tree.root.principal, principal):
+            raise NotFoundError(missing)
         return tree
 
-    def start_turn(self, session_id: str, prompt: Any, principal: str = "local") -> TurnView:
+    def start_turn(self, session_id: str, prompt: Any, principal: str | None = None) -> TurnView:
         return start_turn(self, session_id, prompt, principal)
 
     def submit_approval(
-        self, session_id: str, turn_id: str, request_id: str, response: Any, principal: str = "local"
+        self, session_id: str, turn_id: str, request_id: str, response: Any, principal: str | None = None
     ) -> TurnView:
         return submit_approval(self, session_id, turn_id, request_id, response, principal)
 
-    def cancel(self, session_id: str, turn_id: str) -> TurnView:
-        return cancel(self, session_id, turn_id)
+    def cancel(self, session_id: str, turn_id: str, principal: str | None = None) -> TurnView:
+        return cancel(self, session_id, turn_id, principal)
 
-    def get_turn(self, session_id: str, turn_id: str) -> TurnView:
-        return get_turn(self, session_id, turn_id)
+    def get_turn(self, session_id: str, turn_id: str, principal: str | None = None) -> TurnView:
+        return get_turn(self, session_id, turn_id, principal)
 
     def recover(self, session_id: str, turn_id: str) -> TurnView:
         return recover(self, session_id, turn_id)
 
-    def list_interactions(self, session_id: str, status: InteractionStatus | None = None) -> list[InteractionView]:
+    def list_interactions(
+        self, session_id: str, status: InteractionStatus | None = None, principal: str | None = None
+    ) -> list[InteractionView]:
         """A session's interactions, oldest first; with ``status``, only those in it (an interaction
         past its expiry counts as ``expired`` even before its turn is settled)."""
         if not valid_session_id(session_id):
@@ -74,5 +90,7 @@ class Service:
         found = self.store.list_interactions(session_id, status)
         if status == "expired":
             found += self.store.list_interactions(session_id, "requested")
+        if not all(self.may_act_for(i.owner, principal) for i in found):
+            raise NotFoundError(f"there is no session {session_id!r}; nothing was done")
         views = [InteractionView.of(i, now) for i in found]
         return [v for v in views if status is None or v.status == status]

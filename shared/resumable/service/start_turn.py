@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from resumable.exceptions import BadRequestError, TurnBusyError, ValidationFailedError
+from resumable.exceptions import BadRequestError, NotFoundError, TurnBusyError, ValidationFailedError
 from resumable.service.ids import new_root_turn_id, valid_session_id
 from resumable.service.runner import run_leased
 from resumable.service.views import TurnView
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from resumable.service.service import Service
 
 
-def start_turn(service: Service, session_id: str, prompt: Any, principal: str) -> TurnView:
+def start_turn(service: Service, session_id: str, prompt: Any, principal: str | None) -> TurnView:
     """Create the root turn (refused while the session has an unsettled one), run it, commit."""
     if not valid_session_id(session_id):
         raise BadRequestError(
@@ -34,6 +34,8 @@ def start_turn(service: Service, session_id: str, prompt: Any, principal: str) -
 
     store, now = service.store, service.clock.now()
     seen = store.get_session(session_id)
+    if seen is not None and not service.may_act_for(seen.principal, principal):
+        raise NotFoundError(f"there is no session {session_id!r} you may use; nothing was started")
     if seen is not None and seen.active_turn_id is not None:
         raise TurnBusyError(
             f"session {session_id!r} has a turn that is not settled yet ({seen.active_turn_id}): answer its "
@@ -54,7 +56,7 @@ def start_turn(service: Service, session_id: str, prompt: Any, principal: str) -
         base_snapshot_key=seen.snapshot_key if seen else None,
         agent_snapshots=dict(seen.agent_snapshots) if seen else {},
         prompt=prompt,
-        principal=principal,
+        principal=seen.principal if seen else principal,
         created_at=now,
         updated_at=now,
     )

@@ -32,7 +32,7 @@ def _canonical(value: Any) -> str:
 
 
 def submit_approval(
-    service: Service, session_id: str, turn_id: str, request_id: str, response: Any, principal: str
+    service: Service, session_id: str, turn_id: str, request_id: str, response: Any, principal: str | None
 ) -> TurnView:
     """Record ``response`` for the interaction (one conditional write), then resume if nothing else is
     awaited. The same answer again is idempotent (and drives a resume that a crash interrupted)."""
@@ -63,10 +63,11 @@ def submit_approval(
         root_id,
         request_id,
         response,
-        principal,
+        principal or "application",
         service.clock.now(),
         approval_shaped=is_approval_answer,
         owner_turn_id=turn_id if turn_id != root_id else None,
+        session_owner=None if principal is None or service.is_approver(principal) else principal,
     )
     if settlement.outcome == "missing":
         raise NotFoundError(
@@ -86,7 +87,11 @@ def submit_approval(
         )
     if settlement.outcome == "refused":
         interaction = settlement.interaction
-        if interaction is None or turn_id not in (root_id, interaction.turn_id):
+        if (
+            interaction is None
+            or turn_id not in (root_id, interaction.turn_id)
+            or not service.may_act_for(interaction.owner, principal)
+        ):
             raise NotFoundError(
                 f"there is no interaction {request_id!r} in turn {turn_id!r} of session {session_id!r}; "
                 "nothing was answered"

@@ -123,11 +123,12 @@ class Store(ABC):
         *,
         approval_shaped: bool,
         owner_turn_id: str | None = None,
+        session_owner: str | None = None,
     ) -> AnswerOutcome:
         """``requested -> answered`` in one conditional write, if the turn is waiting (and not being
         canceled) and the interaction has not expired; a response that is not ``approval_shaped`` is
         refused for an approval interaction; with ``owner_turn_id``, the interaction must be that
-        child turn's."""
+        child turn's; with ``session_owner``, its session must be that principal's."""
 
     @abstractmethod
     def list_interactions(self, session_id: str, status: InteractionStatus | None) -> list[InteractionRecord]: ...

@@ -540,6 +540,7 @@ class DynamoDBStore(Store):
         *,
         approval_shaped: bool,
         owner_turn_id: str | None = None,
+        session_owner: str | None = None,
     ) -> AnswerOutcome:
         condition = "#status = :requested AND expires_at > :now"
         names = {"#status": "status", "#response": "response"}
@@ -554,6 +555,15 @@ class DynamoDBStore(Store):
         if owner_turn_id is not None:
             condition += " AND turn_id = :owner"
             values[":owner"] = _value(owner_turn_id)
+        if session_owner is not None:
+            # A session started by the application itself (no principal) has no owner to match.
+            condition += (
+                " AND (attribute_not_exists(#session_owner) OR attribute_type(#session_owner, :null_type)"
+                " OR #session_owner = :session_owner)"
+            )
+            names["#session_owner"] = "owner"
+            values[":session_owner"] = _value(session_owner)
+            values[":null_type"] = {"S": "NULL"}
         if not approval_shaped:
             condition += " AND #name <> :approval"
             names["#name"] = "name"
