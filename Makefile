@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: run demo test lint typecheck validate pytest clean constraints
+.PHONY: run demo invoke test lint typecheck validate pytest clean constraints
 
 $(INSTALLED): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,6 +18,10 @@ run: $(INSTALLED)
 ## demo: the runtime alone: an approval asked in one process, answered in a new, rebuilt one
 demo: $(INSTALLED)
 	$(BIN)/python -m resumable.demo
+
+## invoke: one handler with one event, like sam local invoke: make invoke FUNCTION=StartTurn EVENT=events/start_turn.json
+invoke: $(INSTALLED)
+	$(BIN)/python tools/invoke.py $(FUNCTION) $(EVENT)
 
 ## test: lint, format check, type check, template validation and the whole test suite
 test: lint typecheck validate pytest

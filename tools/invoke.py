@@ -1,0 +1,54 @@
+"""``make invoke FUNCTION=StartTurn EVENT=events/start_turn.json``: run one handler like
+``sam local invoke`` does, against the embedded AWS, and print its reply.
+
+FUNCTION is a function's logical id in template.yaml, with or without the ``Function`` suffix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from resumable.local_server import LambdaContext, load_handler, load_template, routes
+from resumable.store.embedded import embedded_aws
+
+
+def invoke(function: str, event: dict[str, Any]) -> dict[str, Any]:
+    """The reply of ``function``'s handler to ``event`` (the caller provides the AWS settings)."""
+    names = {function, f"{function}Function"}
+    route = next((r for r in routes(load_template()) if r.function in names), None)
+    if route is None:
+        known = sorted({r.function.removesuffix("Function") for r in routes(load_template())})
+        raise SystemExit(f"no function {function!r} in template.yaml; the functions are {known}")
+    return load_handler(route)(event, LambdaContext(route.function, "invoke"))
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: make invoke FUNCTION=<logical id> EVENT=<events/file.json>", file=sys.stderr)
+        return 2
+    event = json.loads(Path(argv[1]).read_text())
+    with embedded_aws() as settings:
+        os.environ.update(
+            {
+                "RESUMABLE_TABLE": settings.table_name,
+                "RESUMABLE_BUCKET": settings.bucket_name,
+                "AWS_ENDPOINT_URL": settings.endpoint_url or "",
+                "AWS_DEFAULT_REGION": settings.region,
+                "AWS_ACCESS_KEY_ID": settings.access_key_id or "",
+                "AWS_SECRET_ACCESS_KEY": settings.secret_access_key or "",
+            }
+        )
+        reply = invoke(argv[0], event)
+    body = reply.get("body")
+    if isinstance(body, str) and body.startswith(("{", "[")):
+        reply["body"] = json.loads(body)
+    print(json.dumps(reply, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
