@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from resumable.api import routes as api_routes
+from resumable.api.app import forget
 from resumable.local_server import ROOT, load_template, routes
 from resumable.store.embedded import embedded_aws
 from tools.invoke import invoke
@@ -38,9 +38,9 @@ def aws_env() -> Iterator[None]:
         env.setenv("AWS_DEFAULT_REGION", settings.region)
         env.setenv("AWS_ACCESS_KEY_ID", "embedded")
         env.setenv("AWS_SECRET_ACCESS_KEY", "embedded")
-        api_routes._services.clear()
+        forget()
         yield
-        api_routes._services.clear()
+        forget()
 
 
 def test_there_is_an_event_for_every_route() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from resumable.api import routes
+from resumable.api.app import forget
 from resumable.local_server import PRINCIPAL_HEADER, load_template, make_server
 from resumable.local_server import routes as template_routes
 from resumable.store.embedded import embedded_aws
@@ -33,13 +33,14 @@ def url() -> Iterator[str]:
         env.setenv("AWS_ACCESS_KEY_ID", "embedded")
         env.setenv("AWS_SECRET_ACCESS_KEY", "embedded")
         env.setenv("APPROVER_PRINCIPALS", "arn:aws:iam::000000000000:user/approver-*")
+        forget()
         server = make_server(port=0)
         thread = threading.Thread(target=server.serve_forever, daemon=True)
         thread.start()
         yield f"http://127.0.0.1:{server.server_address[1]}"
         server.shutdown()
         server.server_close()
-        routes._services.clear()
+        forget()
 
 
 def call(url: str, method: str, path: str, body: Any = None, principal: str | None = None) -> tuple[int, Any]:

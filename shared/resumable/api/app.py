@@ -75,6 +75,12 @@ def build_app(service: Service | None = None) -> APIGatewayHttpResolver:
 _apps: list[APIGatewayHttpResolver] = []
 
 
+def forget() -> None:
+    """Drop this process's resolver and service, so the next request builds them from the environment
+    again (the local server and tests do this when they change the settings)."""
+    _apps.clear()
+
+
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics(raise_on_empty_metrics=False)
 def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
