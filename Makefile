@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: run demo invoke test lint typecheck validate pytest clean constraints
+.PHONY: run demo invoke layer test lint typecheck validate pytest clean constraints
 
 $(INSTALLED): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,10 @@ demo: $(INSTALLED)
 ## invoke: one handler with one event, like sam local invoke: make invoke FUNCTION=StartTurn EVENT=events/start_turn.json
 invoke: $(INSTALLED)
 	$(BIN)/python tools/invoke.py $(FUNCTION) $(EVENT)
+
+## layer: build the Lambda layer (layers/build/, layers/layer.zip) and print its size
+layer: $(INSTALLED)
+	$(BIN)/python layers/build.py
 
 ## test: lint, format check, type check, template validation and the whole test suite
 test: lint typecheck validate pytest

@@ -1,0 +1,50 @@
+"""``make layer``: build the Lambda layer (layers/build/python/ and layers/layer.zip) and report its size.
+
+The layer is shared/resumable plus layers/requirements.txt, installed for python3.11 on arm64
+(manylinux wheels, whatever machine builds it). template.yaml's SharedLayer points at layers/build/.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+BUILD = HERE / "build"
+ZIP = HERE / "layer.zip"
+
+
+def build() -> tuple[int, int]:
+    """Build the layer; return its (unzipped, zipped) sizes in bytes."""
+    shutil.rmtree(BUILD, ignore_errors=True)
+    target = BUILD / "python"
+    subprocess.run(
+        [
+            sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
+            "--only-binary=:all:", "--platform", "manylinux2014_aarch64", "--implementation", "cp",
+            "--python-version", "3.11", "--target", str(target), "-r", str(HERE / "requirements.txt"),
+        ],
+        check=True,
+    )  # fmt: skip
+    shutil.copytree(ROOT / "shared" / "resumable", target / "resumable", ignore=shutil.ignore_patterns("__pycache__"))
+    for cache in target.rglob("__pycache__"):
+        shutil.rmtree(cache)
+    with zipfile.ZipFile(ZIP, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(BUILD.rglob("*")):
+            if path.is_file():
+                archive.write(path, path.relative_to(BUILD))
+    unzipped = sum(p.stat().st_size for p in BUILD.rglob("*") if p.is_file())
+    return unzipped, ZIP.stat().st_size
+
+
+def main() -> None:
+    unzipped, zipped = build()
+    print(f"layer: {ZIP.relative_to(ROOT)} {zipped / 1e6:.1f} MB zipped, {unzipped / 1e6:.1f} MB unzipped")
+
+
+if __name__ == "__main__":
+    main()
