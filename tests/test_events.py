@@ -32,12 +32,8 @@ EXPECTED = {
 def aws_env() -> Iterator[None]:
     name = f"events-{uuid.uuid4().hex[:8]}"
     with embedded_aws(table_name=name, bucket_name=name) as settings, pytest.MonkeyPatch.context() as env:
-        env.setenv("RESUMABLE_TABLE", settings.table_name)
-        env.setenv("RESUMABLE_BUCKET", settings.bucket_name)
-        env.setenv("AWS_ENDPOINT_URL", settings.endpoint_url or "")
-        env.setenv("AWS_DEFAULT_REGION", settings.region)
-        env.setenv("AWS_ACCESS_KEY_ID", "embedded")
-        env.setenv("AWS_SECRET_ACCESS_KEY", "embedded")
+        for name, value in settings.environment().items():
+            env.setenv(name, value)
         forget()
         yield
         forget()

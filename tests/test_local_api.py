@@ -26,12 +26,8 @@ def url() -> Iterator[str]:
     # moto's backends are per process: names of its own keep this from meeting other tests' tables.
     name = f"local-api-{uuid.uuid4().hex[:8]}"
     with embedded_aws(table_name=name, bucket_name=name) as settings, pytest.MonkeyPatch.context() as env:
-        env.setenv("RESUMABLE_TABLE", settings.table_name)
-        env.setenv("RESUMABLE_BUCKET", settings.bucket_name)
-        env.setenv("AWS_ENDPOINT_URL", settings.endpoint_url or "")
-        env.setenv("AWS_DEFAULT_REGION", settings.region)
-        env.setenv("AWS_ACCESS_KEY_ID", "embedded")
-        env.setenv("AWS_SECRET_ACCESS_KEY", "embedded")
+        for name, value in settings.environment().items():
+            env.setenv(name, value)
         env.setenv("APPROVER_PRINCIPALS", "arn:aws:iam::000000000000:user/approver-*")
         forget()
         server = make_server(port=0)

@@ -32,16 +32,7 @@ def main(argv: list[str]) -> int:
         return 2
     event = json.loads(Path(argv[1]).read_text())
     with embedded_aws() as settings:
-        os.environ.update(
-            {
-                "RESUMABLE_TABLE": settings.table_name,
-                "RESUMABLE_BUCKET": settings.bucket_name,
-                "AWS_ENDPOINT_URL": settings.endpoint_url or "",
-                "AWS_DEFAULT_REGION": settings.region,
-                "AWS_ACCESS_KEY_ID": settings.access_key_id or "",
-                "AWS_SECRET_ACCESS_KEY": settings.secret_access_key or "",
-            }
-        )
+        os.environ.update(settings.environment())
         reply = invoke(argv[0], event)
     body = reply.get("body")
     if isinstance(body, str) and body.startswith(("{", "[")):

@@ -50,3 +50,16 @@ class Settings(BaseModel):
             values["region"] = region
         approvers = tuple(p.strip() for p in env.get("APPROVER_PRINCIPALS", "").split(",") if p.strip())
         return cls.model_validate({**values, "approver_principals": approvers})
+
+    def environment(self) -> dict[str, str]:
+        """The environment variables that make ``from_env`` (and boto3) see these settings: what a
+        process serving the embedded AWS hands to the handlers it runs."""
+        names = {
+            "RESUMABLE_TABLE": self.table_name,
+            "RESUMABLE_BUCKET": self.bucket_name,
+            "AWS_DEFAULT_REGION": self.region,
+            "AWS_ENDPOINT_URL": self.endpoint_url,
+            "AWS_ACCESS_KEY_ID": self.access_key_id,
+            "AWS_SECRET_ACCESS_KEY": self.secret_access_key,
+        }
+        return {name: value for name, value in names.items() if value}

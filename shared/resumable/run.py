@@ -43,16 +43,7 @@ The OpenAPI document: {url}/openapi.json
 def main() -> None:
     port = int(os.environ.get("PORT", "3000"))
     with embedded_aws() as settings:
-        os.environ.update(
-            {
-                "RESUMABLE_TABLE": settings.table_name,
-                "RESUMABLE_BUCKET": settings.bucket_name,
-                "AWS_ENDPOINT_URL": settings.endpoint_url or "",
-                "AWS_DEFAULT_REGION": settings.region,
-                "AWS_ACCESS_KEY_ID": settings.access_key_id or "",
-                "AWS_SECRET_ACCESS_KEY": settings.secret_access_key or "",
-            }
-        )
+        os.environ.update(settings.environment())
         server = make_server(port=port)
         print(WALKTHROUGH.format(url=f"http://127.0.0.1:{server.server_address[1]}"), flush=True)
         try:

@@ -31,3 +31,13 @@ def test_settings_are_read_from_the_environment() -> None:
     assert (settings.endpoint_url, settings.agent_factory) == ("http://127.0.0.1:4566", "app.agents:build")
     assert (settings.approval_expiry_seconds, settings.lease_seconds) == (3600, 30)
     assert Settings.from_env({}) == Settings()
+
+
+def test_settings_survive_a_round_trip_through_the_environment(aws: Settings) -> None:
+    again = Settings.from_env(aws.environment())
+    assert (again.table_name, again.bucket_name, again.region, again.endpoint_url) == (
+        aws.table_name,
+        aws.bucket_name,
+        aws.region,
+        aws.endpoint_url,
+    )
