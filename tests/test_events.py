@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from resumable.api.app import forget
+from resumable.config import Settings
 from resumable.local_server import ROOT, load_template, routes
-from resumable.store.embedded import embedded_aws
 from tools.invoke import invoke
 
 EVENTS = sorted((ROOT / "events").glob("*.json"))
@@ -28,17 +25,6 @@ EXPECTED = {
 }
 
 
-@pytest.fixture(scope="module")
-def aws_env() -> Iterator[None]:
-    name = f"events-{uuid.uuid4().hex[:8]}"
-    with embedded_aws(table_name=name, bucket_name=name) as settings, pytest.MonkeyPatch.context() as env:
-        for name, value in settings.environment().items():
-            env.setenv(name, value)
-        forget()
-        yield
-        forget()
-
-
 def test_there_is_an_event_for_every_route() -> None:
     declared = {f"{r.method} {r.path}" for r in routes(load_template())}
     covered = {json.loads(path.read_text())["routeKey"] for path in EVENTS}
@@ -46,7 +32,7 @@ def test_there_is_an_event_for_every_route() -> None:
 
 
 @pytest.mark.parametrize("path", EVENTS, ids=[p.stem for p in EVENTS])
-def test_every_event_runs_through_its_function(path: Path, aws_env: None) -> None:
+def test_every_event_runs_through_its_function(path: Path, handler_environment: Settings) -> None:
     event: dict[str, Any] = json.loads(path.read_text())
     assert set(event["requestContext"]) >= {"accountId", "apiId", "authorizer", "http", "requestId", "routeKey"}
     route = next(r for r in routes(load_template()) if f"{r.method} {r.path}" == event["routeKey"])

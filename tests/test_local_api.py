@@ -6,37 +6,27 @@ import json
 import threading
 import urllib.error
 import urllib.request
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from resumable.api.app import forget
+from resumable.config import Settings
 from resumable.local_server import PRINCIPAL_HEADER, load_template, make_server
 from resumable.local_server import routes as template_routes
-from resumable.store.embedded import embedded_aws
 
 MALLORY = "arn:aws:iam::000000000000:user/mallory"
 APPROVER = "arn:aws:iam::000000000000:user/approver-ann"
 
 
 @pytest.fixture(scope="module")
-def url() -> Iterator[str]:
-    # moto's backends are per process: names of its own keep this from meeting other tests' tables.
-    name = f"local-api-{uuid.uuid4().hex[:8]}"
-    with embedded_aws(table_name=name, bucket_name=name) as settings, pytest.MonkeyPatch.context() as env:
-        for name, value in settings.environment().items():
-            env.setenv(name, value)
-        env.setenv("APPROVER_PRINCIPALS", "arn:aws:iam::000000000000:user/approver-*")
-        forget()
-        server = make_server(port=0)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-        server.shutdown()
-        server.server_close()
-        forget()
+def url(handler_environment: Settings) -> Iterator[str]:
+    server = make_server(port=0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
 
 
 def call(url: str, method: str, path: str, body: Any = None, principal: str | None = None) -> tuple[int, Any]:

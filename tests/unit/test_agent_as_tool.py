@@ -26,6 +26,17 @@ def answers_of(response: dict[str, Any], *interrupt_ids: str) -> list[dict[str, 
     return [{"interruptResponse": {"interruptId": i, "response": response}} for i in interrupt_ids]
 
 
+def two_admins(runs: dict[str, list[str]]) -> Agent:
+    """An orchestrator calling two db_admin sub-agents (calls c-a and c-b) in one step."""
+    return Agent(
+        name="orchestrator",
+        model=ScriptedModel(
+            [calls(("c-a", "admin_a", {"prompt": "x"}), ("c-b", "admin_b", {"prompt": "x"})), says("done")]
+        ),
+        tools=[build_worker(runs["a"], name="admin_a").as_tool(), build_worker(runs["b"], name="admin_b").as_tool()],
+    )
+
+
 def confirming_worker(name: str, received: list[Any]) -> Agent:
     """A sub-agent whose tool raises a plain interrupt and records the answer it is given."""
 
@@ -79,16 +90,7 @@ def test_a_call_with_no_answer_stays_pending_under_the_same_id() -> None:
     runs: dict[str, list[str]] = {"a": [], "b": []}
 
     def build() -> Agent:
-        return Agent(
-            name="orchestrator",
-            model=ScriptedModel(
-                [calls(("c-a", "admin_a", {"prompt": "x"}), ("c-b", "admin_b", {"prompt": "x"})), says("done")]
-            ),
-            tools=[
-                build_worker(runs["a"], name="admin_a").as_tool(),
-                build_worker(runs["b"], name="admin_b").as_tool(),
-            ],
-        )
+        return two_admins(runs)
 
     orchestrator = build()
     first = orchestrator("go")
@@ -126,16 +128,7 @@ def test_the_stored_turn_is_freed_once_restored() -> None:
     runs: dict[str, list[str]] = {"a": [], "b": []}
 
     def build() -> Agent:
-        return Agent(
-            name="orchestrator",
-            model=ScriptedModel(
-                [calls(("c-a", "admin_a", {"prompt": "x"}), ("c-b", "admin_b", {"prompt": "x"})), says("done")]
-            ),
-            tools=[
-                build_worker(runs["a"], name="admin_a").as_tool(),
-                build_worker(runs["b"], name="admin_b").as_tool(),
-            ],
-        )
+        return two_admins(runs)
 
     orchestrator = build()
     a_id = orchestrator("go").interrupts[0].id
@@ -362,16 +355,7 @@ def test_the_answer_to_an_unloadable_stored_turn_survives_and_applies_once_repai
     runs: dict[str, list[str]] = {"a": [], "b": []}
 
     def build() -> Agent:
-        return Agent(
-            name="orchestrator",
-            model=ScriptedModel(
-                [calls(("c-a", "admin_a", {"prompt": "x"}), ("c-b", "admin_b", {"prompt": "x"})), says("done")]
-            ),
-            tools=[
-                build_worker(runs["a"], name="admin_a").as_tool(),
-                build_worker(runs["b"], name="admin_b").as_tool(),
-            ],
-        )
+        return two_admins(runs)
 
     orchestrator = build()
     a_id, b_id = (i.id for i in orchestrator("go").interrupts)

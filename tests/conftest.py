@@ -1,0 +1,29 @@
+"""Fixtures shared by the tests of the deployable edge (handlers, events, the local API)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from resumable.api.app import forget
+from resumable.config import Settings
+from resumable.store.embedded import embedded_aws
+
+
+@pytest.fixture(scope="module")
+def handler_environment() -> Iterator[Settings]:
+    """The embedded AWS, handed to the handlers through the environment as Lambda's would be.
+
+    The table and bucket get names of their own (moto's backends are per process), and the handlers'
+    cached resolver is dropped before and after, so it is built from this environment.
+    """
+    name = f"edge-{uuid.uuid4().hex[:8]}"
+    with embedded_aws(table_name=name, bucket_name=name) as settings, pytest.MonkeyPatch.context() as env:
+        for variable, value in settings.environment().items():
+            env.setenv(variable, value)
+        env.setenv("APPROVER_PRINCIPALS", "arn:aws:iam::000000000000:user/approver-*")
+        forget()
+        yield settings
+        forget()
