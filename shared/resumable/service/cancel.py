@@ -21,12 +21,14 @@ _ATTEMPTS = 5
 def cancel(service: Service, session_id: str, turn_id: str, principal: str | None) -> TurnView:
     """Mark the tree canceling; settle it now if nobody is running it. A turn being run is told through
     its record and stops at its next step boundary (confirming ``canceled``); one whose runner's lease
-    expired without confirming is settled ``interrupted``. Cancelling again returns the same result.
+    expired without confirming is settled ``interrupted``. Canceling again returns the same result.
     A child turn id cancels its whole tree."""
     if not valid_session_id(session_id) or not valid_turn_id(turn_id):
         raise NotFoundError(f"there is no turn {turn_id!r} in session {session_id!r}; nothing was canceled")
     root_id = root_of(turn_id)
     tree = service.load(session_id, turn_id, principal)
+    if tree.root.settled:
+        return TurnView.of(tree, turn_id)  # canceling a settled turn changes nothing: no write needed
     marked = service.store.request_cancel(session_id, root_id, service.clock.now())
     if marked is None:
         raise NotFoundError(f"there is no turn {turn_id!r} in session {session_id!r}; nothing was canceled")
