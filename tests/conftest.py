@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterator
 
@@ -9,6 +10,7 @@ import pytest
 
 from resumable.api.app import forget
 from resumable.config import Settings
+from resumable.local_server import make_server
 from resumable.store.embedded import embedded_aws
 
 
@@ -27,3 +29,26 @@ def handler_environment() -> Iterator[Settings]:
         forget()
         yield settings
         forget()
+
+
+@pytest.fixture(scope="module")
+def url(handler_environment: Settings) -> Iterator[str]:
+    """The local API (`make run`'s server) on a free port, serving the handlers' environment."""
+    server = make_server(port=0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(autouse=True)
+def demo_database() -> Iterator[None]:
+    """Every test sees the demo's in-memory database whole (its records are deleted by approvals)."""
+    from resumable import demo_agents
+
+    records = dict(demo_agents.DATABASE)
+    yield
+    demo_agents.DATABASE.clear()
+    demo_agents.DATABASE.update(records)
+    demo_agents.DELETIONS.clear()

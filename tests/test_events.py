@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from resumable.config import Settings
-from resumable.local_server import ROOT, load_template, routes
+from resumable.exceptions import NotFoundError, ValidationFailedError
+from resumable.local_server import ROOT, functions, load_template, routes
+from resumable.store import DynamoDBStore
 from tools.invoke import invoke
 
 EVENTS = sorted((ROOT / "events").glob("*.json"))
+# Direct invocations, as the state machine sends them, by the function they go to.
+DIRECT_EVENTS = sorted((ROOT / "events" / "stepfunctions").glob("*.json"))
 # What each event gets from a store that has never seen its session: the start creates a turn, the
 # reads of ids that do not exist are 404 with {code, message}, the listing is empty.
 EXPECTED = {
@@ -41,3 +46,39 @@ def test_every_event_runs_through_its_function(path: Path, handler_environment: 
     body = json.loads(reply["body"])
     if reply["statusCode"] >= 400:
         assert set(body) == {"code", "message"}
+
+
+def test_there_is_a_direct_event_for_every_function_the_state_machine_invokes() -> None:
+    definition = (ROOT / "statemachines" / "approval.asl.json").read_text()
+    invoked = {name for name in functions(load_template()) if "${" + name + "Arn}" in definition}
+    assert invoked == {"StartTurnFunction", "GetTurnFunction"}
+    assert {f"{''.join(w.title() for w in p.stem.split('_'))}Function" for p in DIRECT_EVENTS} == invoked
+
+
+@pytest.mark.parametrize("path", DIRECT_EVENTS, ids=[p.stem for p in DIRECT_EVENTS])
+def test_every_direct_event_runs_through_its_function(path: Path, handler_environment: Settings) -> None:
+    """The start pauses for its approval; the read of a turn that does not exist is refused with the
+    error a state machine would catch."""
+    event: dict[str, Any] = json.loads(path.read_text())
+    function = "".join(word.title() for word in path.stem.split("_"))
+    event["sessionId"] = f"{event['sessionId']}-{uuid.uuid4().hex[:6]}"
+    if path.stem == "start_turn":
+        turn = invoke(function, event)
+        assert (turn["sessionId"], turn["status"]) == (event["sessionId"], "waiting")
+        assert turn["interactions"][0]["reason"]["input"] == {"name": "staging-db"}
+    else:
+        with pytest.raises(NotFoundError):
+            invoke(function, event)
+
+
+@pytest.mark.parametrize(
+    "event",
+    [{}, {"sessionId": "s", "prompt": "delete x"}, {"sessionId": "s", "prompt": 3, "principal": "p"}],
+    ids=["empty", "no principal", "prompt not a string"],
+)
+def test_a_direct_event_that_is_not_the_use_cases_input_is_refused_and_writes_nothing(
+    event: dict[str, Any], handler_environment: Settings
+) -> None:
+    with pytest.raises(ValidationFailedError, match="the event is not a StartTurnEvent"):
+        invoke("StartTurn", event)
+    assert DynamoDBStore(handler_environment).get_session("s") is None

@@ -2,42 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import threading
-import urllib.error
-import urllib.request
-from collections.abc import Iterator
-from typing import Any
-
 import pytest
 
-from resumable.config import Settings
-from resumable.local_server import PRINCIPAL_HEADER, load_template, make_server
+from resumable.local_server import load_template
 from resumable.local_server import routes as template_routes
-
-MALLORY = "arn:aws:iam::000000000000:user/mallory"
-APPROVER = "arn:aws:iam::000000000000:user/approver-ann"
-
-
-@pytest.fixture(scope="module")
-def url(handler_environment: Settings) -> Iterator[str]:
-    server = make_server(port=0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-
-
-def call(url: str, method: str, path: str, body: Any = None, principal: str | None = None) -> tuple[int, Any]:
-    headers = {"content-type": "application/json"} | ({PRINCIPAL_HEADER: principal} if principal else {})
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url + path, data=data, method=method, headers=headers)
-    try:
-        with urllib.request.urlopen(request, timeout=30) as reply:
-            return reply.status, json.loads(reply.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
+from tests.local_api import APPROVER, MALLORY, call
 
 
 def test_every_route_of_the_template_is_served() -> None:

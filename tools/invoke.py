@@ -1,7 +1,9 @@
 """``make invoke FUNCTION=StartTurn EVENT=events/start_turn.json``: run one handler like
 ``sam local invoke`` does, against the embedded AWS, and print its reply.
 
-FUNCTION is a function's logical id in template.yaml, with or without the ``Function`` suffix.
+FUNCTION is a function's logical id in template.yaml, with or without the ``Function`` suffix. The
+event is an API Gateway HTTP API event (events/*.json) or a direct invocation's, as Step Functions
+sends it (events/stepfunctions/*.json).
 """
 
 from __future__ import annotations
@@ -12,18 +14,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from resumable.local_server import LambdaContext, load_handler, load_template, routes
+from resumable.local_server import LambdaContext, functions, load_handler, load_template
 from resumable.store.embedded import embedded_aws
 
 
 def invoke(function: str, event: dict[str, Any]) -> dict[str, Any]:
     """The reply of ``function``'s handler to ``event`` (the caller provides the AWS settings)."""
-    names = {function, f"{function}Function"}
-    route = next((r for r in routes(load_template()) if r.function in names), None)
-    if route is None:
-        known = sorted({r.function.removesuffix("Function") for r in routes(load_template())})
+    declared = functions(load_template())
+    found = declared.get(function) or declared.get(f"{function}Function")
+    if found is None:
+        known = sorted(name.removesuffix("Function") for name in declared)
         raise SystemExit(f"no function {function!r} in template.yaml; the functions are {known}")
-    return load_handler(route)(event, LambdaContext(route.function, "invoke"))
+    return load_handler(found)(event, LambdaContext(found.name, "invoke"))
 
 
 def main(argv: list[str]) -> int:

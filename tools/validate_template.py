@@ -1,12 +1,13 @@
 """``make validate``: cfn-lint on template.yaml, then an offline SAM translation of it.
 
 The translation is what ``sam deploy`` asks CloudFormation to do, done here with no AWS account:
-local CodeUri/ContentUri paths (which ``sam build``/``sam package`` turn into S3 objects) are
+local CodeUri/ContentUri/DefinitionUri paths (which ``sam build``/``sam package`` turn into S3 objects) are
 replaced by placeholder S3 URIs, and no managed policies are looked up (the template uses none).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -28,12 +29,36 @@ def translate(template: dict[str, Any]) -> dict[str, Any]:
     """The CloudFormation template SAM makes of ``template``, offline."""
     for name, resource in template["Resources"].items():
         properties = resource.get("Properties", {})
-        for uri in ("CodeUri", "ContentUri"):
+        for uri in ("CodeUri", "ContentUri", "DefinitionUri"):
             if isinstance(properties.get(uri), str) and not properties[uri].startswith("s3://"):
                 properties[uri] = f"s3://placeholder-bucket/{name}.zip"
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
     translated: dict[str, Any] = transform(template, {}, _NoManagedPolicies())
     return translated
+
+
+def check_state_machine() -> int:
+    """Parse the state machine (substitutions resolved) as Step Functions' interpreter does, and check
+    that every transition names a state. Returns how many states it has."""
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+
+    from resumable.config import Settings
+    from resumable.embedded_template import state_machine_definition
+
+    text = state_machine_definition(Settings())
+    AmazonStateLanguageParser.parse(text)
+    definition = json.loads(text)
+    if definition.get("QueryLanguage", "JSONPath") != "JSONPath":
+        raise ValueError("the state machine must use JSONPath")
+    states = definition["States"]
+    targets = [definition["StartAt"]]
+    for state in states.values():
+        targets += [state.get("Next"), state.get("Default")]
+        targets += [c.get("Next") for c in state.get("Choices", []) + state.get("Catch", [])]
+    missing = sorted({t for t in targets if t is not None and t not in states})
+    if missing:
+        raise ValueError(f"the state machine moves to states it does not have: {missing}")
+    return len(states)
 
 
 def main() -> int:
@@ -44,6 +69,7 @@ def main() -> int:
     translated = translate(yaml_parse(TEMPLATE.read_text()))
     kinds = sorted({r["Type"] for r in translated["Resources"].values()})
     print(f"cfn-lint: clean; SAM translation: {len(translated['Resources'])} resources ({', '.join(kinds)})")
+    print(f"state machine: {check_state_machine()} states, parsed as Step Functions would, every transition known")
     return 0
 
 

@@ -54,6 +54,15 @@ def load_template(path: Path = ROOT / "template.yaml") -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class Function:
+    """A function of the template: its logical id, code folder and handler."""
+
+    name: str
+    code_uri: str
+    handler: str
+
+
+@dataclass(frozen=True)
 class Route:
     method: str
     path: str
@@ -65,36 +74,47 @@ class Route:
     def pattern(self) -> re.Pattern[str]:
         return re.compile("^" + re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", self.path) + "$")
 
+    @property
+    def target(self) -> Function:
+        return Function(self.function, self.code_uri, self.handler)
+
+
+def functions(template: dict[str, Any]) -> dict[str, Function]:
+    """Every function the template declares, by logical id."""
+    handler_default = template.get("Globals", {}).get("Function", {}).get("Handler", "app.lambda_handler")
+    return {
+        name: Function(name, resource["Properties"]["CodeUri"], resource["Properties"].get("Handler", handler_default))
+        for name, resource in template["Resources"].items()
+        if resource.get("Type") == "AWS::Serverless::Function"
+    }
+
 
 def routes(template: dict[str, Any]) -> list[Route]:
     """Every HttpApi route the template declares, with the function that serves it."""
-    handler_default = template.get("Globals", {}).get("Function", {}).get("Handler", "app.lambda_handler")
     found = []
-    for name, resource in template["Resources"].items():
-        if resource.get("Type") != "AWS::Serverless::Function":
-            continue
-        properties = resource["Properties"]
-        for event in properties.get("Events", {}).values():
+    for function in functions(template).values():
+        for event in template["Resources"][function.name]["Properties"].get("Events", {}).values():
             if event.get("Type") == "HttpApi":
                 found.append(
                     Route(
                         method=event["Properties"]["Method"].upper(),
                         path=event["Properties"]["Path"],
-                        function=name,
-                        code_uri=properties["CodeUri"],
-                        handler=properties.get("Handler", handler_default),
+                        function=function.name,
+                        code_uri=function.code_uri,
+                        handler=function.handler,
                     )
                 )
     return found
 
 
-def load_handler(route: Route) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+def load_handler(function: Function | Route) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     """The function's handler, imported from its CodeUri like Lambda would (one module per function)."""
-    module_name, _, attribute = route.handler.rpartition(".")
-    source = ROOT / route.code_uri / f"{module_name}.py"
-    spec = importlib.util.spec_from_file_location(f"functions_{route.function}", source)
+    spec_of = function.target if isinstance(function, Route) else function
+    module_name, _, attribute = spec_of.handler.rpartition(".")
+    source = ROOT / spec_of.code_uri / f"{module_name}.py"
+    spec = importlib.util.spec_from_file_location(f"functions_{spec_of.name}", source)
     if spec is None or spec.loader is None:
-        raise RuntimeError(f"cannot import {source} for {route.function}")
+        raise RuntimeError(f"cannot import {source} for {spec_of.name}")
     module: ModuleType = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     handler: Callable[[dict[str, Any], Any], dict[str, Any]] = getattr(module, attribute)

@@ -11,10 +11,12 @@ from typing import Any
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
+from resumable.api import routes
+from resumable.api.direct import Direct
 from resumable.api.observability import count, logger, metrics
 from resumable.api.routes import ErrorBody, router, serve
 from resumable.config import Settings
-from resumable.exceptions import ConflictError, GoneError, ServiceError
+from resumable.exceptions import BadRequestError, ConflictError, GoneError, ServiceError
 from resumable.service import Service
 
 # The HTTP status of each service error code: the one place it is decided.
@@ -83,21 +85,32 @@ def forget() -> None:
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics(raise_on_empty_metrics=False)
-def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    """Every function's handler: an API Gateway HTTP API (v2) event, resolved by the shared routes.
+def handle(event: dict[str, Any], context: Any, direct: Direct | None = None) -> dict[str, Any]:
+    """Every function's handler. An API Gateway HTTP API (v2) event is resolved by the shared routes;
+    any other event is a direct invocation (Step Functions) of the function's use case ``direct``,
+    whose reply is the Turn and whose refusal is raised (see ``resumable.api.direct``).
 
     The resolver (and the service with its AWS clients) is built on the first request, not at import,
     so a cold start pays only for what the request needs.
     """
     if not _apps:
         _apps.append(build_app())
-    path = event.get("pathParameters") or {}
+    keys = (event.get("pathParameters") or {}) if "requestContext" in event else event
     logger.append_keys(
-        session_id=path.get("sessionId"),
-        turn_id=path.get("turnId"),
-        request_id=path.get("requestId"),
+        session_id=keys.get("sessionId"),
+        turn_id=keys.get("turnId"),
+        request_id=keys.get("requestId"),
     )
     count("Requests")
+    if "requestContext" not in event:
+        if direct is None:
+            raise BadRequestError("this function serves only API Gateway HTTP API events; nothing was done")
+        try:
+            turn = direct(routes.service(), event)
+        except ServiceError as error:
+            logger.info("direct invocation refused", extra={"code": error.code, "reason": str(error)})
+            raise
+        return turn.model_dump(mode="json")
     reply: dict[str, Any] = _apps[0].resolve(event, context)
     return reply
 

@@ -10,6 +10,7 @@ from resumable.exceptions import StaleCommitError
 from resumable.service.runner import run_leased
 from resumable.service.settlement import NEVER_CONFIRMED, settle_overdue, settle_tree
 from resumable.service.views import TurnView
+from resumable.service.workflow import tell_workflow
 from resumable.store.records import TurnTree
 
 if TYPE_CHECKING:
@@ -29,11 +30,16 @@ def recover(service: Service, session_id: str, turn_id: str) -> TurnView:
       failed, or its snapshot could not be loaded) is resumed with the recorded answers;
     - a running turn whose lease expired is taken over and re-run from its last committed snapshot
       with the recorded answers (or, if canceling, settled ``interrupted``);
+    - a settled turn that a workflow waits on is told to it again (the workflow may not have heard);
     - anything else is left alone.
 
     Approved actions go through the action journal, so none runs twice.
     """
-    return TurnView.of(advance(service, service.load(session_id, turn_id)), turn_id)
+    tree = service.load(session_id, turn_id)
+    if tree.root.settled:
+        tell_workflow(service, tree)  # in case the invocation that settled it could not
+        return TurnView.of(tree, turn_id)
+    return TurnView.of(advance(service, tree), turn_id)
 
 
 def advance(service: Service, tree: TurnTree) -> TurnTree:

@@ -24,6 +24,7 @@ from resumable.service.agent_factory import AgentContext, build
 from resumable.service.ids import child_turn_id, request_id
 from resumable.service.lease import LeaseGuard
 from resumable.service.settlement import CANCELED_ON_REQUEST, settle_tree, superseded
+from resumable.service.workflow import tell_workflow
 from resumable.store.base import Commit
 from resumable.store.journal import StoreActionJournal
 from resumable.store.records import (
@@ -273,7 +274,9 @@ def _commit(
         outcome.status,
         version,
     )
-    return commit.applied_to(tree)
+    committed = commit.applied_to(tree)
+    tell_workflow(service, committed)
+    return committed
 
 
 def _waiting_on(

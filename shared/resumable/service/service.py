@@ -21,15 +21,22 @@ from resumable.service.submit_approval import submit_approval
 from resumable.service.views import InteractionView, TurnView
 from resumable.store.base import Store
 from resumable.store.records import InteractionStatus, TurnTree
+from resumable.store.stepfunctions import TaskTokens
 
 
 class Service:
     """The use cases. Every public method validates its input before it writes anything."""
 
     def __init__(
-        self, store: Store, settings: Settings, clock: Clock | None = None, factory: AgentFactory | None = None
+        self,
+        store: Store,
+        settings: Settings,
+        clock: Clock | None = None,
+        factory: AgentFactory | None = None,
+        task_tokens: TaskTokens | None = None,
     ) -> None:
         self.store = store
+        self.task_tokens = task_tokens
         self.settings = settings
         self.clock: Clock = clock or SystemClock()
         self.factory: AgentFactory = factory or load_factory(settings.agent_factory)
@@ -37,8 +44,9 @@ class Service:
     @classmethod
     def from_settings(cls, settings: Settings, clock: Clock | None = None) -> Service:
         from resumable.store.dynamodb import DynamoDBStore
+        from resumable.store.stepfunctions import TaskTokens
 
-        return cls(DynamoDBStore(settings), settings, clock)
+        return cls(DynamoDBStore(settings), settings, clock, task_tokens=TaskTokens(settings))
 
     def may_act_for(self, owner: str | None, principal: str | None) -> bool:
         """Whether ``principal`` may see and act on a session owned by ``owner``: its owner, or an
@@ -62,8 +70,11 @@ class Service:
             raise NotFoundError(missing)
         return tree
 
-    def start_turn(self, session_id: str, prompt: Any, principal: str | None = None) -> TurnView:
-        return start_turn(self, session_id, prompt, principal)
+    def start_turn(
+        self, session_id: str, prompt: Any, principal: str | None = None, *, workflow: bool = False
+    ) -> TurnView:
+        """``workflow``: a Step Functions workflow starts the turn and will wait for it to settle."""
+        return start_turn(self, session_id, prompt, principal, workflow)
 
     def submit_approval(
         self, session_id: str, turn_id: str, request_id: str, response: Any, principal: str | None = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from resumable.service.workflow import tell_workflow
 from resumable.store.base import Commit
 from resumable.store.records import SETTLED, InteractionRecord, InteractionStatus, OutboxEvent, TurnStatus, TurnTree
 
@@ -75,7 +76,9 @@ def settle_tree(
     logger.info(
         "session_id=<%s>, turn_id=<%s>, status=<%s> | turn settled: %s", root.session_id, root.turn_id, status, reason
     )
-    return commit.applied_to(tree)
+    settled = commit.applied_to(tree)
+    tell_workflow(service, settled)
+    return settled
 
 
 def expired_interactions(service: Service, tree: TurnTree) -> bool:

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from resumable.service.service import Service
 
 
-def start_turn(service: Service, session_id: str, prompt: Any, principal: str | None) -> TurnView:
+def start_turn(service: Service, session_id: str, prompt: Any, principal: str | None, workflow: bool) -> TurnView:
     """Create the root turn (refused while the session has an unsettled one), run it, commit."""
     if not valid_session_id(session_id):
         raise BadRequestError(
@@ -57,6 +57,7 @@ def start_turn(service: Service, session_id: str, prompt: Any, principal: str | 
         agent_snapshots=dict(seen.agent_snapshots) if seen else {},
         prompt=prompt,
         principal=seen.principal if seen else principal,
+        workflow=workflow,
         created_at=now,
         updated_at=now,
     )

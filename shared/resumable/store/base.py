@@ -84,6 +84,11 @@ class Store(ABC):
     def load_tree(self, session_id: str, root_turn_id: str) -> TurnTree | None: ...
 
     @abstractmethod
+    def get_task_token(self, session_id: str, root_turn_id: str) -> str | None:
+        """The task token a Step Functions workflow stored on the root turn to wait for it to settle
+        (read strongly consistent: a workflow may have stored it a moment ago)."""
+
+    @abstractmethod
     def acquire_lease(
         self, session_id: str, root_turn_id: str, owner: str, now: float, until: float, *, takeover: bool
     ) -> TurnRecord | None:

@@ -169,20 +169,10 @@ class DynamoDBStore(Store):
         self.table = settings.table_name
         self.bucket = settings.bucket_name
         if dynamodb is None or s3 is None:
-            import boto3
+            from resumable.store.clients import client
 
-            options: dict[str, Any] = {"region_name": settings.region}
-            if settings.endpoint_url:
-                options["endpoint_url"] = settings.endpoint_url
-            if settings.access_key_id:
-                options["aws_access_key_id"] = settings.access_key_id
-                options["aws_secret_access_key"] = settings.secret_access_key
-            from botocore.config import Config
-
-            # Throttling and transient errors are retried by botocore (standard mode) before they reach us.
-            options["config"] = Config(retries={"mode": "standard", "max_attempts": 5})
-            dynamodb = dynamodb or boto3.client("dynamodb", **options)
-            s3 = s3 or boto3.client("s3", **options)
+            dynamodb = dynamodb or client("dynamodb", settings)
+            s3 = s3 or client("s3", settings)
         self.dynamodb: DynamoDBClient = dynamodb
         self.s3: S3Client = s3
         self._conditional_failure = self.dynamodb.exceptions.ConditionalCheckFailedException
@@ -284,6 +274,17 @@ class DynamoDBStore(Store):
         if root is None:
             return None
         return TurnTree(root=root, children=children, interactions=interactions)
+
+    @_aws
+    def get_task_token(self, session_id: str, root_turn_id: str) -> str | None:
+        item = self.dynamodb.get_item(
+            TableName=self.table,
+            Key=_key(session_id, f"TURN#{root_turn_id}"),
+            ProjectionExpression="task_token",
+            ConsistentRead=True,
+        ).get("Item", {})
+        token = _python(dict(item["task_token"])) if "task_token" in item else None
+        return token if isinstance(token, str) else None
 
     @_aws
     def acquire_lease(

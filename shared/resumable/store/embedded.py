@@ -6,8 +6,11 @@ yields, exactly as it is from the environment against AWS or LocalStack.
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import threading
+import urllib.request
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -49,6 +52,7 @@ def _start_server() -> tuple[Any, str]:
             self._server.serve_forever()
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    _keep_the_cause_of_task_failures()
     server = SerializedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
@@ -73,12 +77,45 @@ def create_resources(settings: Settings) -> None:
         )
 
 
+def _keep_the_cause_of_task_failures() -> None:
+    """moto 5.2.5 drops the ``cause`` of ``SendTaskFailure`` on its way from the request to the
+    interpreter (which accepts it), so a failed execution would lose the Turn it carries. Pass it on,
+    as Step Functions does."""
+    from moto.core.responses import EmptyResult
+    from moto.stepfunctions.responses import StepFunctionResponse
+
+    def send_task_failure(self: Any) -> Any:
+        self.stepfunction_backend.send_task_failure(
+            self._get_param("taskToken"), error=self._get_param("error"), cause=self._get_param("cause")
+        )
+        return EmptyResult()
+
+    StepFunctionResponse.send_task_failure = send_task_failure  # type: ignore[method-assign]
+
+
+def _execute_state_machines(endpoint: str) -> None:
+    """Make moto run state machines (not only record them), with its service integrations calling
+    this server: its interpreter sends them to ``localhost:$MOTO_PORT``."""
+    request = urllib.request.Request(
+        f"{endpoint}/moto-api/config",
+        data=json.dumps({"stepfunctions": {"execute_state_machine": True}}).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10):
+        pass
+    os.environ["MOTO_PORT"] = endpoint.rsplit(":", 1)[1]
+
+
 @contextmanager
 def embedded_aws(
     table_name: str = "resumable", bucket_name: str = "resumable-snapshots", **overrides: Any
 ) -> Iterator[Settings]:
-    """Start the embedded AWS on 127.0.0.1 (a free port), create the table and bucket, yield settings."""
+    """Start the embedded AWS on 127.0.0.1 (a free port), create the table and bucket, yield settings.
+
+    Step Functions executes state machines against it (this sets ``MOTO_PORT`` while it runs)."""
     server, endpoint = _start_server()
+    previous_port = os.environ.get("MOTO_PORT")
     settings = Settings(
         table_name=table_name,
         bucket_name=bucket_name,
@@ -89,7 +126,12 @@ def embedded_aws(
         **overrides,
     )
     try:
+        _execute_state_machines(endpoint)
         create_resources(settings)
         yield settings
     finally:
         server.stop()
+        if previous_port is None:
+            os.environ.pop("MOTO_PORT", None)
+        else:
+            os.environ["MOTO_PORT"] = previous_port

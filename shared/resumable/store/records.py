@@ -35,7 +35,9 @@ class TurnRecord(Record):
     Relations are immutable. Only the root turn is leased and versioned: the whole tree advances
     through the root's commits. ``snapshot_key`` is the root agent's state at the turn's last commit;
     ``base_snapshot_key`` the session's conversation when the turn began; ``agent_snapshots`` the
-    snapshots of the context-preserving agents this turn has reached.
+    snapshots of the context-preserving agents this turn has reached. ``workflow``: a Step Functions
+    workflow started the turn and waits for it to settle on ``task_token``, which the workflow writes
+    itself (no commit touches it).
     """
 
     session_id: str
@@ -58,6 +60,8 @@ class TurnRecord(Record):
     error: str | None = None
     open_interactions: int = 0
     principal: str | None = None
+    workflow: bool = False
+    task_token: str | None = None
     created_at: float
     updated_at: float
 

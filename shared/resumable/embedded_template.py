@@ -1,0 +1,158 @@
+"""What template.yaml declares beyond the table and bucket, on the embedded AWS: its functions, run in
+this process, and its state machine, executed by moto.
+
+moto without Docker cannot run a Lambda function (it only echoes the payload), so a state machine's
+Lambda tasks would never reach resumable. While ``functions_in_process()`` is active, every boto3
+client made from the default session (moto's Step Functions interpreter makes its clients that way)
+answers ``lambda:Invoke`` of a template function by calling the function's handler here, as Lambda
+would: the reply is the payload; a raised error becomes ``FunctionError: Unhandled`` with
+``{"errorType", "errorMessage"}``; ``InvocationType=Event`` runs the handler on a thread and
+answers 202 at once. Invoking a function the template does not declare is a
+``ResourceNotFoundException``, as on AWS.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import re
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote
+
+from resumable.config import Settings
+from resumable.local_server import ROOT, LambdaContext, functions, load_handler, load_template
+
+logger = logging.getLogger(__name__)
+
+ACCOUNT = "123456789012"
+STATE_MACHINE = "ApprovalStateMachine"
+Handler = Callable[[dict[str, Any], Any], Any]
+
+
+def function_arn(name: str, region: str = "us-east-1") -> str:
+    """The ARN a template function has on the embedded AWS (its logical id is its name)."""
+    return f"arn:aws:lambda:{region}:{ACCOUNT}:function:{name}"
+
+
+@dataclass
+class _Reply:
+    """The HTTP side of a short-circuited botocore call (only the status is read)."""
+
+    status_code: int
+    headers: dict[str, str] = field(default_factory=dict)
+    content: bytes = b""
+
+
+@dataclass
+class InProcessLambda:
+    """The ``before-call.lambda.Invoke`` handler: template functions by name, run here."""
+
+    handlers: dict[str, Handler]
+    background: list[threading.Thread] = field(default_factory=list)
+
+    def __call__(self, params: dict[str, Any], **_: Any) -> tuple[_Reply, dict[str, Any]]:
+        match = re.search(r"/functions/([^/]+)/invocations", params["url_path"])
+        name = unquote(match.group(1)) if match else ""
+        name = name.rsplit(":function:", 1)[-1].split(":", 1)[0]
+        handler = self.handlers.get(name)
+        if handler is None:
+            message = f"Function not found: {name} (template.yaml declares {sorted(self.handlers)})"
+            return _Reply(404), {"Error": {"Code": "ResourceNotFoundException", "Message": message}}
+        body = params.get("body") or b"{}"
+        event = json.loads(body.decode() if isinstance(body, bytes) else body)
+        if params.get("headers", {}).get("X-Amz-Invocation-Type") == "Event":
+            thread = threading.Thread(target=self._run, args=(name, handler, event), daemon=True)
+            self.background.append(thread)
+            thread.start()
+            return _Reply(202), {"StatusCode": 202, "Payload": io.BytesIO(b"")}
+        reply, error = self._run(name, handler, event)
+        response: dict[str, Any] = {"StatusCode": 200, "ExecutedVersion": "$LATEST"}
+        if error is not None:
+            response["FunctionError"] = "Unhandled"
+            reply = error
+        response["Payload"] = io.BytesIO(json.dumps(reply).encode())
+        return _Reply(200), response
+
+    def _run(self, name: str, handler: Handler, event: dict[str, Any]) -> tuple[Any, dict[str, Any] | None]:
+        context = LambdaContext(name, uuid.uuid4().hex, invoked_function_arn=function_arn(name))
+        try:
+            return handler(event, context), None
+        except Exception as error:
+            logger.info("function %s raised %s: %s", name, type(error).__name__, error)
+            return None, {"errorType": type(error).__name__, "errorMessage": str(error), "stackTrace": []}
+
+    def wait(self, timeout: float = 30) -> None:
+        """Wait for the asynchronous invocations started so far (tests use it)."""
+        for thread in list(self.background):
+            thread.join(timeout)
+
+
+@contextmanager
+def functions_in_process(overrides: dict[str, Handler] | None = None) -> Iterator[InProcessLambda]:
+    """Route ``lambda:Invoke`` of template.yaml's functions to their handlers in this process.
+
+    ``overrides`` replaces handlers by function name (tests wrap a handler to act between steps)."""
+    import boto3
+
+    handlers: dict[str, Handler] = {name: load_handler(f) for name, f in functions(load_template()).items()}
+    router = InProcessLambda({**handlers, **(overrides or {})})
+    if boto3.DEFAULT_SESSION is None:
+        boto3.setup_default_session()
+    events: Any = boto3.DEFAULT_SESSION.events  # type: ignore[union-attr]
+    if not _ROUTERS:
+        events.register("before-call.lambda.Invoke", _innermost, unique_id=_HOOK)
+    _ROUTERS.append(router)
+    try:
+        yield router
+    finally:
+        _ROUTERS.remove(router)
+        if not _ROUTERS:
+            events.unregister("before-call.lambda.Invoke", unique_id=_HOOK)
+
+
+# The routings in effect, innermost last: it answers (a test can wrap a handler within a wider routing).
+_ROUTERS: list[InProcessLambda] = []
+_HOOK = "resumable-in-process-lambda"
+
+
+def _innermost(params: dict[str, Any], **kwargs: Any) -> tuple[_Reply, dict[str, Any]] | None:
+    return _ROUTERS[-1](params, **kwargs) if _ROUTERS else None
+
+
+def state_machine_definition(settings: Settings) -> str:
+    """The template's state machine definition with its substitutions resolved for ``settings``."""
+    template = load_template()
+    properties = template["Resources"][STATE_MACHINE]["Properties"]
+    definition: str = (ROOT / properties["DefinitionUri"]).read_text()
+    resources = template["Resources"]
+    for name, value in properties.get("DefinitionSubstitutions", {}).items():
+        reference = str(value).removesuffix(".Arn")
+        if resources.get(reference, {}).get("Type") == "AWS::Serverless::Function":
+            resolved = function_arn(reference, settings.region)
+        elif resources.get(reference, {}).get("Type") == "AWS::DynamoDB::Table":
+            resolved = settings.table_name
+        elif reference == "ApprovalExpirySeconds":
+            resolved = str(settings.approval_expiry_seconds)
+        else:
+            raise ValueError(f"cannot resolve the state machine's substitution {name}: {value!r}")
+        definition = definition.replace("${" + name + "}", resolved)
+    return definition
+
+
+def create_state_machine(settings: Settings, name: str = "resumable-approval") -> str:
+    """Create the template's state machine on the embedded AWS (moto executes it); its ARN."""
+    from resumable.store.clients import client
+
+    created = client("stepfunctions", settings).create_state_machine(
+        name=name,
+        definition=state_machine_definition(settings),
+        roleArn=f"arn:aws:iam::{ACCOUNT}:role/resumable-approval",
+        type="STANDARD",
+    )
+    return str(created["stateMachineArn"])

@@ -1,0 +1,25 @@
+"""Calling the local API (`make run`'s server) over real HTTP, as a principal of one's choosing."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+
+from resumable.local_server import PRINCIPAL_HEADER
+
+MALLORY = "arn:aws:iam::000000000000:user/mallory"
+APPROVER = "arn:aws:iam::000000000000:user/approver-ann"
+
+
+def call(url: str, method: str, path: str, body: Any = None, principal: str | None = None) -> tuple[int, Any]:
+    """The status and JSON body of one request."""
+    headers = {"content-type": "application/json"} | ({PRINCIPAL_HEADER: principal} if principal else {})
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url + path, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            return reply.status, json.loads(reply.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())

@@ -1,0 +1,198 @@
+"""The approval state machine (statemachines/approval.asl.json) executed by moto against the embedded
+AWS. Its Lambda tasks run the real handlers in this process; a person answers through the local API.
+
+Approve, deny, cancel and timeout, a turn that settles before the workflow stores its token, and a
+workflow that is never told (its wait times out and reads the turn)."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from resumable.api.app import forget
+from resumable.config import Settings
+from resumable.embedded_template import InProcessLambda, create_state_machine, functions_in_process
+from resumable.exceptions import StoreError
+from resumable.store import DynamoDBStore
+from resumable.store.clients import client
+from resumable.store.records import TurnTree
+from resumable.store.stepfunctions import TaskTokens
+from tests.local_api import APPROVER, call
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def lambdas(handler_environment: Settings) -> Iterator[InProcessLambda]:
+    with functions_in_process() as router:
+        yield router
+
+
+@pytest.fixture(scope="module")
+def machine(handler_environment: Settings, lambdas: InProcessLambda) -> str:
+    return create_state_machine(handler_environment, name=f"approval-{uuid.uuid4().hex[:8]}")
+
+
+def start(settings: Settings, machine: str, prompt: str) -> tuple[str, str]:
+    """Start an execution in a new session: (session id, execution ARN)."""
+    session = f"wf-{uuid.uuid4().hex[:10]}"
+    execution = client("stepfunctions", settings).start_execution(
+        stateMachineArn=machine, name=session, input=json.dumps({"sessionId": session, "prompt": prompt})
+    )["executionArn"]
+    return session, str(execution)
+
+
+def waiting_with_token(settings: Settings, session: str, timeout: float = 30) -> TurnTree:
+    """The session's turn once it waits and the workflow has stored its task token on it."""
+    store = DynamoDBStore(settings)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = store.get_session(session)
+        if found is not None and found.active_turn_id is not None:
+            tree = store.load_tree(session, found.active_turn_id)
+            if tree is not None and tree.root.task_token:
+                return tree
+        time.sleep(0.1)
+    raise AssertionError(f"session {session} never waited with a task token")
+
+
+def finished(settings: Settings, execution: str, timeout: float = 30) -> dict[str, Any]:
+    sfn = client("stepfunctions", settings)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        described: dict[str, Any] = sfn.describe_execution(executionArn=execution)
+        if described["status"] != "RUNNING":
+            return described
+        time.sleep(0.1)
+    raise AssertionError(f"execution {execution} still running after {timeout} s")
+
+
+def answer(url: str, tree: TurnTree, response: Any) -> tuple[int, Any]:
+    [interaction] = tree.interactions
+    path = f"/sessions/{tree.root.session_id}/turns/{tree.root.turn_id}/interactions/{interaction.request_id}"
+    return call(url, "POST", path, {"response": response}, principal=APPROVER)
+
+
+def test_approve_the_workflow_succeeds_with_the_completed_turn(
+    handler_environment: Settings, machine: str, url: str
+) -> None:
+    session, execution = start(handler_environment, machine, "delete the prod-db record")
+    tree = waiting_with_token(handler_environment, session)
+    assert tree.root.workflow and tree.root.principal == machine  # the state machine owns the session
+    status, turn = answer(url, tree, {"decision": "approve"})
+    assert (status, turn["status"]) == (200, "completed")
+
+    done = finished(handler_environment, execution)
+    assert done["status"] == "SUCCEEDED"
+    output = json.loads(done["output"])
+    assert (output["turnId"], output["status"], output["output"]) == (
+        tree.root.turn_id,
+        "completed",
+        "record prod-db deleted",
+    )
+    assert output["interactions"][0]["answeredBy"] == APPROVER
+
+
+def test_deny_the_workflow_succeeds_with_the_turn_that_did_not_act(
+    handler_environment: Settings, machine: str, url: str
+) -> None:
+    session, execution = start(handler_environment, machine, "delete the staging-db record")
+    tree = waiting_with_token(handler_environment, session)
+    status, turn = answer(url, tree, {"decision": "deny", "message": "not today"})
+    assert (status, turn["status"]) == (200, "completed")
+
+    done = finished(handler_environment, execution)
+    assert done["status"] == "SUCCEEDED"
+    output = json.loads(done["output"])
+    assert output["status"] == "completed"
+    assert "deleted" not in output["output"] and output["interactions"][0]["response"]["decision"] == "deny"
+
+
+def test_cancel_the_workflow_fails_with_turn_canceled(handler_environment: Settings, machine: str, url: str) -> None:
+    session, execution = start(handler_environment, machine, "delete the test-db record")
+    tree = waiting_with_token(handler_environment, session)
+    status, turn = call(url, "POST", f"/sessions/{session}/turns/{tree.root.turn_id}/cancel", principal=APPROVER)
+    assert (status, turn["status"]) == (200, "canceled")
+
+    done = finished(handler_environment, execution)
+    assert (done["status"], done["error"]) == ("FAILED", "Turn.Canceled")
+    cause = json.loads(done["cause"])
+    assert (cause["turnId"], cause["status"]) == (tree.root.turn_id, "canceled")
+    assert cause["interactions"][0]["status"] == "superseded"
+
+
+@pytest.fixture
+def short_expiry(
+    handler_environment: Settings, lambdas: InProcessLambda, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[str]:
+    """A state machine and handlers whose approvals expire after 3 seconds."""
+    monkeypatch.setenv("APPROVAL_EXPIRY_SECONDS", "3")
+    forget()
+    yield create_state_machine(
+        handler_environment.model_copy(update={"approval_expiry_seconds": 3}), name=f"short-{uuid.uuid4().hex[:8]}"
+    )
+    monkeypatch.undo()
+    forget()
+
+
+def test_timeout_expires_the_pending_interactions(handler_environment: Settings, short_expiry: str, url: str) -> None:
+    session, execution = start(handler_environment, short_expiry, "delete the prod-db record")
+    tree = waiting_with_token(handler_environment, session)
+
+    done = finished(handler_environment, execution)
+    assert (done["status"], done["error"]) == ("FAILED", "Turn.Expired")
+    cause = json.loads(done["cause"])
+    assert cause["status"] == "expired" and cause["interactions"][0]["status"] == "expired"
+    # The turn itself is settled expired: answering now is refused (410), nothing runs.
+    status, refused = answer(url, tree, {"decision": "approve"})
+    assert (status, refused["code"]) == (410, "gone")
+
+
+def test_a_turn_that_settles_before_the_token_is_stored_is_read_instead(
+    handler_environment: Settings, url: str
+) -> None:
+    """The race the token's condition closes: the turn is canceled between StartTurn's reply and the
+    wait storing its token. The token is refused and the workflow reads the settled turn."""
+    with functions_in_process() as router:
+        start_turn = router.handlers["StartTurnFunction"]
+
+        def start_then_cancel(event: dict[str, Any], context: Any) -> Any:
+            turn = start_turn(event, context)
+            path = f"/sessions/{turn['sessionId']}/turns/{turn['turnId']}/cancel"
+            assert call(url, "POST", path, principal=APPROVER)[1]["status"] == "canceled"
+            return turn
+
+        router.handlers["StartTurnFunction"] = start_then_cancel
+        machine = create_state_machine(handler_environment, name=f"race-{uuid.uuid4().hex[:8]}")
+        session, execution = start(handler_environment, machine, "delete the prod-db record")
+        done = finished(handler_environment, execution)
+    assert (done["status"], done["error"]) == ("FAILED", "Turn.Canceled")
+    assert json.loads(done["cause"])["status"] == "canceled"
+    found = DynamoDBStore(handler_environment).get_session(session)
+    assert found is not None
+    assert DynamoDBStore(handler_environment).get_task_token(session, json.loads(done["cause"])["turnId"]) is None
+
+
+def test_a_workflow_that_was_never_told_reads_the_turn_when_its_wait_times_out(
+    handler_environment: Settings, short_expiry: str, url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Telling the workflow fails (Step Functions unreachable): the approval still completes the turn,
+    and the workflow's wait times out, reads the completed turn and succeeds with it."""
+
+    def unreachable(*_: Any) -> Any:
+        raise StoreError("Step Functions is unreachable")
+
+    monkeypatch.setattr(TaskTokens, "succeed", unreachable)
+    session, execution = start(handler_environment, short_expiry, "delete the prod-db record")
+    tree = waiting_with_token(handler_environment, session)
+    status, turn = answer(url, tree, {"decision": "approve"})
+    assert (status, turn["status"]) == (200, "completed")
+
+    done = finished(handler_environment, execution)
+    assert done["status"] == "SUCCEEDED"
+    assert json.loads(done["output"])["output"] == "record prod-db deleted"
