@@ -197,3 +197,30 @@ def oversized(context: AgentContext) -> Agent:
         ),
         tools=[bulk_delete],
     )
+
+
+@tool
+def look_up(name: str) -> str:
+    """Look a database record up (no approval needed)."""
+    return f"{name} is a production database"
+
+
+def looks_then_deletes(context: AgentContext) -> Agent:
+    """orchestrator -> db_admin, which looks the record up, then deletes it (approval): two tool calls
+    of db_admin's, so a run over budget checkpoints before the second."""
+    db_admin = Agent(
+        name="db_admin",
+        model=ScriptedModel(
+            [
+                calls(("w-1", "look_up", {"name": "prod-db"})),
+                calls(("w-2", "delete_record", {"name": "prod-db"})),
+                says("prod-db is deleted"),
+            ]
+        ),
+        tools=[look_up, delete_record],
+    )
+    return Agent(
+        name="orchestrator",
+        model=ScriptedModel([calls(("o-1", "db_admin", {"prompt": "delete prod-db"})), says("The record is gone.")]),
+        tools=[db_admin.as_tool()],
+    )

@@ -82,3 +82,10 @@ def test_a_direct_event_that_is_not_the_use_cases_input_is_refused_and_writes_no
     with pytest.raises(ValidationFailedError, match="the event is not a StartTurnEvent"):
         invoke("StartTurn", event)
     assert DynamoDBStore(handler_environment).get_session("s") is None
+
+
+def test_a_continuation_event_names_a_turn_or_is_refused(handler_environment: Settings) -> None:
+    with pytest.raises(ValidationFailedError, match="continueTurn needs sessionId and turnId"):
+        invoke("StartTurn", {"continueTurn": {"sessionId": "s"}})
+    with pytest.raises(NotFoundError):
+        invoke("StartTurn", {"continueTurn": {"sessionId": "s", "turnId": "0123456789abcdef0123456789abcdef"}})

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from resumable.api.app import forget
+from resumable.embedded_template import functions_in_process
 from resumable.local_server import load_template
 from resumable.local_server import routes as template_routes
+from tests.factories import LEDGER_ENV, executions
 from tests.local_api import APPROVER, MALLORY, call
 
 
@@ -44,3 +49,31 @@ def test_the_walkthrough_start_approve_complete_and_start_cancel(url: str) -> No
     status, canceled = call(url, "POST", f"/sessions/walk-2/turns/{other['turnId']}/cancel")
     assert (status, canceled["status"]) == (200, "canceled")
     assert call(url, "GET", "/nowhere")[0] == 404
+
+
+@pytest.mark.slow
+def test_a_turn_over_the_time_budget_replies_running_and_continues_asynchronously(
+    url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """StartTurn checkpoints the turn (budget 0), replies 201 running and invokes itself asynchronously
+    (run in-process here, as Lambda would); the client polls until the turn waits for its approval."""
+    ledger = tmp_path / "executions.log"
+    monkeypatch.setenv("TURN_BUDGET_SECONDS", "0")
+    monkeypatch.setenv("AGENT_FACTORY", "tests.factories:looks_then_deletes")
+    monkeypatch.setenv(LEDGER_ENV, str(ledger))
+    forget()
+    try:
+        with functions_in_process() as lambdas:
+            status, turn = call(url, "POST", "/sessions/long/turns", {"prompt": "delete prod-db"})
+            assert (status, turn["status"], turn["interactions"]) == (201, "running", [])
+            lambdas.wait()
+            polled = call(url, "GET", f"/sessions/long/turns/{turn['turnId']}")[1]
+            assert polled["status"] == "waiting"
+            [interaction] = polled["interactions"]
+            path = f"/sessions/long/turns/{turn['turnId']}/interactions/{interaction['requestId']}"
+            status, done = call(url, "POST", path, {"response": {"decision": "approve"}})
+            assert (status, done["status"], done["output"]) == (200, "completed", "The record is gone.")
+        assert executions(ledger) == ["delete prod-db"]
+    finally:
+        monkeypatch.undo()
+        forget()

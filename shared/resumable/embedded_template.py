@@ -26,18 +26,12 @@ from typing import Any
 from urllib.parse import unquote
 
 from resumable.config import Settings
-from resumable.local_server import ROOT, LambdaContext, functions, load_handler, load_template
+from resumable.local_server import ACCOUNT, ROOT, LambdaContext, function_arn, functions, load_handler, load_template
 
 logger = logging.getLogger(__name__)
 
-ACCOUNT = "123456789012"
 STATE_MACHINE = "ApprovalStateMachine"
 Handler = Callable[[dict[str, Any], Any], Any]
-
-
-def function_arn(name: str, region: str = "us-east-1") -> str:
-    """The ARN a template function has on the embedded AWS (its logical id is its name)."""
-    return f"arn:aws:lambda:{region}:{ACCOUNT}:function:{name}"
 
 
 @dataclass

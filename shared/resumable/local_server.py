@@ -28,6 +28,7 @@ from urllib.parse import parse_qsl, urlsplit
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
+ACCOUNT = "123456789012"
 DEFAULT_PRINCIPAL = "arn:aws:iam::000000000000:user/local"
 PRINCIPAL_HEADER = "x-resumable-principal"
 
@@ -121,6 +122,11 @@ def load_handler(function: Function | Route) -> Callable[[dict[str, Any], Any], 
     return handler
 
 
+def function_arn(name: str, region: str = "us-east-1") -> str:
+    """The ARN a template function has locally (its logical id is its name)."""
+    return f"arn:aws:lambda:{region}:{ACCOUNT}:function:{name}"
+
+
 @dataclass
 class LambdaContext:
     """What a handler may read of its context."""
@@ -202,7 +208,10 @@ def make_server(host: str = "127.0.0.1", port: int = 3000, principal: str | None
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             caller = self.headers.get(PRINCIPAL_HEADER) or default_principal
             event = api_event(route, self.command, url.path, url.query, dict(self.headers), body, caller)
-            reply = handlers[route.function](event, LambdaContext(route.function, event["requestContext"]["requestId"]))
+            context = LambdaContext(
+                route.function, event["requestContext"]["requestId"], invoked_function_arn=function_arn(route.function)
+            )
+            reply = handlers[route.function](event, context)
             payload = reply.get("body") or ""
             raw = base64.b64decode(payload) if reply.get("isBase64Encoded") else payload.encode()
             self._send(int(reply.get("statusCode", 200)), raw, reply.get("headers") or {})

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
+from resumable.embedded_template import functions_in_process
 from resumable.local_server import make_server
 from resumable.store.embedded import embedded_aws
 
@@ -42,7 +43,7 @@ The OpenAPI document: {url}/openapi.json
 
 def main() -> None:
     port = int(os.environ.get("PORT", "3000"))
-    with embedded_aws() as settings:
+    with embedded_aws() as settings, functions_in_process():
         os.environ.update(settings.environment())
         server = make_server(port=port)
         print(WALKTHROUGH.format(url=f"http://127.0.0.1:{server.server_address[1]}"), flush=True)

@@ -5,6 +5,7 @@ OpenAPI document, logging and metrics.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
 
@@ -16,8 +17,9 @@ from resumable.api.direct import Direct
 from resumable.api.observability import count, logger, metrics
 from resumable.api.routes import ErrorBody, router, serve
 from resumable.config import Settings
-from resumable.exceptions import BadRequestError, ConflictError, GoneError, ServiceError
+from resumable.exceptions import BadRequestError, ConflictError, GoneError, ServiceError, ValidationFailedError
 from resumable.service import Service
+from resumable.store.lambdas import Lambdas
 
 # The HTTP status of each service error code: the one place it is decided.
 HTTP_STATUS: dict[str, int] = {
@@ -81,6 +83,7 @@ def forget() -> None:
     """Drop this process's resolver and service, so the next request builds them from the environment
     again (the local server and tests do this when they change the settings)."""
     _apps.clear()
+    _lambdas.clear()
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -95,6 +98,10 @@ def handle(event: dict[str, Any], context: Any, direct: Direct | None = None) ->
     """
     if not _apps:
         _apps.append(build_app())
+    service = routes.service()
+    service.continuation = _self_invocation(service, context)
+    if CONTINUE_EVENT in event:
+        return _continue(service, event[CONTINUE_EVENT])
     keys = (event.get("pathParameters") or {}) if "requestContext" in event else event
     logger.append_keys(
         session_id=keys.get("sessionId"),
@@ -106,13 +113,42 @@ def handle(event: dict[str, Any], context: Any, direct: Direct | None = None) ->
         if direct is None:
             raise BadRequestError("this function serves only API Gateway HTTP API events; nothing was done")
         try:
-            turn = direct(routes.service(), event)
+            turn = direct(service, event)
         except ServiceError as error:
             logger.info("direct invocation refused", extra={"code": error.code, "reason": str(error)})
             raise
         return turn.model_dump(mode="json")
     reply: dict[str, Any] = _apps[0].resolve(event, context)
     return reply
+
+
+# The event a function sends itself to continue a checkpointed turn: {"continueTurn": {"sessionId", "turnId"}}.
+CONTINUE_EVENT = "continueTurn"
+_lambdas: list[Lambdas] = []
+
+
+def _self_invocation(service: Service, context: Any) -> Callable[[str, str], None] | None:
+    """How this function continues a checkpointed turn: by invoking itself asynchronously."""
+    function = getattr(context, "invoked_function_arn", None)
+    if not function:
+        return None
+    if not _lambdas:
+        _lambdas.append(Lambdas(service.settings))
+
+    def continuation(session_id: str, turn_id: str) -> None:
+        _lambdas[0].invoke_async(function, {CONTINUE_EVENT: {"sessionId": session_id, "turnId": turn_id}})
+
+    return continuation
+
+
+def _continue(service: Service, target: Any) -> dict[str, Any]:
+    """Continue a checkpointed turn (the asynchronous invocation a function sent itself)."""
+    if not isinstance(target, dict) or not isinstance(target.get("sessionId"), str) or not target.get("turnId"):
+        raise ValidationFailedError(f"{CONTINUE_EVENT} needs sessionId and turnId, got {target!r}; nothing was done")
+    logger.append_keys(session_id=target["sessionId"], turn_id=target["turnId"])
+    count("Continuations")
+    turn = service.recover(target["sessionId"], str(target["turnId"]))
+    return turn.model_dump(mode="json")
 
 
 logging.getLogger("resumable").setLevel(logging.INFO)

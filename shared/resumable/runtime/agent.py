@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ValidationError
 
 from resumable.exceptions import InvalidInvocationError, ModelError, ResumableError, UnknownInterruptError
-from resumable.runtime.interrupts import TOOL_RESULTS_KEY, Interrupt, InterruptException, InterruptState
+from resumable.runtime.interrupts import (
+    CHECKPOINT_INTERRUPT,
+    TOOL_RESULTS_KEY,
+    Interrupt,
+    InterruptException,
+    InterruptState,
+    tool_interrupt_id,
+)
 from resumable.runtime.invocation import Invocation
 from resumable.runtime.models import Model, check_assistant_message
 from resumable.runtime.session import Session
@@ -327,6 +334,11 @@ class Agent:
                 results[tool_use_id] = tool_result(
                     tool_use_id, f"Unknown tool '{use['name']}'; available tools: {sorted(self.tools)}", "error"
                 )
+                continue
+            if selected.checkpoints_before and invocation.should_checkpoint():
+                # Pause before the call runs; the invocation that continues the turn answers CONTINUE.
+                checkpoint = tool_interrupt_id(tool_use_id, CHECKPOINT_INTERRUPT)
+                interrupts[checkpoint] = Interrupt(checkpoint, CHECKPOINT_INTERRUPT, {"tool": use["name"]})
                 continue
             try:
                 results[tool_use_id] = selected.invoke(use.get("input", {}), ToolContext(self, use, invocation))

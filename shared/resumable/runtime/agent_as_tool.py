@@ -57,6 +57,9 @@ def call_prefix(interrupt_id: str) -> str:
 class AgentTool(Tool):
     """The tool made by ``Agent.as_tool``. Its input is ``{"prompt": "<what to ask the agent>"}``."""
 
+    # A sub-agent call checkpoints inside, before its own tool calls: resuming it is not progress.
+    checkpoints_before = False
+
     def __init__(self, agent: Agent, *, name: str | None, description: str | None, preserve_context: bool) -> None:
         if not preserve_context and agent.session is not None:
             raise ValueError(

@@ -23,6 +23,14 @@ def tool_interrupt_id(tool_use_id: str, name: str) -> str:
     return f"v1:tool:{uuid.uuid5(_TOOL_ID_NAMESPACE, json.dumps([tool_use_id, name]))}"
 
 
+CHECKPOINT_INTERRUPT = "resumable.checkpoint"
+"""The name of the interrupt a turn pauses on when its invocation asks for a checkpoint before a tool
+call (its time budget is spent): nobody answers it; the invocation that continues the turn answers
+it with ``CONTINUE``, and the tool call runs then."""
+
+CONTINUE: dict[str, bool] = {"continue": True}
+
+
 @dataclass(frozen=True)
 class Interrupt:
     """A pause awaiting a response: ``id`` (opaque), ``name`` and a JSON ``reason``."""

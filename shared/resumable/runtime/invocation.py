@@ -46,6 +46,9 @@ class Invocation:
     ``id_prefix`` is what the root agent puts before this agent's local interrupt ids (empty for the
     root), and ``agent_path`` names the agents from the root down to this one. ``journal`` and
     ``observer`` are optional: the runtime works without them; the service provides both.
+    ``checkpoint`` is asked before every call of a tool that is not a sub-agent (a sub-agent asks
+    before its own tool calls): True pauses the turn there, before the call runs, with a
+    ``CHECKPOINT_INTERRUPT`` (so the turn can be committed and continued by another process).
     """
 
     stop: Callable[[], bool] | None = None
@@ -53,9 +56,13 @@ class Invocation:
     agent_path: tuple[str, ...] = ()
     journal: ActionJournal | None = None
     observer: SubAgentObserver | None = None
+    checkpoint: Callable[[], bool] | None = None
 
     def should_stop(self) -> bool:
         return self.stop is not None and self.stop()
+
+    def should_checkpoint(self) -> bool:
+        return self.checkpoint is not None and self.checkpoint()
 
     def nested(self, id_prefix: str, agent_name: str) -> Invocation:
         """The invocation of a sub-agent called by this one's tool."""

@@ -75,6 +75,8 @@ class Tool:
     name: str
     description: str
     input_schema: dict[str, Any]
+    checkpoints_before: bool = True
+    """Whether a turn may checkpoint before a call of this tool (see ``Invocation.checkpoint``)."""
 
     @property
     def spec(self) -> dict[str, Any]:

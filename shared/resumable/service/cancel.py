@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from resumable.exceptions import NotFoundError, StaleCommitError
 from resumable.service.ids import root_of, valid_session_id, valid_turn_id
-from resumable.service.settlement import CANCELED_ON_REQUEST, NEVER_CONFIRMED, settle_tree
+from resumable.service.settlement import CANCELED_ON_REQUEST, settle_canceled_run, settle_tree
 from resumable.service.views import TurnView
 
 if TYPE_CHECKING:
@@ -45,13 +45,7 @@ def cancel(service: Service, session_id: str, turn_id: str, principal: str | Non
             if root.status == "waiting":
                 tree = settle_tree(service, tree, "canceled", "superseded", CANCELED_ON_REQUEST)
             elif root.status == "running" and (root.lease_expires_at or 0) < service.clock.now():
-                tree = settle_tree(
-                    service,
-                    tree,
-                    "interrupted",
-                    "superseded",
-                    NEVER_CONFIRMED,
-                )
+                tree = settle_canceled_run(service, tree)
         except StaleCommitError:
             logger.info("turn_id=<%s> | the tree changed while canceling; deciding again", root_id)
             tree = service.load(session_id, turn_id)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from resumable.exceptions import StaleCommitError
 from resumable.service.runner import run_leased
-from resumable.service.settlement import NEVER_CONFIRMED, settle_overdue, settle_tree
+from resumable.service.settlement import settle_canceled_run, settle_overdue
 from resumable.service.views import TurnView
 from resumable.service.workflow import tell_workflow
 from resumable.store.records import TurnTree
@@ -29,7 +29,8 @@ def recover(service: Service, session_id: str, turn_id: str) -> TurnView:
     - a waiting turn with every interaction answered (the invocation that should have resumed it
       failed, or its snapshot could not be loaded) is resumed with the recorded answers;
     - a running turn whose lease expired is taken over and re-run from its last committed snapshot
-      with the recorded answers (or, if canceling, settled ``interrupted``);
+      with the recorded answers (or, if canceling, settled ``interrupted``); a checkpointed one
+      (running, unleased) is continued (or, if canceling, settled ``canceled``);
     - a settled turn that a workflow waits on is told to it again (the workflow may not have heard);
     - anything else is left alone.
 
@@ -71,16 +72,13 @@ def _recover_once(service: Service, tree: TurnTree) -> TurnTree | None:
         return None if leased is None else run_leased(service, tree.model_copy(update={"root": leased}), owner)
     if root.status == "running" and (root.lease_expires_at or 0) < now:
         if root.cancel_requested:
-            return settle_tree(
-                service,
-                tree,
-                "interrupted",
-                "superseded",
-                NEVER_CONFIRMED,
-            )
+            return settle_canceled_run(service, tree)
         leased = service.store.acquire_lease(root.session_id, root.turn_id, owner, now, until, takeover=True)
         if leased is None:
             return None
-        logger.warning("turn_id=<%s> | lease expired mid-run: taken over", root.turn_id)
+        if root.lease_owner is None:
+            logger.info("turn_id=<%s> | continuing the checkpointed turn", root.turn_id)
+        else:
+            logger.warning("turn_id=<%s> | lease expired mid-run: taken over", root.turn_id)
         return run_leased(service, tree.model_copy(update={"root": leased}), owner)
     return tree

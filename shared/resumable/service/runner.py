@@ -18,9 +18,10 @@ from urllib.parse import quote
 from resumable.exceptions import LeaseLostError, ModelError, SnapshotError, StaleCommitError
 from resumable.runtime.agent import Agent, AgentResult
 from resumable.runtime.agent_as_tool import call_prefix
-from resumable.runtime.interrupts import Interrupt
+from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT, CONTINUE, Interrupt
 from resumable.runtime.invocation import Invocation, SubAgentCall
 from resumable.service.agent_factory import AgentContext, build
+from resumable.service.continuation import Budget, continue_later
 from resumable.service.ids import child_turn_id, request_id
 from resumable.service.lease import LeaseGuard
 from resumable.service.settlement import CANCELED_ON_REQUEST, settle_tree, superseded
@@ -96,6 +97,19 @@ class ChildTurns:
             updated_at=self.now,
         )
 
+    def show_checkpointed(self, interrupts: list[Interrupt]) -> None:
+        """A child that paused only for checkpoints (no question of its own or below it) is running."""
+        asking = set()
+        for interrupt in interrupts:
+            if interrupt.name != CHECKPOINT_INTERRUPT:
+                turn_id: str | None = self.turn_id(call_prefix(interrupt.id))
+                while turn_id is not None and turn_id in self.records and turn_id not in asking:
+                    asking.add(turn_id)
+                    turn_id = self.records[turn_id].parent_turn_id
+        for turn_id, record in self.records.items():
+            if record.status == "waiting" and turn_id in self.touched and turn_id not in asking:
+                self.records[turn_id] = record.model_copy(update={"status": "running"})
+
     def settle_all(self, status: TurnStatus) -> None:
         """Settle every child that is not settled yet (the root is settling)."""
         for turn_id, record in self.records.items():
@@ -136,11 +150,12 @@ def run_leased(service: Service, tree: TurnTree, owner: str) -> TurnTree:
     except SnapshotError as error:
         return _unloadable(service, tree, owner, error)
 
-    answers = {
-        i.interrupt_id: i.response
-        for i in tree.interactions
-        if i.status == "answered" and i.interrupt_id in agent.interrupt_state.pending
+    pending = agent.interrupt_state.pending
+    answers: dict[str, Any] = {
+        i.interrupt_id: i.response for i in tree.interactions if i.status == "answered" and i.interrupt_id in pending
     }
+    # A checkpoint is nobody's question: continuing the turn answers it.
+    answers |= {i.id: CONTINUE for i in pending.values() if i.name == CHECKPOINT_INTERRUPT}
     if resuming and not answers:
         logger.error("turn_id=<%s> | the stored turn awaits none of the recorded answers; left waiting", root.turn_id)
         store.release_lease(root, owner, "waiting", clock.now())
@@ -152,6 +167,8 @@ def run_leased(service: Service, tree: TurnTree, owner: str) -> TurnTree:
         agent_path=(agent.name,),
         journal=StoreActionJournal(store, root.session_id, root.turn_id, owner, clock),
         observer=children,
+        # Only a run that another invocation can continue checkpoints when its budget is spent.
+        checkpoint=Budget(clock, service.settings.turn_budget_seconds) if service.continuation else None,
     )
     prompt: Any = (
         [{"interruptResponse": {"interruptId": i, "response": r}} for i, r in answers.items()]
@@ -168,9 +185,12 @@ def run_leased(service: Service, tree: TurnTree, owner: str) -> TurnTree:
         logger.warning("turn_id=<%s>, owner=<%s> | run stopped: lease lost or cancel requested", root.turn_id, owner)
         return _after_refused_commit(service, tree, owner)
     try:
-        return _commit(service, tree, owner, agent, session, children, outcome)
+        committed = _commit(service, tree, owner, agent, session, children, outcome)
     except StaleCommitError:
         return _after_refused_commit(service, tree, owner)
+    if committed.root.status == "running":
+        continue_later(service, committed.root)
+    return committed
 
 
 def _after_refused_commit(service: Service, tree: TurnTree, owner: str) -> TurnTree:
@@ -187,7 +207,8 @@ def _after_refused_commit(service: Service, tree: TurnTree, owner: str) -> TurnT
 
 def _outcome(result: AgentResult) -> Outcome:
     if result.stop_reason == "interrupt":
-        return Outcome("waiting", interrupts=result.interrupts)
+        checkpointed = all(i.name == CHECKPOINT_INTERRUPT for i in result.interrupts)
+        return Outcome("running" if checkpointed else "waiting", interrupts=result.interrupts)
     if result.stop_reason == "end_turn":
         return Outcome("completed", output=result.text)
     if result.stop_reason == "cancelled":
@@ -209,9 +230,9 @@ def _commit(
     store, now = service.store, service.clock.now()
     root = tree.root
     version = root.version + 1
-    settled = outcome.status != "waiting"
+    settled = outcome.status in SETTLED
     snapshot_key = None
-    if outcome.status in ("waiting", "completed"):
+    if outcome.status in ("waiting", "running", "completed"):
         snapshot_key = _snapshot_key(root, version)
         store.put_snapshot(snapshot_key, agent.snapshot())
     no_longer_awaited = tree.interactions
@@ -221,6 +242,7 @@ def _commit(
         open_interactions = 0
     else:
         new_interactions, open_interactions, unapplied = _waiting_on(service, tree, children, outcome.interrupts, now)
+        children.show_checkpointed(outcome.interrupts)
         # A requested interaction the run no longer waits on (written by an earlier attempt whose
         # commit did not finish) can never be answered usefully: it is superseded.
         waited = {i.id for i in outcome.interrupts}
@@ -291,6 +313,8 @@ def _waiting_on(
     unapplied: list[str] = []
     open_interactions = 0
     for interrupt in interrupts:
+        if interrupt.name == CHECKPOINT_INTERRUPT:
+            continue  # nobody's question: no interaction
         known = existing.get(interrupt.id)
         if known is None:
             prefix = call_prefix(interrupt.id)

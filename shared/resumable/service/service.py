@@ -6,6 +6,7 @@ Agents are built afresh from the application's agent factory on every call and n
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Callable
 from typing import Any
 
 from resumable.clock import Clock, SystemClock
@@ -37,6 +38,9 @@ class Service:
     ) -> None:
         self.store = store
         self.task_tokens = task_tokens
+        # How a checkpointed turn gets continued by another invocation (see service.continuation);
+        # without one, a run never checkpoints.
+        self.continuation: Callable[[str, str], None] | None = None
         self.settings = settings
         self.clock: Clock = clock or SystemClock()
         self.factory: AgentFactory = factory or load_factory(settings.agent_factory)

@@ -97,3 +97,12 @@ def settle_overdue(service: Service, tree: TurnTree) -> TurnTree:
     if tree.root.status == "waiting" and tree.root.cancel_requested:
         return settle_tree(service, tree, "canceled", "superseded", CANCELED_ON_REQUEST)
     return tree
+
+
+def settle_canceled_run(service: Service, tree: TurnTree) -> TurnTree:
+    """Settle a canceling tree that is ``running`` but that no invocation advances: ``canceled`` if it
+    is between invocations (checkpointed, unleased), ``interrupted`` if its runner's lease expired
+    without confirming the cancel."""
+    if tree.root.lease_owner is None:
+        return settle_tree(service, tree, "canceled", "superseded", CANCELED_ON_REQUEST)
+    return settle_tree(service, tree, "interrupted", "superseded", NEVER_CONFIRMED)

@@ -93,7 +93,8 @@ class Store(ABC):
         self, session_id: str, root_turn_id: str, owner: str, now: float, until: float, *, takeover: bool
     ) -> TurnRecord | None:
         """Lease a waiting turn with no open interactions (or, with ``takeover``, a running turn whose
-        lease has expired) and mark it running. None when the turn is not in that state."""
+        lease has expired or that is unleased: checkpointed) and mark it running. None when the turn
+        is not in that state."""
 
     @abstractmethod
     def renew_lease(self, turn: TurnRecord, owner: str, now: float, until: float) -> TurnRecord:

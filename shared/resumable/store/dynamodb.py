@@ -291,7 +291,8 @@ class DynamoDBStore(Store):
         self, session_id: str, root_turn_id: str, owner: str, now: float, until: float, *, takeover: bool
     ) -> TurnRecord | None:
         condition = (
-            "#status = :running AND lease_expires_at < :now AND cancel_requested = :false"
+            "#status = :running AND (attribute_not_exists(lease_owner) OR lease_expires_at < :now) "
+            "AND cancel_requested = :false"
             if takeover
             else "#status = :waiting AND open_interactions = :zero AND cancel_requested = :false"
         )

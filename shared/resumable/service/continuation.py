@@ -1,0 +1,62 @@
+"""Continuing a turn that needs longer than one invocation's time budget.
+
+An HTTP request must be answered well within API Gateway's 30 seconds. When a run has used up
+``turn_budget_seconds``, it checkpoints before its next tool call (of a tool, not a sub-agent: a
+sub-agent checkpoints before its own tool calls, so a resume is never mistaken for progress): the
+tool call becomes a checkpoint
+interrupt, the turn is committed ``running`` with no lease (its snapshot holds every agent's state),
+and ``Service.continuation`` asks for another invocation to continue it (the Lambda function invokes
+itself asynchronously). The reply says ``running``; the client polls. The continuing invocation takes
+the turn over like ``recover`` does and answers the checkpoint, so the tool call runs then. If the
+continuation cannot be requested, the turn waits, ``running``, for ``recover`` (or a retry).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from resumable.clock import Clock
+from resumable.exceptions import StoreError
+
+if TYPE_CHECKING:
+    from resumable.service.service import Service
+    from resumable.store.records import TurnRecord
+
+logger = logging.getLogger(__name__)
+
+
+class Budget:
+    """A run's checkpoint signal: never for the invocation's first tool call (so every invocation runs
+    at least one tool call: the turn always moves on), then once the run has taken ``seconds``."""
+
+    def __init__(self, clock: Clock, seconds: float) -> None:
+        self.clock = clock
+        self.deadline = clock.now() + seconds
+        self.asked = False
+
+    def __call__(self) -> bool:
+        if not self.asked:
+            self.asked = True
+            return False
+        return self.clock.now() >= self.deadline
+
+
+def continue_later(service: Service, root: TurnRecord) -> None:
+    """Ask for another invocation to continue the checkpointed turn ``root``."""
+    if service.continuation is None:
+        return
+    try:
+        service.continuation(root.session_id, root.turn_id)
+    except StoreError as error:
+        logger.error(
+            "session_id=<%s>, turn_id=<%s> | the turn was checkpointed but its continuation could not be requested: "
+            "%s. It stays running until recover continues it",
+            root.session_id,
+            root.turn_id,
+            error,
+        )
+        return
+    logger.info(
+        "session_id=<%s>, turn_id=<%s> | turn checkpointed; continuation requested", root.session_id, root.turn_id
+    )
