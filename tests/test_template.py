@@ -7,7 +7,13 @@ from typing import Any
 import pytest
 
 from resumable.local_server import load_template
-from resumable.store.resources import BILLING_MODE, TABLE_ATTRIBUTES, TABLE_INDEXES, TABLE_KEY_SCHEMA
+from resumable.store.resources import (
+    BILLING_MODE,
+    BUCKET_LIFECYCLE_RULES,
+    TABLE_ATTRIBUTES,
+    TABLE_INDEXES,
+    TABLE_KEY_SCHEMA,
+)
 from tools.validate_template import translate
 
 
@@ -33,6 +39,27 @@ def test_the_bucket_is_private_encrypted_and_tls_only(resources: dict[str, Any])
     assert bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"]
     [statement] = resources["SnapshotsBucketPolicy"]["Properties"]["PolicyDocument"]["Statement"]
     assert (statement["Effect"], statement["Condition"]) == ("Deny", {"Bool": {"aws:SecureTransport": "false"}})
+
+
+def _as_s3_api(rule: dict[str, Any]) -> dict[str, Any]:
+    """A CloudFormation lifecycle rule in the S3 API's shape (what the embedded AWS is given)."""
+    converted: dict[str, Any] = {"ID": rule["Id"], "Status": rule["Status"]}
+    if "TagFilters" in rule:
+        [tag] = rule["TagFilters"]
+        converted["Filter"] = {"Tag": tag}
+    else:
+        converted["Filter"] = {"Prefix": rule.get("Prefix", "")}
+    if "ExpirationInDays" in rule:
+        converted["Expiration"] = {"Days": rule["ExpirationInDays"]}
+    if "AbortIncompleteMultipartUpload" in rule:
+        converted["AbortIncompleteMultipartUpload"] = rule["AbortIncompleteMultipartUpload"]
+    return converted
+
+
+def test_the_bucket_lifecycle_is_the_one_the_embedded_aws_gets(resources: dict[str, Any]) -> None:
+    rules = resources["SnapshotsBucket"]["Properties"]["LifecycleConfiguration"]["Rules"]
+    assert [_as_s3_api(rule) for rule in rules] == BUCKET_LIFECYCLE_RULES
+    assert {"Key": "resumable-snapshot", "Value": "superseded"} in rules[0]["TagFilters"]
 
 
 def test_the_template_translates_offline_into_cloudformation() -> None:

@@ -57,6 +57,10 @@ from tests.factories import executions
 from tests.integration.helpers import APPROVE, session_items, store_of
 
 PROMPT = "delete the prod-db record"
+# Calls whose failure the library is right to log and carry on from: tagging a superseded snapshot for
+# the bucket's lifecycle (after the commit; an untagged snapshot is only kept longer). The guarantees
+# are still checked after such a fault.
+BEST_EFFORT = {"s3.PutObjectTagging"}
 SUMMARY: dict[str, dict[str, int]] = {}
 
 
@@ -320,7 +324,7 @@ def run_attempt(
     a.call = (faults.fired or "").partition(": ")[2]
     a.in_tool = faults.fired_in_tool
     assert faults.fired or result is not None
-    if a.outcome == "swallowed" and not a.in_tool:
+    if a.outcome == "swallowed" and not a.in_tool and a.call not in BEST_EFFORT:
         a.violate("swallowed", "the operation caught the fault and carried on")
 
     observer = h.service()

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from resumable.exceptions import LeaseLostError, ModelError, SnapshotError, StaleCommitError
+from resumable.exceptions import LeaseLostError, ModelError, SnapshotError, StaleCommitError, StoreError
 from resumable.runtime.agent import Agent, AgentResult
 from resumable.runtime.agent_as_tool import call_prefix
 from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT, CONTINUE, Interrupt
@@ -183,6 +183,7 @@ def run_leased(service: Service, tree: TurnTree, owner: str) -> TurnTree:
         outcome = Outcome("failed", error=f"the model failed: {error}")
     except LeaseLostError:
         logger.warning("turn_id=<%s>, owner=<%s> | run stopped: lease lost or cancel requested", root.turn_id, owner)
+        _supersede(service, session.written)
         return _after_refused_commit(service, tree, owner)
     try:
         committed = _commit(service, tree, owner, agent, session, children, outcome)
@@ -288,7 +289,12 @@ def _commit(
             )
         ],
     )
-    store.commit(commit)
+    try:
+        store.commit(commit)
+    except StaleCommitError:
+        _supersede(service, [k for k in [snapshot_key, *session.written] if k])  # nothing points at them
+        raise
+    _supersede(service, _no_longer_pointed_at(root, snapshot_key, session))
     logger.info(
         "session_id=<%s>, turn_id=<%s>, status=<%s>, version=<%d> | turn committed",
         root.session_id,
@@ -299,6 +305,28 @@ def _commit(
     committed = commit.applied_to(tree)
     tell_workflow(service, committed)
     return committed
+
+
+def _no_longer_pointed_at(root: TurnRecord, snapshot_key: str | None, session: S3Session) -> list[str]:
+    """The snapshots the commit of a run replaced: the turn's previous state, the agents' earlier
+    saves of this run, and the agents' snapshots of the turn's previous commit (not the session's,
+    which the session still points at)."""
+    replaced = [root.snapshot_key] if snapshot_key and root.snapshot_key and root.snapshot_key != snapshot_key else []
+    current = set(session.snapshot_keys.values())
+    replaced += [key for key in session.written if key not in current]
+    sessions = set(root.base_agent_snapshots.values())
+    replaced += [key for key in root.agent_snapshots.values() if key not in current and key not in sessions]
+    return replaced
+
+
+def _supersede(service: Service, keys: list[str]) -> None:
+    """Tag ``keys`` for the bucket's lifecycle. Best effort: an untagged snapshot is only kept longer."""
+    if not keys:
+        return
+    try:
+        service.store.mark_superseded(keys)
+    except StoreError as error:
+        logger.warning("snapshots %s were not marked superseded (they are kept): %s", keys, error)
 
 
 def _waiting_on(

@@ -55,6 +55,7 @@ def start_turn(service: Service, session_id: str, prompt: Any, principal: str | 
         lease_expires_at=now + service.settings.lease_seconds,
         base_snapshot_key=seen.snapshot_key if seen else None,
         agent_snapshots=dict(seen.agent_snapshots) if seen else {},
+        base_agent_snapshots=dict(seen.agent_snapshots) if seen else {},
         prompt=prompt,
         principal=seen.principal if seen else principal,
         workflow=workflow,

@@ -165,3 +165,7 @@ class Store(ABC):
 
     @abstractmethod
     def get_snapshot(self, key: str) -> Any: ...
+
+    @abstractmethod
+    def mark_superseded(self, keys: list[str]) -> None:
+        """Tag snapshots that no turn points at any more; the bucket's lifecycle deletes them later."""

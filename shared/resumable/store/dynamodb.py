@@ -38,7 +38,7 @@ from resumable.store.records import (
     TurnStatus,
     TurnTree,
 )
-from resumable.store.resources import INTERACTIONS_INDEX
+from resumable.store.resources import INTERACTIONS_INDEX, SUPERSEDED_TAG
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -741,6 +741,15 @@ class DynamoDBStore(Store):
             # this same write whose reply was lost and that botocore retried: the object is ours.
             if error.response.get("Error", {}).get("Code") != "PreconditionFailed":
                 raise
+
+    @_aws
+    def mark_superseded(self, keys: list[str]) -> None:
+        for key in keys:
+            self.s3.put_object_tagging(
+                Bucket=self.bucket,
+                Key=key,
+                Tagging={"TagSet": [SUPERSEDED_TAG]},  # type: ignore[list-item]
+            )
 
     @_aws
     def get_snapshot(self, key: str) -> Any:

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from resumable.config import Settings
-from resumable.store.resources import create_table_request
+from resumable.store.resources import BUCKET_LIFECYCLE_RULES, create_table_request
 
 
 class _OneRequestAtATime:
@@ -75,6 +75,10 @@ def create_resources(settings: Settings) -> None:
             Bucket=settings.bucket_name,
             CreateBucketConfiguration={"LocationConstraint": settings.region},  # type: ignore[typeddict-item]
         )
+    s3.put_bucket_lifecycle_configuration(
+        Bucket=settings.bucket_name,
+        LifecycleConfiguration={"Rules": BUCKET_LIFECYCLE_RULES},  # type: ignore[typeddict-item]
+    )
 
 
 def _keep_the_cause_of_task_failures() -> None:

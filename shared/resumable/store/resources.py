@@ -1,7 +1,7 @@
 """The table and bucket, defined once.
 
 The embedded AWS creates exactly these, and a test checks that template.yaml declares the same key
-schema, attributes, indexes and billing mode.
+schema, attributes, indexes and billing mode, and the same bucket lifecycle.
 """
 
 from __future__ import annotations
@@ -47,3 +47,24 @@ def create_table_request(table_name: str) -> dict[str, Any]:
         "GlobalSecondaryIndexes": TABLE_INDEXES,
         "BillingMode": BILLING_MODE,
     }
+
+
+# A snapshot that no turn points at any more (a turn's earlier state, an agent's intermediate save, the
+# state of a run whose commit was refused) is tagged so; the bucket's lifecycle deletes it a week later.
+SUPERSEDED_TAG = {"Key": "resumable-snapshot", "Value": "superseded"}
+SUPERSEDED_DAYS = 7
+
+BUCKET_LIFECYCLE_RULES: list[dict[str, Any]] = [
+    {
+        "ID": "ExpireSupersededSnapshots",
+        "Status": "Enabled",
+        "Filter": {"Tag": SUPERSEDED_TAG},
+        "Expiration": {"Days": SUPERSEDED_DAYS},
+    },
+    {
+        "ID": "AbortIncompleteUploads",
+        "Status": "Enabled",
+        "Filter": {"Prefix": ""},
+        "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1},
+    },
+]

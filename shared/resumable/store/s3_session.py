@@ -21,6 +21,7 @@ class S3Session:
         self.store = store
         self.session_id = session_id
         self.snapshot_keys = dict(snapshot_keys)
+        self.written: list[str] = []
 
     def load(self, agent_name: str) -> dict[str, Any] | None:
         key = self.snapshot_keys.get(agent_name)
@@ -32,4 +33,5 @@ class S3Session:
     def save(self, agent_name: str, snapshot: dict[str, Any]) -> None:
         key = f"sessions/{quote(self.session_id, safe='')}/agents/{quote(agent_name, safe='')}/{uuid.uuid4().hex}.json"
         self.store.put_snapshot(key, snapshot)
+        self.written.append(key)
         self.snapshot_keys[agent_name] = key

@@ -1,0 +1,126 @@
+"""Snapshots no turn points at are tagged for the bucket's lifecycle; the ones records point at never are."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from resumable import Agent, ScriptedModel
+from resumable.exceptions import StaleCommitError
+from resumable.service import AgentContext, Service
+from resumable.store import DynamoDBStore
+from resumable.store.resources import BUCKET_LIFECYCLE_RULES, SUPERSEDED_TAG
+from tests.agents import calls, says
+from tests.factories import delete_record
+from tests.integration.helpers import APPROVE, session_items, table_and_bucket
+
+
+def pointed_at(store: DynamoDBStore, session_id: str) -> set[str]:
+    """Every snapshot key a record of the session points at."""
+    keys: set[str] = set()
+    for item in session_items(store, session_id):
+        keys |= {item.get("snapshot_key"), item.get("base_snapshot_key")}
+        keys |= set((item.get("agent_snapshots") or {}).values())
+        keys |= set((item.get("base_agent_snapshots") or {}).values())
+    return {k for k in keys if k}
+
+
+def superseded(store: DynamoDBStore, session_id: str) -> tuple[set[str], set[str]]:
+    """The session's objects: (all, those tagged superseded)."""
+    objects = {key for key, _, _ in table_and_bucket(store, session_id).objects}
+    tagged = {
+        key for key in objects if SUPERSEDED_TAG in store.s3.get_object_tagging(Bucket=store.bucket, Key=key)["TagSet"]
+    }
+    return objects, tagged
+
+
+def assert_only_unreferenced_are_tagged(store: DynamoDBStore, session_id: str) -> set[str]:
+    objects, tagged = superseded(store, session_id)
+    referenced = pointed_at(store, session_id)
+    assert referenced <= objects
+    assert not tagged & referenced, "a snapshot a record points at is marked for deletion"
+    assert objects - referenced == tagged, "a snapshot nothing points at is kept forever"
+    return tagged
+
+
+def test_the_embedded_bucket_has_the_lifecycle(store: DynamoDBStore) -> None:
+    rules = store.s3.get_bucket_lifecycle_configuration(Bucket=store.bucket)["Rules"]
+    assert [r["ID"] for r in rules] == [r["ID"] for r in BUCKET_LIFECYCLE_RULES]
+    assert rules[0]["Filter"] == {"Tag": SUPERSEDED_TAG} and rules[0]["Expiration"]["Days"] == 7
+
+
+@pytest.mark.parametrize("factory", ["nested", "nested_preserving", "looks_then_deletes"])
+def test_after_each_commit_exactly_the_snapshots_nothing_points_at_are_tagged(
+    make_service: Callable[..., Service], session_id: str, store: DynamoDBStore, factory: str
+) -> None:
+    started = make_service(factory).start_turn(session_id, "delete the prod-db record")
+    assert started.status == "waiting"
+    assert_only_unreferenced_are_tagged(store, session_id)
+    done = make_service(factory).submit_approval(
+        session_id, started.turn_id, started.interactions[0].request_id, APPROVE
+    )
+    assert done.status == "completed"
+    assert assert_only_unreferenced_are_tagged(store, session_id)  # the waiting state at least
+    # A second turn of the session (its script is spent: it fails) keeps the first one's final state,
+    # which the session's conversation is.
+    make_service(factory).start_turn(session_id, "delete the prod-db record")
+    assert_only_unreferenced_are_tagged(store, session_id)
+
+
+def test_the_snapshots_of_a_run_whose_commit_was_refused_are_tagged(
+    make_service: Callable[..., Service], session_id: str, store: DynamoDBStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service = make_service("nested_preserving")
+
+    def refused(commit: Any) -> None:
+        raise StaleCommitError("another invocation moved the turn on")
+
+    monkeypatch.setattr(service.store, "commit", refused)
+    service.start_turn(session_id, "delete the prod-db record")
+    objects, tagged = superseded(store, session_id)
+    assert objects and objects == tagged  # the root's snapshot and db_admin's save: nobody points at them
+
+
+def two_turns_preserving(context: AgentContext) -> Agent:
+    """orchestrator -> db_admin (preserve_context=True, its own S3Session), scripted for two turns."""
+    db_admin = Agent(
+        name="db_admin",
+        model=ScriptedModel(
+            [
+                calls(("w-1", "delete_record", {"name": "a-db"})),
+                says("a-db is deleted"),
+                calls(("w-2", "delete_record", {"name": "b-db"})),
+                says("b-db is deleted"),
+            ]
+        ),
+        tools=[delete_record],
+        session=context.session,
+    )
+    return Agent(
+        name="orchestrator",
+        model=ScriptedModel(
+            [
+                calls(("o-1", "db_admin", {"prompt": "delete a-db"})),
+                says("a-db is gone"),
+                calls(("o-2", "db_admin", {"prompt": "delete b-db"})),
+                says("b-db is gone"),
+            ]
+        ),
+        tools=[db_admin.as_tool(preserve_context=True)],
+    )
+
+
+def test_the_sessions_own_agent_snapshots_are_kept_while_a_later_turn_replaces_them(
+    make_service: Callable[..., Service], session_id: str, store: DynamoDBStore
+) -> None:
+    first = make_service(two_turns_preserving).start_turn(session_id, "delete a-db")
+    make_service(two_turns_preserving).submit_approval(
+        session_id, first.turn_id, first.interactions[0].request_id, APPROVE
+    )
+    second = make_service(two_turns_preserving).start_turn(session_id, "delete b-db")
+    assert second.status == "waiting"
+    assert_only_unreferenced_are_tagged(store, session_id)  # db_admin's state after turn 1 is the session's
+    assert make_service(two_turns_preserving).cancel(session_id, second.turn_id).status == "canceled"
+    assert_only_unreferenced_are_tagged(store, session_id)
