@@ -10,7 +10,7 @@ import pytest
 
 from resumable.api.app import forget
 from resumable.config import Settings
-from resumable.local_server import make_server
+from resumable.local_server import function_arn, make_server
 from resumable.store.embedded import embedded_aws
 
 
@@ -26,6 +26,7 @@ def handler_environment() -> Iterator[Settings]:
         for variable, value in settings.environment().items():
             env.setenv(variable, value)
         env.setenv("APPROVER_PRINCIPALS", "arn:aws:iam::000000000000:user/approver-*")
+        env.setenv("CONTINUE_FUNCTION", function_arn("SubmitApprovalFunction"))
         forget()
         yield settings
         forget()

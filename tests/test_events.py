@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from resumable.config import Settings
-from resumable.exceptions import NotFoundError, ValidationFailedError
+from resumable.exceptions import BadRequestError, NotFoundError, ValidationFailedError
 from resumable.local_server import ROOT, functions, load_template, routes
 from resumable.store import DynamoDBStore
 from tools.invoke import invoke
@@ -63,9 +63,12 @@ def test_every_direct_event_runs_through_its_function(path: Path, handler_enviro
     function = "".join(word.title() for word in path.stem.split("_"))
     event["sessionId"] = f"{event['sessionId']}-{uuid.uuid4().hex[:6]}"
     if path.stem == "start_turn":
-        turn = invoke(function, event)
+        reply = invoke(function, event)
+        turn = reply["turn"]
         assert (turn["sessionId"], turn["status"]) == (event["sessionId"], "waiting")
         assert turn["interactions"][0]["reason"]["input"] == {"name": "staging-db"}
+        # The workflow waits until the question expires (the approval expiry, to the second).
+        assert 86_390 <= reply["waitSeconds"] <= 86_401
     else:
         with pytest.raises(NotFoundError):
             invoke(function, event)
@@ -86,6 +89,26 @@ def test_a_direct_event_that_is_not_the_use_cases_input_is_refused_and_writes_no
 
 def test_a_continuation_event_names_a_turn_or_is_refused(handler_environment: Settings) -> None:
     with pytest.raises(ValidationFailedError, match="continueTurn needs sessionId and turnId"):
-        invoke("StartTurn", {"continueTurn": {"sessionId": "s"}})
+        invoke("SubmitApproval", {"continueTurn": {"sessionId": "s"}})
     with pytest.raises(NotFoundError):
-        invoke("StartTurn", {"continueTurn": {"sessionId": "s", "turnId": "0123456789abcdef0123456789abcdef"}})
+        invoke("SubmitApproval", {"continueTurn": {"sessionId": "s", "turnId": "0123456789abcdef0123456789abcdef"}})
+
+
+@pytest.mark.parametrize(
+    ("function", "event"),
+    [
+        ("SubmitApproval", {"sessionId": "s", "turnId": "t", "requestId": "r", "response": {}, "principal": "p"}),
+        ("Cancel", {"sessionId": "s", "turnId": "t"}),
+        ("StartTurn", {"continueTurn": {"sessionId": "s", "turnId": "t"}}),
+        ("GetTurn", {"continueTurn": {"sessionId": "s", "turnId": "t"}}),
+        ("Cancel", {"continueTurn": {"sessionId": "s", "turnId": "t"}}),
+    ],
+    ids=["answer", "cancel", "continue-on-start", "continue-on-get", "continue-on-cancel"],
+)
+def test_answers_and_cancels_come_only_through_the_http_api(
+    function: str, event: dict[str, Any], handler_environment: Settings
+) -> None:
+    """Direct invocation names any principal it likes: only the state machine's start and read, and
+    the continuation of a turn with the answers already recorded, are accepted that way."""
+    with pytest.raises(BadRequestError, match="nothing was done"):
+        invoke(function, event)

@@ -22,6 +22,7 @@ from resumable.store import DynamoDBStore
 from resumable.store.clients import client
 from resumable.store.records import TurnTree
 from resumable.store.stepfunctions import TaskTokens
+from tests.integration.helpers import APPROVE
 from tests.local_api import APPROVER, call
 
 pytestmark = pytest.mark.slow
@@ -47,15 +48,18 @@ def start(settings: Settings, machine: str, prompt: str) -> tuple[str, str]:
     return session, str(execution)
 
 
-def waiting_with_token(settings: Settings, session: str, timeout: float = 30) -> TurnTree:
-    """The session's turn once it waits and the workflow has stored its task token on it."""
+def waiting_with_token(
+    settings: Settings, session: str, timeout: float = 30, other_than: str | None = None
+) -> TurnTree:
+    """The session's turn once it waits and the workflow has stored its task token on it (a token
+    other than ``other_than``)."""
     store = DynamoDBStore(settings)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         found = store.get_session(session)
         if found is not None and found.active_turn_id is not None:
             tree = store.load_tree(session, found.active_turn_id)
-            if tree is not None and tree.root.task_token:
+            if tree is not None and tree.root.task_token and tree.root.task_token != other_than:
                 return tree
         time.sleep(0.1)
     raise AssertionError(f"session {session} never waited with a task token")
@@ -162,10 +166,11 @@ def test_a_turn_that_settles_before_the_token_is_stored_is_read_instead(
         start_turn = router.handlers["StartTurnFunction"]
 
         def start_then_cancel(event: dict[str, Any], context: Any) -> Any:
-            turn = start_turn(event, context)
+            reply = start_turn(event, context)
+            turn = reply["turn"]
             path = f"/sessions/{turn['sessionId']}/turns/{turn['turnId']}/cancel"
             assert call(url, "POST", path, principal=APPROVER)[1]["status"] == "canceled"
-            return turn
+            return reply
 
         router.handlers["StartTurnFunction"] = start_then_cancel
         machine = create_state_machine(handler_environment, name=f"race-{uuid.uuid4().hex[:8]}")
@@ -192,6 +197,57 @@ def test_a_workflow_that_was_never_told_reads_the_turn_when_its_wait_times_out(
     tree = waiting_with_token(handler_environment, session)
     status, turn = answer(url, tree, {"decision": "approve"})
     assert (status, turn["status"]) == (200, "completed")
+
+    done = finished(handler_environment, execution)
+    assert done["status"] == "SUCCEEDED"
+    assert json.loads(done["output"])["output"] == "record prod-db deleted"
+    assert "TaskTimedOut" in history(handler_environment, execution)  # it learnt it by reading
+
+
+def history(settings: Settings, execution: str) -> list[str]:
+    events = client("stepfunctions", settings).get_execution_history(executionArn=execution)["events"]
+    return [str(e["type"]) for e in events]
+
+
+def test_what_a_caller_of_send_task_success_claims_is_not_the_outcome(
+    handler_environment: Settings, machine: str, url: str
+) -> None:
+    """Anyone who can read the token and call SendTaskSuccess only wakes the workflow up: it reads the
+    turn itself, finds it still waiting, and waits again; the real outcome (here a cancel) ends it."""
+    session, execution = start(handler_environment, machine, "delete the prod-db record")
+    tree = waiting_with_token(handler_environment, session)
+    forged = {"sessionId": session, "turnId": tree.root.turn_id, "status": "completed", "output": "forged"}
+    assert tree.root.task_token is not None
+    client("stepfunctions", handler_environment).send_task_success(
+        taskToken=tree.root.task_token, output=json.dumps(forged)
+    )
+    deadline = time.monotonic() + 10
+    while history(handler_environment, execution).count("TaskScheduled") < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)  # read, then waiting again on a new token
+    assert client("stepfunctions", handler_environment).describe_execution(executionArn=execution)["status"] == (
+        "RUNNING"
+    )
+    waiting_with_token(handler_environment, session, other_than=tree.root.task_token)
+    status, _ = call(url, "POST", f"/sessions/{session}/turns/{tree.root.turn_id}/cancel", principal=APPROVER)
+    assert status == 200
+    done = finished(handler_environment, execution)
+    assert (done["status"], done["error"]) == ("FAILED", "Turn.Canceled")
+
+
+def test_a_turn_whose_resume_was_lost_is_continued_by_the_workflows_read_and_completes(
+    handler_environment: Settings, short_expiry: str
+) -> None:
+    """The answer is recorded but the invocation that should resume the turn died: the wait times
+    out, ReadTurn finds the turn stalled and has it continued (SubmitApproval, asynchronously), and
+    the workflow ends with the completed turn."""
+    session, execution = start(handler_environment, short_expiry, "delete the prod-db record")
+    tree = waiting_with_token(handler_environment, session)
+    [interaction] = tree.interactions
+    store = DynamoDBStore(handler_environment)
+    answered = store.settle_interaction(
+        session, tree.root.turn_id, interaction.request_id, APPROVE, APPROVER, time.time(), approval_shaped=True
+    )
+    assert answered.outcome == "settled"  # and nobody resumes the turn
 
     done = finished(handler_environment, execution)
     assert done["status"] == "SUCCEEDED"

@@ -1,14 +1,12 @@
 """Cancel: POST /sessions/{sessionId}/turns/{turnId}/cancel: cancel a turn and its whole tree.
 
-Thin: the shared routes parse the request, call the service and shape the reply. Invoked directly
-(Step Functions), it runs the same use case on the event of resumable.api.direct.
+Thin: the shared routes parse the request, call the service and shape the reply.
 """
 
 from typing import Any
 
-from resumable.api import direct
 from resumable.api.app import handle
 
 
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return handle(event, context, direct.cancel)
+    return handle(event, context)

@@ -1,14 +1,14 @@
 """SubmitApproval: POST /sessions/{sessionId}/turns/{turnId}/interactions/{requestId}: answer an interaction.
 
-Thin: the shared routes parse the request, call the service and shape the reply. Invoked directly
-(Step Functions), it runs the same use case on the event of resumable.api.direct.
+Thin: the shared routes parse the request, call the service and shape the reply. Invoked with
+{"continueTurn": {"sessionId", "turnId"}} (asynchronously, by any function), it continues a turn
+that was checkpointed or stalled, with the answers already recorded.
 """
 
 from typing import Any
 
-from resumable.api import direct
 from resumable.api.app import handle
 
 
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return handle(event, context, direct.submit_approval)
+    return handle(event, context, continues=True)

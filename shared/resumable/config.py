@@ -15,7 +15,8 @@ class Settings(BaseModel):
     ``AWS_DEFAULT_REGION``), ``AWS_ENDPOINT_URL`` (LocalStack, the embedded AWS), ``AGENT_FACTORY``
     (``module:function``), ``APPROVAL_EXPIRY_SECONDS``, ``LEASE_SECONDS``, ``TURN_BUDGET_SECONDS`` (how
     long one invocation runs a turn before it checkpoints it and continues it asynchronously, when
-    it can), ``APPROVER_PRINCIPALS``
+    it can), ``CONTINUE_FUNCTION`` (the Lambda function that continues turns: SubmitApproval),
+    ``APPROVER_PRINCIPALS``
     (comma-separated IAM principal ARNs, ``*`` wildcards allowed, that may read and answer every
     session, not only their own).
     """
@@ -32,6 +33,7 @@ class Settings(BaseModel):
     approval_expiry_seconds: int = Field(default=24 * 3600, gt=0)
     lease_seconds: int = Field(default=120, gt=0)
     turn_budget_seconds: float = Field(default=15, ge=0)
+    continue_function: str | None = None
     max_prompt_chars: int = Field(default=16_000, gt=0)
     max_response_bytes: int = Field(default=8_192, gt=0)
     approver_principals: tuple[str, ...] = ()
@@ -47,6 +49,7 @@ class Settings(BaseModel):
             "approval_expiry_seconds": "APPROVAL_EXPIRY_SECONDS",
             "lease_seconds": "LEASE_SECONDS",
             "turn_budget_seconds": "TURN_BUDGET_SECONDS",
+            "continue_function": "CONTINUE_FUNCTION",
         }
         values: dict[str, str] = {field: env[var] for field, var in names.items() if env.get(var)}
         region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")

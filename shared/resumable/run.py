@@ -14,7 +14,7 @@ import os
 import sys
 
 from resumable.embedded_template import create_state_machine, functions_in_process
-from resumable.local_server import DEFAULT_PRINCIPAL, make_server
+from resumable.local_server import DEFAULT_PRINCIPAL, function_arn, make_server
 from resumable.store.embedded import embedded_aws
 
 WALKTHROUGH = """\
@@ -63,6 +63,7 @@ def main() -> None:
     with embedded_aws() as settings, functions_in_process():
         os.environ.update(settings.environment())
         os.environ.setdefault("APPROVER_PRINCIPALS", os.environ.get("RESUMABLE_LOCAL_PRINCIPAL", DEFAULT_PRINCIPAL))
+        os.environ.setdefault("CONTINUE_FUNCTION", function_arn("SubmitApprovalFunction"))
         machine = create_state_machine(settings)
         server = make_server(port=port)
         url = f"http://127.0.0.1:{server.server_address[1]}"

@@ -8,12 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from resumable import Agent, ScriptedModel
 from resumable.clock import FakeClock
 from resumable.exceptions import StoreError
-from resumable.service import Service
+from resumable.service import AgentContext, Service
 from resumable.store import DynamoDBStore
-from tests.factories import executions
-from tests.integration.helpers import APPROVE, at_once
+from tests.agents import calls, says
+from tests.factories import executions, looks_then_deletes
+from tests.integration.helpers import APPROVE, answered_but_not_resumed, at_once, leased_by_a_dead_runner
+from tests.integration.test_unloadable_snapshot import Breakage
 
 
 def continuable(
@@ -156,3 +159,86 @@ def test_checkpoints_in_wider_and_deeper_trees_still_run_every_approved_action_o
     assert turn.status == "completed"
     assert sorted(executions(ledger)) == actions
     assert questions == len(actions)  # asked one at a time (budget 0), each once
+
+
+def test_a_checkpoint_in_a_stored_turn_that_cannot_be_loaded_waits_instead_of_looping(
+    make_service: Callable[..., Service], session_id: str, store: DynamoDBStore
+) -> None:
+    """Continuing cannot apply the checkpoint (db_admin's stored turn is from an unknown schema): the
+    turn waits, saying why, and asks for no further continuation; repaired, recover continues it."""
+    requested: list[tuple[str, str]] = []
+    started = continuable(make_service, requested).start_turn(session_id, "delete the prod-db record")
+    breakage = Breakage(store, session_id, started.turn_id)
+    breakage.old_stored_sub_agent_turn()
+
+    stuck = continuable(make_service, requested).recover(session_id, started.turn_id)
+    assert stuck.status == "waiting" and stuck.error is not None and "could not be continued" in stuck.error
+    assert len(requested) == 1  # only the first checkpoint's
+    assert continuable(make_service, requested).get_turn(session_id, started.turn_id).status == "waiting"
+    assert len(requested) == 1  # a turn stuck on a problem is not continued again by reading it
+
+    breakage.repair()
+    assert continuable(make_service, requested).recover(session_id, started.turn_id).status == "waiting"
+    assert [i.reason["tool"] for i in make_service().get_turn(session_id, started.turn_id).interactions] == [
+        "delete_record"
+    ]
+
+
+@pytest.mark.parametrize("how", ["continuation lost", "runner died", "resume lost"])
+def test_reading_a_stalled_turn_requests_its_continuation(
+    make_service: Callable[..., Service], session_id: str, clock: FakeClock, store: DynamoDBStore, how: str
+) -> None:
+    """Nothing else calls recover: a client polling the turn (or the workflow's ReadTurn) moves it on."""
+    lost: list[tuple[str, str]] = []
+    if how == "continuation lost":
+        turn = continuable(make_service, lost).start_turn(session_id, "delete the prod-db record")
+        assert turn.status == "running"
+    elif how == "runner died":
+        turn, _ = leased_by_a_dead_runner(make_service("looks_then_deletes"), session_id, clock)
+        assert make_service().get_turn(session_id, turn.turn_id).status == "running"
+        clock.advance(200)  # its lease expires
+    else:
+        turn = answered_but_not_resumed(make_service("looks_then_deletes"), session_id, clock)
+    requested: list[tuple[str, str]] = []
+    seen = continuable(make_service, requested, budget=15).get_turn(session_id, turn.turn_id)
+    assert requested == [(session_id, turn.turn_id)], seen.status
+    continued = continuable(make_service, []).recover(session_id, turn.turn_id)
+    assert continued.status in ("waiting", "completed")
+
+
+def test_reading_a_turn_that_is_moving_requests_nothing(make_service: Callable[..., Service], session_id: str) -> None:
+    requested: list[tuple[str, str]] = []
+    waiting = make_service("looks_then_deletes").start_turn(session_id, "delete the prod-db record")
+    continuable(make_service, requested).get_turn(session_id, waiting.turn_id)
+    assert requested == []  # waiting for a person
+
+
+def test_a_canceled_turn_whose_runner_died_is_settled_by_reading_it(
+    make_service: Callable[..., Service], session_id: str, clock: FakeClock
+) -> None:
+    turn, _ = leased_by_a_dead_runner(make_service("looks_then_deletes"), session_id, clock)
+    assert make_service().cancel(session_id, turn.turn_id).status == "running"  # told; its runner must confirm
+    clock.advance(200)
+    assert make_service().get_turn(session_id, turn.turn_id).status == "interrupted"
+
+
+def test_a_sub_agent_that_keeps_its_turn_only_in_memory_is_never_checkpointed(
+    make_service: Callable[..., Service], session_id: str
+) -> None:
+    """Its paused turn would not survive the rebuild a continuation is: it runs on to its question
+    instead (look_up, then delete_record's approval) rather than being checkpointed before the
+    second tool call."""
+
+    def in_memory(context: AgentContext) -> Agent:
+        db_admin = looks_then_deletes(context).tools["db_admin"].agent  # type: ignore[attr-defined]
+        return Agent(
+            name="orchestrator",
+            model=ScriptedModel([calls(("o-1", "db_admin", {"prompt": "delete prod-db"})), says("gone")]),
+            tools=[db_admin.as_tool(preserve_context=True)],
+        )
+
+    requested: list[tuple[str, str]] = []
+    service = make_service(in_memory, turn_budget_seconds=0)
+    service.continuation = lambda s, t: requested.append((s, t))
+    started = service.start_turn(session_id, "delete the prod-db record")
+    assert (started.status, [i.name for i in started.interactions], requested) == ("waiting", ["approval"], [])

@@ -10,7 +10,9 @@ import pytest
 from resumable import Agent, ScriptedModel
 from resumable.exceptions import StaleCommitError
 from resumable.service import AgentContext, Service
-from resumable.store import DynamoDBStore
+from resumable.service.runner import _no_longer_pointed_at
+from resumable.store import DynamoDBStore, S3Session
+from resumable.store.records import TurnRecord
 from resumable.store.resources import BUCKET_LIFECYCLE_RULES, SUPERSEDED_TAG
 from tests.agents import calls, says
 from tests.factories import delete_record
@@ -124,3 +126,31 @@ def test_the_sessions_own_agent_snapshots_are_kept_while_a_later_turn_replaces_t
     assert_only_unreferenced_are_tagged(store, session_id)  # db_admin's state after turn 1 is the session's
     assert make_service(two_turns_preserving).cancel(session_id, second.turn_id).status == "canceled"
     assert_only_unreferenced_are_tagged(store, session_id)
+
+
+def test_a_turn_begun_before_base_agent_snapshots_were_recorded_tags_none_of_its_agents_earlier_snapshots(
+    store: DynamoDBStore,
+) -> None:
+    """Which of its agent snapshots the session points at is unknown for such a turn: keep them all.
+    (A turn that knows the session had none tags the agent's earlier snapshot it replaced.)"""
+    root = TurnRecord(
+        session_id="s",
+        turn_id="t",
+        root_turn_id="t",
+        agent="root",
+        agent_path=["root"],
+        status="running",
+        snapshot_key="snapshots/s/t/1.json",
+        agent_snapshots={"db_admin": "sessions/s/agents/db_admin/k1.json"},
+        created_at=0,
+        updated_at=0,
+    )
+    session = S3Session(store, "s", {"db_admin": "sessions/s/agents/db_admin/k2.json"})
+    session.written = ["sessions/s/agents/db_admin/k2.json"]
+    assert root.base_agent_snapshots is None
+    assert _no_longer_pointed_at(root, "snapshots/s/t/2.json", session) == ["snapshots/s/t/1.json"]
+    known = root.model_copy(update={"base_agent_snapshots": {}})
+    assert _no_longer_pointed_at(known, "snapshots/s/t/2.json", session) == [
+        "snapshots/s/t/1.json",
+        "sessions/s/agents/db_admin/k1.json",
+    ]

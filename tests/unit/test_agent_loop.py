@@ -17,7 +17,8 @@ from resumable.exceptions import (
     SnapshotError,
     UnknownInterruptError,
 )
-from resumable.runtime.interrupts import tool_interrupt_id
+from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT, CONTINUE, tool_interrupt_id
+from resumable.runtime.invocation import Invocation
 from tests.agents import approve, build_orchestrator, build_worker, calls, says
 
 
@@ -389,3 +390,38 @@ def test_a_corrupt_session_file_is_a_snapshot_error_naming_the_file(tmp_path: Pa
     (tmp_path / "notes.json").write_text("{not json")
     with pytest.raises(SnapshotError, match=r"notes\.json is not JSON"):
         Agent(name="notes", model=ScriptedModel([says("hi")]), session=FileSession(tmp_path))
+
+
+def test_max_steps_holds_for_the_whole_turn_across_checkpoints() -> None:
+    """A turn checkpointed before every tool call but the first of each invocation, and continued
+    again and again, still stops after max_steps model calls in all (not per continuation)."""
+    calls_made: list[int] = []
+
+    @tool
+    def again() -> str:
+        """Loop."""
+        calls_made.append(1)
+        return "again"
+
+    agent = Agent(
+        name="looper",
+        model=ScriptedModel([calls((f"l-{n}", "again", {}), (f"m-{n}", "again", {})) for n in range(20)]),
+        tools=[again],
+        max_steps=3,
+    )
+
+    def invocation() -> Invocation:
+        asked: list[int] = []
+        return Invocation(checkpoint=lambda: bool(asked.append(1) or len(asked) > 1))
+
+    result = agent.invoke("loop", invocation())
+    continuations = 0
+    while result.stop_reason == "interrupt":
+        assert all(i.name == CHECKPOINT_INTERRUPT for i in result.interrupts)
+        continuations += 1
+        assert continuations < 20, "a checkpointed turn never stopped"
+        answers = [{"interruptResponse": {"interruptId": i.id, "response": CONTINUE}} for i in result.interrupts]
+        result = agent.invoke(answers, invocation())
+    assert result.stop_reason == "max_steps"
+    assert sum(1 for m in agent.messages if m["role"] == "assistant") == 3
+    assert len(calls_made) == 6 and continuations >= 3

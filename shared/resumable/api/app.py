@@ -88,10 +88,12 @@ def forget() -> None:
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics(raise_on_empty_metrics=False)
-def handle(event: dict[str, Any], context: Any, direct: Direct | None = None) -> dict[str, Any]:
+def handle(
+    event: dict[str, Any], context: Any, direct: Direct | None = None, *, continues: bool = False
+) -> dict[str, Any]:
     """Every function's handler. An API Gateway HTTP API (v2) event is resolved by the shared routes;
-    any other event is a direct invocation (Step Functions) of the function's use case ``direct``,
-    whose reply is the Turn and whose refusal is raised (see ``resumable.api.direct``).
+    any other event is a direct invocation of the function's use case ``direct`` (the state
+    machine's; see ``resumable.api.direct``), or, where ``continues``, a turn's continuation.
 
     The resolver (and the service with its AWS clients) is built on the first request, not at import,
     so a cold start pays only for what the request needs.
@@ -99,27 +101,29 @@ def handle(event: dict[str, Any], context: Any, direct: Direct | None = None) ->
     if not _apps:
         _apps.append(build_app())
     service = routes.service()
-    service.continuation = _self_invocation(service, context)
-    if CONTINUE_EVENT in event:
-        return _continue(service, event[CONTINUE_EVENT])
-    keys = (event.get("pathParameters") or {}) if "requestContext" in event else event
-    logger.append_keys(
-        session_id=keys.get("sessionId"),
-        turn_id=keys.get("turnId"),
-        request_id=keys.get("requestId"),
-    )
+    service.continuation = _continuation(service, context)
+    http = "requestContext" in event
+    keys = (event.get("pathParameters") or {}) if http else event.get(CONTINUE_EVENT, event)
+    keys = keys if isinstance(keys, dict) else {}
+    logger.append_keys(session_id=keys.get("sessionId"), turn_id=keys.get("turnId"), request_id=keys.get("requestId"))
     count("Requests")
-    if "requestContext" not in event:
-        if direct is None:
-            raise BadRequestError("this function serves only API Gateway HTTP API events; nothing was done")
-        try:
-            turn = direct(service, event)
-        except ServiceError as error:
-            logger.info("direct invocation refused", extra={"code": error.code, "reason": str(error)})
-            raise
-        return turn.model_dump(mode="json")
-    reply: dict[str, Any] = _apps[0].resolve(event, context)
-    return reply
+    if http:
+        reply: dict[str, Any] = _apps[0].resolve(event, context)
+        return reply
+    try:
+        if CONTINUE_EVENT in event and continues:
+            return _continue(service, event[CONTINUE_EVENT])
+        if CONTINUE_EVENT in event or direct is None:
+            raise BadRequestError(
+                "this function takes only API Gateway HTTP API events"
+                + (" and its direct events" if direct else "")
+                + ("; turns are continued by the function CONTINUE_FUNCTION names" if CONTINUE_EVENT in event else "")
+                + "; nothing was done"
+            )
+        return direct(service, event)
+    except ServiceError as error:
+        logger.info("direct invocation refused", extra={"code": error.code, "reason": str(error)})
+        raise
 
 
 # The event a function sends itself to continue a checkpointed turn: {"continueTurn": {"sessionId", "turnId"}}.
@@ -127,9 +131,10 @@ CONTINUE_EVENT = "continueTurn"
 _lambdas: list[Lambdas] = []
 
 
-def _self_invocation(service: Service, context: Any) -> Callable[[str, str], None] | None:
-    """How this function continues a checkpointed turn: by invoking itself asynchronously."""
-    function = getattr(context, "invoked_function_arn", None)
+def _continuation(service: Service, context: Any) -> Callable[[str, str], None] | None:
+    """How a turn is continued from here: an asynchronous invocation of ``CONTINUE_FUNCTION`` (the
+    SubmitApproval function), or, without one, of this function itself."""
+    function = service.settings.continue_function or getattr(context, "invoked_function_arn", None)
     if not function:
         return None
     if not _lambdas:

@@ -1,29 +1,36 @@
-"""Direct invocation (a Step Functions Task state, another Lambda function): the same use cases as the
-HTTP routes, without API Gateway.
-
-The event is the use case's input (below); the reply is the Turn, in the API's JSON shape. A refused
-request raises its service error, so the Lambda error type is its class name (``NotFoundError``,
-``TurnBusyError``, ``ConflictError``, ``GoneError``, ``ValidationFailedError``, ...), which a state
-machine can catch. Whoever may invoke the function directly is trusted by IAM, like the application
-itself: ``principal`` says on whose behalf it acts (who owns a session it starts, who answered).
+"""Direct invocation by the approval state machine (a Step Functions Task state): start a turn, read it.
 
 | function | event |
 |---|---|
 | StartTurn | ``{"sessionId", "prompt", "principal", "workflow": bool}`` (``workflow``: a state machine waits on it) |
-| GetTurn | ``{"sessionId", "turnId"}`` (settles it first if it is overdue, like the HTTP route) |
-| SubmitApproval | ``{"sessionId", "turnId", "requestId", "response", "principal"}`` |
-| Cancel | ``{"sessionId", "turnId"}`` |
+| GetTurn | ``{"sessionId", "turnId"}`` (settles it first if it is overdue, and requests a continuation if it stalled) |
+
+The reply is ``{"turn": Turn, "waitSeconds": int}``: the Turn in the API's JSON shape (cut to fit a
+Step Functions payload if it must be: ``"truncated": true``), and how long the workflow should wait
+before reading it again (until its earliest open interaction expires, or the approval expiry). A
+refused request raises its service error, so the Lambda error type is its class name
+(``NotFoundError``, ``TurnBusyError``, ``ValidationFailedError``, ``StoreError``, ...).
+
+Whoever may invoke these functions directly (in the template: the state machine) is trusted like
+the application: ``principal`` is who owns a session the start creates. Answers and cancels come
+only through the HTTP API, where IAM says who the caller is; SubmitApproval and Cancel refuse
+direct events (SubmitApproval takes only ``{"continueTurn": ...}``, which continues a turn with the
+answers already recorded).
 """
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from resumable.exceptions import ValidationFailedError
 from resumable.service import Service, TurnView
+from resumable.service.workflow import MAX_OUTPUT_BYTES, fitted
 
 
 class _Event(BaseModel):
@@ -42,13 +49,7 @@ class TurnEvent(_Event):
     turn_id: str = Field(alias="turnId")
 
 
-class AnswerEvent(TurnEvent):
-    request_id: str = Field(alias="requestId")
-    response: Any
-    principal: str = Field(min_length=1)
-
-
-Direct = Callable[[Service, dict[str, Any]], TurnView]
+Direct = Callable[[Service, dict[str, Any]], dict[str, Any]]
 _E = TypeVar("_E", bound=_Event)
 
 
@@ -62,21 +63,24 @@ def _parse(model: type[_E], event: dict[str, Any]) -> _E:
         raise ValidationFailedError(f"the event is not a {model.__name__}: {described}; nothing was done") from None
 
 
-def start_turn(service: Service, event: dict[str, Any]) -> TurnView:
+def _reply(service: Service, turn: TurnView) -> dict[str, Any]:
+    expiries = [
+        datetime.fromisoformat(i.expires_at).timestamp()
+        for i in turn.interactions
+        if i.status == "requested" and i.expires_at
+    ]
+    wait = service.settings.approval_expiry_seconds
+    if expiries:
+        wait = max(1, math.ceil(min(expiries) - service.clock.now()) + 1)
+    # The envelope adds a few dozen bytes to the Turn.
+    return {"turn": json.loads(fitted(turn, MAX_OUTPUT_BYTES - 256)), "waitSeconds": wait}
+
+
+def start_turn(service: Service, event: dict[str, Any]) -> dict[str, Any]:
     e = _parse(StartTurnEvent, event)
-    return service.start_turn(e.session_id, e.prompt, e.principal, workflow=e.workflow)
+    return _reply(service, service.start_turn(e.session_id, e.prompt, e.principal, workflow=e.workflow))
 
 
-def get_turn(service: Service, event: dict[str, Any]) -> TurnView:
+def get_turn(service: Service, event: dict[str, Any]) -> dict[str, Any]:
     e = _parse(TurnEvent, event)
-    return service.get_turn(e.session_id, e.turn_id)
-
-
-def submit_approval(service: Service, event: dict[str, Any]) -> TurnView:
-    e = _parse(AnswerEvent, event)
-    return service.submit_approval(e.session_id, e.turn_id, e.request_id, e.response, e.principal)
-
-
-def cancel(service: Service, event: dict[str, Any]) -> TurnView:
-    e = _parse(TurnEvent, event)
-    return service.cancel(e.session_id, e.turn_id)
+    return _reply(service, service.get_turn(e.session_id, e.turn_id))

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from resumable.exceptions import InvalidInvocationError, ModelError, ResumableError, UnknownInterruptError
 from resumable.runtime.interrupts import (
     CHECKPOINT_INTERRUPT,
+    STEPS_KEY,
     TOOL_RESULTS_KEY,
     Interrupt,
     InterruptException,
@@ -268,8 +269,10 @@ class Agent:
         state.answers.update(responses)
 
     def _run(self, invocation: Invocation) -> AgentResult:
-        steps = 0
         state = self.interrupt_state
+        # max_steps holds for the whole turn: a resumed turn goes on counting (a checkpointed turn
+        # continued again and again must still stop).
+        steps = int(state.context.get(STEPS_KEY, 0)) if state.activated else 0
         while True:
             if invocation.should_stop():
                 if state.activated:
@@ -291,7 +294,7 @@ class Agent:
             tool_uses = [b["toolUse"] for b in self.messages[-1]["content"] if "toolUse" in b]
             results, interrupts = self._run_tools(tool_uses, invocation)
             if interrupts:
-                state.stop_for(interrupts, results)
+                state.stop_for(interrupts, results, steps)
                 logger.info(
                     "agent=<%s>, interrupt_ids=<%s> | turn paused for responses", self.name, [i.id for i in interrupts]
                 )

@@ -19,6 +19,7 @@ Who keeps the sub-agent's interrupted turn depends on ``preserve_context``:
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -83,6 +84,9 @@ class AgentTool(Tool):
         parent = context.agent
         prefix = namespace_prefix(tool_use_id)
         invocation = context.invocation.nested(prefix, self.agent.name)
+        if self.preserve_context and self.agent.session is None:
+            # Its paused turn lives only in this process's memory: a checkpoint would lose its work.
+            invocation = replace(invocation, checkpoint=None)
         call = SubAgentCall(invocation.id_prefix, context.invocation.id_prefix, tool_use_id, invocation.agent_path)
         state = parent.interrupt_state
         pending = [i for i in state.pending.values() if i.id.startswith(prefix)] if state.activated else []

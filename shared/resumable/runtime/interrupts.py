@@ -54,6 +54,8 @@ class InterruptException(Exception):  # noqa: N818 - it is a control-flow signal
 # The interrupt-context keys the agent loop owns. Every other key belongs to someone else (an
 # agent-as-tool's stored turns, an application's own data) and survives storing a turn.
 TOOL_RESULTS_KEY = "tool_results"
+STEPS_KEY = "steps"
+"""How many model calls the paused turn has made: ``max_steps`` holds for a whole turn, across pauses."""
 
 
 @dataclass
@@ -72,11 +74,13 @@ class InterruptState:
     answers: dict[str, Any] = field(default_factory=dict)
     context: dict[str, Any] = field(default_factory=dict)
 
-    def stop_for(self, interrupts: list[Interrupt], tool_results: dict[str, Any]) -> None:
-        """Record that the turn stopped on ``interrupts``; keys the loop does not own are kept."""
+    def stop_for(self, interrupts: list[Interrupt], tool_results: dict[str, Any], steps: int) -> None:
+        """Record that the turn stopped on ``interrupts`` after ``steps`` model calls; keys the loop
+        does not own are kept."""
         self.activated = True
         self.pending = {i.id: i for i in interrupts}
         self.context[TOOL_RESULTS_KEY] = tool_results
+        self.context[STEPS_KEY] = steps
 
     def deactivate(self) -> None:
         """Forget the paused turn entirely (it ended, or was dismissed)."""

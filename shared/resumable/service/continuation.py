@@ -8,7 +8,8 @@ interrupt, the turn is committed ``running`` with no lease (its snapshot holds e
 and ``Service.continuation`` asks for another invocation to continue it (the Lambda function invokes
 itself asynchronously). The reply says ``running``; the client polls. The continuing invocation takes
 the turn over like ``recover`` does and answers the checkpoint, so the tool call runs then. If the
-continuation cannot be requested, the turn waits, ``running``, for ``recover`` (or a retry).
+continuation cannot be requested (or is lost), the next get-turn that sees the turn unattended
+requests it again, so a client polling the turn (or a workflow reading it) is enough to move it on.
 """
 
 from __future__ import annotations
@@ -43,15 +44,15 @@ class Budget:
 
 
 def continue_later(service: Service, root: TurnRecord) -> None:
-    """Ask for another invocation to continue the checkpointed turn ``root``."""
+    """Ask for another invocation to continue ``root`` (checkpointed, or stalled: see get_turn)."""
     if service.continuation is None:
         return
     try:
         service.continuation(root.session_id, root.turn_id)
     except StoreError as error:
         logger.error(
-            "session_id=<%s>, turn_id=<%s> | the turn was checkpointed but its continuation could not be requested: "
-            "%s. It stays running until recover continues it",
+            "session_id=<%s>, turn_id=<%s> | a continuation of the turn could not be requested: %s. Reading the "
+            "turn (get-turn) requests it again",
             root.session_id,
             root.turn_id,
             error,

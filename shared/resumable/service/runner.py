@@ -155,20 +155,22 @@ def run_leased(service: Service, tree: TurnTree, owner: str) -> TurnTree:
         i.interrupt_id: i.response for i in tree.interactions if i.status == "answered" and i.interrupt_id in pending
     }
     # A checkpoint is nobody's question: continuing the turn answers it.
-    answers |= {i.id: CONTINUE for i in pending.values() if i.name == CHECKPOINT_INTERRUPT}
+    checkpoints = {i.id for i in pending.values() if i.name == CHECKPOINT_INTERRUPT}
+    answers |= dict.fromkeys(checkpoints, CONTINUE)
     if resuming and not answers:
         logger.error("turn_id=<%s> | the stored turn awaits none of the recorded answers; left waiting", root.turn_id)
         store.release_lease(root, owner, "waiting", clock.now())
         return service.load(root.session_id, root.turn_id)
 
     children = ChildTurns(root, clock.now(), {c.turn_id: c for c in tree.children})
+    budget = Budget(clock, service.settings.turn_budget_seconds)
     invocation = Invocation(
         stop=LeaseGuard(service, root, owner),
         agent_path=(agent.name,),
         journal=StoreActionJournal(store, root.session_id, root.turn_id, owner, clock),
         observer=children,
         # Only a run that another invocation can continue checkpoints when its budget is spent.
-        checkpoint=Budget(clock, service.settings.turn_budget_seconds) if service.continuation else None,
+        checkpoint=budget if service.continuation else None,
     )
     prompt: Any = (
         [{"interruptResponse": {"interruptId": i, "response": r}} for i, r in answers.items()]
@@ -178,6 +180,16 @@ def run_leased(service: Service, tree: TurnTree, owner: str) -> TurnTree:
     try:
         result = agent.invoke(prompt, invocation)
         outcome = _outcome(result)
+        if outcome.status == "running" and not budget.asked:
+            # Checkpointed again without a single tool call asking the budget: the checkpoints were only
+            # raised again (a sub-agent's stored turn cannot be loaded), nothing ran. Continuing again
+            # would loop; the turn waits, saying why, for recover once it is repaired.
+            outcome = Outcome(
+                "waiting",
+                error="the turn could not be continued: a sub-agent's stored turn cannot be loaded; once it is "
+                "repaired, recover continues the turn",
+                interrupts=outcome.interrupts,
+            )
     except ModelError as error:
         logger.error("turn_id=<%s> | the model failed: %s", root.turn_id, error)
         outcome = Outcome("failed", error=f"the model failed: {error}")
@@ -303,7 +315,8 @@ def _commit(
         version,
     )
     committed = commit.applied_to(tree)
-    tell_workflow(service, committed)
+    if settled or new_interactions:
+        tell_workflow(service, committed)
     return committed
 
 
@@ -314,8 +327,9 @@ def _no_longer_pointed_at(root: TurnRecord, snapshot_key: str | None, session: S
     replaced = [root.snapshot_key] if snapshot_key and root.snapshot_key and root.snapshot_key != snapshot_key else []
     current = set(session.snapshot_keys.values())
     replaced += [key for key in session.written if key not in current]
-    sessions = set(root.base_agent_snapshots.values())
-    replaced += [key for key in root.agent_snapshots.values() if key not in current and key not in sessions]
+    if root.base_agent_snapshots is not None:  # else which of them the session points at is unknown: keep all
+        sessions = set(root.base_agent_snapshots.values())
+        replaced += [key for key in root.agent_snapshots.values() if key not in current and key not in sessions]
     return replaced
 
 

@@ -89,14 +89,33 @@ def expired_interactions(service: Service, tree: TurnTree) -> bool:
     )
 
 
+def unattended(service: Service, tree: TurnTree) -> bool:
+    """Whether no invocation is advancing this running tree: it is checkpointed (unleased) or its
+    runner's lease has expired."""
+    root = tree.root
+    return root.status == "running" and (root.lease_owner is None or (root.lease_expires_at or 0) < service.clock.now())
+
+
 def settle_overdue(service: Service, tree: TurnTree) -> TurnTree:
-    """Settle a waiting tree that nobody will advance: ``expired`` if an interaction is past its
-    expiry, ``canceled`` if a cancel was requested but did not get to settle it."""
+    """Settle a tree that nobody will advance: ``expired`` if it waits on an interaction past its
+    expiry; ``canceled`` (or ``interrupted``) if a cancel was requested but did not get to settle it."""
     if expired_interactions(service, tree):
         return settle_tree(service, tree, "expired", "expired", EXPIRED)
     if tree.root.status == "waiting" and tree.root.cancel_requested:
         return settle_tree(service, tree, "canceled", "superseded", CANCELED_ON_REQUEST)
+    if tree.root.cancel_requested and unattended(service, tree):
+        return settle_canceled_run(service, tree)
     return tree
+
+
+def stalled(service: Service, tree: TurnTree) -> bool:
+    """Whether the tree should be moving on but nobody is moving it: running unattended, or waiting
+    with every interaction answered and nothing wrong (the resume did not happen)."""
+    root = tree.root
+    if root.cancel_requested:
+        return False
+    waiting_for_nobody = root.status == "waiting" and root.open_interactions == 0 and root.error is None
+    return unattended(service, tree) or waiting_for_nobody
 
 
 def settle_canceled_run(service: Service, tree: TurnTree) -> TurnTree:

@@ -3,11 +3,14 @@
 A workflow started the turn (``workflow``) and waits on a task token it stored on the root turn
 itself. Whatever settles the turn (a resume, cancel, expiry, recovery) tells it: ``SendTaskSuccess``
 with the Turn when it completed, ``SendTaskFailure`` with one of ``WORKFLOW_ERRORS`` (and the Turn as
-the cause) otherwise. The token is read after the settling commit: a workflow writes its token only
-while the turn is unsettled, so a token written before the commit is seen, and one written after it
-is refused (the workflow then reads the settled turn itself). A failure to tell is logged, not
-raised: the turn is settled either way, the workflow's wait times out and reads it, and ``recover``
-tells it again.
+the cause) otherwise; a run that pauses on new questions sends ``SendTaskSuccess`` with the waiting
+Turn. The state machine takes any of these as a wake-up and reads the turn itself, so what it
+decides on is never what a caller of SendTask* claims.
+
+The token is read after the commit: a workflow writes its token only while the turn is unsettled,
+so a token written before a settling commit is seen, and one written after it is refused (the
+workflow then reads the settled turn itself). A failure to tell is logged, not raised: the turn is
+settled either way, the workflow's wait times out and reads it, and ``recover`` tells it again.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from resumable.exceptions import StoreError
 from resumable.service.views import TurnView
-from resumable.store.records import TurnTree
+from resumable.store.records import SETTLED, TurnTree
 
 if TYPE_CHECKING:
     from resumable.service.service import Service
@@ -31,15 +34,18 @@ WORKFLOW_ERRORS = {
     "expired": "Turn.Expired",
     "interrupted": "Turn.Interrupted",
 }
-# Step Functions' limits: SendTaskSuccess output 256 KiB, SendTaskFailure cause 32,768 characters.
-MAX_OUTPUT_CHARS = 256 * 1024
-MAX_CAUSE_CHARS = 32_768
+# Step Functions' limits: a task's output (SendTaskSuccess, a Lambda task's result) 256 KiB of UTF-8,
+# SendTaskFailure's cause 32,768 characters (kept in bytes here too, which is stricter).
+MAX_OUTPUT_BYTES = 256 * 1024
+MAX_CAUSE_BYTES = 32_768
 
 
 def tell_workflow(service: Service, tree: TurnTree) -> None:
-    """If ``tree`` is settled and a workflow waits on it, send it the outcome (see the module)."""
+    """If a workflow waits on ``tree``, send it the outcome (see the module). Called when the turn
+    settled, and when it paused on new questions (so the workflow re-reads it and waits until the
+    new questions' expiry): the workflow takes what it is sent as a wake-up and reads the turn."""
     root = tree.root
-    if not (root.settled and root.workflow) or service.task_tokens is None:
+    if not root.workflow or root.status not in (*SETTLED, "waiting") or service.task_tokens is None:
         return
     try:
         token = service.store.get_task_token(root.session_id, root.turn_id)
@@ -47,10 +53,10 @@ def tell_workflow(service: Service, tree: TurnTree) -> None:
             logger.info("turn_id=<%s> | no task token stored yet: the workflow reads the settled turn", root.turn_id)
             return
         view = TurnView.of(tree)
-        if root.status == "completed":
-            delivery = service.task_tokens.succeed(token, _fitted(view, MAX_OUTPUT_CHARS))
+        if root.status in ("completed", "waiting"):
+            delivery = service.task_tokens.succeed(token, fitted(view, MAX_OUTPUT_BYTES))
         else:
-            delivery = service.task_tokens.fail(token, WORKFLOW_ERRORS[root.status], _fitted(view, MAX_CAUSE_CHARS))
+            delivery = service.task_tokens.fail(token, WORKFLOW_ERRORS[root.status], fitted(view, MAX_CAUSE_BYTES))
     except StoreError as error:
         logger.error(
             "turn_id=<%s> | the workflow was not told that the turn settled %s: %s. Its wait times out and reads "
@@ -63,15 +69,15 @@ def tell_workflow(service: Service, tree: TurnTree) -> None:
     logger.info("turn_id=<%s>, status=<%s>, delivery=<%s> | workflow told", root.turn_id, root.status, delivery)
 
 
-def _fitted(view: TurnView, limit: int) -> str:
-    """The Turn as JSON; if longer than ``limit``, the Turn without its interactions and children and
-    with its text cut (``"truncated": true``): the workflow can read the whole turn with get-turn."""
+def fitted(view: TurnView, limit: int) -> str:
+    """The Turn as JSON; if more than ``limit`` bytes, the Turn without its interactions and children
+    and with its text cut (``"truncated": true``): the whole turn is one get-turn away."""
     text = view.model_dump_json()
-    if len(text) <= limit:
+    if len(text.encode()) <= limit:
         return text
-    budget = limit // 4
+    budget = limit // 16  # characters: at most 4 bytes each, two fields
     brief = view.model_dump(mode="json", include={"session_id", "turn_id", "status", "created_at", "updated_at"})
     for field in ("output", "error"):
         value = getattr(view, field)
         brief[field] = value[:budget] if isinstance(value, str) else value
-    return json.dumps({**brief, "interactions": [], "children": [], "truncated": True})
+    return json.dumps({**brief, "interactions": [], "children": [], "truncated": True}, ensure_ascii=False)

@@ -36,8 +36,9 @@ class TurnRecord(Record):
     through the root's commits. ``snapshot_key`` is the root agent's state at the turn's last commit;
     ``base_snapshot_key`` the session's conversation when the turn began; ``agent_snapshots`` the
     snapshots of the context-preserving agents this turn has reached (``base_agent_snapshots``: the
-    session's, when it began). ``workflow``: a Step Functions workflow started the turn and waits for
-    it to settle on ``task_token``, which the workflow writes itself (no commit touches it).
+    session's, when it began; None for a turn begun before resumable recorded them). ``workflow``: a
+    Step Functions workflow started the turn and waits for it to settle on ``task_token``, which the
+    workflow writes itself (no commit touches it).
     """
 
     session_id: str
@@ -54,7 +55,7 @@ class TurnRecord(Record):
     snapshot_key: str | None = None
     base_snapshot_key: str | None = None
     agent_snapshots: dict[str, str] = Field(default_factory=dict)
-    base_agent_snapshots: dict[str, str] = Field(default_factory=dict)
+    base_agent_snapshots: dict[str, str] | None = None
     prompt: str | None = None
     cancel_requested: bool = False
     output: str | None = None

@@ -50,7 +50,8 @@ def create_table_request(table_name: str) -> dict[str, Any]:
 
 
 # A snapshot that no turn points at any more (a turn's earlier state, an agent's intermediate save, the
-# state of a run whose commit was refused) is tagged so; the bucket's lifecycle deletes it a week later.
+# state of a run whose commit was refused) is tagged so; the bucket's lifecycle deletes it once it is
+# 7 days old (S3 counts from when the object was written, not from when it was tagged).
 SUPERSEDED_TAG = {"Key": "resumable-snapshot", "Value": "superseded"}
 SUPERSEDED_DAYS = 7
 
