@@ -66,7 +66,7 @@ def test_a_turn_over_the_time_budget_replies_running_and_continues_asynchronousl
         with functions_in_process() as lambdas:
             status, turn = call(url, "POST", "/sessions/long/turns", {"prompt": "delete prod-db"})
             assert (status, turn["status"], turn["interactions"]) == (201, "running", [])
-            lambdas.wait()
+            assert lambdas.wait(), "the continuation did not finish"
             polled = call(url, "GET", f"/sessions/long/turns/{turn['turnId']}")[1]
             assert polled["status"] == "waiting"
             [interaction] = polled["interactions"]

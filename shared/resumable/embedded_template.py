@@ -81,10 +81,17 @@ class InProcessLambda:
             logger.info("function %s raised %s: %s", name, type(error).__name__, error)
             return None, {"errorType": type(error).__name__, "errorMessage": str(error), "stackTrace": []}
 
-    def wait(self, timeout: float = 30) -> None:
-        """Wait for the asynchronous invocations started so far (tests use it)."""
-        for thread in list(self.background):
-            thread.join(timeout)
+    def wait(self, timeout: float = 30) -> bool:
+        """Wait for the asynchronous invocations started so far (and those they start); whether they
+        all finished within ``timeout`` seconds each."""
+        while True:
+            running = [thread for thread in self.background if thread.is_alive()]
+            if not running:
+                return True
+            for thread in running:
+                thread.join(timeout)
+                if thread.is_alive():
+                    return False
 
 
 @contextmanager
