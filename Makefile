@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: run demo invoke layer test lint typecheck validate pytest clean constraints
+.PHONY: run demo invoke layer bench soak test lint typecheck validate pytest clean constraints
 
 $(INSTALLED): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,14 @@ invoke: $(INSTALLED)
 ## layer: build the Lambda layer (layers/build/, layers/layer.zip) and print its size
 layer: $(INSTALLED)
 	$(BIN)/python layers/build.py
+
+## bench: speed and scale on the embedded AWS (BENCH_AWS=1: real AWS); prints a table, writes bench/results.json
+bench: layer
+	$(BIN)/python -m bench.bench
+
+## soak: randomized scenarios with faults for SOAK_SECONDS (120), seeded by SOAK_SEED (1); SOAK_SCENARIO=n replays one
+soak: $(INSTALLED)
+	$(BIN)/python -m bench.soak
 
 ## test: lint, format check, type check, template validation and the whole test suite
 test: lint typecheck validate pytest

@@ -1,0 +1,581 @@
+"""``make bench``: what resumable costs, measured, printed as a table and written to bench/results.json.
+
+Against the embedded AWS by default; with ``BENCH_AWS=1`` against the AWS the environment names
+(``RESUMABLE_TABLE``, ``RESUMABLE_BUCKET``, ``AWS_REGION``, credentials; the table and bucket must
+exist). The machine is shared and noisy, so every time is a median (and p95) over many runs, shown
+beside a baseline measured in the same run, interleaved with it: the same AWS calls made directly
+with boto3. ``BENCH_RUNS`` (default 200) sets the runs per operation.
+
+1. AWS calls per operation (exact, from botocore events).
+2. Latency: p50/p95 of each operation, and of its baseline; goal: at most 1.5x.
+3. Throughput: approvals settled and resumed per second by 8 concurrent clients on distinct turns;
+   50 concurrent duplicates of one approval (time to settle; the action must run exactly once).
+4. Cold start: each handler's import in a fresh interpreter, over a fresh ``import boto3``; goal 1.5x.
+5. Snapshot growth: bytes and serialise+restore time for 10, 100 and 1,000 messages (fitted exponent).
+6. Fan-out and depth: one turn pausing in 1, 10 and 50 concurrent sub-agent calls, and nesting depth 1
+   to 5: calls and time per operation (50 calls need more than one TransactWriteItems: shown here).
+7. Layer size (``make layer`` builds it): goal under 10 MB zipped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+import zipfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.trees import Shape, actions_of, factory
+from resumable.clock import SystemClock
+from resumable.config import Settings
+from resumable.runtime.agent import Agent
+from resumable.runtime.models import ScriptedModel
+from resumable.service import Service, TurnView
+from resumable.store import DynamoDBStore, embedded_aws
+from resumable.store.clients import client
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results.json"
+RUNS = int(os.environ.get("BENCH_RUNS", "200"))
+APPROVE = {"decision": "approve"}
+GOAL = 1.5
+
+
+@contextmanager
+def target() -> Iterator[Settings]:
+    if os.environ.get("BENCH_AWS"):
+        yield Settings.from_env()
+    else:
+        with embedded_aws(table_name="bench", bucket_name="bench") as settings:
+            yield settings
+
+
+# -- counting and replaying AWS calls -------------------------------------------------------------------
+
+
+@dataclass
+class Call:
+    name: str  # e.g. dynamodb.Query
+    body: Any  # the request's API parameters (DynamoDB) or payload size (S3 PutObject)
+    path: str
+
+
+@dataclass
+class Recorder:
+    """Every AWS call of a service's clients, as botocore is about to send it."""
+
+    calls: list[Call] = field(default_factory=list)
+    on: bool = True
+
+    def attach(self, *clients: Any) -> None:
+        for aws in clients:
+            aws.meta.events.register("before-call.*.*", self._record)
+
+    def _record(self, model: Any, params: dict[str, Any], **_: Any) -> None:
+        if not self.on:
+            return
+        service = model.service_model.service_name
+        raw: Any = params.get("body") or b""
+        if service == "dynamodb":
+            body: Any = json.loads(raw or b"{}")
+        elif isinstance(raw, bytes | str):
+            body = len(raw)
+        else:  # a file-like body (botocore wraps S3 payloads)
+            body = len(raw.getvalue()) if hasattr(raw, "getvalue") else 0
+        self.calls.append(Call(f"{service}.{model.name}", body, params.get("url_path", "")))
+
+    def take(self) -> list[Call]:
+        taken, self.calls = self.calls, []
+        return taken
+
+
+class Baseline:
+    """The same calls made directly with boto3: reads repeated as they were made, writes made to
+    scratch items and objects of the same shape."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.dynamodb = client("dynamodb", settings)
+        self.s3 = client("s3", settings)
+        self.scratch = f"BENCH#{uuid.uuid4().hex}"
+        self.s3.put_object(Bucket=settings.bucket_name, Key="bench/scratch", Body=b"{}")
+
+    def _item(self, n: int) -> dict[str, Any]:
+        return {"pk": {"S": self.scratch}, "sk": {"S": f"item-{n}"}, "v": {"S": uuid.uuid4().hex}}
+
+    def replay(self, calls: list[Call]) -> float:
+        """Seconds the raw calls take."""
+        started = time.perf_counter()
+        for call in calls:
+            self._one(call)
+        return time.perf_counter() - started
+
+    def _one(self, call: Call) -> None:
+        table, bucket = self.settings.table_name, self.settings.bucket_name
+        body = call.body
+        match call.name:
+            case "dynamodb.GetItem" | "dynamodb.Query":
+                method = self.dynamodb.get_item if call.name.endswith("GetItem") else self.dynamodb.query
+                method(**body)
+            case "dynamodb.UpdateItem":
+                self.dynamodb.update_item(
+                    TableName=table,
+                    Key={"pk": {"S": self.scratch}, "sk": {"S": "item-0"}},
+                    UpdateExpression="SET v = :v",
+                    ExpressionAttributeValues={":v": {"S": uuid.uuid4().hex}},
+                )
+            case "dynamodb.PutItem":
+                self.dynamodb.put_item(TableName=table, Item=self._item(0))
+            case "dynamodb.TransactWriteItems":
+                items = len(body.get("TransactItems", [])) or 1
+                self.dynamodb.transact_write_items(
+                    TransactItems=[{"Put": {"TableName": table, "Item": self._item(n)}} for n in range(items)]
+                )
+            case "s3.PutObject":
+                self.s3.put_object(Bucket=bucket, Key="bench/scratch", Body=b"x" * int(body))
+            case "s3.GetObject":
+                self.s3.get_object(Bucket=bucket, Key="bench/scratch")
+            case "s3.PutObjectTagging":
+                self.s3.put_object_tagging(
+                    Bucket=bucket,
+                    Key="bench/scratch",
+                    Tagging={"TagSet": [{"Key": "resumable-snapshot", "Value": "superseded"}]},
+                )
+            case other:
+                raise ValueError(f"the baseline cannot replay {other}")
+
+
+def service_for(settings: Settings, shape: Shape, recorder: Recorder) -> Service:
+    store = DynamoDBStore(settings)
+    recorder.attach(store.dynamodb, store.s3)
+    return Service(store, settings, SystemClock(), factory(shape))
+
+
+def forget_session(settings: Settings, session: str) -> None:
+    """Delete a session's items (untimed): moto copies a whole table for every item of a transaction,
+    so a table that grows run after run would make each run slower than the last; AWS does not."""
+    dynamodb = client("dynamodb", settings)
+    items = dynamodb.query(
+        TableName=settings.table_name,
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": f"SESSION#{session}"}},
+        ProjectionExpression="pk, sk",
+    )["Items"]
+    for start in range(0, len(items), 25):
+        dynamodb.batch_write_item(
+            RequestItems={settings.table_name: [{"DeleteRequest": {"Key": k}} for k in items[start : start + 25]]}
+        )
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+# -- 1 and 2: calls and latency per operation ------------------------------------------------------------
+
+
+@dataclass
+class Operation:
+    """``prepare(session)`` sets a fresh session up (untimed); ``run(session, prepared)`` is timed."""
+
+    name: str
+    shape: Shape
+    prepare: Callable[[Service, str], Any]
+    run: Callable[[Service, str, Any], TurnView]
+    expect: str
+
+
+def _paused(service: Service, session: str) -> TurnView:
+    return service.start_turn(session, "go")
+
+
+def _answered(service: Service, session: str) -> tuple[TurnView, TurnView]:
+    turn = service.start_turn(session, "go")
+    return turn, service.submit_approval(session, turn.turn_id, turn.interactions[0].request_id, APPROVE)
+
+
+OPERATIONS = [
+    Operation(
+        "start-turn that pauses", Shape(1, 1), lambda s, i: None, lambda s, i, _: s.start_turn(i, "go"), "waiting"
+    ),
+    Operation(
+        "start-turn that completes",
+        Shape(1, 1, guarded=False),
+        lambda s, i: None,
+        lambda s, i, _: s.start_turn(i, "go"),
+        "completed",
+    ),
+    Operation(
+        "submit-approval that resumes and completes",
+        Shape(1, 1),
+        _paused,
+        lambda s, i, t: s.submit_approval(i, t.turn_id, t.interactions[0].request_id, APPROVE),
+        "completed",
+    ),
+    Operation(
+        "the same answer again (duplicate)",
+        Shape(1, 1),
+        _answered,
+        lambda s, i, p: s.submit_approval(i, p[0].turn_id, p[0].interactions[0].request_id, APPROVE),
+        "completed",
+    ),
+    *[
+        Operation(
+            f"cancel of a waiting tree of {n} turn(s)",
+            Shape(n - 1, 1) if n > 1 else Shape(0),
+            _paused,
+            lambda s, i, t: s.cancel(i, t.turn_id),
+            "canceled",
+        )
+        for n in (1, 5, 20)
+    ],
+    Operation("get-turn", Shape(1, 1), _paused, lambda s, i, t: s.get_turn(i, t.turn_id), "waiting"),
+]
+
+
+def measure(settings: Settings, operation: Operation, baseline: Baseline, runs: int) -> dict[str, Any]:
+    recorder = Recorder()
+    service = service_for(settings, operation.shape, recorder)
+    times: list[float] = []
+    raw: list[float] = []
+    calls: list[Call] = []
+    for n in range(runs + 1):
+        session = f"b-{uuid.uuid4().hex[:12]}"
+        recorder.on = False
+        prepared = operation.prepare(service, session)
+        recorder.on = True
+        recorder.take()
+        started = time.perf_counter()
+        turn = operation.run(service, session, prepared)
+        elapsed = time.perf_counter() - started
+        made = recorder.take()
+        if turn.status != operation.expect:
+            raise AssertionError(f"{operation.name}: expected {operation.expect}, got {turn.status}")
+        replayed = baseline.replay(made)
+        if not os.environ.get("BENCH_AWS"):
+            forget_session(settings, session)
+        if n == 0:
+            calls = made  # the first run warms the clients up and is not counted
+            continue
+        times.append(elapsed)
+        raw.append(replayed)
+    return {
+        "operation": operation.name,
+        "calls": len(calls),
+        "which": [c.name for c in calls],
+        "p50_ms": statistics.median(times) * 1000,
+        "p95_ms": percentile(times, 0.95) * 1000,
+        "baseline_p50_ms": statistics.median(raw) * 1000,
+        "baseline_p95_ms": percentile(raw, 0.95) * 1000,
+        "ratio_p50": statistics.median(times) / statistics.median(raw),
+        "ratio_p95": percentile(times, 0.95) / percentile(raw, 0.95),
+        "runs": runs,
+    }
+
+
+# -- 3: throughput ----------------------------------------------------------------------------------------
+
+
+def throughput(settings: Settings, clients: int = 8, turns_each: int = 10) -> dict[str, Any]:
+    """Approvals settled and resumed per second by ``clients`` threads, each with its own service
+    (its own clients, like separate Lambda instances), each on turns of its own."""
+    services = [service_for(settings, Shape(1, 1), Recorder(on=False)) for _ in range(clients)]
+    waiting = [[_paused(services[c], f"t-{uuid.uuid4().hex[:12]}") for _ in range(turns_each)] for c in range(clients)]
+    barrier = threading.Barrier(clients + 1)
+    failures: list[BaseException] = []
+
+    def approve_all(index: int) -> None:
+        barrier.wait()
+        try:
+            for turn in waiting[index]:
+                done = services[index].submit_approval(
+                    turn.session_id, turn.turn_id, turn.interactions[0].request_id, APPROVE
+                )
+                assert done.status == "completed", done.status
+        except BaseException as error:  # reported below
+            failures.append(error)
+
+    threads = [threading.Thread(target=approve_all, args=(c,)) for c in range(clients)]
+    for thread in threads:
+        thread.start()
+    barrier.wait()
+    started = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - started
+    if failures:
+        raise failures[0]
+    ran = sum(sum(actions_of(t.session_id).values()) for turns in waiting for t in turns)
+    return {
+        "clients": clients,
+        "approvals": clients * turns_each,
+        "seconds": elapsed,
+        "approvals_per_second": clients * turns_each / elapsed,
+        "actions_run": ran,
+    }
+
+
+def duplicates(settings: Settings, deliveries: int = 50) -> dict[str, Any]:
+    """``deliveries`` concurrent deliveries of one approval: how long until all are answered, and how
+    many times the approved action ran (it must be exactly once)."""
+    services = [service_for(settings, Shape(1, 1), Recorder(on=False)) for _ in range(deliveries)]
+    session = f"d-{uuid.uuid4().hex[:12]}"
+    turn = _paused(services[0], session)
+    request = turn.interactions[0].request_id
+    barrier = threading.Barrier(deliveries + 1)
+    outcomes: list[str] = []
+
+    def deliver(index: int) -> None:
+        barrier.wait()
+        try:
+            outcomes.append(services[index].submit_approval(session, turn.turn_id, request, APPROVE).status)
+        except Exception as error:
+            outcomes.append(type(error).__name__)
+
+    threads = [threading.Thread(target=deliver, args=(n,)) for n in range(deliveries)]
+    for thread in threads:
+        thread.start()
+    barrier.wait()
+    started = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - started
+    final = services[0].get_turn(session, turn.turn_id)
+    return {
+        "deliveries": deliveries,
+        "seconds_to_settle": elapsed,
+        "replies": dict(sorted({o: outcomes.count(o) for o in outcomes}.items())),
+        "final_status": final.status,
+        "executions": sum(actions_of(session).values()),
+    }
+
+
+# -- 4: cold start ---------------------------------------------------------------------------------------
+
+_IMPORT = """
+import importlib.util, sys, time
+started = time.perf_counter()
+{statement}
+print(time.perf_counter() - started)
+"""
+
+
+def _import_time(statement: str) -> float:
+    done = subprocess.run(
+        [sys.executable, "-c", _IMPORT.format(statement=statement)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    return float(done.stdout.strip().splitlines()[-1])
+
+
+def cold_start(runs: int = 15) -> dict[str, Any]:
+    """Median import time of each handler in a fresh interpreter, over a fresh ``import boto3``."""
+    boto3_import = statistics.median(_import_time("import boto3") for _ in range(runs))
+    handlers = {}
+    for path in sorted((ROOT / "functions").glob("*/app.py")):
+        load = (
+            f"spec = importlib.util.spec_from_file_location('app', {str(path)!r}); "
+            "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)"
+        )
+        seconds = statistics.median(_import_time(load) for _ in range(runs))
+        handlers[path.parent.name] = {"import_ms": seconds * 1000, "ratio_to_boto3": seconds / boto3_import}
+    return {"boto3_import_ms": boto3_import * 1000, "handlers": handlers, "runs": runs}
+
+
+# -- 5: snapshot growth ----------------------------------------------------------------------------------
+
+
+def _fitted_exponent(xs: list[float], ys: list[float]) -> float:
+    """The slope of log(y) over log(x): 1 is linear growth."""
+    lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
+    mx, my = statistics.fmean(lx), statistics.fmean(ly)
+    return sum((a - mx) * (b - my) for a, b in zip(lx, ly, strict=True)) / sum((a - mx) ** 2 for a in lx)
+
+
+def snapshot_growth(sizes: tuple[int, ...] = (10, 100, 1000), repeats: int = 30) -> dict[str, Any]:
+    """Bytes and serialise+restore time of an agent's snapshot with ``sizes`` messages of history."""
+    rows = []
+    for size in sizes:
+        agent = Agent(name="chatty", model=ScriptedModel([]))
+        agent.messages = [
+            {
+                "role": "user" if n % 2 == 0 else "assistant",
+                "content": [{"text": f"message {n}: " + "lorem ipsum dolor sit amet " * 8}],
+            }
+            for n in range(size)
+        ]
+        timings = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            text = json.dumps(agent.snapshot(), separators=(",", ":"))
+            Agent(name="chatty", model=ScriptedModel([])).restore(json.loads(text))
+            timings.append(time.perf_counter() - started)
+        rows.append({"messages": size, "bytes": len(text.encode()), "ms": statistics.median(timings) * 1000})
+    xs = [float(r["messages"]) for r in rows]
+    return {
+        "rows": rows,
+        "bytes_exponent": _fitted_exponent(xs, [float(r["bytes"]) for r in rows]),
+        "time_exponent": _fitted_exponent(xs, [float(r["ms"]) for r in rows]),
+    }
+
+
+# -- 6: fan-out and depth --------------------------------------------------------------------------------
+
+
+def tree_scaling(settings: Settings, runs: int = 5) -> list[dict[str, Any]]:
+    """Calls and median time of a start-turn that pauses, and of the approvals that complete it, as
+    the tree widens and deepens."""
+    rows = []
+    for shape in [Shape(1, 1), Shape(10, 1), Shape(50, 1), *[Shape(1, d) for d in range(2, 6)]]:
+        recorder = Recorder()
+        service = service_for(settings, shape, recorder)
+        start_times, answer_times = [], []
+        start_calls: list[Call] = []
+        answer_calls = 0
+        for run in range(runs + 1):  # the first run warms up and is not counted
+            session = f"f-{uuid.uuid4().hex[:12]}"
+            recorder.take()
+            started = time.perf_counter()
+            turn = service.start_turn(session, "go")
+            start_times.append(time.perf_counter() - started)
+            start_calls = recorder.take()
+            started = time.perf_counter()
+            for interaction in turn.interactions:
+                turn = service.submit_approval(session, turn.turn_id, interaction.request_id, APPROVE)
+            answer_times.append(time.perf_counter() - started)
+            answer_calls = len(recorder.take())
+            assert turn.status == "completed" and sum(actions_of(session).values()) == len(shape.actions())
+            if not os.environ.get("BENCH_AWS"):
+                forget_session(settings, session)
+            if run == 0:
+                start_times.clear()
+                answer_times.clear()
+        rows.append(
+            {
+                "fan_out": shape.fan_out,
+                "depth": shape.depth,
+                "interactions": len(shape.actions()),
+                "start_calls": len(start_calls),
+                "start_transactions": sum(c.name == "dynamodb.TransactWriteItems" for c in start_calls),
+                "start_ms": statistics.median(start_times) * 1000,
+                "answer_all_calls": answer_calls,
+                "answer_all_ms": statistics.median(answer_times) * 1000,
+            }
+        )
+    return rows
+
+
+# -- 7: the layer ----------------------------------------------------------------------------------------
+
+
+def layer() -> dict[str, Any]:
+    archive = ROOT / "layers" / "layer.zip"
+    if not archive.exists():
+        subprocess.run([sys.executable, str(ROOT / "layers" / "build.py")], check=True)
+    with zipfile.ZipFile(archive) as opened:
+        unzipped = sum(i.file_size for i in opened.infolist())
+    zipped = archive.stat().st_size
+    return {"zipped_bytes": zipped, "unzipped_bytes": unzipped, "goal_zipped_bytes": 10 * 1024 * 1024}
+
+
+# -- the report ------------------------------------------------------------------------------------------
+
+
+def _machine() -> dict[str, Any]:
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "target": "AWS" if os.environ.get("BENCH_AWS") else "embedded AWS (moto on loopback)",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+
+
+def report(results: dict[str, Any]) -> str:
+    lines = [f"resumable bench: {results['machine']['target']}, {results['machine']['cpus']} CPUs, "
+             f"Python {results['machine']['python']}, {results['machine']['date']}", ""]  # fmt: skip
+    lines.append("1-2. calls and latency per operation (ms; baseline: the same AWS calls made directly with boto3)")
+    lines.append(f"  {'operation':44} {'calls':>5} {'p50':>7} {'base':>7} {'x':>5} {'p95':>7} {'base':>7} {'x':>5}")
+    for row in results["operations"]:
+        lines.append(
+            f"  {row['operation']:44} {row['calls']:>5} {row['p50_ms']:7.1f} {row['baseline_p50_ms']:7.1f} "
+            f"{row['ratio_p50']:5.2f} {row['p95_ms']:7.1f} {row['baseline_p95_ms']:7.1f} {row['ratio_p95']:5.2f}"
+        )
+    t, d = results["throughput"], results["duplicates"]
+    lines += [
+        "",
+        f"3. throughput: {t['approvals_per_second']:.1f} approvals settled and resumed per second ({t['approvals']} "
+        f"by {t['clients']} concurrent clients in {t['seconds']:.2f} s; actions run {t['actions_run']})",
+        f"   {d['deliveries']} concurrent duplicates of one approval: settled in {d['seconds_to_settle']:.2f} s, "
+        f"replies {d['replies']}, action ran {d['executions']} time(s)",
+        "",
+        f"4. cold start: import boto3 {results['cold_start']['boto3_import_ms']:.0f} ms (median of "
+        f"{results['cold_start']['runs']} fresh interpreters)",
+    ]
+    for name, row in results["cold_start"]["handlers"].items():
+        lines.append(f"   functions/{name}/app.py {row['import_ms']:.0f} ms = {row['ratio_to_boto3']:.2f}x boto3")
+    g = results["snapshot_growth"]
+    lines += ["", "5. snapshot growth"]
+    for row in g["rows"]:
+        lines.append(
+            f"   {row['messages']:>5} messages: {row['bytes']:>9,} bytes, serialise+restore {row['ms']:.2f} ms"
+        )
+    lines.append(f"   fitted exponent: bytes {g['bytes_exponent']:.2f}, time {g['time_exponent']:.2f} (1 = linear)")
+    lines += ["", "6. fan-out and depth (start-turn that pauses; then every approval until it completes)"]
+    lines.append(
+        f"   {'fan-out':>7} {'depth':>5} {'calls':>5} {'txns':>4} {'ms':>8} {'answers':>7} {'calls':>5} {'ms':>8}"
+    )
+    for row in results["tree_scaling"]:
+        lines.append(
+            f"   {row['fan_out']:>7} {row['depth']:>5} {row['start_calls']:>5} {row['start_transactions']:>4} "
+            f"{row['start_ms']:8.1f} {row['interactions']:>7} {row['answer_all_calls']:>5} {row['answer_all_ms']:8.1f}"
+        )
+    lay = results["layer"]
+    lines += [
+        "",
+        f"7. layer: {lay['zipped_bytes'] / 1e6:.2f} MB zipped, {lay['unzipped_bytes'] / 1e6:.2f} MB unzipped "
+        f"(goal: under {lay['goal_zipped_bytes'] / 2**20:.0f} MB zipped)",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    results: dict[str, Any] = {"machine": _machine(), "runs": RUNS}
+    with target() as settings:
+        baseline = Baseline(settings)
+        results["operations"] = []
+        for operation in OPERATIONS:
+            print(f"measuring {operation.name} ({RUNS} runs)...", file=sys.stderr, flush=True)
+            results["operations"].append(measure(settings, operation, baseline, RUNS))
+        print("measuring throughput...", file=sys.stderr, flush=True)
+        results["throughput"] = throughput(settings)
+        results["duplicates"] = duplicates(settings)
+        print("measuring fan-out and depth...", file=sys.stderr, flush=True)
+        results["tree_scaling"] = tree_scaling(settings)
+    print("measuring cold starts and snapshots...", file=sys.stderr, flush=True)
+    results["cold_start"] = cold_start()
+    results["snapshot_growth"] = snapshot_growth()
+    results["layer"] = layer()
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    print(report(results))
+    print(f"\n(written to {RESULTS.relative_to(ROOT)})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
