@@ -34,7 +34,7 @@ from resumable.service.workflow import MAX_OUTPUT_BYTES, fitted
 
 
 class _Event(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", defer_build=True, populate_by_name=True)
 
     session_id: str = Field(alias="sessionId")
 

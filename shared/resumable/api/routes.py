@@ -28,12 +28,12 @@ LOCAL_PRINCIPAL = "arn:aws:iam::000000000000:user/local"
 
 
 class StartTurnBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     prompt: str
 
 
 class AnswerBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     response: Any
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import quote
@@ -59,6 +58,8 @@ class FileSession:
     def save(self, agent_name: str, snapshot: dict[str, Any]) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self._path(agent_name)
+        import tempfile  # here, not at import: only FileSession writes need it
+
         fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".{path.name}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as file:

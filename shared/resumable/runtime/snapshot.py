@@ -18,14 +18,14 @@ SCHEMA_VERSION = "1.0"
 
 
 class _InterruptModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     id: str
     name: str
     reason: Any = None
 
 
 class _InterruptStateModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     activated: bool
     pending: list[_InterruptModel]
     answers: dict[str, Any]
@@ -35,7 +35,7 @@ class _InterruptStateModel(BaseModel):
 class SnapshotModel(BaseModel):
     """The shape of a snapshot; ``schema_version`` must be one this code knows."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     schema_version: Literal["1.0"]
     agent: str
     messages: list[dict[str, Any]]

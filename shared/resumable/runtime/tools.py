@@ -29,7 +29,7 @@ APPROVAL_INTERRUPT = "approval"
 class ApprovalAnswer(BaseModel):
     """A person's answer to an ``approval`` interrupt."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     decision: Literal["approve", "deny"]
     message: str | None = None
 

@@ -18,7 +18,9 @@ def iso(timestamp: float | None) -> str | None:
 
 
 class View(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, serialize_by_alias=True)
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, serialize_by_alias=True, defer_build=True
+    )
 
 
 class InteractionView(View):

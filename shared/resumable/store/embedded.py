@@ -10,7 +10,6 @@ import json
 import logging
 import os
 import threading
-import urllib.request
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -100,6 +99,8 @@ def _keep_the_cause_of_task_failures() -> None:
 def _execute_state_machines(endpoint: str) -> None:
     """Make moto run state machines (not only record them), with its service integrations calling
     this server: its interpreter sends them to ``localhost:$MOTO_PORT``."""
+    import urllib.request
+
     request = urllib.request.Request(
         f"{endpoint}/moto-api/config",
         data=json.dumps({"stepfunctions": {"execute_state_machine": True}}).encode(),

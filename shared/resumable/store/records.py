@@ -13,7 +13,7 @@ InteractionStatus = Literal["requested", "answered", "superseded", "expired"]
 
 
 class Record(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 class SessionRecord(Record):
