@@ -338,6 +338,10 @@ def throughput(settings: Settings, clients: int = 8, turns_each: int = 10) -> di
     if failures:
         raise failures[0]
     ran = sum(sum(actions_of(t.session_id).values()) for turns in waiting for t in turns)
+    if not os.environ.get("BENCH_AWS"):
+        for turns in waiting:
+            for turn in turns:
+                forget_session(settings, turn.session_id)
     return {
         "clients": clients,
         "approvals": clients * turns_each,
@@ -373,6 +377,8 @@ def duplicates(settings: Settings, deliveries: int = 50) -> dict[str, Any]:
         thread.join()
     elapsed = time.perf_counter() - started
     final = services[0].get_turn(session, turn.turn_id)
+    if not os.environ.get("BENCH_AWS"):
+        forget_session(settings, session)
     return {
         "deliveries": deliveries,
         "seconds_to_settle": elapsed,

@@ -5,27 +5,17 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from resumable.config import Settings
 from resumable.exceptions import StoreError
+from resumable.store.clients import LazyClient
 
 if TYPE_CHECKING:
-    from mypy_boto3_lambda import LambdaClient
+    from mypy_boto3_lambda import LambdaClient  # noqa: F401 (the string type argument of LazyClient below)
 
 
-class Lambdas:
+class Lambdas(LazyClient["LambdaClient"]):
     """``Invoke`` with ``InvocationType=Event``. The client is made on first use."""
 
-    def __init__(self, settings: Settings, client: LambdaClient | None = None) -> None:
-        self.settings = settings
-        self._client = client
-
-    @property
-    def client(self) -> LambdaClient:
-        if self._client is None:
-            from resumable.store.clients import client
-
-            self._client = client("lambda", self.settings)
-        return self._client
+    service = "lambda"
 
     def invoke_async(self, function: str, event: dict[str, Any]) -> None:
         """Queue ``event`` for ``function`` (name or ARN); Lambda runs it, and retries it twice if it fails."""

@@ -6,11 +6,11 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
-from resumable.config import Settings
 from resumable.exceptions import StoreError
+from resumable.store.clients import LazyClient
 
 if TYPE_CHECKING:
-    from mypy_boto3_stepfunctions import SFNClient
+    from mypy_boto3_stepfunctions import SFNClient  # noqa: F401 (the string type argument of LazyClient below)
 
 logger = logging.getLogger(__name__)
 
@@ -21,22 +21,12 @@ _CLOSED = frozenset({"TaskTimedOut", "InvalidToken", "TaskDoesNotExist"})
 Delivery = Literal["delivered", "closed"]
 
 
-class TaskTokens:
+class TaskTokens(LazyClient["SFNClient"]):
     """``SendTaskSuccess`` / ``SendTaskFailure`` for task tokens. Throttling and transient errors are
     retried by botocore (standard mode); any other failure raises ``StoreError`` (the workflow's own
     timeout, and ``recover``, are the backstop). The client is made on first use."""
 
-    def __init__(self, settings: Settings, client: SFNClient | None = None) -> None:
-        self.settings = settings
-        self._client = client
-
-    @property
-    def client(self) -> SFNClient:
-        if self._client is None:
-            from resumable.store.clients import client
-
-            self._client = client("stepfunctions", self.settings)
-        return self._client
+    service = "stepfunctions"
 
     def succeed(self, token: str, output: str) -> Delivery:
         return self._send(lambda: self.client.send_task_success(taskToken=token, output=output))
