@@ -12,6 +12,7 @@ from resumable import Agent, ScriptedModel
 from resumable.clock import FakeClock
 from resumable.exceptions import StoreError
 from resumable.service import AgentContext, Service
+from resumable.service.settlement import STALL_SECONDS
 from resumable.store import DynamoDBStore
 from tests.agents import calls, says
 from tests.factories import executions, looks_then_deletes
@@ -200,6 +201,10 @@ def test_reading_a_stalled_turn_requests_its_continuation(
     else:
         turn = answered_but_not_resumed(make_service("looks_then_deletes"), session_id, clock)
     requested: list[tuple[str, str]] = []
+    if how != "runner died":  # the invocation that will move it on may just be starting: give it time
+        continuable(make_service, requested, budget=15).get_turn(session_id, turn.turn_id)
+        assert requested == []
+        clock.advance(STALL_SECONDS)
     seen = continuable(make_service, requested, budget=15).get_turn(session_id, turn.turn_id)
     assert requested == [(session_id, turn.turn_id)], seen.status
     continued = continuable(make_service, []).recover(session_id, turn.turn_id)

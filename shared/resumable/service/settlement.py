@@ -108,14 +108,24 @@ def settle_overdue(service: Service, tree: TurnTree) -> TurnTree:
     return tree
 
 
+# How long a checkpointed or fully answered turn may wait for the invocation that will move it on
+# before a read asks for another (so polling a turn that is about to move does not duplicate it).
+STALL_SECONDS = 10
+
+
 def stalled(service: Service, tree: TurnTree) -> bool:
-    """Whether the tree should be moving on but nobody is moving it: running unattended, or waiting
-    with every interaction answered and nothing wrong (the resume did not happen)."""
+    """Whether the tree should be moving on but nobody has been moving it: running under a lease that
+    expired, or for ``STALL_SECONDS`` running unleased (checkpointed) or waiting with every
+    interaction answered and nothing wrong (its resume did not happen)."""
     root = tree.root
     if root.cancel_requested:
         return False
-    waiting_for_nobody = root.status == "waiting" and root.open_interactions == 0 and root.error is None
-    return unattended(service, tree) or waiting_for_nobody
+    if root.status == "running" and root.lease_owner is not None:
+        return unattended(service, tree)
+    idle = service.clock.now() - root.updated_at >= STALL_SECONDS
+    checkpointed = root.status == "running"
+    answered = root.status == "waiting" and root.open_interactions == 0 and root.error is None
+    return idle and (checkpointed or answered)
 
 
 def settle_canceled_run(service: Service, tree: TurnTree) -> TurnTree:
