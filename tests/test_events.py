@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from resumable.api.app import _continuation
 from resumable.config import Settings
 from resumable.exceptions import BadRequestError, NotFoundError, ValidationFailedError
-from resumable.local_server import ROOT, functions, load_template, routes
+from resumable.local_server import ROOT, LambdaContext, function_arn, functions, load_template, routes
 from resumable.store import DynamoDBStore
 from tools.invoke import invoke
 
@@ -112,3 +114,14 @@ def test_answers_and_cancels_come_only_through_the_http_api(
     the continuation of a turn with the answers already recorded, are accepted that way."""
     with pytest.raises(BadRequestError, match="nothing was done"):
         invoke(function, event)
+
+
+def test_without_continue_function_only_the_continuing_function_checkpoints() -> None:
+    """StartTurn refuses continueTurn, so it must not ask itself for one: without CONTINUE_FUNCTION
+    its runs never checkpoint; SubmitApproval (which takes continuations) continues through itself."""
+    context = LambdaContext("StartTurnFunction", "r", invoked_function_arn=function_arn("StartTurnFunction"))
+    alone = SimpleNamespace(settings=Settings())
+    assert _continuation(alone, context, continues=False) is None  # type: ignore[arg-type]
+    assert _continuation(alone, context, continues=True) is not None  # type: ignore[arg-type]
+    named = SimpleNamespace(settings=Settings(continue_function=function_arn("SubmitApprovalFunction")))
+    assert _continuation(named, context, continues=False) is not None  # type: ignore[arg-type]

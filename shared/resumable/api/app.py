@@ -101,7 +101,7 @@ def handle(
     if not _apps:
         _apps.append(build_app())
     service = routes.service()
-    service.continuation = _continuation(service, context)
+    service.continuation = _continuation(service, context, continues)
     http = "requestContext" in event
     keys = (event.get("pathParameters") or {}) if http else event.get(CONTINUE_EVENT, event)
     keys = keys if isinstance(keys, dict) else {}
@@ -131,10 +131,12 @@ CONTINUE_EVENT = "continueTurn"
 _lambdas: list[Lambdas] = []
 
 
-def _continuation(service: Service, context: Any) -> Callable[[str, str], None] | None:
+def _continuation(service: Service, context: Any, continues: bool) -> Callable[[str, str], None] | None:
     """How a turn is continued from here: an asynchronous invocation of ``CONTINUE_FUNCTION`` (the
-    SubmitApproval function), or, without one, of this function itself."""
-    function = service.settings.continue_function or getattr(context, "invoked_function_arn", None)
+    SubmitApproval function), or, without one, of this function itself if it is the one that takes
+    continuations. Otherwise none: runs here never checkpoint (nobody would continue them)."""
+    itself = getattr(context, "invoked_function_arn", None) if continues else None
+    function = service.settings.continue_function or itself
     if not function:
         return None
     if not _lambdas:
@@ -147,7 +149,7 @@ def _continuation(service: Service, context: Any) -> Callable[[str, str], None] 
 
 
 def _continue(service: Service, target: Any) -> dict[str, Any]:
-    """Continue a checkpointed turn (the asynchronous invocation a function sent itself)."""
+    """Continue a checkpointed or stalled turn (the asynchronous invocation ``_continuation`` sends)."""
     if not isinstance(target, dict) or not isinstance(target.get("sessionId"), str) or not target.get("turnId"):
         raise ValidationFailedError(f"{CONTINUE_EVENT} needs sessionId and turnId, got {target!r}; nothing was done")
     logger.append_keys(session_id=target["sessionId"], turn_id=target["turnId"])

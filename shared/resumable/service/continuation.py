@@ -5,9 +5,10 @@ An HTTP request must be answered well within API Gateway's 30 seconds. When a ru
 sub-agent checkpoints before its own tool calls, so a resume is never mistaken for progress): the
 tool call becomes a checkpoint
 interrupt, the turn is committed ``running`` with no lease (its snapshot holds every agent's state),
-and ``Service.continuation`` asks for another invocation to continue it (the Lambda function invokes
-itself asynchronously). The reply says ``running``; the client polls. The continuing invocation takes
-the turn over like ``recover`` does and answers the checkpoint, so the tool call runs then. If the
+and ``Service.continuation`` asks for another invocation to continue it (an asynchronous invocation
+of ``CONTINUE_FUNCTION``, the SubmitApproval function). The reply says ``running``; the client polls.
+The continuing invocation takes the turn over like ``recover`` does and answers the checkpoint, so
+the tool call runs then. If the
 continuation cannot be requested (or is lost), the next get-turn that sees the turn unattended
 requests it again, so a client polling the turn (or a workflow reading it) is enough to move it on.
 """
