@@ -77,3 +77,20 @@ def test_a_turn_over_the_time_budget_replies_running_and_continues_asynchronousl
     finally:
         monkeypatch.undo()
         forget()
+
+
+@pytest.mark.slow
+def test_path_parameters_are_percent_decoded_as_api_gateway_does_then_validated(url: str) -> None:
+    status, turn = call(url, "POST", "/sessions/team%3Aalpha/turns", {"prompt": "delete the test-db record"})
+    assert (status, turn["sessionId"]) == (201, "team:alpha")
+    for spelled in ("team:alpha", "team%3Aalpha", "team%3aalpha"):
+        status, read = call(url, "GET", f"/sessions/{spelled}/turns/{turn['turnId']}")
+        assert (status, read["turnId"]) == (200, turn["turnId"])
+        assert call(url, "GET", f"/sessions/{spelled}/interactions")[0] == 200
+    # Decoded, these are not ids: '/' splits the path (no route), '%' and ' ' are outside the alphabet.
+    assert call(url, "GET", f"/sessions/team%2Falpha/turns/{turn['turnId']}")[0] == 404
+    assert call(url, "GET", f"/sessions/team%25alpha/turns/{turn['turnId']}")[0] == 404
+    status, refused = call(url, "POST", "/sessions/team%20alpha/turns", {"prompt": "delete prod-db"})
+    assert (status, refused["code"]) == (422, "validation_failed")
+    assert "letters, digits" in refused["message"]
+    call(url, "POST", f"/sessions/team:alpha/turns/{turn['turnId']}/cancel")

@@ -23,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 import yaml
 
@@ -144,7 +144,8 @@ def api_event(
     route: Route, method: str, path: str, query: str, headers: dict[str, str], body: bytes, principal: str
 ) -> dict[str, Any]:
     """The API Gateway HTTP API (payload v2) event API Gateway would send for this request."""
-    match = route.pattern.match(path)
+    # API Gateway decodes the path to route it, then decodes each path parameter it hands on.
+    match = route.pattern.match(unquote(path))
     now = time.time()
     text = body.decode("utf-8", errors="replace") if body else None
     return {
@@ -154,7 +155,7 @@ def api_event(
         "rawQueryString": query,
         "headers": {k.lower(): v for k, v in headers.items()},
         "queryStringParameters": dict(parse_qsl(query)) or None,
-        "pathParameters": match.groupdict() if match else None,
+        "pathParameters": {name: unquote(value) for name, value in match.groupdict().items()} if match else None,
         "requestContext": {
             "accountId": "000000000000",
             "apiId": "local",
@@ -201,7 +202,7 @@ def make_server(host: str = "127.0.0.1", port: int = 3000, principal: str | None
 
         def _serve(self) -> None:
             url = urlsplit(self.path)
-            route = next((r for r in table if r.method == self.command and r.pattern.match(url.path)), None)
+            route = next((r for r in table if r.method == self.command and r.pattern.match(unquote(url.path))), None)
             if route is None:
                 self._reply(404, {"code": "not_found", "message": f"no route {self.command} {url.path}"}, {})
                 return

@@ -9,8 +9,10 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, TypeVar
 from urllib.parse import quote
 
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 from boto3.dynamodb.types import TypeDeserializer
 
+from resumable.api.app import as_json
 from resumable.clock import FakeClock
 from resumable.service import Service, TurnView
 from resumable.store import Commit, DynamoDBStore, Store
@@ -21,6 +23,55 @@ T = TypeVar("T")
 APPROVE: dict[str, str] = {"decision": "approve"}
 DEAD_RUNNER = "dead-runner"
 """The lease owner of a runner that took a turn's lease and vanished."""
+
+
+ALICE = "arn:aws:iam::111122223333:user/alice"
+"""The principal that signs ``http``'s requests unless told otherwise."""
+
+
+# -- the HTTP API, through Powertools' resolver --------------------------------------------------------------
+
+
+def http(
+    app: APIGatewayHttpResolver,
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    query: str = "",
+    raw: str | None = None,
+    headers: dict[str, str] | None = None,
+    principal: str = ALICE,
+) -> tuple[int, Any]:
+    """The status and JSON body of ``app``'s reply to an API Gateway HTTP API (v2) event, as the
+    functions' shared handler would pass it on (``handle`` reads every body as JSON)."""
+    event = {
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": path,
+        "rawQueryString": query,
+        "queryStringParameters": dict(p.split("=", 1) for p in query.split("&")) if query else None,
+        "headers": headers if headers is not None else {"content-type": "application/json"},
+        "requestContext": {
+            "accountId": "111122223333",
+            "apiId": "api",
+            "authorizer": {
+                "iam": {"userArn": principal, "accountId": "111122223333", "userId": "AIDA", "callerId": "c"}
+            },
+            "domainName": "api.example.com",
+            "domainPrefix": "api",
+            "http": {"method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1", "userAgent": "t"},
+            "requestId": "req",
+            "routeKey": "$default",
+            "stage": "$default",
+            "time": "30/Nov/2026:00:00:00 +0000",
+            "timeEpoch": 0,
+        },
+        "body": raw if raw is not None else (json.dumps(body) if body is not None else None),
+        "isBase64Encoded": False,
+    }
+    reply = app.resolve(as_json(event), None)
+    return int(reply["statusCode"]), json.loads(reply["body"])
 
 
 # -- threads ---------------------------------------------------------------------------------------------

@@ -18,7 +18,6 @@ import pytest
 
 from resumable.config import Settings
 from resumable.exceptions import (
-    BadRequestError,
     NotFoundError,
     ServiceError,
     TurnBusyError,
@@ -128,8 +127,7 @@ def test_unknown_session_is_404_and_writes_nothing(
         lambda: service.submit_approval(unknown, UNKNOWN_TURN, UNKNOWN_REQUEST, APPROVE),
     )
     _rejected(aws, NotFoundError, "not_found", lambda: service.recover(unknown, UNKNOWN_TURN), says=None)
-    with _writes_nothing(aws):
-        assert service.list_interactions(unknown) == []
+    _rejected(aws, NotFoundError, "not_found", lambda: service.list_interactions(unknown))
 
 
 @pytest.mark.parametrize("turn_id", [UNKNOWN_TURN, UNKNOWN_CHILD], ids=["root", "child"])
@@ -221,6 +219,22 @@ def test_another_sessions_turn_is_404_and_writes_nothing(
     assert executions(ledger) == []
 
 
+@pytest.mark.parametrize("status", [None, "requested", "answered", "expired"])
+def test_listing_an_unknown_session_looks_the_same_as_listing_another_principals(
+    status: Any, make_service: Callable[..., Service], aws: Settings, session_id: str
+) -> None:
+    service = make_service()
+    service.start_turn(session_id, "delete prod-db", principal="alice")
+    unknown = f"{session_id}-x"
+    missing = _rejected(aws, NotFoundError, "not_found", lambda: service.list_interactions(unknown, status, "mallory"))
+    theirs = _rejected(
+        aws, NotFoundError, "not_found", lambda: service.list_interactions(session_id, status, "mallory")
+    )
+    assert str(missing).replace(unknown, session_id) == str(theirs)
+    _rejected(aws, NotFoundError, "not_found", lambda: service.list_interactions(unknown, status, "alice"))
+    assert len(service.list_interactions(session_id, status, "alice")) == (1 if status in (None, "requested") else 0)
+
+
 def test_a_request_of_another_turn_of_the_same_session_is_404_and_writes_nothing(
     make_service: Callable[..., Service], aws: Settings, sessions: Sessions
 ) -> None:
@@ -244,14 +258,19 @@ def test_a_request_of_another_turn_of_the_same_session_is_404_and_writes_nothing
 # -- malformed ids ---------------------------------------------------------------------------------------
 
 
-def test_a_malformed_session_id_is_400_to_start_404_otherwise_and_writes_nothing(
+def test_a_malformed_session_id_is_422_to_start_404_otherwise_and_writes_nothing(
     make_service: Callable[..., Service], aws: Settings, sessions: Sessions
 ) -> None:
     service = make_service()
     turn, request = sessions.a_turn.turn_id, sessions.a_turn.interactions[0].request_id
     with _writes_nothing(aws):
         for bad in MALFORMED_IDS:
-            _raises(BadRequestError, "bad_request", partial(service.start_turn, bad, "delete prod-db"), "nothing was")
+            _raises(
+                ValidationFailedError,
+                "validation_failed",
+                partial(service.start_turn, bad, "delete prod-db"),
+                "nothing was",
+            )
             _raises(NotFoundError, "not_found", partial(service.get_turn, bad, turn), None)
             _raises(NotFoundError, "not_found", partial(service.cancel, bad, turn), "nothing was")
             _raises(
@@ -293,10 +312,10 @@ def test_a_malformed_turn_or_request_id_is_404_and_writes_nothing(
 
 
 @pytest.mark.parametrize("prompt", [None, 42, ["delete"], {"text": "delete"}, b"delete"], ids=repr)
-def test_a_prompt_that_is_not_a_string_is_400_and_writes_nothing(
+def test_a_prompt_that_is_not_a_string_is_422_and_writes_nothing(
     prompt: Any, make_service: Callable[..., Service], aws: Settings, session_id: str
 ) -> None:
-    _rejected(aws, BadRequestError, "bad_request", lambda: make_service().start_turn(session_id, prompt))
+    _rejected(aws, ValidationFailedError, "validation_failed", lambda: make_service().start_turn(session_id, prompt))
 
 
 @pytest.mark.parametrize("prompt", ["", " ", "\n\t  \n"], ids=repr)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,38 +12,8 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 from resumable.api.app import build_app
 from resumable.service import Service
 from tests.factories import executions
-
-ALICE = "arn:aws:iam::111122223333:user/alice"
-
-
-def request(
-    app: APIGatewayHttpResolver, method: str, path: str, body: Any = None, *, query: str = "", raw: str | None = None
-) -> tuple[int, Any]:
-    event = {
-        "version": "2.0",
-        "routeKey": "$default",
-        "rawPath": path,
-        "rawQueryString": query,
-        "queryStringParameters": dict(p.split("=", 1) for p in query.split("&")) if query else None,
-        "headers": {"content-type": "application/json"},
-        "requestContext": {
-            "accountId": "111122223333",
-            "apiId": "api",
-            "authorizer": {"iam": {"userArn": ALICE, "accountId": "111122223333", "userId": "AIDA", "callerId": "c"}},
-            "domainName": "api.example.com",
-            "domainPrefix": "api",
-            "http": {"method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1", "userAgent": "t"},
-            "requestId": "req",
-            "routeKey": "$default",
-            "stage": "$default",
-            "time": "30/Nov/2026:00:00:00 +0000",
-            "timeEpoch": 0,
-        },
-        "body": raw if raw is not None else (json.dumps(body) if body is not None else None),
-        "isBase64Encoded": False,
-    }
-    reply = app.resolve(event, None)
-    return int(reply["statusCode"]), json.loads(reply["body"])
+from tests.integration.helpers import ALICE
+from tests.integration.helpers import http as request
 
 
 @pytest.fixture

@@ -13,11 +13,19 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
 from resumable.api import routes
+from resumable.api.bodies import read_json_object
 from resumable.api.direct import Direct
 from resumable.api.observability import count, logger, metrics
 from resumable.api.routes import ErrorBody, router, serve
 from resumable.config import Settings
-from resumable.exceptions import BadRequestError, ConflictError, GoneError, ServiceError, ValidationFailedError
+from resumable.exceptions import (
+    BadRequestError,
+    ConflictError,
+    GoneError,
+    ServiceError,
+    StoreError,
+    ValidationFailedError,
+)
 from resumable.service import Service
 from resumable.store.lambdas import Lambdas
 
@@ -40,9 +48,25 @@ def _error(status: int, code: str, message: str) -> Response[Any]:
     )
 
 
+_PLACES = {"body": "body field", "query": "query parameter", "path": "path parameter"}
+
+
+def describe(problem: Any) -> str:
+    """One validation problem in words a person reads: which field, and what is wrong with it."""
+    place, *names = [str(part) for part in problem.get("loc", ())] or ["body"]
+    field = ".".join(names)
+    what = f"{_PLACES.get(place, place)} '{field}'" if field else f"the {place}"
+    kind = problem.get("type")
+    if kind == "missing":
+        return f"{what} is required"
+    if kind == "extra_forbidden":
+        return f"{what} is not one this route takes"
+    return f"{what}: {problem.get('msg', kind)}"
+
+
 def build_app(service: Service | None = None) -> APIGatewayHttpResolver:
     """The resolver with every route; ``service`` defaults to one built from the environment."""
-    app = APIGatewayHttpResolver(enable_validation=True)
+    app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=read_json_object)
     app.include_router(router)
     serve(service or Service.from_settings(Settings.from_env()))
 
@@ -66,12 +90,21 @@ def build_app(service: Service | None = None) -> APIGatewayHttpResolver:
     @app.exception_handler(RequestValidationError)
     def invalid_request(error: RequestValidationError) -> Response[Any]:
         problems = error.errors()
-        if any(p.get("type") == "json_invalid" for p in problems):
-            return _error(HTTPStatus.BAD_REQUEST, "bad_request", "the body is not valid JSON; nothing was done")
-        described = "; ".join(
-            f"{'.'.join(str(part) for part in p.get('loc', ()))}: {p.get('msg', p.get('type'))}" for p in problems
-        )
+        if any(tuple(p.get("loc", ())) == ("body",) and p.get("type") == "missing" for p in problems):
+            refused = BadRequestError('the body is empty: it must be a JSON object such as {"prompt": "..."}')
+            return _error(HTTPStatus.BAD_REQUEST, refused.code, f"{refused}; nothing was done")
+        described = "; ".join(describe(p) for p in problems)
         return _error(HTTPStatus.UNPROCESSABLE_ENTITY, "validation_failed", f"{described}; nothing was done")
+
+    @app.exception_handler(UnicodeDecodeError)
+    def not_text(error: UnicodeDecodeError) -> Response[Any]:
+        return _error(HTTPStatus.BAD_REQUEST, "bad_request", f"the body is not UTF-8 text ({error}); nothing was done")
+
+    @app.exception_handler(StoreError)
+    def aws_failed(error: StoreError) -> Response[Any]:
+        logger.error("an AWS call failed", extra={"reason": str(error)})
+        count("AwsFailures")
+        return _error(HTTPStatus.INTERNAL_SERVER_ERROR, "aws_failed", str(error))
 
     return app
 
@@ -108,7 +141,7 @@ def handle(
     logger.append_keys(session_id=keys.get("sessionId"), turn_id=keys.get("turnId"), request_id=keys.get("requestId"))
     count("Requests")
     if http:
-        reply: dict[str, Any] = _apps[0].resolve(event, context)
+        reply: dict[str, Any] = _apps[0].resolve(as_json(event), context)
         return reply
     try:
         if CONTINUE_EVENT in event and continues:
@@ -124,6 +157,13 @@ def handle(
     except ServiceError as error:
         logger.info("direct invocation refused", extra={"code": error.code, "reason": str(error)})
         raise
+
+
+def as_json(event: dict[str, Any]) -> dict[str, Any]:
+    """The API speaks JSON only: a body is read as JSON whatever ``Content-Type`` it claims (so
+    ``curl -d`` works, and a form is refused as not JSON rather than parsed as a form)."""
+    headers = {name: value for name, value in (event.get("headers") or {}).items() if name.lower() != "content-type"}
+    return {**event, "headers": {**headers, "content-type": "application/json"}}
 
 
 # The event a function sends itself to continue a checkpointed turn: {"continueTurn": {"sessionId", "turnId"}}.

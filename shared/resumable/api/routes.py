@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 from typing import Annotated, Any
+from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
@@ -66,6 +67,14 @@ def principal() -> str:
     return (iam.user_arn if iam else None) or LOCAL_PRINCIPAL
 
 
+def _path(name: str, captured: str) -> str:
+    """A path parameter as API Gateway hands it to Lambda: percent-decoded (the event's
+    ``pathParameters``), never as the raw path spells it; for an event without them, the route's
+    capture decoded the same way."""
+    given: dict[str, str] = router.current_event.path_parameters or {}
+    return given.get(name, unquote(captured))
+
+
 def _json(view: Any, status: int = 200) -> Response[Any]:
     return Response(status_code=status, content_type="application/json", body=view)
 
@@ -73,12 +82,12 @@ def _json(view: Any, status: int = 200) -> Response[Any]:
 @router.post("/sessions/<sessionId>/turns", responses={201: {"description": "the turn, paused or settled"}})
 def start_turn(sessionId: str, body: Annotated[StartTurnBody, Body()]) -> Response[TurnView]:  # noqa: N803
     count("TurnsStarted")
-    return _json(service().start_turn(sessionId, body.prompt, principal()), 201)
+    return _json(service().start_turn(_path("sessionId", sessionId), body.prompt, principal()), 201)
 
 
 @router.get("/sessions/<sessionId>/turns/<turnId>")
 def get_turn(sessionId: str, turnId: str) -> Response[TurnView]:  # noqa: N803
-    return _json(service().get_turn(sessionId, turnId, principal()))
+    return _json(service().get_turn(_path("sessionId", sessionId), _path("turnId", turnId), principal()))
 
 
 @router.post("/sessions/<sessionId>/turns/<turnId>/interactions/<requestId>")
@@ -88,7 +97,13 @@ def submit_approval(
     requestId: str,  # noqa: N803
     body: Annotated[AnswerBody, Body()],
 ) -> Response[TurnView]:
-    turn = service().submit_approval(sessionId, turnId, requestId, body.response, principal())
+    turn = service().submit_approval(
+        _path("sessionId", sessionId),
+        _path("turnId", turnId),
+        _path("requestId", requestId),
+        body.response,
+        principal(),
+    )
     count("ApprovalsSettled")
     if turn.status != "waiting":
         count("Resumes")
@@ -98,7 +113,7 @@ def submit_approval(
 @router.post("/sessions/<sessionId>/turns/<turnId>/cancel")
 def cancel(sessionId: str, turnId: str) -> Response[TurnView]:  # noqa: N803
     count("Cancels")
-    return _json(service().cancel(sessionId, turnId, principal()))
+    return _json(service().cancel(_path("sessionId", sessionId), _path("turnId", turnId), principal()))
 
 
 @router.get("/sessions/<sessionId>/interactions")
@@ -106,4 +121,5 @@ def list_interactions(
     sessionId: str,  # noqa: N803
     status: Annotated[InteractionStatus | None, Query()] = None,
 ) -> Response[InteractionList]:
-    return _json(InteractionList(interactions=service().list_interactions(sessionId, status, principal())))
+    listed = service().list_interactions(_path("sessionId", sessionId), status, principal())
+    return _json(InteractionList(interactions=listed))

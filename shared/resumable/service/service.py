@@ -99,13 +99,20 @@ class Service:
     ) -> list[InteractionView]:
         """A session's interactions, oldest first; with ``status``, only those in it (an interaction
         past its expiry counts as ``expired`` even before its turn is settled)."""
+        missing = NotFoundError(f"there is no session {session_id!r}; nothing was done")
         if not valid_session_id(session_id):
-            raise NotFoundError(f"there is no session {session_id!r}; nothing was done")
+            raise missing
         now = self.clock.now()
         found = self.store.list_interactions(session_id, status)
         if status == "expired":
             found += self.store.list_interactions(session_id, "requested")
         if not all(self.may_act_for(i.owner, principal) for i in found):
-            raise NotFoundError(f"there is no session {session_id!r}; nothing was done")
+            raise missing
+        if not found:
+            # Nothing listed says whose session it is: read it, so that an unknown session and another
+            # principal's look the same (404), and only its principal (or an approver) sees it empty.
+            session = self.store.get_session(session_id)
+            if session is None or not self.may_act_for(session.principal, principal):
+                raise missing
         views = [InteractionView.of(i, now) for i in found]
         return [v for v in views if status is None or v.status == status]

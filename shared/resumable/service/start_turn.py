@@ -5,8 +5,9 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from resumable.exceptions import BadRequestError, NotFoundError, TurnBusyError, ValidationFailedError
+from resumable.exceptions import NotFoundError, TurnBusyError, ValidationFailedError
 from resumable.service.ids import new_root_turn_id, valid_session_id
+from resumable.service.limits import text_utf8
 from resumable.service.runner import run_leased
 from resumable.service.views import TurnView
 from resumable.store.records import SessionRecord, TurnRecord, TurnTree
@@ -18,12 +19,12 @@ if TYPE_CHECKING:
 def start_turn(service: Service, session_id: str, prompt: Any, principal: str | None, workflow: bool) -> TurnView:
     """Create the root turn (refused while the session has an unsettled one), run it, commit."""
     if not valid_session_id(session_id):
-        raise BadRequestError(
-            f"session id {session_id!r} is not valid: use 1-128 letters, digits, '.', '_', ':' or '-'; "
-            "nothing was started"
+        raise ValidationFailedError(
+            f"session id {session_id!r} is not valid: use 1-128 letters, digits, '.', '_', ':' or '-', starting "
+            "with a letter or digit; nothing was started"
         )
     if not isinstance(prompt, str):
-        raise BadRequestError("the prompt must be a string; nothing was started")
+        raise ValidationFailedError("the prompt must be a string; nothing was started")
     if not prompt.strip():
         raise ValidationFailedError("the prompt is blank; nothing was started")
     limit = service.settings.max_prompt_chars
@@ -31,6 +32,7 @@ def start_turn(service: Service, session_id: str, prompt: Any, principal: str | 
         raise ValidationFailedError(
             f"the prompt has {len(prompt)} characters, the limit is {limit}; nothing was started"
         )
+    text_utf8(prompt, "the prompt", "nothing was started")
 
     store, now = service.store, service.clock.now()
     seen = store.get_session(session_id)

@@ -17,6 +17,7 @@ from resumable.exceptions import (
 )
 from resumable.runtime.tools import APPROVAL_INTERRUPT, ApprovalAnswer
 from resumable.service.ids import root_of, valid_request_id, valid_session_id, valid_turn_id
+from resumable.service.limits import json_utf8
 from resumable.service.recover import advance
 from resumable.service.views import TurnView
 from resumable.store.records import InteractionRecord
@@ -45,7 +46,7 @@ def submit_approval(
         raise ValidationFailedError(
             "the response is missing or null: send the answer as 'response'; nothing was answered"
         )
-    size = len(_canonical(response).encode())
+    size = len(json_utf8(response, "the response", "nothing was answered"))
     if size > service.settings.max_response_bytes:
         raise ValidationFailedError(
             f"the response is {size} bytes of JSON, the limit is {service.settings.max_response_bytes}; "

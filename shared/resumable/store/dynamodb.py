@@ -146,8 +146,8 @@ def _aws(method: Callable[_P, _R]) -> Callable[_P, _R]:
             raise
         except Exception as error:
             raise StoreError(
-                f"{method.__name__} failed and nothing after it happened: {error}. The turn is left resumable: "
-                "retry the request, or call recover"
+                f"the AWS call behind {method.__name__} failed: {error}. Nothing after it happened; what was "
+                "written before it stands and a turn is left resumable: retry the request, or call recover"
             ) from error
 
     return translated
@@ -160,6 +160,13 @@ def _reasons(error: Exception) -> list[dict[str, Any]]:
     response: dict[str, Any] = getattr(error, "response", {})
     reasons: list[dict[str, Any]] = response.get("CancellationReasons", [])
     return reasons
+
+
+def _condition_failed(error: Exception) -> bool:
+    """Whether a canceled transaction was refused by one of its conditions (a lost race, an answer to
+    give the caller), rather than for any other reason (a malformed item, throttling, a conflict that
+    outlasted the retries), which is an AWS failure: ``StoreError``, never a refusal."""
+    return any(reason.get("Code") == "ConditionalCheckFailed" for reason in _reasons(error))
 
 
 class DynamoDBStore(Store):
@@ -237,8 +244,10 @@ class DynamoDBStore(Store):
         }
         try:
             self._transact_write([session_write, turn_write])
-        except self._canceled:
-            return False
+        except self._canceled as error:
+            if _condition_failed(error):
+                return False
+            raise
         return True
 
     @_aws
@@ -523,6 +532,8 @@ class DynamoDBStore(Store):
         try:
             self._transact_write(items)
         except self._canceled as error:
+            if not _condition_failed(error):
+                raise
             codes = [r.get("Code") for r in _reasons(error)]
             raise StaleCommitError(
                 f"commit of turn {root.turn_id} (version {root.version}) was rejected, nothing was written: {codes}"
@@ -619,6 +630,8 @@ class DynamoDBStore(Store):
                 ]
             )
         except self._canceled as error:
+            if not _condition_failed(error):
+                raise
             interaction_reason, turn_reason, _ = _reasons(error)
             if interaction_reason.get("Code") == "ConditionalCheckFailed":
                 item = interaction_reason.get("Item")

@@ -1,0 +1,33 @@
+"""What the service accepts as text: JSON that UTF-8 (and so DynamoDB and S3) can hold."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from resumable.exceptions import ValidationFailedError
+
+_NOT_UTF8 = "holds text that UTF-8 cannot encode (a lone surrogate such as \\ud800): send valid Unicode"
+
+
+def json_utf8(value: Any, what: str, nothing: str = "nothing was done") -> bytes:
+    """``value`` as compact JSON in UTF-8 (its stored form, whose length the size limits count), or
+    ``ValidationFailedError`` if it cannot be stored: a string without a UTF-8 form, or nesting too
+    deep to encode."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False)
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationFailedError(f"{what} {_NOT_UTF8}; {nothing}") from None
+    except RecursionError:
+        raise ValidationFailedError(f"{what} nests too deeply to be stored; {nothing}") from None
+    except (TypeError, ValueError) as error:
+        raise ValidationFailedError(f"{what} is not JSON ({error}); {nothing}") from None
+
+
+def text_utf8(text: str, what: str, nothing: str = "nothing was done") -> bytes:
+    """``text`` in UTF-8, or ``ValidationFailedError`` if it holds a lone surrogate."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationFailedError(f"{what} {_NOT_UTF8}; {nothing}") from None
