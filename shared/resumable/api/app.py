@@ -4,9 +4,9 @@ OpenAPI document, logging and metrics.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
-from http import HTTPStatus
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
@@ -15,8 +15,10 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from resumable.api import routes
 from resumable.api.bodies import read_json_object
 from resumable.api.direct import Direct
+from resumable.api.errors import error_response
 from resumable.api.observability import count, logger, metrics
-from resumable.api.routes import ErrorBody, router, serve
+from resumable.api.openapi import document
+from resumable.api.routes import router, serve
 from resumable.config import Settings
 from resumable.exceptions import (
     BadRequestError,
@@ -28,25 +30,6 @@ from resumable.exceptions import (
 )
 from resumable.service import Service
 from resumable.store.lambdas import Lambdas
-
-# The HTTP status of each service error code: the one place it is decided.
-HTTP_STATUS: dict[str, int] = {
-    "bad_request": 400,
-    "not_found": 404,
-    "conflict": 409,
-    "turn_busy": 409,
-    "gone": 410,
-    "validation_failed": 422,
-}
-
-
-def _error(status: int, code: str, message: str) -> Response[Any]:
-    return Response(
-        status_code=status,
-        content_type="application/json",
-        body=ErrorBody(code=code, message=message).model_dump_json(),
-    )
-
 
 _PLACES = {"body": "body field", "query": "query parameter", "path": "path parameter"}
 
@@ -72,11 +55,7 @@ def build_app(service: Service | None = None) -> APIGatewayHttpResolver:
 
     @app.get("/openapi.json", include_in_schema=False)
     def openapi() -> Response[Any]:
-        return Response(
-            status_code=200,
-            content_type="application/json",
-            body=app.get_openapi_json_schema(title="resumable", version="1"),
-        )
+        return Response(status_code=200, content_type="application/json", body=json.dumps(document(app)))
 
     @app.exception_handler(ServiceError)
     def service_error(error: ServiceError) -> Response[Any]:
@@ -85,26 +64,26 @@ def build_app(service: Service | None = None) -> APIGatewayHttpResolver:
         if isinstance(error, GoneError) and "expired" in str(error):
             count("Expiries")
         logger.info("request refused", extra={"code": error.code, "reason": str(error)})
-        return _error(HTTP_STATUS[error.code], error.code, str(error))
+        return error_response(error.code, str(error))  # type: ignore[arg-type]
 
     @app.exception_handler(RequestValidationError)
     def invalid_request(error: RequestValidationError) -> Response[Any]:
         problems = error.errors()
         if any(tuple(p.get("loc", ())) == ("body",) and p.get("type") == "missing" for p in problems):
             refused = BadRequestError('the body is empty: it must be a JSON object such as {"prompt": "..."}')
-            return _error(HTTPStatus.BAD_REQUEST, refused.code, f"{refused}; nothing was done")
+            return error_response("bad_request", f"{refused}; nothing was done")
         described = "; ".join(describe(p) for p in problems)
-        return _error(HTTPStatus.UNPROCESSABLE_ENTITY, "validation_failed", f"{described}; nothing was done")
+        return error_response("validation_failed", f"{described}; nothing was done")
 
     @app.exception_handler(UnicodeDecodeError)
     def not_text(error: UnicodeDecodeError) -> Response[Any]:
-        return _error(HTTPStatus.BAD_REQUEST, "bad_request", f"the body is not UTF-8 text ({error}); nothing was done")
+        return error_response("bad_request", f"the body is not UTF-8 text ({error}); nothing was done")
 
     @app.exception_handler(StoreError)
     def aws_failed(error: StoreError) -> Response[Any]:
         logger.error("an AWS call failed", extra={"reason": str(error)})
         count("AwsFailures")
-        return _error(HTTPStatus.INTERNAL_SERVER_ERROR, "aws_failed", str(error))
+        return error_response("aws_failed", str(error))
 
     return app
 

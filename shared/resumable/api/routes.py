@@ -17,9 +17,10 @@ from urllib.parse import unquote
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from resumable.api.observability import count
+from resumable.api.openapi import responses
 from resumable.service import InteractionView, Service, TurnView
 from resumable.store.records import InteractionStatus
 
@@ -30,23 +31,43 @@ LOCAL_PRINCIPAL = "arn:aws:iam::000000000000:user/local"
 
 class StartTurnBody(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
-    prompt: str
+    prompt: str = Field(
+        min_length=1,
+        max_length=16_000,
+        description="What to ask the session's root agent (not blank; at most 16,000 characters).",
+        examples=["delete the prod-db record"],
+    )
+
+
+# The answer's schema: an approval answer, or any JSON but null for an interrupt of another kind.
+_ANSWER_SCHEMA = {
+    "description": "The answer. To an approval: {'decision': 'approve'} or {'decision': 'deny', 'message': '...'}; "
+    "to an interrupt of another kind, any JSON value but null. At most 8,192 bytes of JSON.",
+    "anyOf": [
+        {
+            "title": "ApprovalAnswer",
+            "type": "object",
+            "properties": {
+                "decision": {"type": "string", "enum": ["approve", "deny"]},
+                "message": {"type": "string", "description": "Why, told to the model (deny)."},
+            },
+            "required": ["decision"],
+            "additionalProperties": False,
+        },
+        {"not": {"type": "null"}},
+    ],
+    "examples": [{"decision": "approve"}, {"decision": "deny", "message": "not prod"}],
+}
 
 
 class AnswerBody(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
-    response: Any
+    response: Annotated[Any, WithJsonSchema(_ANSWER_SCHEMA)]
 
 
 class InteractionList(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     interactions: list[InteractionView]
-
-
-class ErrorBody(BaseModel):
-    """Every error reply: a machine-readable ``code`` and a human ``message``."""
-
-    code: str
-    message: str
 
 
 _services: list[Service] = []
@@ -79,47 +100,74 @@ def _json(view: Any, status: int = 200) -> Response[Any]:
     return Response(status_code=status, content_type="application/json", body=view)
 
 
-@router.post("/sessions/<sessionId>/turns", responses={201: {"description": "the turn, paused or settled"}})
+@router.post(
+    "/sessions/<sessionId>/turns",
+    operation_id="startTurn",
+    summary="Start a turn: run the session's root agent until it pauses for people or settles",
+    responses=responses(
+        201, "The Turn: waiting for answers, settled, or running (checkpointed: poll it)", TurnView, 400, 404, 409, 422
+    ),
+)
 def start_turn(sessionId: str, body: Annotated[StartTurnBody, Body()]) -> Response[TurnView]:  # noqa: N803
     count("TurnsStarted")
     return _json(service().start_turn(_path("sessionId", sessionId), body.prompt, principal()), 201)
 
 
-@router.get("/sessions/<sessionId>/turns/<turnId>")
+@router.get(
+    "/sessions/<sessionId>/turns/<turnId>",
+    operation_id="getTurn",
+    summary="Read a turn (a root or child turn), its interactions and its child turns",
+    responses=responses(200, "The Turn", TurnView, 404),
+)
 def get_turn(sessionId: str, turnId: str) -> Response[TurnView]:  # noqa: N803
     return _json(service().get_turn(_path("sessionId", sessionId), _path("turnId", turnId), principal()))
 
 
-@router.post("/sessions/<sessionId>/turns/<turnId>/interactions/<requestId>")
+@router.post(
+    "/sessions/<sessionId>/turns/<turnId>/interactions/<requestId>",
+    operation_id="submitApproval",
+    summary="Answer an interaction, once; the last answer resumes the turn",
+    responses=responses(
+        200, "The Turn after the answer (resumed, or still waiting)", TurnView, 400, 404, 409, 410, 422
+    ),
+)
 def submit_approval(
     sessionId: str,  # noqa: N803
     turnId: str,  # noqa: N803
     requestId: str,  # noqa: N803
     body: Annotated[AnswerBody, Body()],
 ) -> Response[TurnView]:
-    turn = service().submit_approval(
-        _path("sessionId", sessionId),
-        _path("turnId", turnId),
-        _path("requestId", requestId),
-        body.response,
-        principal(),
-    )
+    ids = _path("sessionId", sessionId), _path("turnId", turnId), _path("requestId", requestId)
+    turn = service().submit_approval(*ids, body.response, principal())
     count("ApprovalsSettled")
     if turn.status != "waiting":
         count("Resumes")
     return _json(turn)
 
 
-@router.post("/sessions/<sessionId>/turns/<turnId>/cancel")
+@router.post(
+    "/sessions/<sessionId>/turns/<turnId>/cancel",
+    operation_id="cancelTurn",
+    summary="Cancel a turn and every child turn under it",
+    responses=responses(200, "The Turn, canceled (or as it settled before)", TurnView, 404),
+)
 def cancel(sessionId: str, turnId: str) -> Response[TurnView]:  # noqa: N803
     count("Cancels")
     return _json(service().cancel(_path("sessionId", sessionId), _path("turnId", turnId), principal()))
 
 
-@router.get("/sessions/<sessionId>/interactions")
+@router.get(
+    "/sessions/<sessionId>/interactions",
+    operation_id="listInteractions",
+    summary="List a session's interactions, oldest first, optionally by status",
+    responses=responses(200, "The session's interactions", InteractionList, 404, 422),
+)
 def list_interactions(
     sessionId: str,  # noqa: N803
-    status: Annotated[InteractionStatus | None, Query()] = None,
+    status: Annotated[
+        InteractionStatus | None,
+        Query(description="Only interactions in this status (one past its expiry counts as expired)."),
+    ] = None,
 ) -> Response[InteractionList]:
     listed = service().list_interactions(_path("sessionId", sessionId), status, principal())
     return _json(InteractionList(interactions=listed))
