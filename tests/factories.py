@@ -224,3 +224,8 @@ def looks_then_deletes(context: AgentContext) -> Agent:
         model=ScriptedModel([calls(("o-1", "db_admin", {"prompt": "delete prod-db"})), says("The record is gone.")]),
         tools=[db_admin.as_tool()],
     )
+
+
+def not_an_agent(context: AgentContext) -> Agent:
+    """A misconfigured factory: what it returns is not an agent, so the function handling the request raises."""
+    return "an agent"  # type: ignore[return-value]

@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -94,3 +103,98 @@ def test_path_parameters_are_percent_decoded_as_api_gateway_does_then_validated(
     assert (status, refused["code"]) == (422, "validation_failed")
     assert "letters, digits" in refused["message"]
     call(url, "POST", f"/sessions/team:alpha/turns/{turn['turnId']}/cancel")
+
+
+def _raw_request(port: int, head: bytes, body: bytes, barrier: threading.Barrier) -> bytes:
+    """One request sent as a client on a busy network does: the headers in one write, the body in
+    another; the whole reply (the server closes the connection after it)."""
+    barrier.wait()
+    with socket.create_connection(("127.0.0.1", port), timeout=120) as connection:
+        connection.sendall(head)
+        connection.sendall(body)
+        reply = b""
+        while chunk := connection.recv(65536):
+            reply += chunk
+    return reply
+
+
+@pytest.mark.slow
+def test_a_hundred_clients_answering_at_once_in_two_writes_each_get_a_reply_and_the_action_runs_once(
+    url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    ledger = tmp_path / "executions.log"
+    monkeypatch.setenv("AGENT_FACTORY", "tests.factories:nested")
+    monkeypatch.setenv(LEDGER_ENV, str(ledger))
+    forget()
+    try:
+        _, turn = call(url, "POST", "/sessions/crowd/turns", {"prompt": "delete the prod-db record"})
+        path = f"/sessions/crowd/turns/{turn['turnId']}/interactions/{turn['interactions'][0]['requestId']}"
+        body = json.dumps({"response": {"decision": "approve"}}).encode()
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        ).encode()
+        port = int(url.rsplit(":", 1)[1])
+        barrier = threading.Barrier(100)
+        with ThreadPoolExecutor(100) as pool:
+            replies = list(pool.map(lambda _: _raw_request(port, head, body, barrier), range(100)))
+        statuses = [reply.split(b" ", 2)[1] for reply in replies if reply]
+        assert len(statuses) == 100, f"{100 - len(statuses)} clients got no reply"
+        assert set(statuses) == {b"200"}, statuses
+        assert call(url, "GET", f"/sessions/crowd/turns/{turn['turnId']}")[1]["status"] == "completed"
+        assert executions(ledger) == ["delete prod-db"]
+    finally:
+        monkeypatch.undo()
+        forget()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["TRACE", "HEAD", "PUT", "DELETE", "PATCH", "OPTIONS", "BREW"])
+def test_a_method_a_route_does_not_take_is_405_with_allow(url: str, method: str) -> None:
+    request = urllib.request.Request(f"{url}/sessions/demo/turns", method=method)
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=30)
+    assert refused.value.code == 405
+    assert refused.value.headers["Allow"] == "POST"
+    if method != "HEAD":
+        error = json.loads(refused.value.read())
+        assert error["code"] == "method_not_allowed" and "takes POST" in error["message"]
+    with pytest.raises(urllib.error.HTTPError) as unknown:
+        urllib.request.urlopen(urllib.request.Request(f"{url}/nowhere", method=method), timeout=30)
+    assert unknown.value.code == 404
+
+
+@pytest.mark.slow
+def test_a_handler_that_raises_gets_a_500_with_a_code_and_a_message_and_the_server_serves_on(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_FACTORY", "tests.factories:not_an_agent")
+    forget()
+    try:
+        status, error = call(url, "POST", "/sessions/misconfigured/turns", {"prompt": "delete prod-db"})
+        assert (status, error["code"]) == (500, "internal")
+        assert "TypeError" in error["message"] and "not an Agent" in error["message"]
+    finally:
+        monkeypatch.undo()
+        forget()
+    assert call(url, "GET", "/openapi.json")[0] == 200
+
+
+@pytest.mark.slow
+def test_make_run_on_a_port_in_use_says_which_port_and_how_to_pick_another() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        ran = subprocess.run(
+            [sys.executable, "-m", "resumable.run"],
+            check=False,
+            env={**os.environ, "PORT": str(port)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert ran.returncode == 1
+    assert f"port {port} on 127.0.0.1 is already in use" in ran.stderr
+    assert f"PORT={port + 1} make run" in ran.stderr
+    assert "Traceback" not in ran.stderr

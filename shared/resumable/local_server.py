@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import importlib.util
 import json
+import logging
 import os
 import re
 import sys
@@ -31,6 +32,8 @@ ROOT = Path(__file__).resolve().parents[2]
 ACCOUNT = "123456789012"
 DEFAULT_PRINCIPAL = "arn:aws:iam::000000000000:user/local"
 PRINCIPAL_HEADER = "x-resumable-principal"
+
+logger = logging.getLogger(__name__)
 
 
 class _CloudFormationLoader(yaml.SafeLoader):
@@ -190,7 +193,7 @@ def api_event(
     }
 
 
-def make_server(host: str = "127.0.0.1", port: int = 3000, principal: str | None = None) -> ThreadingHTTPServer:
+def make_server(host: str = "127.0.0.1", port: int = 3000, principal: str | None = None) -> LocalServer:
     """An HTTP server for every route of template.yaml (the caller starts and stops it)."""
     table = routes(load_template())
     handlers = {route.function: load_handler(route) for route in table}
@@ -200,19 +203,42 @@ def make_server(host: str = "127.0.0.1", port: int = 3000, principal: str | None
         def log_message(self, format: str, *args: Any) -> None:
             sys.stderr.write(f"{self.command} {self.path} -> {args[1] if len(args) > 1 else ''}\n")
 
+        def __getattr__(self, name: str) -> Any:
+            """Every method is served (``do_TRACE``, ``do_HEAD``, ...): a route answers, or 404/405."""
+            if name.startswith("do_"):
+                return self._serve
+            raise AttributeError(name)
+
         def _serve(self) -> None:
             url = urlsplit(self.path)
-            route = next((r for r in table if r.method == self.command and r.pattern.match(unquote(url.path))), None)
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            path = unquote(url.path)
+            at_path = [r for r in table if r.pattern.match(path)]
+            route = next((r for r in at_path if r.method == self.command), None)
+            if route is None and at_path:
+                allowed = ", ".join(sorted({r.method for r in at_path}))
+                message = f"{url.path} does not take {self.command}; it takes {allowed}; nothing was done"
+                self._reply(405, {"code": "method_not_allowed", "message": message}, {"Allow": allowed})
+                return
             if route is None:
                 self._reply(404, {"code": "not_found", "message": f"no route {self.command} {url.path}"}, {})
                 return
-            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             caller = self.headers.get(PRINCIPAL_HEADER) or default_principal
             event = api_event(route, self.command, url.path, url.query, dict(self.headers), body, caller)
             context = LambdaContext(
                 route.function, event["requestContext"]["requestId"], invoked_function_arn=function_arn(route.function)
             )
-            reply = handlers[route.function](event, context)
+            try:
+                reply = handlers[route.function](event, context)
+            except Exception as error:
+                # Lambda would log the error and API Gateway answer 500; say so in the API's error shape.
+                logger.exception("%s %s: the handler of %s raised", self.command, url.path, route.function)
+                message = (
+                    f"the handler of {route.function} raised {type(error).__name__}: {error}. What was written "
+                    "before it stands; the turn is left resumable: retry the request"
+                )
+                self._reply(500, {"code": "internal", "message": message}, {})
+                return
             payload = reply.get("body") or ""
             raw = base64.b64decode(payload) if reply.get("isBase64Encoded") else payload.encode()
             self._send(int(reply.get("statusCode", 200)), raw, reply.get("headers") or {})
@@ -226,8 +252,15 @@ def make_server(host: str = "127.0.0.1", port: int = 3000, principal: str | None
                 self.send_header(name, value)
             self.send_header("Content-Length", str(len(raw)))
             self.end_headers()
-            self.wfile.write(raw)
+            if self.command != "HEAD":  # a reply to HEAD has headers only
+                self.wfile.write(raw)
 
-        do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _serve  # noqa: N815
+    return LocalServer((host, port), Handler)
 
-    return ThreadingHTTPServer((host, port), Handler)
+
+class LocalServer(ThreadingHTTPServer):
+    """The local API's server: a thread per connection, and a listen backlog sized for many clients
+    connecting at once (Python's default of 5 resets the sixth)."""
+
+    request_queue_size = 1024
+    daemon_threads = True

@@ -10,11 +10,12 @@ Bedrock; set ``AGENT_FACTORY`` to use your own).
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 
 from resumable.embedded_template import create_state_machine, functions_in_process
-from resumable.local_server import DEFAULT_PRINCIPAL, function_arn, make_server
+from resumable.local_server import DEFAULT_PRINCIPAL, LocalServer, function_arn, make_server
 from resumable.store.embedded import embedded_aws
 
 WALKTHROUGH = """\
@@ -58,6 +59,19 @@ WORKFLOW = r"""Let a Step Functions workflow wait for the approval (the embedded
 """
 
 
+def _listen(port: int) -> LocalServer:
+    """The local API's server on ``port``, or exit saying which port is taken and how to pick another."""
+    try:
+        return make_server(port=port)
+    except OSError as error:
+        if error.errno != errno.EADDRINUSE:
+            raise
+        sys.exit(
+            f"make run: port {port} on 127.0.0.1 is already in use (another make run?). Stop what uses it, "
+            f"or pick another port: PORT={port + 1} make run"
+        )
+
+
 def main() -> None:
     port = int(os.environ.get("PORT", "3000"))
     with embedded_aws() as settings, functions_in_process():
@@ -65,7 +79,7 @@ def main() -> None:
         os.environ.setdefault("APPROVER_PRINCIPALS", os.environ.get("RESUMABLE_LOCAL_PRINCIPAL", DEFAULT_PRINCIPAL))
         os.environ.setdefault("CONTINUE_FUNCTION", function_arn("SubmitApprovalFunction"))
         machine = create_state_machine(settings)
-        server = make_server(port=port)
+        server = _listen(port)
         url = f"http://127.0.0.1:{server.server_address[1]}"
         execution = machine.replace(":stateMachine:", ":execution:") + ":wf-1"
         workflow = (
