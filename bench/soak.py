@@ -18,7 +18,9 @@ unloadable and repaired. After every scenario:
 5. a settled turn's interactions are all answered, superseded or expired.
 
 ``SOAK_SECONDS`` (default 120) bounds the run, ``SOAK_SEED`` (default 1) seeds it; scenario ``n`` of
-a run uses the seed ``<SOAK_SEED>-<n>``, and ``SOAK_SCENARIO=n`` runs only that one again.
+a run uses the seed ``<SOAK_SEED>-<n>``, and ``SOAK_SCENARIO=n`` runs only that one again. The test
+suite runs a fixed number of scenarios instead (``soak(scenarios=...)``): how many fit into a time
+window depends on how busy the machine is, which no test may depend on.
 """
 
 from __future__ import annotations
@@ -324,8 +326,10 @@ class Scenario:
         self.violations.append(f"scenario {self.seed} ({self.shape}, budget {self.budget}): {what}")
 
 
-def soak(seconds: float, seed: str, only: int | None = None) -> dict[str, Any]:
-    totals: dict[str, Any] = {"scenarios": 0, "faults": 0, "checks": 0, "violations": []}
+def soak(seconds: float, seed: str, only: int | None = None, scenarios: int | None = None) -> dict[str, Any]:
+    """Run scenarios until ``seconds`` have passed, or, with ``scenarios``, exactly that many (then
+    ``seconds`` only stops a run that never ends: ``totals["stopped"]`` says it did)."""
+    totals: dict[str, Any] = {"scenarios": 0, "faults": 0, "checks": 0, "violations": [], "stopped": False}
     deadline = time.monotonic() + seconds
     with embedded_aws(table_name="soak", bucket_name="soak") as base:
         n = only or 0
@@ -345,7 +349,10 @@ def soak(seconds: float, seed: str, only: int | None = None) -> dict[str, Any]:
             totals["checks"] += scenario.checks
             totals["violations"] += scenario.violations
             n += 1
-            if only is not None or time.monotonic() >= deadline:
+            if only is not None or totals["scenarios"] == scenarios:
+                break
+            if time.monotonic() >= deadline:
+                totals["stopped"] = scenarios is not None
                 break
     return totals
 

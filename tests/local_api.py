@@ -8,6 +8,7 @@ import urllib.request
 from typing import Any
 
 from resumable.local_server import PRINCIPAL_HEADER
+from tests.patience import HANG_SECONDS
 
 MALLORY = "arn:aws:iam::000000000000:user/mallory"
 APPROVER = "arn:aws:iam::000000000000:user/approver-ann"
@@ -19,7 +20,7 @@ def call(url: str, method: str, path: str, body: Any = None, principal: str | No
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(url + path, data=data, method=method, headers=headers)
     try:
-        with urllib.request.urlopen(request, timeout=30) as reply:
+        with urllib.request.urlopen(request, timeout=HANG_SECONDS) as reply:
             return reply.status, json.loads(reply.read())
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read())

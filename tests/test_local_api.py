@@ -21,6 +21,7 @@ from resumable.local_server import load_template
 from resumable.local_server import routes as template_routes
 from tests.factories import LEDGER_ENV, executions
 from tests.local_api import APPROVER, MALLORY, call
+from tests.patience import HANG_SECONDS
 
 
 def test_every_route_of_the_template_is_served() -> None:
@@ -75,7 +76,7 @@ def test_a_turn_over_the_time_budget_replies_running_and_continues_asynchronousl
         with functions_in_process() as lambdas:
             status, turn = call(url, "POST", "/sessions/long/turns", {"prompt": "delete prod-db"})
             assert (status, turn["status"], turn["interactions"]) == (201, "running", [])
-            assert lambdas.wait(), "the continuation did not finish"
+            assert lambdas.wait(HANG_SECONDS), "the continuation never finished (a hang)"
             polled = call(url, "GET", f"/sessions/long/turns/{turn['turnId']}")[1]
             assert polled["status"] == "waiting"
             [interaction] = polled["interactions"]
@@ -109,7 +110,7 @@ def _raw_request(port: int, head: bytes, body: bytes, barrier: threading.Barrier
     """One request sent as a client on a busy network does: the headers in one write, the body in
     another; the whole reply (the server closes the connection after it)."""
     barrier.wait()
-    with socket.create_connection(("127.0.0.1", port), timeout=120) as connection:
+    with socket.create_connection(("127.0.0.1", port), timeout=HANG_SECONDS) as connection:
         connection.sendall(head)
         connection.sendall(body)
         reply = b""
@@ -153,14 +154,14 @@ def test_a_hundred_clients_answering_at_once_in_two_writes_each_get_a_reply_and_
 def test_a_method_a_route_does_not_take_is_405_with_allow(url: str, method: str) -> None:
     request = urllib.request.Request(f"{url}/sessions/demo/turns", method=method)
     with pytest.raises(urllib.error.HTTPError) as refused:
-        urllib.request.urlopen(request, timeout=30)
+        urllib.request.urlopen(request, timeout=HANG_SECONDS)
     assert refused.value.code == 405
     assert refused.value.headers["Allow"] == "POST"
     if method != "HEAD":
         error = json.loads(refused.value.read())
         assert error["code"] == "method_not_allowed" and "takes POST" in error["message"]
     with pytest.raises(urllib.error.HTTPError) as unknown:
-        urllib.request.urlopen(urllib.request.Request(f"{url}/nowhere", method=method), timeout=30)
+        urllib.request.urlopen(urllib.request.Request(f"{url}/nowhere", method=method), timeout=HANG_SECONDS)
     assert unknown.value.code == 404
 
 
@@ -192,7 +193,7 @@ def test_make_run_on_a_port_in_use_says_which_port_and_how_to_pick_another() -> 
             env={**os.environ, "PORT": str(port)},
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=HANG_SECONDS,
         )
     assert ran.returncode == 1
     assert f"port {port} on 127.0.0.1 is already in use" in ran.stderr

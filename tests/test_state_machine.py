@@ -24,6 +24,7 @@ from resumable.store.records import TurnTree
 from resumable.store.stepfunctions import TaskTokens
 from tests.integration.helpers import APPROVE
 from tests.local_api import APPROVER, call
+from tests.patience import eventually
 
 pytestmark = pytest.mark.slow
 
@@ -48,32 +49,31 @@ def start(settings: Settings, machine: str, prompt: str) -> tuple[str, str]:
     return session, str(execution)
 
 
-def waiting_with_token(
-    settings: Settings, session: str, timeout: float = 30, other_than: str | None = None
-) -> TurnTree:
+def waiting_with_token(settings: Settings, session: str, other_than: str | None = None) -> TurnTree:
     """The session's turn once it waits and the workflow has stored its task token on it (a token
     other than ``other_than``)."""
     store = DynamoDBStore(settings)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = store.get_session(session)
-        if found is not None and found.active_turn_id is not None:
-            tree = store.load_tree(session, found.active_turn_id)
-            if tree is not None and tree.root.task_token and tree.root.task_token != other_than:
-                return tree
-        time.sleep(0.1)
-    raise AssertionError(f"session {session} never waited with a task token")
+
+    def found() -> TurnTree | None:
+        session_record = store.get_session(session)
+        if session_record is None or session_record.active_turn_id is None:
+            return None
+        tree = store.load_tree(session, session_record.active_turn_id)
+        if tree is not None and tree.root.task_token and tree.root.task_token != other_than:
+            return tree
+        return None
+
+    return eventually(found, f"session {session} waiting with a task token")
 
 
-def finished(settings: Settings, execution: str, timeout: float = 30) -> dict[str, Any]:
+def finished(settings: Settings, execution: str) -> dict[str, Any]:
     sfn = client("stepfunctions", settings)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        described: dict[str, Any] = sfn.describe_execution(executionArn=execution)
-        if described["status"] != "RUNNING":
-            return described
-        time.sleep(0.1)
-    raise AssertionError(f"execution {execution} still running after {timeout} s")
+
+    def described() -> dict[str, Any] | None:
+        execution_state: dict[str, Any] = sfn.describe_execution(executionArn=execution)
+        return execution_state if execution_state["status"] != "RUNNING" else None
+
+    return eventually(described, f"the end of execution {execution}")
 
 
 def answer(url: str, tree: TurnTree, response: Any) -> tuple[int, Any]:
@@ -221,9 +221,8 @@ def test_what_a_caller_of_send_task_success_claims_is_not_the_outcome(
     client("stepfunctions", handler_environment).send_task_success(
         taskToken=tree.root.task_token, output=json.dumps(forged)
     )
-    deadline = time.monotonic() + 10
-    while history(handler_environment, execution).count("TaskScheduled") < 2 and time.monotonic() < deadline:
-        time.sleep(0.1)  # read, then waiting again on a new token
+    # The workflow reads the turn (a second task scheduled), then waits again on a new token.
+    eventually(lambda: history(handler_environment, execution).count("TaskScheduled") >= 2 or None, "the re-read")
     assert client("stepfunctions", handler_environment).describe_execution(executionArn=execution)["status"] == (
         "RUNNING"
     )

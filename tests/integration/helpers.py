@@ -17,6 +17,7 @@ from resumable.clock import FakeClock
 from resumable.service import Service, TurnView
 from resumable.store import Commit, DynamoDBStore, Store
 from resumable.store.records import TurnRecord, TurnStatus
+from tests.patience import HANG_SECONDS
 
 T = TypeVar("T")
 
@@ -93,8 +94,8 @@ def at_once(calls: Sequence[Callable[[], T]]) -> list[T | Exception]:
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=60)
-    assert not any(thread.is_alive() for thread in threads), "a thread did not finish within 60 s"
+        thread.join(timeout=HANG_SECONDS)
+    assert not any(thread.is_alive() for thread in threads), "a thread never finished (a hang)"
     return [outcome for outcome in outcomes if outcome is not None]
 
 

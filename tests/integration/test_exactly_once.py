@@ -30,6 +30,7 @@ from resumable.service.views import TurnView
 from resumable.store import DynamoDBStore
 from tests.factories import LEDGER_ENV, executions
 from tests.integration.helpers import APPROVE, answered_but_not_resumed, at_once, table_and_bucket
+from tests.patience import HANG_SECONDS
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -249,7 +250,7 @@ def test_two_os_processes_resuming_the_same_turn_at_once_run_the_action_once(
             assert process.stdin is not None
             process.stdin.close()
         for n, process in enumerate(processes):
-            assert process.wait(timeout=30) == 0, errors[n].read_text()
+            assert process.wait(timeout=HANG_SECONDS) == 0, errors[n].read_text()
     finally:
         for process in processes:
             if process.poll() is None:

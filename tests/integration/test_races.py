@@ -21,6 +21,7 @@ from resumable.store import DynamoDBStore
 from tests import factories
 from tests.agents import calls, says
 from tests.factories import _db_admin, _ThinkingModel, delete_record, executions
+from tests.patience import HANG_SECONDS
 
 APPROVE = {"decision": "approve"}
 
@@ -52,7 +53,7 @@ def test_a_cancel_racing_a_pausing_commit_settles_the_whole_tree(
     def load_then_pause(*args: Any) -> Any:
         tree = real_load(*args)
         loaded.set()
-        runner_committed.wait(30)  # the runner's commit lands between cancel's Query and its UpdateItem
+        runner_committed.wait(HANG_SECONDS)  # the runner's commit lands between cancel's Query and its UpdateItem
         return tree
 
     monkeypatch.setattr(canceler.store, "load_tree", load_then_pause)
@@ -64,13 +65,13 @@ def test_a_cancel_racing_a_pausing_commit_settles_the_whole_tree(
         t = threading.Thread(target=lambda: views.append(canceler.cancel(context.session_id, context.turn_id)))
         t.start()
         thread.append(t)
-        loaded.wait(30)
+        loaded.wait(HANG_SECONDS)
 
     monkeypatch.setattr(factories, "while_acting", start_cancel)
     started = runner.start_turn(session_id, "delete prod-db")
     assert started.status == "waiting"
     runner_committed.set()
-    thread[0].join(30)
+    thread[0].join(HANG_SECONDS)
 
     after = _service(aws, clock, thinking_nested).get_turn(session_id, started.turn_id)
     assert after.status == "canceled"

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.patience import HANG_SECONDS
+
 REPORT_AWS_MODULES = """
 import json, sys
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("boto3", "botocore"))))
@@ -42,7 +44,7 @@ def aws_modules_after(code: str, env: dict[str, str]) -> list[str]:
         capture_output=True,
         text=True,
         env=env,
-        timeout=60,
+        timeout=HANG_SECONDS,
         check=False,
     )
     assert completed.returncode == 0, completed.stderr
