@@ -2,25 +2,34 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-INSTALLED := $(VENV)/.installed
+PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt
+# What make run needs (the package, the embedded AWS), and what make test needs besides (the dev tools).
+RUNNABLE := $(VENV)/.installed-run
+INSTALLED := $(VENV)/.installed-dev
 
 .PHONY: run demo invoke layer bench soak test lint typecheck validate pytest clean constraints
 
-$(INSTALLED): pyproject.toml constraints.txt
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
-	touch $(INSTALLED)
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
 
-## run: the embedded AWS and the local HTTP API on 127.0.0.1:3000 (prints a curl walkthrough; Ctrl-C stops)
-run: $(INSTALLED)
+$(RUNNABLE): pyproject.toml constraints.txt | $(BIN)/python
+	$(PIP) -e '.[local]'
+	touch $(RUNNABLE)
+
+$(INSTALLED): pyproject.toml constraints.txt | $(BIN)/python
+	$(PIP) -e '.[dev]'
+	touch $(INSTALLED) $(RUNNABLE)
+
+## run: the embedded AWS and the local HTTP API on 127.0.0.1:3000 (PORT=n for another; prints a walkthrough; Ctrl-C stops)
+run: $(RUNNABLE)
 	$(BIN)/python -m resumable.run
 
 ## demo: the runtime alone: an approval asked in one process, answered in a new, rebuilt one
-demo: $(INSTALLED)
+demo: $(RUNNABLE)
 	$(BIN)/python -m resumable.demo
 
 ## invoke: one handler with one event, like sam local invoke: make invoke FUNCTION=StartTurn EVENT=events/start_turn.json
-invoke: $(INSTALLED)
+invoke: $(RUNNABLE)
 	$(BIN)/python tools/invoke.py $(FUNCTION) $(EVENT)
 
 ## layer: build the Lambda layer (layers/build/, layers/layer.zip) and print its size

@@ -17,7 +17,12 @@ from resumable.runtime.models import BedrockModel, Model
 from resumable.runtime.tools import tool
 from resumable.service.agent_factory import AgentContext
 
-DATABASE: dict[str, str] = {"prod-db": "production", "staging-db": "staging", "test-db": "test"}
+DATABASE: dict[str, str] = {
+    "prod-db": "production",
+    "staging-db": "staging",
+    "test-db": "test",
+    "dev-db": "development",
+}
 DELETIONS: list[str] = []
 _LOCK = threading.Lock()
 _TARGET = re.compile(r"delete (?:the )?([A-Za-z0-9_.-]+)", re.IGNORECASE)

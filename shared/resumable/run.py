@@ -18,44 +18,50 @@ from resumable.embedded_template import create_state_machine, functions_in_proce
 from resumable.local_server import DEFAULT_PRINCIPAL, LocalServer, function_arn, make_server
 from resumable.store.embedded import embedded_aws
 
-WALKTHROUGH = """\
-resumable is serving {url}  (Ctrl-C stops it)
+# Every line of the walkthrough runs as printed, in order, in bash with curl >= 7.82 (tests/e2e follow it).
+# @URL, @AWS, @MACHINE and @EXECUTION are filled in; the embedded AWS takes any signature (the
+# Authorization header only names the service a request is for).
+WALKTHROUGH = r"""resumable is serving @URL  (Ctrl-C stops it and forgets everything: the embedded AWS is in memory)
 
-Approve a risky step:
-  curl -s -X POST {url}/sessions/demo/turns --json '{{"prompt": "delete the prod-db record"}}'
-      # -> 201, "status": "waiting", one interaction with its requestId and turnId
-  curl -s '{url}/sessions/demo/interactions?status=requested'
-  curl -s -X POST {url}/sessions/demo/turns/TURN_ID/interactions/REQUEST_ID \\
-       --json '{{"response": {{"decision": "approve"}}}}'
-      # -> 200, "status": "completed", "output": "record prod-db deleted"
+Paste these into another terminal, in order (bash, curl 7.82 or newer for --json, python3):
 
-Or all at once:
-  T=$(curl -s -X POST {url}/sessions/demo-2/turns --json '{{"prompt": "delete the staging-db record"}}')
-  TURN=$(echo "$T" | python3 -c 'import json,sys; print(json.load(sys.stdin)["turnId"])')
-  REQ=$(echo "$T" | python3 -c 'import json,sys; print(json.load(sys.stdin)["interactions"][0]["requestId"])')
-  curl -s -X POST {url}/sessions/demo-2/turns/$TURN/interactions/$REQ --json '{{"response": {{"decision": "approve"}}}}'
+  field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }    # one field of a JSON reply
 
-Cancel instead:
-  T=$(curl -s -X POST {url}/sessions/demo-3/turns --json '{{"prompt": "delete the test-db record"}}')
-  TURN=$(echo "$T" | python3 -c 'import json,sys; print(json.load(sys.stdin)["turnId"])')
-  curl -s -X POST {url}/sessions/demo-3/turns/$TURN/cancel      # -> "status": "canceled"
+1. Ask for a risky step: the sub-agent db_admin pauses for a person's approval.
+  T=$(curl -s -X POST @URL/sessions/demo/turns --json '{"prompt": "delete the prod-db record"}'); echo "$T"
+      # 201 "status": "waiting"; its interaction: orchestrator -> db_admin wants delete_record {"name": "prod-db"}
+  TURN=$(echo "$T" | field '["turnId"]'); REQ=$(echo "$T" | field '["interactions"][0]["requestId"]')
+  curl -s '@URL/sessions/demo/interactions?status=requested'      # the question, as a person would list it
 
-{workflow}
-The OpenAPI document: {url}/openapi.json
-"""
+2. Approve it: a new invocation rebuilds both agents, runs delete_record once, and finishes the turn.
+  curl -s -X POST @URL/sessions/demo/turns/$TURN/interactions/$REQ --json '{"response": {"decision": "approve"}}'
+      # 200 "status": "completed", "output": "record prod-db deleted"
 
+3. Deny another, saying why: nothing runs, and the model is told.
+  T=$(curl -s -X POST @URL/sessions/demo-deny/turns --json '{"prompt": "delete the staging-db record"}')
+  TURN=$(echo "$T" | field '["turnId"]'); REQ=$(echo "$T" | field '["interactions"][0]["requestId"]')
+  curl -s -X POST @URL/sessions/demo-deny/turns/$TURN/interactions/$REQ \
+       --json '{"response": {"decision": "deny", "message": "not staging"}}'
+      # 200 "status": "completed", "output": "DENIED: not staging. The tool 'delete_record' did not run."
 
-# The embedded AWS takes any signature; the Authorization header names the service it is for.
-WORKFLOW = r"""Let a Step Functions workflow wait for the approval (the embedded AWS runs the state machine):
+4. Cancel one instead: the turn and its child turn settle canceled; the question is withdrawn.
+  T=$(curl -s -X POST @URL/sessions/demo-cancel/turns --json '{"prompt": "delete the test-db record"}')
+  TURN=$(echo "$T" | field '["turnId"]')
+  curl -s -X POST @URL/sessions/demo-cancel/turns/$TURN/cancel      # 200 "status": "canceled"
+
+5. A Step Functions workflow that waits for the approval (the embedded AWS runs the state machine):
   sfn() { curl -s @AWS -H "X-Amz-Target: AWSStepFunctions.$1" -H 'Content-Type: application/x-amz-json-1.0' \
        -H 'Authorization: AWS4-HMAC-SHA256 Credential=x/20260101/us-east-1/states/aws4_request, Signature=x' \
        -d "$2"; echo; }
   sfn StartExecution '{"stateMachineArn": "@MACHINE", "name": "wf-1",
-       "input": "{\"sessionId\": \"wf-1\", \"prompt\": \"delete the staging-db record\"}"}'
-  curl -s '@URL/sessions/wf-1/interactions?status=requested'    # the workflow owns the session: approve it
-  curl -s -X POST @URL/sessions/wf-1/turns/TURN_ID/interactions/REQUEST_ID \
-       --json '{"response": {"decision": "approve"}}'
-  sfn DescribeExecution '{"executionArn": "@EXECUTION"}'    # -> "status": "SUCCEEDED", the Turn as output
+       "input": "{\"sessionId\": \"wf-1\", \"prompt\": \"delete the dev-db record\"}"}'
+  until Q=$(curl -sf '@URL/sessions/wf-1/interactions?status=requested') && [[ $Q == *requestId* ]]; do sleep 0.2; done
+  TURN=$(echo "$Q" | field '["interactions"][0]["turnId"]'); REQ=$(echo "$Q" | field '["interactions"][0]["requestId"]')
+  curl -s -X POST @URL/sessions/wf-1/turns/$TURN/interactions/$REQ --json '{"response": {"decision": "approve"}}'
+  while [[ $(sfn DescribeExecution '{"executionArn": "@EXECUTION"}') == *'"RUNNING"'* ]]; do sleep 0.2; done
+  sfn DescribeExecution '{"executionArn": "@EXECUTION"}'      # "status": "SUCCEEDED", the completed Turn as output
+
+The OpenAPI document: @URL/openapi.json
 """
 
 
@@ -82,13 +88,13 @@ def main() -> None:
         server = _listen(port)
         url = f"http://127.0.0.1:{server.server_address[1]}"
         execution = machine.replace(":stateMachine:", ":execution:") + ":wf-1"
-        workflow = (
-            WORKFLOW.replace("@AWS", str(settings.endpoint_url))
+        walkthrough = (
+            WALKTHROUGH.replace("@URL", url)
+            .replace("@AWS", str(settings.endpoint_url))
             .replace("@MACHINE", machine)
             .replace("@EXECUTION", execution)
-            .replace("@URL", url)
         )
-        print(WALKTHROUGH.format(url=url, workflow=workflow), flush=True)
+        print(walkthrough, flush=True)
         try:
             server.serve_forever()
         except KeyboardInterrupt:

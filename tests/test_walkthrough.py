@@ -1,0 +1,67 @@
+"""What a newcomer meets is true: ``make run``'s printed walkthrough, followed literally and in order in
+bash, does what each step says."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from tests.patience import HANG_SECONDS
+
+END = "The OpenAPI document:"
+
+
+@pytest.fixture(scope="module")
+def printed() -> Iterator[str]:
+    """The walkthrough ``python -m resumable.run`` (``make run``) prints, while it keeps serving."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "resumable.run"],
+        env={**os.environ, "PORT": "0"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert server.stdout is not None
+    lines: list[str] = []
+    try:
+        for line in server.stdout:
+            lines.append(line)
+            if line.startswith(END):
+                break
+        assert lines and lines[-1].startswith(END), "make run printed no walkthrough:\n" + "".join(lines)
+        yield "".join(lines)
+    finally:
+        server.terminate()
+        server.wait(HANG_SECONDS)
+
+
+def commands(walkthrough: str) -> str:
+    """The walkthrough's shell lines (indented, not a comment of their own), as one bash script."""
+    shell = [line for line in walkthrough.splitlines() if line.startswith("  ") and not line.strip().startswith("#")]
+    return "set -e\n" + "\n".join(shell) + "\n"
+
+
+@pytest.mark.slow
+def test_every_step_of_the_printed_walkthrough_works_when_followed_literally(printed: str) -> None:
+    ran = subprocess.run(
+        ["bash", "-c", commands(printed)], capture_output=True, text=True, timeout=HANG_SECONDS, check=False
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    out = ran.stdout
+    said = [
+        '"status": "waiting"',  # 1: the turn waits
+        '"agentPath": ["orchestrator", "db_admin"]',  # 1: the question, listed
+        '"output": "record prod-db deleted"',  # 2: approved
+        "DENIED: not staging. The tool 'delete_record' did not run.",  # 3: denied
+        '"status": "canceled"',  # 4: canceled
+        '"status": "SUCCEEDED"',  # 5: the workflow
+        "record dev-db deleted",
+    ]
+    for step in said:
+        assert step.replace(": ", ":").replace(", ", ",") in out.replace(": ", ":").replace(", ", ","), step
+    assert "there is no record" not in out, "a step deleted a record an earlier one had deleted"
+    assert '"code"' not in out, "a step got an error: " + out
