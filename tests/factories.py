@@ -229,3 +229,31 @@ def looks_then_deletes(context: AgentContext) -> Agent:
 def not_an_agent(context: AgentContext) -> Agent:
     """A misconfigured factory: what it returns is not an agent, so the function handling the request raises."""
     return "an agent"  # type: ignore[return-value]
+
+
+# -- for tests/integration/test_outlived_lease.py ---------------------------------------------------------
+
+
+def fenced(context: AgentContext) -> Agent:
+    """orchestrator -> db_admin (ephemeral) -> delete_record (approval), whose approved action writes its
+    fencing token to the ledger ("delete prod-db <lease>:<key>") and then calls ``while_acting(context)``."""
+
+    @tool(approval=True, context=True, name="delete_record")
+    def delete_record_fenced(name: str, context: Any) -> str:
+        """Delete a database record."""
+        with open(os.environ[LEDGER_ENV], "a") as ledger:
+            ledger.write(f"delete {name} {context.fencing_token}\n")
+        if while_acting is not None:
+            while_acting(context)
+        return f"deleted {name}"
+
+    worker = Agent(
+        name="db_admin",
+        model=ScriptedModel([calls(("w-1", "delete_record", {"name": "prod-db"})), says("prod-db is deleted")]),
+        tools=[delete_record_fenced],
+    )
+    return Agent(
+        name="orchestrator",
+        model=ScriptedModel([calls(("o-1", "db_admin", {"prompt": "delete prod-db"})), says("The record is gone.")]),
+        tools=[worker.as_tool()],
+    )

@@ -23,9 +23,9 @@ from resumable.config import Settings
 from resumable.exceptions import LeaseLostError, StaleCommitError, TurnBusyError
 from resumable.service import AgentContext, Service
 from resumable.service.agent_factory import AgentFactory
+from resumable.service.journal import UNKNOWN_OUTCOME
 from resumable.service.views import TurnView
 from resumable.store import DynamoDBStore
-from resumable.store.journal import UNKNOWN_OUTCOME
 from resumable.store.records import TurnRecord
 from tests.agents import calls, says
 from tests.factories import LEDGER_ENV, executions

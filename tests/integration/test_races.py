@@ -21,7 +21,8 @@ from resumable.store import DynamoDBStore
 from tests import factories
 from tests.agents import calls, says
 from tests.factories import _db_admin, _ThinkingModel, delete_record, executions
-from tests.patience import HANG_SECONDS
+from tests.integration.helpers import root_record
+from tests.patience import HANG_SECONDS, eventually
 
 APPROVE = {"decision": "approve"}
 
@@ -110,15 +111,51 @@ def test_no_approved_action_starts_after_the_turn_settled(
     first, second = started.interactions
     svc.submit_approval(session_id, started.turn_id, first.request_id, APPROVE)
     seen: list[Any] = []
+    thawed = threading.Event()
+
+    def frozen_heartbeat(**_: Any) -> None:
+        """The runner's process is frozen while action a runs: its lease's heartbeat cannot renew it."""
+        assert thawed.wait(HANG_SECONDS), "never thawed"
 
     def slow_then_cancel(context: AgentContext) -> None:
+        svc.store.dynamodb.meta.events.register("before-call.dynamodb.UpdateItem", frozen_heartbeat)  # type: ignore[attr-defined]
         clock.advance(aws.lease_seconds + 1)  # action a was slow: the run's lease expired meanwhile
         seen.append(_service(aws, clock, two_approvals).cancel(context.session_id, context.turn_id))
+        svc.store.dynamodb.meta.events.unregister("before-call.dynamodb.UpdateItem", frozen_heartbeat)  # type: ignore[attr-defined]
+        thawed.set()
 
     after_action_a.append(slow_then_cancel)
     svc.submit_approval(session_id, started.turn_id, second.request_id, APPROVE)
     assert seen[0].status == "interrupted"
     assert executions(ledger) == ["delete a"], "delete b ran after the turn was settled interrupted"
+
+
+def test_a_live_runner_told_to_cancel_during_a_slow_action_starts_no_other_and_confirms(
+    aws: Settings, clock: FakeClock, session_id: str, ledger: Path
+) -> None:
+    svc = _service(aws, clock, two_approvals)
+    started = svc.start_turn(session_id, "delete a and b")
+    first, second = started.interactions
+    svc.submit_approval(session_id, started.turn_id, first.request_id, APPROVE)
+    seen: list[Any] = []
+
+    def slow_then_cancel(context: AgentContext) -> None:
+        clock.advance(aws.lease_seconds + 1)  # action a was slow; the heartbeat kept the lease
+        eventually(
+            lambda: (
+                True
+                if (root_record(svc.store, session_id, started.turn_id).lease_expires_at or 0) > clock.now()
+                else None
+            ),
+            "the heartbeat's renewal",
+        )
+        seen.append(_service(aws, clock, two_approvals).cancel(context.session_id, context.turn_id))
+
+    after_action_a.append(slow_then_cancel)
+    done = svc.submit_approval(session_id, started.turn_id, second.request_id, APPROVE)
+    assert seen[0].status == "running", "the cancel was told to the live runner"
+    assert done.status == "canceled", "the runner confirmed the cancel at its next step"
+    assert executions(ledger) == ["delete a"], "delete b ran after a cancel was requested"
 
 
 # -- TransactionConflict (real DynamoDB under contention) is treated as a stale commit ------------------

@@ -6,7 +6,7 @@ It knows nothing about DynamoDB or S3; the store builds on it.
 from resumable.runtime.agent import Agent, AgentResult
 from resumable.runtime.agent_as_tool import AgentTool
 from resumable.runtime.interrupts import Interrupt
-from resumable.runtime.invocation import Invocation
+from resumable.runtime.invocation import FencingToken, Invocation
 from resumable.runtime.models import BedrockModel, Model, ScriptedModel
 from resumable.runtime.session import FileSession, Session
 from resumable.runtime.tools import ApprovalAnswer, Tool, ToolContext, tool
@@ -17,6 +17,7 @@ __all__ = [
     "AgentTool",
     "ApprovalAnswer",
     "BedrockModel",
+    "FencingToken",
     "FileSession",
     "Interrupt",
     "Invocation",

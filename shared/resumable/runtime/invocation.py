@@ -7,11 +7,38 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 
+@dataclass(frozen=True)
+class FencingToken:
+    """What makes an approved action's write to another system safe against a runner that outlived
+    its lease: ``key`` names the approval (the same on every attempt: an idempotency key), ``lease``
+    is the generation of the turn's lease under which this attempt runs (it grows with every new
+    holder). A system that keeps, per ``key``, the highest ``lease`` it accepted, and refuses a write
+    with a lower one or a second write under the same ``key``, never applies a stale attempt."""
+
+    key: str
+    lease: int
+
+    def __str__(self) -> str:
+        return f"{self.lease}:{self.key}"
+
+
+@dataclass(frozen=True)
+class ApprovedAction:
+    """One approved call about to run: ``key`` names the approval in the root's tree, the rest says
+    what it is (shown to people when its outcome is in doubt)."""
+
+    key: str
+    tool_use_id: str
+    tool: str
+    input: Any
+    agent_path: tuple[str, ...]
+
+
 class ActionJournal(Protocol):
     """Records approved actions so that each runs at most once, even across crashes and rebuilds."""
 
-    def run(self, key: str, tool_use_id: str, action: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        """Run ``action`` (which returns a toolResult) unless ``key`` was started before.
+    def run(self, action: ApprovedAction, perform: Callable[[FencingToken], dict[str, Any]]) -> dict[str, Any]:
+        """Run ``perform`` (which returns a toolResult) unless ``action.key`` was started before.
 
         A finished earlier run's result is returned again; a run that started but never recorded its
         result is not repeated: the model is told its outcome is unknown.

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from resumable.exceptions import ResumableError
 from resumable.runtime.interrupts import Interrupt, InterruptException, tool_interrupt_id
-from resumable.runtime.invocation import Invocation
+from resumable.runtime.invocation import ApprovedAction, FencingToken, Invocation
 
 if TYPE_CHECKING:
     from resumable.runtime.agent import Agent
@@ -46,11 +46,13 @@ def tool_result(tool_use_id: str, output: Any, status: Literal["success", "error
 
 @dataclass
 class ToolContext:
-    """What a tool declared with ``context=True`` receives: the calling agent and its tool use."""
+    """What a tool declared with ``context=True`` receives: the calling agent and its tool use, and,
+    while an approved action runs under the service's journal, its ``fencing_token`` (None otherwise)."""
 
     agent: Agent
     tool_use: dict[str, Any]
     invocation: Invocation
+    fencing_token: FencingToken | None = None
 
     @property
     def tool_use_id(self) -> str:
@@ -197,16 +199,25 @@ class FunctionTool(Tool):
         if not self.approval or journal is None:
             return tool_result(tool_use_id, self.function(**arguments))
 
-        def approved_action() -> dict[str, Any]:
+        def perform(token: FencingToken) -> dict[str, Any]:
+            context.fencing_token = token
             try:
                 return tool_result(tool_use_id, self.function(**arguments))
             except (InterruptException, ResumableError):
                 raise
             except Exception as error:
                 return tool_result(tool_use_id, f"Error: {type(error).__name__}: {error}", "error")
+            finally:
+                context.fencing_token = None
 
-        key = context.invocation.id_prefix + tool_interrupt_id(tool_use_id, APPROVAL_INTERRUPT)
-        return journal.run(key, tool_use_id, approved_action)
+        action = ApprovedAction(
+            key=context.invocation.id_prefix + tool_interrupt_id(tool_use_id, APPROVAL_INTERRUPT),
+            tool_use_id=tool_use_id,
+            tool=self.name,
+            input=tool_input,
+            agent_path=context.invocation.agent_path,
+        )
+        return journal.run(action, perform)
 
 
 @overload

@@ -1,13 +1,21 @@
-"""The lease a run holds on its turn, renewed at every step boundary."""
+"""The lease a run holds on its turn: renewed at every step boundary, and kept alive while an approved
+action runs."""
 
 from __future__ import annotations
 
+import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from resumable.exceptions import LeaseLostError, StoreError
 from resumable.store.records import TurnRecord
 
 if TYPE_CHECKING:
     from resumable.service.service import Service
+
+logger = logging.getLogger(__name__)
 
 
 class LeaseGuard:
@@ -15,21 +23,79 @@ class LeaseGuard:
     request. Raises ``LeaseLostError`` (which ends the run without a commit) if the lease was lost.
 
     The first boundary comes right after the lease was taken, by a write that already required no
-    cancel request, so it costs no call.
+    cancel request, so it costs no call. ``until`` is when the lease expires as far as this run knows
+    (it set it); ``generation`` numbers the lease (every new holder's is higher: a fencing token).
     """
 
     def __init__(self, service: Service, root: TurnRecord, owner: str) -> None:
         self.service = service
         self.root = root
         self.owner = owner
+        self.until = root.lease_expires_at or 0.0
         self.fresh = True
+        self._lock = threading.Lock()
+
+    @property
+    def generation(self) -> int:
+        return self.root.lease_generation
 
     def __call__(self) -> bool:
         if self.fresh:
             self.fresh = False
             return False
+        return self.renew().cancel_requested
+
+    def renew(self) -> TurnRecord:
+        """Extend the lease by ``lease_seconds`` from now; ``LeaseLostError`` if another holds it."""
         now = self.service.clock.now()
-        self.root = self.service.store.renew_lease(
-            self.root, self.owner, now, now + self.service.settings.lease_seconds
-        )
-        return self.root.cancel_requested
+        until = now + self.service.settings.lease_seconds
+        with self._lock:
+            self.root = self.service.store.renew_lease(self.root, self.owner, now, until)
+            self.until = until
+            return self.root
+
+    def extended(self, until: float) -> None:
+        """The lease was extended to ``until`` by another write (an approved action's start)."""
+        with self._lock:
+            self.until = max(self.until, until)
+
+    def surely_held(self) -> bool:
+        """Whether the lease is certainly still this run's without asking: at least half of it is left
+        by this run's own clock (no other run may take it over before it expires). A run that was
+        frozen past that point must renew it, and learns so if it was taken over."""
+        return self.service.clock.now() < self.until - self.service.settings.lease_seconds / 2
+
+    @contextmanager
+    def kept_alive(self) -> Iterator[None]:
+        """Renew the lease every third of ``lease_seconds`` (of the service's clock) while the block
+        runs (a long approved action), so a live runner never loses the turn mid-action. A frozen
+        process freezes this heartbeat too: then the lease expires, and what the action did is
+        recorded as late."""
+        stop = threading.Event()
+        interval = self.service.settings.lease_seconds / 3
+
+        def beat() -> None:
+            while not self.service.clock.wait(stop, interval):
+                try:
+                    self.renew()
+                except LeaseLostError:
+                    logger.error(
+                        "turn_id=<%s>, owner=<%s> | lease lost while an approved action ran",
+                        self.root.turn_id,
+                        self.owner,
+                    )
+                    return
+                except StoreError as error:
+                    logger.warning(
+                        "turn_id=<%s> | the lease could not be renewed (tried again later): %s",
+                        self.root.turn_id,
+                        error,
+                    )
+
+        heartbeat = threading.Thread(target=beat, name=f"lease-{self.root.turn_id}", daemon=True)
+        heartbeat.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            heartbeat.join()

@@ -31,3 +31,20 @@ def text_utf8(text: str, what: str, nothing: str = "nothing was done") -> bytes:
         return text.encode("utf-8")
     except UnicodeEncodeError:
         raise ValidationFailedError(f"{what} {_NOT_UTF8}; {nothing}") from None
+
+
+def bounded_text(text: str | None, limit: int) -> str | None:
+    """``text``, cut to ``limit`` bytes of UTF-8 with a note saying so (DynamoDB items are small; the
+    whole text stays in the snapshot)."""
+    if text is None or len(text.encode()) <= limit:
+        return text
+    return text.encode()[:limit].decode(errors="ignore") + f" [cut at {limit} bytes; the whole text is in the snapshot]"
+
+
+def bounded_json(value: Any, limit: int) -> Any:
+    """``value`` as shown to a person, or a preview of it when its JSON is larger than ``limit``
+    bytes (the whole value stays in the snapshot)."""
+    text = json.dumps(value, ensure_ascii=False)
+    if len(text.encode()) <= limit:
+        return value
+    return {"truncated": True, "bytes": len(text.encode()), "preview": bounded_text(text, limit // 4)}

@@ -8,7 +8,6 @@ the lease and the version.
 
 from __future__ import annotations
 
-import json
 import logging
 import uuid
 from dataclasses import dataclass, field
@@ -23,11 +22,12 @@ from resumable.runtime.invocation import Invocation, SubAgentCall
 from resumable.service.agent_factory import AgentContext, build
 from resumable.service.continuation import Budget, continue_later
 from resumable.service.ids import child_turn_id, request_id
+from resumable.service.journal import LeasedActionJournal
 from resumable.service.lease import LeaseGuard
+from resumable.service.limits import bounded_json, bounded_text
 from resumable.service.settlement import CANCELED_ON_REQUEST, settle_tree, superseded
 from resumable.service.workflow import tell_workflow
 from resumable.store.base import Commit
-from resumable.store.journal import StoreActionJournal
 from resumable.store.records import (
     SETTLED,
     InteractionRecord,
@@ -164,10 +164,12 @@ def run_leased(service: Service, tree: TurnTree, owner: str) -> TurnTree:
 
     children = ChildTurns(root, clock.now(), {c.turn_id: c for c in tree.children})
     budget = Budget(clock, service.settings.turn_budget_seconds)
+    lease = LeaseGuard(service, root, owner)
+    journal = LeasedActionJournal(lease, lambda key: children.turn_id(call_prefix(key)))
     invocation = Invocation(
-        stop=LeaseGuard(service, root, owner),
+        stop=lease,
         agent_path=(agent.name,),
-        journal=StoreActionJournal(store, root.session_id, root.turn_id, owner, clock),
+        journal=journal,
         observer=children,
         # Only a run that another invocation can continue checkpoints when its budget is spent.
         checkpoint=budget if service.continuation else None,
@@ -201,6 +203,9 @@ def run_leased(service: Service, tree: TurnTree, owner: str) -> TurnTree:
         committed = _commit(service, tree, owner, agent, session, children, outcome)
     except StaleCommitError:
         return _after_refused_commit(service, tree, owner)
+    if journal.in_doubt:
+        known = {a.key: a for a in committed.actions} | {a.key: a for a in journal.in_doubt}
+        committed = committed.model_copy(update={"actions": list(known.values())})
     if committed.root.status == "running":
         continue_later(service, committed.root)
     return committed
@@ -274,8 +279,8 @@ def _commit(
                 "version": version,
                 "snapshot_key": snapshot_key or root.snapshot_key,
                 "agent_snapshots": session.snapshot_keys,
-                "output": _bounded_text(outcome.output, MAX_OUTPUT_BYTES),
-                "error": _bounded_text(outcome.error, MAX_ERROR_BYTES),
+                "output": bounded_text(outcome.output, MAX_OUTPUT_BYTES),
+                "error": bounded_text(outcome.error, MAX_ERROR_BYTES),
                 "open_interactions": open_interactions,
                 "lease_owner": None,
                 "lease_expires_at": None,
@@ -369,7 +374,7 @@ def _waiting_on(
                     request_id=request_id(root.turn_id, interrupt.id),
                     interrupt_id=interrupt.id,
                     name=interrupt.name,
-                    reason=_bounded_reason(interrupt.reason),
+                    reason=bounded_json(interrupt.reason, MAX_REASON_BYTES),
                     agent_path=children.records[owner_turn].agent_path if prefix else [root.agent],
                     owner=root.principal,
                     status="requested",
@@ -391,23 +396,6 @@ def _waiting_on(
                 known.request_id,
             )
     return new, open_interactions, unapplied
-
-
-def _bounded_text(text: str | None, limit: int) -> str | None:
-    """``text``, cut to ``limit`` bytes of UTF-8 with a note saying so (DynamoDB items are small; the
-    whole text stays in the snapshot)."""
-    if text is None or len(text.encode()) <= limit:
-        return text
-    return text.encode()[:limit].decode(errors="ignore") + f" [cut at {limit} bytes; the whole text is in the snapshot]"
-
-
-def _bounded_reason(reason: Any) -> Any:
-    """The reason shown to a person, or a preview of it when its JSON is larger than one interaction
-    may hold (the whole reason stays in the snapshot)."""
-    text = json.dumps(reason, ensure_ascii=False)
-    if len(text.encode()) <= MAX_REASON_BYTES:
-        return reason
-    return {"truncated": True, "bytes": len(text.encode()), "preview": _bounded_text(text, MAX_REASON_BYTES // 4)}
 
 
 def _unloadable(service: Service, tree: TurnTree, owner: str, error: SnapshotError) -> TurnTree:

@@ -54,6 +54,7 @@ def start_turn(service: Service, session_id: str, prompt: Any, principal: str | 
         status="running",
         version=1,
         lease_owner=owner,
+        lease_generation=1,
         lease_expires_at=now + service.settings.lease_seconds,
         base_snapshot_key=seen.snapshot_key if seen else None,
         agent_snapshots=dict(seen.agent_snapshots) if seen else {},

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from resumable.store.records import InteractionRecord, InteractionStatus, TurnRecord, TurnStatus, TurnTree
+from resumable.store.records import ActionRecord, InteractionRecord, InteractionStatus, TurnRecord, TurnStatus, TurnTree
 
 
 def iso(timestamp: float | None) -> str | None:
@@ -74,6 +74,49 @@ class ChildView(View):
         )
 
 
+ActionOutcome = Literal["unknown", "finished_late", "finished", "not_run"]
+
+
+class ActionView(View):
+    """An approved action whose outcome a run could not know (it found it started and not finished,
+    and told the model so), with what is known of it now: still ``unknown``; ``finished_late`` (it
+    ran, and its result was recorded after its runner had lost the turn: ``result``); ``not_run``
+    (its runner lost the turn before it started it)."""
+
+    turn_id: str
+    tool: str
+    agent_path: list[str]
+    input: Any
+    outcome: ActionOutcome
+    result: Any
+    started_at: str | None
+    finished_at: str | None
+    reported_unknown_at: str | None
+
+    @classmethod
+    def of(cls, record: ActionRecord) -> ActionView:
+        outcome: ActionOutcome = (
+            "unknown"
+            if record.status == "started"
+            else "not_run"
+            if record.status == "not_run"
+            else "finished_late"
+            if record.late
+            else "finished"
+        )
+        return cls(
+            turn_id=record.turn_id,
+            tool=record.tool,
+            agent_path=record.agent_path,
+            input=record.input,
+            outcome=outcome,
+            result=(record.result or {}).get("content"),
+            started_at=iso(record.started_at),
+            finished_at=iso(record.finished_at),
+            reported_unknown_at=iso(record.outcome_unknown_at),
+        )
+
+
 class TurnView(View):
     session_id: str
     turn_id: str
@@ -82,6 +125,7 @@ class TurnView(View):
     error: str | None
     interactions: list[InteractionView]
     children: list[ChildView]
+    actions_in_doubt: list[ActionView]
     created_at: str | None
     updated_at: str | None
 
@@ -91,10 +135,12 @@ class TurnView(View):
         turn = tree.root
         children = sorted(tree.children, key=lambda c: (c.created_at, c.turn_id))
         interactions = sorted(tree.interactions, key=lambda i: (i.created_at, i.request_id))
+        actions = sorted(tree.actions, key=lambda a: (a.started_at, a.key))
         if turn_id is not None and turn_id != tree.root.turn_id:
             turn = next(c for c in tree.children if c.turn_id == turn_id)
             children = [c for c in children if c.parent_turn_id == turn_id]
             interactions = [i for i in interactions if i.turn_id == turn_id]
+            actions = [a for a in actions if a.turn_id == turn_id]
         return cls(
             session_id=turn.session_id,
             turn_id=turn.turn_id,
@@ -103,6 +149,7 @@ class TurnView(View):
             error=turn.error,
             interactions=[InteractionView.of(i) for i in interactions],
             children=[ChildView.of(c) for c in children],
+            actions_in_doubt=[ActionView.of(a) for a in actions],
             created_at=iso(turn.created_at),
             updated_at=iso(turn.updated_at),
         )

@@ -1,10 +1,10 @@
-"""The store: turns, interactions, leases, the action journal and the outbox in DynamoDB; snapshots in S3."""
+"""The store: turns, interactions, leases, the action journal's entries and the outbox in DynamoDB;
+snapshots in S3."""
 
 from typing import Any
 
 from resumable.store.base import AnswerOutcome, Commit, Store
 from resumable.store.dynamodb import DynamoDBStore
-from resumable.store.journal import StoreActionJournal
 from resumable.store.s3_session import S3Session
 
 
@@ -24,7 +24,6 @@ __all__ = [
     "DynamoDBStore",
     "S3Session",
     "Store",
-    "StoreActionJournal",
     "create_resources",
     "embedded_aws",
 ]

@@ -51,7 +51,12 @@ class Commit:
             i.request_id: i for i in self.new_interactions
         }
         interactions = {i.request_id: i for i in tree.interactions} | changed
-        return TurnTree(root=self.root, children=list(children.values()), interactions=list(interactions.values()))
+        return TurnTree(
+            root=self.root,
+            children=list(children.values()),
+            interactions=list(interactions.values()),
+            actions=tree.actions,
+        )
 
 
 @dataclass
@@ -142,17 +147,34 @@ class Store(ABC):
     # the action journal
     @abstractmethod
     def begin_action(
-        self, session_id: str, root_turn_id: str, key: str, now: float, lease_owner: str
+        self, session_id: str, root_turn_id: str, action: ActionRecord, lease_owner: str, until: float
     ) -> ActionRecord | None:
-        """Record that an approved action starts, in the same transaction as a check that
-        ``lease_owner`` still runs the turn and no cancel was requested (else ``LeaseLostError``:
-        nothing starts). None when it was recorded now; otherwise the entry an earlier attempt left
-        (finished, or started with an unknown outcome)."""
+        """Record that an approved action starts (``action``, status ``started``), in the same
+        transaction as renewing ``lease_owner``'s lease until ``until``, which requires that it still
+        runs the turn and no cancel was requested (else ``LeaseLostError``: nothing starts). None when
+        it was recorded now; otherwise the entry an earlier attempt left."""
 
     @abstractmethod
     def finish_action(
-        self, session_id: str, root_turn_id: str, key: str, result: dict[str, Any], now: float
-    ) -> None: ...
+        self,
+        session_id: str,
+        root_turn_id: str,
+        action: ActionRecord,
+        result: dict[str, Any],
+        now: float,
+        lease_owner: str,
+    ) -> bool:
+        """Record the action's result. True when ``lease_owner`` still ran the turn; otherwise the
+        result is recorded as late (the turn untouched), an outbox event reports it, and False."""
+
+    @abstractmethod
+    def mark_action_not_run(self, session_id: str, root_turn_id: str, action: ActionRecord, now: float) -> None:
+        """Record that a started action never ran (its runner lost the turn first), and report it."""
+
+    @abstractmethod
+    def mark_action_unknown(self, session_id: str, root_turn_id: str, key: str, now: float) -> ActionRecord:
+        """Record that a run found the action's outcome unknown (so the turn shows it in doubt);
+        return the entry as it now is (its runner may have recorded what happened meanwhile)."""
 
     @abstractmethod
     def abandon_action(self, session_id: str, root_turn_id: str, key: str) -> None:

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 MAX_TRANSACTION_ITEMS = 100
 
 # Fields held as JSON text: any JSON survives unchanged (DynamoDB has no float type).
-_JSON_FIELDS = frozenset({"reason", "response", "result", "detail"})
+_JSON_FIELDS = frozenset({"reason", "response", "result", "detail", "input"})
 
 
 def _value(value: Any) -> dict[str, Any]:
@@ -255,15 +255,20 @@ class DynamoDBStore(Store):
         root: TurnRecord | None = None
         children: list[TurnRecord] = []
         interactions: list[InteractionRecord] = []
+        actions: list[ActionRecord] = []
         request: dict[str, Any] = {
             "TableName": self.table,
             "KeyConditionExpression": "pk = :pk AND begins_with(sk, :tree)",
-            "FilterExpression": "entity IN (:turn, :interaction)",
+            # The turns and interactions, and the approved actions whose outcome a run could not know.
+            "FilterExpression": "entity IN (:turn, :interaction) "
+            "OR (entity = :action AND attribute_type(outcome_unknown_at, :number))",
             "ExpressionAttributeValues": {
                 ":pk": _value(_pk(session_id)),
                 ":tree": _value(f"TURN#{root_turn_id}"),
                 ":turn": _value("turn"),
                 ":interaction": _value("interaction"),
+                ":action": _value("action"),
+                ":number": {"S": "N"},
             },
             "ConsistentRead": True,
         }
@@ -273,6 +278,8 @@ class DynamoDBStore(Store):
                 fields = _decode(item)
                 if fields["entity"] == "interaction":
                     interactions.append(InteractionRecord.model_validate(fields))
+                elif fields["entity"] == "action":
+                    actions.append(ActionRecord.model_validate(fields))
                 elif fields["turn_id"] == root_turn_id:
                     root = TurnRecord.model_validate(fields)
                 else:
@@ -282,7 +289,7 @@ class DynamoDBStore(Store):
             request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         if root is None:
             return None
-        return TurnTree(root=root, children=children, interactions=interactions)
+        return TurnTree(root=root, children=children, interactions=interactions, actions=actions)
 
     @_aws
     def get_task_token(self, session_id: str, root_turn_id: str) -> str | None:
@@ -310,7 +317,7 @@ class DynamoDBStore(Store):
                 TableName=self.table,
                 Key=_key(session_id, f"TURN#{root_turn_id}"),
                 UpdateExpression="SET #status = :running, lease_owner = :owner, lease_expires_at = :until, "
-                "updated_at = :now",
+                "updated_at = :now ADD lease_generation :one",
                 ConditionExpression=condition,
                 ExpressionAttributeNames={"#status": "status"},
                 ExpressionAttributeValues={
@@ -319,6 +326,7 @@ class DynamoDBStore(Store):
                     ":until": _value(until),
                     ":now": _value(now),
                     ":false": _value(False),
+                    ":one": _value(1),
                     **({} if takeover else {":waiting": _value("waiting"), ":zero": _value(0)}),
                 },
                 ReturnValues="ALL_NEW",
@@ -664,11 +672,49 @@ class DynamoDBStore(Store):
 
     # -- the action journal --------------------------------------------------------------------------
 
+    def _turn_leased_by(
+        self, session_id: str, root_turn_id: str, lease_owner: str, *, uncanceled: bool
+    ) -> dict[str, Any]:
+        """The condition that ``lease_owner`` still runs the root turn (and, ``uncanceled``, that no
+        cancel was requested)."""
+        values = {":owner": _value(lease_owner), ":running": _value("running")}
+        if uncanceled:
+            values[":false"] = _value(False)
+        return {
+            "TableName": self.table,
+            "Key": _key(session_id, f"TURN#{root_turn_id}"),
+            "ConditionExpression": "lease_owner = :owner AND #status = :running"
+            + (" AND cancel_requested = :false" if uncanceled else ""),
+            "ExpressionAttributeNames": {"#status": "status"},
+            "ExpressionAttributeValues": values,
+        }
+
+    def _action_event(self, session_id: str, root_turn_id: str, action: ActionRecord, kind: str) -> dict[str, Any]:
+        """The outbox item that reports what became known of an action after its runner lost the turn."""
+        event = OutboxEvent(
+            type=f"action.{kind}",
+            turn_id=root_turn_id,
+            detail={"turnId": action.turn_id, "tool": action.tool, "agentPath": action.agent_path},
+            created_at=action.finished_at or action.started_at,
+        )
+        digest = hashlib.sha256(action.key.encode()).hexdigest()
+        return {
+            "Put": {
+                "TableName": self.table,
+                "Item": {
+                    **_key(session_id, f"TURN#{root_turn_id}#EVENT#action#{kind}#{digest}"),
+                    **_encode({"entity": "event", **event.model_dump()}),
+                },
+            }
+        }
+
     @_aws
     def begin_action(
-        self, session_id: str, root_turn_id: str, key: str, now: float, lease_owner: str
+        self, session_id: str, root_turn_id: str, action: ActionRecord, lease_owner: str, until: float
     ) -> ActionRecord | None:
-        record = ActionRecord(key=key, status="started", started_at=now)
+        renewal = self._turn_leased_by(session_id, root_turn_id, lease_owner, uncanceled=True)
+        renewal["UpdateExpression"] = "SET lease_expires_at = :until"
+        renewal["ExpressionAttributeValues"][":until"] = _value(until)
         try:
             self._transact_write(
                 [
@@ -676,56 +722,108 @@ class DynamoDBStore(Store):
                         "Put": {
                             "TableName": self.table,
                             "Item": {
-                                **_key(session_id, _action_sk(root_turn_id, key)),
-                                **_encode({"entity": "action", **record.model_dump()}),
+                                **_key(session_id, _action_sk(root_turn_id, action.key)),
+                                **_encode({"entity": "action", **action.model_dump(exclude_none=True)}),
                             },
-                            "ConditionExpression": "attribute_not_exists(pk)",
+                            # An approval whose action never ran (its runner lost the turn first) runs now.
+                            "ConditionExpression": "attribute_not_exists(pk) OR #status = :not_run",
+                            "ExpressionAttributeNames": {"#status": "status"},
+                            "ExpressionAttributeValues": {":not_run": _value("not_run")},
                             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                         }
                     },
-                    {
-                        "ConditionCheck": {
-                            "TableName": self.table,
-                            "Key": _key(session_id, f"TURN#{root_turn_id}"),
-                            "ConditionExpression": "lease_owner = :owner AND #status = :running "
-                            "AND cancel_requested = :false",
-                            "ExpressionAttributeNames": {"#status": "status"},
-                            "ExpressionAttributeValues": {
-                                ":owner": _value(lease_owner),
-                                ":running": _value("running"),
-                                ":false": _value(False),
-                            },
-                        }
-                    },
+                    {"Update": renewal},
                 ]
             )
         except self._canceled as error:
-            action_reason, turn_reason = _reasons(error)
+            if not _condition_failed(error):
+                raise
+            action_reason = _reasons(error)[0]
             if action_reason.get("Code") == "ConditionalCheckFailed" and action_reason.get("Item"):
                 return ActionRecord.model_validate(_decode(action_reason["Item"]))
-            if turn_reason.get("Code") == "ConditionalCheckFailed":
-                raise LeaseLostError(
-                    f"turn {root_turn_id} was canceled, taken over or settled before the approved action {key!r} "
-                    "started: it was not started, and this run stops without committing"
-                ) from error
-            raise
+            raise LeaseLostError(
+                f"turn {root_turn_id} was canceled, taken over or settled before the approved action {action.key!r} "
+                "started: it was not started, and this run stops without committing"
+            ) from error
         return None
 
     @_aws
-    def finish_action(self, session_id: str, root_turn_id: str, key: str, result: dict[str, Any], now: float) -> None:
-        self.dynamodb.update_item(
+    def finish_action(
+        self,
+        session_id: str,
+        root_turn_id: str,
+        action: ActionRecord,
+        result: dict[str, Any],
+        now: float,
+        lease_owner: str,
+    ) -> bool:
+        record: dict[str, dict[str, Any]] = {
+            "Update": {
+                "TableName": self.table,
+                "Key": _key(session_id, _action_sk(root_turn_id, action.key)),
+                "UpdateExpression": "SET #status = :finished, #result = :result, finished_at = :now, late = :late",
+                "ConditionExpression": "#status = :started",
+                "ExpressionAttributeNames": {"#status": "status", "#result": "result"},
+                "ExpressionAttributeValues": {
+                    ":finished": _value("finished"),
+                    ":started": _value("started"),
+                    ":result": _value(json.dumps(result)),
+                    ":now": _value(now),
+                    ":late": _value(False),
+                },
+            }
+        }
+        try:
+            self._transact_write(
+                [
+                    record,
+                    {"ConditionCheck": self._turn_leased_by(session_id, root_turn_id, lease_owner, uncanceled=False)},
+                ]
+            )
+            return True
+        except self._canceled as error:
+            if not _condition_failed(error) or _reasons(error)[0].get("Code") == "ConditionalCheckFailed":
+                raise
+        # The runner lost the turn while the action ran: its result is still recorded, as late, and
+        # reported; the turn (another runner's, or settled) is not touched.
+        record["Update"]["ExpressionAttributeValues"][":late"] = _value(True)
+        finished = action.model_copy(update={"status": "finished", "finished_at": now, "late": True})
+        self._transact_write([record, self._action_event(session_id, root_turn_id, finished, "finished_late")])
+        return False
+
+    @_aws
+    def mark_action_not_run(self, session_id: str, root_turn_id: str, action: ActionRecord, now: float) -> None:
+        self._transact_write(
+            [
+                {
+                    "Update": {
+                        "TableName": self.table,
+                        "Key": _key(session_id, _action_sk(root_turn_id, action.key)),
+                        "UpdateExpression": "SET #status = :not_run, finished_at = :now",
+                        "ConditionExpression": "#status = :started",
+                        "ExpressionAttributeNames": {"#status": "status"},
+                        "ExpressionAttributeValues": {
+                            ":not_run": _value("not_run"),
+                            ":started": _value("started"),
+                            ":now": _value(now),
+                        },
+                    }
+                },
+                self._action_event(session_id, root_turn_id, action.model_copy(update={"finished_at": now}), "not_run"),
+            ]
+        )
+
+    @_aws
+    def mark_action_unknown(self, session_id: str, root_turn_id: str, key: str, now: float) -> ActionRecord:
+        item = self.dynamodb.update_item(
             TableName=self.table,
             Key=_key(session_id, _action_sk(root_turn_id, key)),
-            UpdateExpression="SET #status = :finished, #result = :result, finished_at = :now",
-            ConditionExpression="#status = :started",
-            ExpressionAttributeNames={"#status": "status", "#result": "result"},
-            ExpressionAttributeValues={
-                ":finished": _value("finished"),
-                ":started": _value("started"),
-                ":result": _value(json.dumps(result)),
-                ":now": _value(now),
-            },
-        )
+            UpdateExpression="SET outcome_unknown_at = if_not_exists(outcome_unknown_at, :now)",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeValues={":now": _value(now)},
+            ReturnValues="ALL_NEW",
+        )["Attributes"]
+        return ActionRecord.model_validate(_decode(item))
 
     @_aws
     def abandon_action(self, session_id: str, root_turn_id: str, key: str) -> None:

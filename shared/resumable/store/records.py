@@ -52,6 +52,7 @@ class TurnRecord(Record):
     version: int = 0
     lease_owner: str | None = None
     lease_expires_at: float | None = None
+    lease_generation: int = 0
     snapshot_key: str | None = None
     base_snapshot_key: str | None = None
     agent_snapshots: dict[str, str] = Field(default_factory=dict)
@@ -97,14 +98,31 @@ class InteractionRecord(Record):
     updated_at: float
 
 
+ActionStatus = Literal["started", "finished", "not_run"]
+
+
 class ActionRecord(Record):
-    """The action journal's entry for one approved action: it started, and (once it did) its result."""
+    """The action journal's entry for one approved action: it started (under lease generation
+    ``lease_generation``), and once it did, its result; or it never ran (``not_run``: its runner lost
+    the turn before it started it).
+
+    ``outcome_unknown_at``: a later run found it started and not finished and told the model its
+    outcome is unknown; the turn shows it among its actions in doubt, with what became known since.
+    ``late``: its result was recorded after its runner had lost the turn (never changing the turn).
+    """
 
     key: str
-    status: Literal["started", "finished"]
+    status: ActionStatus
+    turn_id: str = ""
+    tool: str = ""
+    agent_path: list[str] = Field(default_factory=list)
+    input: Any = None
+    lease_generation: int = 0
     result: dict[str, Any] | None = None
     started_at: float
     finished_at: float | None = None
+    outcome_unknown_at: float | None = None
+    late: bool = False
 
 
 class OutboxEvent(Record):
@@ -117,8 +135,10 @@ class OutboxEvent(Record):
 
 
 class TurnTree(Record):
-    """A root turn with its child turns and interactions, as one query returns them."""
+    """A root turn with its child turns, interactions and approved actions in doubt (whose outcome a
+    run could not know), as one query returns them."""
 
     root: TurnRecord
     children: list[TurnRecord]
     interactions: list[InteractionRecord]
+    actions: list[ActionRecord] = Field(default_factory=list)

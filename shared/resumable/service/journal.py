@@ -1,0 +1,136 @@
+"""The action journal of a leased run: an approved action runs at most once per approval.
+
+Before the action runs, one transaction records that it started and renews the run's lease (it
+requires that the run still holds the turn and no cancel was requested); after, another records its
+result (and checks the run still holds the turn). In between:
+
+- right before the action, the run checks that it still holds the lease: by its own clock when at
+  least half of the lease it just renewed is left, else by renewing it (a run that was frozen past
+  that point learns it lost the turn, records the action ``not_run`` and stops: it never runs);
+- while the action runs, a heartbeat renews the lease, so a live runner never loses the turn;
+- the action gets a ``FencingToken`` (the approval's key and the lease's generation) for systems that
+  can refuse a stale write.
+
+A re-run (after a crash, a takeover, a duplicate delivery) finds the entry: a finished action's
+result is given back without running it again; one that never ran runs now; one started and never
+finished is not run again: the model is told its outcome is unknown, and the turn lists it among its
+actions in doubt, with whatever becomes known later (a result recorded late, or ``not_run``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from resumable.exceptions import LeaseLostError, StoreError
+from resumable.runtime.interrupts import InterruptException
+from resumable.runtime.invocation import ApprovedAction, FencingToken
+from resumable.runtime.tools import tool_result
+from resumable.service.lease import LeaseGuard
+from resumable.service.limits import bounded_json
+from resumable.store.records import ActionRecord
+
+logger = logging.getLogger(__name__)
+
+UNKNOWN_OUTCOME = (
+    "The outcome of this approved action is UNKNOWN: an earlier attempt started it and stopped before its "
+    "result was recorded. It was NOT run again. Do not report it as done or as not done; tell the user to "
+    "check whether it took effect before asking for it again."
+)
+
+# What an action's entry may hold of its input, to show a person; the whole input is in the snapshot.
+MAX_INPUT_BYTES = 4 * 1024
+
+
+class LeasedActionJournal:
+    """``ActionJournal`` for the approved actions of one leased run of a root turn's tree.
+    ``turn_of`` names the (root or child) turn an action's key belongs to."""
+
+    def __init__(self, lease: LeaseGuard, turn_of: Callable[[str], str]) -> None:
+        self.lease = lease
+        self.store = lease.service.store
+        self.clock = lease.service.clock
+        self.session_id = lease.root.session_id
+        self.root_turn_id = lease.root.turn_id
+        self.turn_of = turn_of
+        # The actions this run found started and never finished (their outcome is unknown).
+        self.in_doubt: list[ActionRecord] = []
+
+    def run(self, action: ApprovedAction, perform: Callable[[FencingToken], dict[str, Any]]) -> dict[str, Any]:
+        now = self.clock.now()
+        record = ActionRecord(
+            key=action.key,
+            status="started",
+            turn_id=self.turn_of(action.key),
+            tool=action.tool,
+            agent_path=list(action.agent_path),
+            input=bounded_json(action.input, MAX_INPUT_BYTES),
+            lease_generation=self.lease.generation,
+            started_at=now,
+        )
+        until = now + self.lease.service.settings.lease_seconds
+        earlier = self.store.begin_action(self.session_id, self.root_turn_id, record, self.lease.owner, until)
+        if earlier is not None:
+            return self._from_earlier(action, earlier, perform)
+        self.lease.extended(until)
+        self._still_leased(record)
+        try:
+            with self.lease.kept_alive():
+                result = perform(FencingToken(record.key, record.lease_generation))
+        except InterruptException:
+            # The action paused before doing anything: it has not started after all.
+            self.store.abandon_action(self.session_id, self.root_turn_id, action.key)
+            raise
+        if not self.store.finish_action(
+            self.session_id, self.root_turn_id, record, result, self.clock.now(), self.lease.owner
+        ):
+            logger.error(
+                "turn_id=<%s>, action=<%s> | approved action finished after its run lost the turn: its result is "
+                "recorded as late and reported",
+                self.root_turn_id,
+                action.key,
+            )
+        return result
+
+    def _still_leased(self, record: ActionRecord) -> None:
+        """Right before the action runs: the run must still hold the turn, else the action never runs."""
+        if self.lease.surely_held():
+            return
+        try:
+            self.lease.renew()
+        except (LeaseLostError, StoreError):
+            self.store.mark_action_not_run(self.session_id, self.root_turn_id, record, self.clock.now())
+            logger.error(
+                "turn_id=<%s>, action=<%s> | the run lost the turn before the approved action ran: it did NOT run",
+                self.root_turn_id,
+                record.key,
+            )
+            raise
+
+    def _from_earlier(
+        self, action: ApprovedAction, earlier: ActionRecord, perform: Callable[[FencingToken], dict[str, Any]]
+    ) -> dict[str, Any]:
+        if earlier.status == "not_run":
+            logger.info(
+                "turn_id=<%s>, action=<%s> | approved action never ran: running it", self.root_turn_id, action.key
+            )
+            return self.run(action, perform)
+        if earlier.status == "started":
+            earlier = self.store.mark_action_unknown(self.session_id, self.root_turn_id, action.key, self.clock.now())
+            self.in_doubt.append(earlier)
+        if earlier.status == "finished" and earlier.result is not None:
+            logger.info(
+                "turn_id=<%s>, action=<%s> | approved action already ran, its result is reused",
+                self.root_turn_id,
+                action.key,
+            )
+            return {**earlier.result, "toolUseId": action.tool_use_id}
+        if earlier.status == "not_run":
+            return self.run(action, perform)
+        logger.error(
+            "turn_id=<%s>, action=<%s> | approved action started earlier and never finished: not running it again",
+            self.root_turn_id,
+            action.key,
+        )
+        return tool_result(action.tool_use_id, UNKNOWN_OUTCOME, "error")
