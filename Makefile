@@ -22,11 +22,11 @@ $(INSTALLED): pyproject.toml constraints.txt | $(BIN)/python
 
 ## run: the embedded AWS and the local HTTP API on 127.0.0.1:3000 (PORT=n for another; prints a walkthrough; Ctrl-C stops)
 run: $(RUNNABLE)
-	$(BIN)/python -m resumable.run
+	$(BIN)/python -m resumable.local.run
 
 ## demo: the runtime alone: an approval asked in one process, answered in a new, rebuilt one
 demo: $(RUNNABLE)
-	$(BIN)/python -m resumable.demo
+	$(BIN)/python -m resumable.local.demo
 
 ## invoke: one handler with one event, like sam local invoke: make invoke FUNCTION=StartTurn EVENT=events/start_turn.json
 invoke: $(RUNNABLE)
@@ -42,7 +42,7 @@ bench: layer
 
 ## soak: randomized scenarios with faults for SOAK_SECONDS (120), seeded by SOAK_SEED (1); SOAK_SCENARIO=n replays one
 soak: $(INSTALLED)
-	$(BIN)/python -m bench.soak
+	$(BIN)/python -m tests.soak
 
 ## test: lint, format check, type check, template validation and the whole test suite
 test: lint typecheck validate pytest

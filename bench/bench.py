@@ -36,14 +36,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.trees import Shape, actions_of, factory
+from resumable.aws.clients import client
 from resumable.clock import SystemClock
 from resumable.config import Settings
+from resumable.local import embedded_aws
 from resumable.runtime.agent import Agent
 from resumable.runtime.models import ScriptedModel
 from resumable.service import Service, TurnView
-from resumable.store import DynamoDBStore, embedded_aws
-from resumable.store.clients import client
+from resumable.store import DynamoDBStore
+from tests.trees import Shape, actions_of, factory
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results.json"

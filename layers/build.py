@@ -1,6 +1,7 @@
 """``make layer``: build the Lambda layer (layers/build/python/ and layers/layer.zip) and report its size.
 
-The layer is shared/resumable plus layers/requirements.txt, installed for python3.11 on arm64
+The layer is shared/resumable without its local-only code (``resumable/local/``: the embedded AWS, the
+local server, make run and make demo) plus layers/requirements.txt, installed for python3.11 on arm64
 (manylinux wheels, whatever machine builds it). template.yaml's SharedLayer points at layers/build/.
 """
 
@@ -18,6 +19,15 @@ BUILD = HERE / "build"
 ZIP = HERE / "layer.zip"
 
 
+# What never ships: local-only code, and caches.
+LOCAL_ONLY = "local"
+
+
+def _not_shipped(directory: str, names: list[str]) -> set[str]:
+    package = Path(directory) == ROOT / "shared" / "resumable"
+    return {n for n in names if n == "__pycache__" or (package and n == LOCAL_ONLY)}
+
+
 def build() -> tuple[int, int]:
     """Build the layer; return its (unzipped, zipped) sizes in bytes."""
     shutil.rmtree(BUILD, ignore_errors=True)
@@ -30,7 +40,7 @@ def build() -> tuple[int, int]:
         ],
         check=True,
     )  # fmt: skip
-    shutil.copytree(ROOT / "shared" / "resumable", target / "resumable", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "shared" / "resumable", target / "resumable", ignore=_not_shipped)
     for cache in target.rglob("__pycache__"):
         shutil.rmtree(cache)
     with zipfile.ZipFile(ZIP, "w", zipfile.ZIP_DEFLATED) as archive:

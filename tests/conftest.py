@@ -10,8 +10,8 @@ import pytest
 
 from resumable.api.app import forget
 from resumable.config import Settings
-from resumable.local_server import function_arn, make_server
-from resumable.store.embedded import embedded_aws
+from resumable.local.embedded_aws import embedded_aws
+from resumable.local.server import function_arn, make_server
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from resumable.local_server import PRINCIPAL_HEADER
+from resumable.local.server import PRINCIPAL_HEADER
 from tests.patience import HANG_SECONDS
 
 MALLORY = "arn:aws:iam::000000000000:user/mallory"

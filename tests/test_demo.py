@@ -13,7 +13,7 @@ from tests.patience import HANG_SECONDS
 @pytest.mark.slow
 def test_the_demo_resumes_in_a_new_process_and_runs_the_action_exactly_once() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "resumable.demo"], capture_output=True, text=True, timeout=HANG_SECONDS, check=True
+        [sys.executable, "-m", "resumable.local.demo"], capture_output=True, text=True, timeout=HANG_SECONDS, check=True
     )
     lines = done.stdout.splitlines()
     assert "[process 1] stop_reason=interrupt" in lines

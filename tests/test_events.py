@@ -13,7 +13,7 @@ import pytest
 from resumable.api.app import _continuation
 from resumable.config import Settings
 from resumable.exceptions import BadRequestError, NotFoundError, ValidationFailedError
-from resumable.local_server import ROOT, LambdaContext, function_arn, functions, load_template, routes
+from resumable.local.server import ROOT, LambdaContext, function_arn, functions, load_template, routes
 from resumable.store import DynamoDBStore
 from tools.invoke import invoke
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from resumable.api.app import forget
-from resumable.embedded_template import functions_in_process
-from resumable.local_server import load_template
-from resumable.local_server import routes as template_routes
+from resumable.local.server import load_template
+from resumable.local.server import routes as template_routes
+from resumable.local.template import functions_in_process
 from tests.factories import LEDGER_ENV, executions
 from tests.local_api import APPROVER, MALLORY, call
 from tests.patience import HANG_SECONDS
@@ -188,7 +188,7 @@ def test_make_run_on_a_port_in_use_says_which_port_and_how_to_pick_another() -> 
         taken.listen()
         port = taken.getsockname()[1]
         ran = subprocess.run(
-            [sys.executable, "-m", "resumable.run"],
+            [sys.executable, "-m", "resumable.local.run"],
             check=False,
             env={**os.environ, "PORT": str(port)},
             capture_output=True,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.soak import soak
+from tests.soak import soak
 
 SCENARIOS = 12
 # Only stops a soak that never ends (a hang): the same 12 scenarios take about 20 s on an idle 2-core

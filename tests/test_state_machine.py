@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 
 from resumable.api.app import forget
+from resumable.aws.clients import client
+from resumable.aws.stepfunctions import TaskTokens
 from resumable.config import Settings
-from resumable.embedded_template import InProcessLambda, create_state_machine, functions_in_process
 from resumable.exceptions import StoreError
+from resumable.local.template import InProcessLambda, create_state_machine, functions_in_process
 from resumable.store import DynamoDBStore
-from resumable.store.clients import client
 from resumable.store.records import TurnTree
-from resumable.store.stepfunctions import TaskTokens
 from tests.integration.helpers import APPROVE
 from tests.local_api import APPROVER, call
 from tests.patience import eventually

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from resumable.local_server import load_template
+from resumable.local.server import load_template
 from resumable.store.resources import (
     BILLING_MODE,
     BUCKET_LIFECYCLE_RULES,

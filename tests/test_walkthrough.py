@@ -17,9 +17,9 @@ END = "The OpenAPI document:"
 
 @pytest.fixture(scope="module")
 def printed() -> Iterator[str]:
-    """The walkthrough ``python -m resumable.run`` (``make run``) prints, while it keeps serving."""
+    """The walkthrough ``python -m resumable.local.run`` (``make run``) prints, while it keeps serving."""
     server = subprocess.Popen(
-        [sys.executable, "-m", "resumable.run"],
+        [sys.executable, "-m", "resumable.local.run"],
         env={**os.environ, "PORT": "0"},
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

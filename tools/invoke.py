@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from resumable.local_server import LambdaContext, functions, load_handler, load_template
-from resumable.store.embedded import embedded_aws
+from resumable.local.embedded_aws import embedded_aws
+from resumable.local.server import LambdaContext, functions, load_handler, load_template
 
 
 def invoke(function: str, event: dict[str, Any]) -> dict[str, Any]:

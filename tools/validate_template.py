@@ -43,7 +43,7 @@ def check_state_machine() -> int:
     from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 
     from resumable.config import Settings
-    from resumable.embedded_template import state_machine_definition
+    from resumable.local.template import state_machine_definition
 
     text = state_machine_definition(Settings())
     AmazonStateLanguageParser.parse(text)

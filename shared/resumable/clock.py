@@ -23,28 +23,3 @@ class SystemClock:
 
     def wait(self, stop: threading.Event, seconds: float) -> bool:
         return stop.wait(seconds)
-
-
-class FakeClock:
-    """A clock that moves only when told to."""
-
-    def __init__(self, start: float = 1_800_000_000.0) -> None:
-        self.current = start
-        self._moved = threading.Condition()
-
-    def now(self) -> float:
-        return self.current
-
-    def advance(self, seconds: float) -> None:
-        with self._moved:
-            self.current += seconds
-            self._moved.notify_all()
-
-    def wait(self, stop: threading.Event, seconds: float) -> bool:
-        """Returns once the clock was advanced past ``seconds`` from now, or ``stop`` was set (seen
-        within a twentieth of a second of real time)."""
-        deadline = self.current + seconds
-        with self._moved:
-            while not stop.is_set() and self.current < deadline:
-                self._moved.wait(0.05)
-        return stop.is_set()

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from resumable.clock import FakeClock
 from resumable.config import Settings
+from resumable.local import embedded_aws
 from resumable.service import Service
 from resumable.service.agent_factory import AgentFactory, load_factory
-from resumable.store import DynamoDBStore, embedded_aws
+from resumable.store import DynamoDBStore
 from resumable.store.resources import create_table_request
+from tests.clock import FakeClock
 from tests.factories import LEDGER_ENV
 
 

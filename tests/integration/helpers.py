@@ -13,10 +13,10 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 from boto3.dynamodb.types import TypeDeserializer
 
 from resumable.api.app import as_json
-from resumable.clock import FakeClock
 from resumable.service import Service, TurnView
 from resumable.store import Commit, DynamoDBStore, Store
 from resumable.store.records import TurnRecord, TurnStatus
+from tests.clock import FakeClock
 from tests.patience import HANG_SECONDS
 
 T = TypeVar("T")

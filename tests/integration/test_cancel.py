@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from resumable.clock import FakeClock
 from resumable.config import Settings
 from resumable.exceptions import GoneError, StaleCommitError
 from resumable.service import AgentContext, Service, TurnView
 from resumable.store import DynamoDBStore
 from resumable.store.records import TurnRecord, TurnStatus
 from tests import factories
+from tests.clock import FakeClock
 from tests.factories import executions
 from tests.integration.helpers import (
     APPROVE,

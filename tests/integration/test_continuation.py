@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from resumable import Agent, ScriptedModel
-from resumable.clock import FakeClock
 from resumable.exceptions import StoreError
 from resumable.service import AgentContext, Service
 from resumable.service.settlement import STALL_SECONDS
 from resumable.store import DynamoDBStore
 from tests.agents import calls, says
+from tests.clock import FakeClock
 from tests.factories import executions, looks_then_deletes
 from tests.integration.helpers import APPROVE, answered_but_not_resumed, at_once, leased_by_a_dead_runner
 from tests.integration.test_unloadable_snapshot import Breakage

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from resumable import demo_agents
-from resumable.clock import FakeClock
 from resumable.config import Settings
 from resumable.service import Service
 from resumable.store import DynamoDBStore
+from tests.clock import FakeClock
 from tests.integration.helpers import APPROVE
 
 

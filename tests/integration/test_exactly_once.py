@@ -21,13 +21,13 @@ from typing import Any
 import pytest
 
 from resumable import Agent
-from resumable.clock import FakeClock
 from resumable.config import Settings
 from resumable.exceptions import ConflictError
 from resumable.service import AgentContext, Service
 from resumable.service.agent_factory import AgentFactory, load_factory
 from resumable.service.views import TurnView
 from resumable.store import DynamoDBStore
+from tests.clock import FakeClock
 from tests.factories import LEDGER_ENV, executions
 from tests.integration.helpers import APPROVE, answered_but_not_resumed, at_once, table_and_bucket
 from tests.patience import HANG_SECONDS

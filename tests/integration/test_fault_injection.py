@@ -49,10 +49,10 @@ from typing import Any
 
 import pytest
 
-from resumable.clock import FakeClock
 from resumable.exceptions import GoneError, ResumableError, StoreError, TurnBusyError
 from resumable.service import Service, TurnView
 from resumable.store.resources import create_table_request
+from tests.clock import FakeClock
 from tests.factories import executions
 from tests.integration.helpers import APPROVE, session_items, store_of
 

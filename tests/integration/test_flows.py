@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from resumable.clock import FakeClock
 from resumable.service import Service
+from tests.clock import FakeClock
 from tests.factories import executions
 from tests.integration.helpers import APPROVE
 

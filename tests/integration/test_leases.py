@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 from resumable import Agent, ScriptedModel, tool
-from resumable.clock import FakeClock
 from resumable.config import Settings
 from resumable.exceptions import LeaseLostError, StaleCommitError, TurnBusyError
 from resumable.service import AgentContext, Service
@@ -28,6 +27,7 @@ from resumable.service.views import TurnView
 from resumable.store import DynamoDBStore
 from resumable.store.records import TurnRecord
 from tests.agents import calls, says
+from tests.clock import FakeClock
 from tests.factories import LEDGER_ENV, executions
 from tests.integration.helpers import (
     APPROVE,

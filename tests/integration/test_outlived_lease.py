@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from resumable.clock import FakeClock
 from resumable.service import Service, TurnView
 from tests import factories
+from tests.clock import FakeClock
 from tests.factories import executions
 from tests.integration.helpers import APPROVE, root_record, session_items, store_of
 from tests.patience import HANG_SECONDS, eventually

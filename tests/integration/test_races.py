@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 
 from resumable import Agent, ScriptedModel, tool
-from resumable.clock import FakeClock
 from resumable.config import Settings
 from resumable.exceptions import StoreError
 from resumable.service import AgentContext, Service
 from resumable.store import DynamoDBStore
 from tests import factories
 from tests.agents import calls, says
+from tests.clock import FakeClock
 from tests.factories import _db_admin, _ThinkingModel, delete_record, executions
 from tests.integration.helpers import root_record
 from tests.patience import HANG_SECONDS, eventually

@@ -19,6 +19,7 @@ from resumable.api.errors import error_response
 from resumable.api.observability import count, logger, metrics
 from resumable.api.openapi import document
 from resumable.api.routes import router, serve
+from resumable.aws.lambdas import Lambdas
 from resumable.config import Settings
 from resumable.exceptions import (
     BadRequestError,
@@ -29,7 +30,6 @@ from resumable.exceptions import (
     ValidationFailedError,
 )
 from resumable.service import Service
-from resumable.store.lambdas import Lambdas
 
 _PLACES = {"body": "body field", "query": "query parameter", "path": "path parameter"}
 

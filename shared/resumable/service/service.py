@@ -9,6 +9,7 @@ import fnmatch
 from collections.abc import Callable
 from typing import Any
 
+from resumable.aws.stepfunctions import TaskTokens
 from resumable.clock import Clock, SystemClock
 from resumable.config import Settings
 from resumable.exceptions import NotFoundError
@@ -22,7 +23,6 @@ from resumable.service.submit_approval import submit_approval
 from resumable.service.views import InteractionView, TurnView
 from resumable.store.base import Store
 from resumable.store.records import InteractionStatus, TurnTree
-from resumable.store.stepfunctions import TaskTokens
 
 
 class Service:
@@ -47,8 +47,8 @@ class Service:
 
     @classmethod
     def from_settings(cls, settings: Settings, clock: Clock | None = None) -> Service:
+        from resumable.aws.stepfunctions import TaskTokens
         from resumable.store.dynamodb import DynamoDBStore
-        from resumable.store.stepfunctions import TaskTokens
 
         return cls(DynamoDBStore(settings), settings, clock, task_tokens=TaskTokens(settings))
 

@@ -176,7 +176,7 @@ class DynamoDBStore(Store):
         self.table = settings.table_name
         self.bucket = settings.bucket_name
         if dynamodb is None or s3 is None:
-            from resumable.store.clients import client
+            from resumable.aws.clients import client
 
             dynamodb = dynamodb or client("dynamodb", settings)
             s3 = s3 or client("s3", settings)

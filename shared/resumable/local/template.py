@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from resumable.config import Settings
-from resumable.local_server import ACCOUNT, ROOT, LambdaContext, function_arn, functions, load_handler, load_template
+from resumable.local.server import ACCOUNT, ROOT, LambdaContext, function_arn, functions, load_handler, load_template
 
 logger = logging.getLogger(__name__)
 
@@ -148,7 +148,7 @@ def state_machine_definition(settings: Settings) -> str:
 
 def create_state_machine(settings: Settings, name: str = "resumable-approval") -> str:
     """Create the template's state machine on the embedded AWS (moto executes it); its ARN."""
-    from resumable.store.clients import client
+    from resumable.aws.clients import client
 
     created = client("stepfunctions", settings).create_state_machine(
         name=name,

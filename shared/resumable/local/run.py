@@ -14,9 +14,9 @@ import errno
 import os
 import sys
 
-from resumable.embedded_template import create_state_machine, functions_in_process
-from resumable.local_server import DEFAULT_PRINCIPAL, LocalServer, function_arn, make_server
-from resumable.store.embedded import embedded_aws
+from resumable.local.embedded_aws import embedded_aws
+from resumable.local.server import DEFAULT_PRINCIPAL, LocalServer, function_arn, make_server
+from resumable.local.template import create_state_machine, functions_in_process
 
 # Every line of the walkthrough runs as printed, in order, in bash with curl >= 7.82 (tests/e2e follow it).
 # @URL, @AWS, @MACHINE and @EXECUTION are filled in; the embedded AWS takes any signature (the

@@ -6,9 +6,9 @@ Process 2 is a new interpreter: it rebuilds every agent from scratch, restores t
 the approval and completes the turn. The "database" is a JSON file, so the demo can show that the
 action ran exactly once. No network and no credentials: the model is a ScriptedModel.
 
-    python -m resumable.demo                 # both steps, each in its own process
-    python -m resumable.demo pause DIR       # step 1 only
-    python -m resumable.demo approve DIR     # step 2 only
+    python -m resumable.local.demo                 # both steps, each in its own process
+    python -m resumable.local.demo pause DIR       # step 1 only
+    python -m resumable.local.demo approve DIR     # step 2 only
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def main(argv: list[str]) -> None:
         raise SystemExit(__doc__)
     with tempfile.TemporaryDirectory(prefix="resumable-demo-") as state_dir:
         for step in ("pause", "approve"):
-            subprocess.run([sys.executable, "-m", "resumable.demo", step, state_dir], check=True)
+            subprocess.run([sys.executable, "-m", "resumable.local.demo", step, state_dir], check=True)
 
 
 if __name__ == "__main__":

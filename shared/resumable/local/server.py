@@ -28,7 +28,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ACCOUNT = "123456789012"
 DEFAULT_PRINCIPAL = "arn:aws:iam::000000000000:user/local"
 PRINCIPAL_HEADER = "x-resumable-principal"

@@ -37,14 +37,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.trees import Shape, actions_of, factory
-from resumable.clock import FakeClock
 from resumable.config import Settings
 from resumable.exceptions import ResumableError, ServiceError
+from resumable.local import embedded_aws
 from resumable.service import Service, TurnView
-from resumable.store import DynamoDBStore, embedded_aws
+from resumable.store import DynamoDBStore
 from resumable.store.records import SETTLED, TurnTree
 from resumable.store.resources import create_table_request
+from tests.clock import FakeClock
+from tests.trees import Shape, actions_of, factory
 
 LEASE = 60.0
 EXPIRY = 3600

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from resumable.aws.clients import LazyClient
 from resumable.exceptions import StoreError
-from resumable.store.clients import LazyClient
 
 if TYPE_CHECKING:
     from mypy_boto3_lambda import LambdaClient  # noqa: F401 (the string type argument of LazyClient below)

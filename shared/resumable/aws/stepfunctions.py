@@ -6,8 +6,8 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
+from resumable.aws.clients import LazyClient
 from resumable.exceptions import StoreError
-from resumable.store.clients import LazyClient
 
 if TYPE_CHECKING:
     from mypy_boto3_stepfunctions import SFNClient  # noqa: F401 (the string type argument of LazyClient below)

@@ -1,0 +1,1 @@
+"""The AWS clients beside the store: Lambda (a turn's continuation) and Step Functions (task tokens)."""
