@@ -117,8 +117,13 @@ class Scenario:
         settings = self.settings.model_copy(
             update={"turn_budget_seconds": self.budget, "lease_seconds": LEASE, "approval_expiry_seconds": EXPIRY}
         )
-        made = Service(DynamoDBStore(settings), settings, self.clock, factory(self.shape))
-        made.continuation = lambda session, turn: self.continuations.append((session, turn))
+        made = Service(
+            DynamoDBStore(settings),
+            settings,
+            self.clock,
+            factory(self.shape),
+            continuation=lambda session, turn: self.continuations.append((session, turn)),
+        )
         if crash and self.rng.random() < 0.3:
             Faults(self.rng.randrange(0, 14), self.rng.random() < 0.5).attach(made)
         return made

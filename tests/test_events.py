@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import uuid
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from resumable.api.app import _continuation
+from resumable.api.app import continue_function
 from resumable.config import Settings
 from resumable.exceptions import BadRequestError, NotFoundError, ValidationFailedError
 from resumable.local.server import ROOT, LambdaContext, function_arn, functions, load_template, routes
@@ -89,7 +88,7 @@ def test_a_direct_event_that_is_not_the_use_cases_input_is_refused_and_writes_no
     assert DynamoDBStore(handler_environment).get_session("s") is None
 
 
-def test_a_continuation_event_names_a_turn_or_is_refused(handler_environment: Settings) -> None:
+def test_acontinue_function_event_names_a_turn_or_is_refused(handler_environment: Settings) -> None:
     with pytest.raises(ValidationFailedError, match="continueTurn needs sessionId and turnId"):
         invoke("SubmitApproval", {"continueTurn": {"sessionId": "s"}})
     with pytest.raises(NotFoundError):
@@ -120,8 +119,7 @@ def test_without_continue_function_only_the_continuing_function_checkpoints() ->
     """StartTurn refuses continueTurn, so it must not ask itself for one: without CONTINUE_FUNCTION
     its runs never checkpoint; SubmitApproval (which takes continuations) continues through itself."""
     context = LambdaContext("StartTurnFunction", "r", invoked_function_arn=function_arn("StartTurnFunction"))
-    alone = SimpleNamespace(settings=Settings())
-    assert _continuation(alone, context, continues=False) is None  # type: ignore[arg-type]
-    assert _continuation(alone, context, continues=True) is not None  # type: ignore[arg-type]
-    named = SimpleNamespace(settings=Settings(continue_function=function_arn("SubmitApprovalFunction")))
-    assert _continuation(named, context, continues=False) is not None  # type: ignore[arg-type]
+    assert continue_function(Settings(), context, continues=False) is None
+    assert continue_function(Settings(), context, continues=True) == function_arn("StartTurnFunction")
+    named = Settings(continue_function=function_arn("SubmitApprovalFunction"))
+    assert continue_function(named, context, continues=False) == function_arn("SubmitApprovalFunction")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -28,8 +29,7 @@ def continuable(
 ) -> Service:
     """A service (a new 'process') whose checkpointed turns are continued by whoever reads ``requested``."""
     service = make_service(factory, turn_budget_seconds=budget)
-    service.continuation = lambda session_id, turn_id: requested.append((session_id, turn_id))
-    return service
+    return service.continued_by(lambda session_id, turn_id: requested.append((session_id, turn_id)))
 
 
 def test_a_turn_over_budget_is_checkpointed_and_continued_until_it_pauses_then_completes(
@@ -67,7 +67,7 @@ def test_a_run_past_its_budget_on_the_clock_checkpoints_at_its_next_tool_call(
 ) -> None:
     requested: list[tuple[str, str]] = []
     service = continuable(make_service, requested, budget=10)
-    model = service.factory
+    model = service.deps.factory
 
     def slow_thinking(context: object) -> object:
         agent = model(context)  # type: ignore[arg-type]
@@ -81,7 +81,7 @@ def test_a_run_past_its_budget_on_the_clock_checkpoints_at_its_next_tool_call(
         inner.converse = converse  # type: ignore[method-assign]
         return agent
 
-    service.factory = slow_thinking  # type: ignore[assignment]
+    service = Service.of(replace(service.deps, factory=slow_thinking))  # type: ignore[arg-type]
     assert service.start_turn(session_id, "delete the prod-db record").status == "running"
     assert len(requested) == 1
 
@@ -122,7 +122,7 @@ def test_a_continuation_that_cannot_be_requested_leaves_the_turn_running_for_rec
     def unreachable(session_id: str, turn_id: str) -> None:
         raise StoreError("Lambda is unreachable")
 
-    service.continuation = unreachable
+    service = service.continued_by(unreachable)
     started = service.start_turn(session_id, "delete the prod-db record")
     assert started.status == "running"
     tree = store.load_tree(session_id, started.turn_id)
@@ -244,6 +244,6 @@ def test_a_sub_agent_that_keeps_its_turn_only_in_memory_is_never_checkpointed(
 
     requested: list[tuple[str, str]] = []
     service = make_service(in_memory, turn_budget_seconds=0)
-    service.continuation = lambda s, t: requested.append((s, t))
+    service = service.continued_by(lambda s, t: requested.append((s, t)))
     started = service.start_turn(session_id, "delete the prod-db record")
     assert (started.status, [i.name for i in started.interactions], requested) == ("waiting", ["approval"], [])

@@ -51,6 +51,7 @@ import pytest
 
 from resumable.exceptions import GoneError, ResumableError, StoreError, TurnBusyError
 from resumable.service import Service, TurnView
+from resumable.service.access import load
 from resumable.store.resources import create_table_request
 from tests.clock import FakeClock
 from tests.factories import executions
@@ -228,7 +229,7 @@ class Attempt:
 def _check_tree(h: Harness, a: Attempt, session_id: str, turn_id: str, kept: dict[str, Any], ran_before: int) -> Any:
     """What must hold whenever nobody is running the turn. Returns the tree."""
     observer = h.service()
-    tree = observer.load(session_id, turn_id)
+    tree = load(observer.deps, session_id, turn_id)
     root = tree.root
     a.ledger = h.ran[ran_before:]
     twice = {t: n for t in h.targets if (n := a.ledger.count(f"delete {t}")) > 1}

@@ -4,21 +4,22 @@ OpenAPI document, logging and metrics.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
-from resumable.api import routes
 from resumable.api.bodies import read_json_object
 from resumable.api.direct import Direct
 from resumable.api.errors import error_response
 from resumable.api.observability import count, logger, metrics
 from resumable.api.openapi import document
-from resumable.api.routes import router, serve
+from resumable.api.routes import router
 from resumable.aws.lambdas import Lambdas
 from resumable.config import Settings
 from resumable.exceptions import (
@@ -30,6 +31,7 @@ from resumable.exceptions import (
     ValidationFailedError,
 )
 from resumable.service import Service
+from resumable.service.dependencies import Continuation
 
 _PLACES = {"body": "body field", "query": "query parameter", "path": "path parameter"}
 
@@ -48,10 +50,17 @@ def describe(problem: Any) -> str:
 
 
 def build_app(service: Service | None = None) -> APIGatewayHttpResolver:
-    """The resolver with every route; ``service`` defaults to one built from the environment."""
+    """The resolver with every route. Each request's service is in the resolver's context (``handle``
+    puts it there); with ``service``, every request is served by it."""
     app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=read_json_object)
     app.include_router(router)
-    serve(service or Service.from_settings(Settings.from_env()))
+    if service is not None:
+
+        def serve(app: APIGatewayHttpResolver, next_middleware: Callable[..., Response[Any]]) -> Response[Any]:
+            app.append_context(service=service)
+            return next_middleware(app)
+
+        app.use(middlewares=[serve])
 
     @app.get("/openapi.json", include_in_schema=False)
     def openapi() -> Response[Any]:
@@ -88,14 +97,36 @@ def build_app(service: Service | None = None) -> APIGatewayHttpResolver:
     return app
 
 
-_apps: list[APIGatewayHttpResolver] = []
+@functools.cache
+def resolver() -> APIGatewayHttpResolver:
+    """This process's resolver, built on its first request (not at import: a cold start pays only for
+    what the request needs)."""
+    return build_app()
+
+
+@functools.cache
+def process_service() -> Service:
+    """This process's service and its AWS clients, from the environment, built once."""
+    return Service.from_settings(Settings.from_env())
+
+
+@functools.cache
+def service_for(continue_function: str | None) -> Service:
+    """The process's service, with turns continued by ``continue_function`` (None: never checkpoint)."""
+    service = process_service()
+    return service.continued_by(_continuation(continue_function) if continue_function else None)
 
 
 def forget() -> None:
     """Drop this process's resolver and service, so the next request builds them from the environment
     again (the local server and tests do this when they change the settings)."""
-    _apps.clear()
-    _lambdas.clear()
+    for cached in (resolver, process_service, service_for, _lambdas):
+        cached.cache_clear()
+
+
+# Powertools keeps the request being resolved in process-wide state (Lambda runs one invocation at a
+# time per process), so a process that serves several at once (the local server) resolves one at a time.
+_resolving = threading.Lock()
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -105,22 +136,18 @@ def handle(
 ) -> dict[str, Any]:
     """Every function's handler. An API Gateway HTTP API (v2) event is resolved by the shared routes;
     any other event is a direct invocation of the function's use case ``direct`` (the state
-    machine's; see ``resumable.api.direct``), or, where ``continues``, a turn's continuation.
-
-    The resolver (and the service with its AWS clients) is built on the first request, not at import,
-    so a cold start pays only for what the request needs.
-    """
-    if not _apps:
-        _apps.append(build_app())
-    service = routes.service()
-    service.continuation = _continuation(service, context, continues)
+    machine's; see ``resumable.api.direct``), or, where ``continues``, a turn's continuation."""
+    service = service_for(continue_function(process_service().settings, context, continues))
     http = "requestContext" in event
     keys = (event.get("pathParameters") or {}) if http else event.get(CONTINUE_EVENT, event)
     keys = keys if isinstance(keys, dict) else {}
     logger.append_keys(session_id=keys.get("sessionId"), turn_id=keys.get("turnId"), request_id=keys.get("requestId"))
     count("Requests")
     if http:
-        reply: dict[str, Any] = _apps[0].resolve(as_json(event), context)
+        app = resolver()
+        with _resolving:
+            app.append_context(service=service)
+            reply: dict[str, Any] = app.resolve(as_json(event), context)
         return reply
     try:
         if CONTINUE_EVENT in event and continues:
@@ -147,22 +174,27 @@ def as_json(event: dict[str, Any]) -> dict[str, Any]:
 
 # The event a function sends itself to continue a checkpointed turn: {"continueTurn": {"sessionId", "turnId"}}.
 CONTINUE_EVENT = "continueTurn"
-_lambdas: list[Lambdas] = []
 
 
-def _continuation(service: Service, context: Any, continues: bool) -> Callable[[str, str], None] | None:
-    """How a turn is continued from here: an asynchronous invocation of ``CONTINUE_FUNCTION`` (the
-    SubmitApproval function), or, without one, of this function itself if it is the one that takes
-    continuations. Otherwise none: runs here never checkpoint (nobody would continue them)."""
+def continue_function(settings: Settings, context: Any, continues: bool) -> str | None:
+    """The function that continues this function's checkpointed turns: ``CONTINUE_FUNCTION`` (the
+    SubmitApproval function), or, without one, this function itself if it takes continuations
+    (``continues``). None otherwise: its runs never checkpoint (nobody would continue them)."""
     itself = getattr(context, "invoked_function_arn", None) if continues else None
-    function = service.settings.continue_function or itself
-    if not function:
-        return None
-    if not _lambdas:
-        _lambdas.append(Lambdas(service.settings))
+    return settings.continue_function or itself
+
+
+@functools.cache
+def _lambdas() -> Lambdas:
+    return Lambdas(process_service().settings)
+
+
+def _continuation(function: str) -> Continuation:
+    """How a turn is continued from here: an asynchronous invocation of ``function`` (``CONTINUE_FUNCTION``,
+    the SubmitApproval function, or this function itself if it is the one that takes continuations)."""
 
     def continuation(session_id: str, turn_id: str) -> None:
-        _lambdas[0].invoke_async(function, {CONTINUE_EVENT: {"sessionId": session_id, "turnId": turn_id}})
+        _lambdas().invoke_async(function, {CONTINUE_EVENT: {"sessionId": session_id, "turnId": turn_id}})
 
     return continuation
 

@@ -70,16 +70,10 @@ class InteractionList(BaseModel):
     interactions: list[InteractionView]
 
 
-_services: list[Service] = []
-
-
-def serve(service: Service) -> None:
-    """Route this process's requests to ``service`` (its AWS clients are reused; agents never are)."""
-    _services[:] = [service]
-
-
 def service() -> Service:
-    return _services[0]
+    """The service of the request being resolved (``resumable.api.app`` puts it in the context)."""
+    served: Service = router.context["service"]
+    return served
 
 
 def principal() -> str:

@@ -22,7 +22,7 @@ from resumable.clock import Clock
 from resumable.exceptions import StoreError
 
 if TYPE_CHECKING:
-    from resumable.service.service import Service
+    from resumable.service.dependencies import Dependencies
     from resumable.store.records import TurnRecord
 
 logger = logging.getLogger(__name__)
@@ -44,12 +44,12 @@ class Budget:
         return self.clock.now() >= self.deadline
 
 
-def continue_later(service: Service, root: TurnRecord) -> None:
+def continue_later(deps: Dependencies, root: TurnRecord) -> None:
     """Ask for another invocation to continue ``root`` (checkpointed, or stalled: see get_turn)."""
-    if service.continuation is None:
+    if deps.continuation is None:
         return
     try:
-        service.continuation(root.session_id, root.turn_id)
+        deps.continuation(root.session_id, root.turn_id)
     except StoreError as error:
         logger.error(
             "session_id=<%s>, turn_id=<%s> | a continuation of the turn could not be requested: %s. Reading the "

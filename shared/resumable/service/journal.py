@@ -49,8 +49,8 @@ class LeasedActionJournal:
 
     def __init__(self, lease: LeaseGuard, turn_of: Callable[[str], str]) -> None:
         self.lease = lease
-        self.store = lease.service.store
-        self.clock = lease.service.clock
+        self.store = lease.deps.store
+        self.clock = lease.deps.clock
         self.session_id = lease.root.session_id
         self.root_turn_id = lease.root.turn_id
         self.turn_of = turn_of
@@ -69,7 +69,7 @@ class LeasedActionJournal:
             lease_generation=self.lease.generation,
             started_at=now,
         )
-        until = now + self.lease.service.settings.lease_seconds
+        until = now + self.lease.deps.settings.lease_seconds
         earlier = self.store.begin_action(self.session_id, self.root_turn_id, record, self.lease.owner, until)
         if earlier is not None:
             return self._from_earlier(action, earlier, perform)

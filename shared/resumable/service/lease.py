@@ -13,7 +13,7 @@ from resumable.exceptions import LeaseLostError, StoreError
 from resumable.store.records import TurnRecord
 
 if TYPE_CHECKING:
-    from resumable.service.service import Service
+    from resumable.service.dependencies import Dependencies
 
 logger = logging.getLogger(__name__)
 
@@ -27,8 +27,8 @@ class LeaseGuard:
     (it set it); ``generation`` numbers the lease (every new holder's is higher: a fencing token).
     """
 
-    def __init__(self, service: Service, root: TurnRecord, owner: str) -> None:
-        self.service = service
+    def __init__(self, deps: Dependencies, root: TurnRecord, owner: str) -> None:
+        self.deps = deps
         self.root = root
         self.owner = owner
         self.until = root.lease_expires_at or 0.0
@@ -47,10 +47,10 @@ class LeaseGuard:
 
     def renew(self) -> TurnRecord:
         """Extend the lease by ``lease_seconds`` from now; ``LeaseLostError`` if another holds it."""
-        now = self.service.clock.now()
-        until = now + self.service.settings.lease_seconds
+        now = self.deps.clock.now()
+        until = now + self.deps.settings.lease_seconds
         with self._lock:
-            self.root = self.service.store.renew_lease(self.root, self.owner, now, until)
+            self.root = self.deps.store.renew_lease(self.root, self.owner, now, until)
             self.until = until
             return self.root
 
@@ -63,7 +63,7 @@ class LeaseGuard:
         """Whether the lease is certainly still this run's without asking: at least half of it is left
         by this run's own clock (no other run may take it over before it expires). A run that was
         frozen past that point must renew it, and learns so if it was taken over."""
-        return self.service.clock.now() < self.until - self.service.settings.lease_seconds / 2
+        return self.deps.clock.now() < self.until - self.deps.settings.lease_seconds / 2
 
     @contextmanager
     def kept_alive(self) -> Iterator[None]:
@@ -72,10 +72,10 @@ class LeaseGuard:
         process freezes this heartbeat too: then the lease expires, and what the action did is
         recorded as late."""
         stop = threading.Event()
-        interval = self.service.settings.lease_seconds / 3
+        interval = self.deps.settings.lease_seconds / 3
 
         def beat() -> None:
-            while not self.service.clock.wait(stop, interval):
+            while not self.deps.clock.wait(stop, interval):
                 try:
                     self.renew()
                 except LeaseLostError:

@@ -19,6 +19,7 @@ from resumable.runtime.agent import Agent, AgentResult
 from resumable.runtime.agent_as_tool import call_prefix
 from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT, CONTINUE, Interrupt
 from resumable.runtime.invocation import Invocation, SubAgentCall
+from resumable.service.access import load
 from resumable.service.agent_factory import AgentContext, build
 from resumable.service.continuation import Budget, continue_later
 from resumable.service.ids import child_turn_id, request_id
@@ -39,7 +40,7 @@ from resumable.store.records import (
 from resumable.store.s3_session import S3Session
 
 if TYPE_CHECKING:
-    from resumable.service.service import Service
+    from resumable.service.dependencies import Dependencies
 
 logger = logging.getLogger(__name__)
 
@@ -130,16 +131,16 @@ def _snapshot_key(root: TurnRecord, version: int) -> str:
     return f"snapshots/{quote(root.session_id, safe='')}/{root.turn_id}/{version:06d}-{uuid.uuid4().hex}.json"
 
 
-def run_leased(service: Service, tree: TurnTree, owner: str) -> TurnTree:
+def run_leased(deps: Dependencies, tree: TurnTree, owner: str) -> TurnTree:
     """Advance the leased root of ``tree`` from its last committed state and commit the outcome.
 
     Returns the tree as committed. A snapshot that cannot be loaded leaves the turn ``waiting`` with
     every recorded answer kept (``recover`` retries once it is repaired).
     """
-    store, clock = service.store, service.clock
+    store, clock = deps.store, deps.clock
     root = tree.root
     session = S3Session(store, root.session_id, root.agent_snapshots)
-    agent = build(service.factory, AgentContext(root.session_id, root.turn_id, session))
+    agent = build(deps.factory, AgentContext(root.session_id, root.turn_id, session))
     root = root.model_copy(update={"agent": agent.name, "agent_path": [agent.name]})
     tree = tree.model_copy(update={"root": root})
     resuming = root.snapshot_key is not None
@@ -148,7 +149,7 @@ def run_leased(service: Service, tree: TurnTree, owner: str) -> TurnTree:
         if key is not None:
             agent.restore(store.get_snapshot(key))
     except SnapshotError as error:
-        return _unloadable(service, tree, owner, error)
+        return _unloadable(deps, tree, owner, error)
 
     pending = agent.interrupt_state.pending
     answers: dict[str, Any] = {
@@ -160,11 +161,11 @@ def run_leased(service: Service, tree: TurnTree, owner: str) -> TurnTree:
     if resuming and not answers:
         logger.error("turn_id=<%s> | the stored turn awaits none of the recorded answers; left waiting", root.turn_id)
         store.release_lease(root, owner, "waiting", clock.now())
-        return service.load(root.session_id, root.turn_id)
+        return load(deps, root.session_id, root.turn_id)
 
     children = ChildTurns(root, clock.now(), {c.turn_id: c for c in tree.children})
-    budget = Budget(clock, service.settings.turn_budget_seconds)
-    lease = LeaseGuard(service, root, owner)
+    budget = Budget(clock, deps.settings.turn_budget_seconds)
+    lease = LeaseGuard(deps, root, owner)
     journal = LeasedActionJournal(lease, lambda key: children.turn_id(call_prefix(key)))
     invocation = Invocation(
         stop=lease,
@@ -172,7 +173,7 @@ def run_leased(service: Service, tree: TurnTree, owner: str) -> TurnTree:
         journal=journal,
         observer=children,
         # Only a run that another invocation can continue checkpoints when its budget is spent.
-        checkpoint=budget if service.continuation else None,
+        checkpoint=budget if deps.continuation else None,
     )
     prompt: Any = (
         [{"interruptResponse": {"interruptId": i, "response": r}} for i, r in answers.items()]
@@ -197,28 +198,28 @@ def run_leased(service: Service, tree: TurnTree, owner: str) -> TurnTree:
         outcome = Outcome("failed", error=f"the model failed: {error}")
     except LeaseLostError:
         logger.warning("turn_id=<%s>, owner=<%s> | run stopped: lease lost or cancel requested", root.turn_id, owner)
-        _supersede(service, session.written)
-        return _after_refused_commit(service, tree, owner)
+        _supersede(deps, session.written)
+        return _after_refused_commit(deps, tree, owner)
     try:
-        committed = _commit(service, tree, owner, agent, session, children, outcome)
+        committed = _commit(deps, tree, owner, agent, session, children, outcome)
     except StaleCommitError:
-        return _after_refused_commit(service, tree, owner)
+        return _after_refused_commit(deps, tree, owner)
     if journal.in_doubt:
         known = {a.key: a for a in committed.actions} | {a.key: a for a in journal.in_doubt}
         committed = committed.model_copy(update={"actions": list(known.values())})
     if committed.root.status == "running":
-        continue_later(service, committed.root)
+        continue_later(deps, committed.root)
     return committed
 
 
-def _after_refused_commit(service: Service, tree: TurnTree, owner: str) -> TurnTree:
+def _after_refused_commit(deps: Dependencies, tree: TurnTree, owner: str) -> TurnTree:
     """The run could not finish (its commit, or an approved action's start, was refused). If it still
     holds the lease, a cancel arrived between step boundaries: confirm it (``canceled``). Otherwise
     another invocation took over: show the turn as it is."""
-    now = service.load(tree.root.session_id, tree.root.turn_id)
+    now = load(deps, tree.root.session_id, tree.root.turn_id)
     root = now.root
     if root.status == "running" and root.lease_owner == owner and root.cancel_requested:
-        return settle_tree(service, now, "canceled", "superseded", CANCELED_ON_REQUEST, lease_owner=owner)
+        return settle_tree(deps, now, "canceled", "superseded", CANCELED_ON_REQUEST, lease_owner=owner)
     logger.warning("turn_id=<%s>, owner=<%s> | commit refused: the turn moved on without this run", root.turn_id, owner)
     return now
 
@@ -235,7 +236,7 @@ def _outcome(result: AgentResult) -> Outcome:
 
 
 def _commit(
-    service: Service,
+    deps: Dependencies,
     tree: TurnTree,
     owner: str,
     agent: Agent,
@@ -245,7 +246,7 @@ def _commit(
 ) -> TurnTree:
     """One commit for the run's outcome: the root's new state, the interactions it now waits on (or
     the supersession of those it no longer will), every child turn it touched, one outbox event."""
-    store, now = service.store, service.clock.now()
+    store, now = deps.store, deps.clock.now()
     root = tree.root
     version = root.version + 1
     settled = outcome.status in SETTLED
@@ -259,7 +260,7 @@ def _commit(
         new_interactions: list[InteractionRecord] = []
         open_interactions = 0
     else:
-        new_interactions, open_interactions, unapplied = _waiting_on(service, tree, children, outcome.interrupts, now)
+        new_interactions, open_interactions, unapplied = _waiting_on(deps, tree, children, outcome.interrupts, now)
         children.show_checkpointed(outcome.interrupts)
         # A requested interaction the run no longer waits on (written by an earlier attempt whose
         # commit did not finish) can never be answered usefully: it is superseded.
@@ -309,9 +310,9 @@ def _commit(
     try:
         store.commit(commit)
     except StaleCommitError:
-        _supersede(service, [k for k in [snapshot_key, *session.written] if k])  # nothing points at them
+        _supersede(deps, [k for k in [snapshot_key, *session.written] if k])  # nothing points at them
         raise
-    _supersede(service, _no_longer_pointed_at(root, snapshot_key, session))
+    _supersede(deps, _no_longer_pointed_at(root, snapshot_key, session))
     logger.info(
         "session_id=<%s>, turn_id=<%s>, status=<%s>, version=<%d> | turn committed",
         root.session_id,
@@ -321,7 +322,7 @@ def _commit(
     )
     committed = commit.applied_to(tree)
     if settled or new_interactions:
-        tell_workflow(service, committed)
+        tell_workflow(deps, committed)
     return committed
 
 
@@ -338,18 +339,18 @@ def _no_longer_pointed_at(root: TurnRecord, snapshot_key: str | None, session: S
     return replaced
 
 
-def _supersede(service: Service, keys: list[str]) -> None:
+def _supersede(deps: Dependencies, keys: list[str]) -> None:
     """Tag ``keys`` for the bucket's lifecycle. Best effort: an untagged snapshot is only kept longer."""
     if not keys:
         return
     try:
-        service.store.mark_superseded(keys)
+        deps.store.mark_superseded(keys)
     except StoreError as error:
         logger.warning("snapshots %s were not marked superseded (they are kept): %s", keys, error)
 
 
 def _waiting_on(
-    service: Service, tree: TurnTree, children: ChildTurns, interrupts: list[Interrupt], now: float
+    deps: Dependencies, tree: TurnTree, children: ChildTurns, interrupts: list[Interrupt], now: float
 ) -> tuple[list[InteractionRecord], int, list[str]]:
     """The interactions to create for the interrupts the turn now waits on, how many of its
     interactions are then open, and the answered ones that are pending again (their answer could not
@@ -378,7 +379,7 @@ def _waiting_on(
                     agent_path=children.records[owner_turn].agent_path if prefix else [root.agent],
                     owner=root.principal,
                     status="requested",
-                    expires_at=now + service.settings.approval_expiry_seconds,
+                    expires_at=now + deps.settings.approval_expiry_seconds,
                     created_at=now,
                     updated_at=now,
                 )
@@ -398,18 +399,18 @@ def _waiting_on(
     return new, open_interactions, unapplied
 
 
-def _unloadable(service: Service, tree: TurnTree, owner: str, error: SnapshotError) -> TurnTree:
+def _unloadable(deps: Dependencies, tree: TurnTree, owner: str, error: SnapshotError) -> TurnTree:
     """The turn's state cannot be loaded: a resume leaves it waiting (answers kept) for recovery; a
     new turn whose session conversation cannot be loaded fails, saying why."""
     root = tree.root
     logger.error("session_id=<%s>, turn_id=<%s> | snapshot cannot be loaded: %s", root.session_id, root.turn_id, error)
     if root.snapshot_key is not None:
-        service.store.release_lease(
-            root, owner, "waiting", service.clock.now(), error=f"the turn's snapshot cannot be loaded: {error}"
+        deps.store.release_lease(
+            root, owner, "waiting", deps.clock.now(), error=f"the turn's snapshot cannot be loaded: {error}"
         )
-        return service.load(root.session_id, root.turn_id)
+        return load(deps, root.session_id, root.turn_id)
     return settle_tree(
-        service,
+        deps,
         tree,
         "failed",
         "superseded",

@@ -10,7 +10,7 @@ from resumable.store.base import Commit
 from resumable.store.records import SETTLED, InteractionRecord, InteractionStatus, OutboxEvent, TurnStatus, TurnTree
 
 if TYPE_CHECKING:
-    from resumable.service.service import Service
+    from resumable.service.dependencies import Dependencies
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ def superseded(
 
 
 def settle_tree(
-    service: Service,
+    deps: Dependencies,
     tree: TurnTree,
     status: TurnStatus,
     interactions_become: InteractionStatus,
@@ -47,7 +47,7 @@ def settle_tree(
 
     Raises ``StaleCommitError`` if the tree changed meanwhile (the caller reloads and decides again).
     """
-    now = service.clock.now()
+    now = deps.clock.now()
     root = tree.root
     commit = Commit(
         root=root.model_copy(
@@ -72,39 +72,39 @@ def settle_tree(
         ],
         events=[OutboxEvent(type=f"turn.{status}", turn_id=root.turn_id, detail={"reason": reason}, created_at=now)],
     )
-    service.store.commit(commit)
+    deps.store.commit(commit)
     logger.info(
         "session_id=<%s>, turn_id=<%s>, status=<%s> | turn settled: %s", root.session_id, root.turn_id, status, reason
     )
     settled = commit.applied_to(tree)
-    tell_workflow(service, settled)
+    tell_workflow(deps, settled)
     return settled
 
 
-def expired_interactions(service: Service, tree: TurnTree) -> bool:
+def expired_interactions(deps: Dependencies, tree: TurnTree) -> bool:
     """Whether a requested interaction of this waiting tree is past its expiry."""
-    now = service.clock.now()
+    now = deps.clock.now()
     return tree.root.status == "waiting" and any(
         i.status == "requested" and i.expires_at <= now for i in tree.interactions
     )
 
 
-def unattended(service: Service, tree: TurnTree) -> bool:
+def unattended(deps: Dependencies, tree: TurnTree) -> bool:
     """Whether no invocation is advancing this running tree: it is checkpointed (unleased) or its
     runner's lease has expired."""
     root = tree.root
-    return root.status == "running" and (root.lease_owner is None or (root.lease_expires_at or 0) < service.clock.now())
+    return root.status == "running" and (root.lease_owner is None or (root.lease_expires_at or 0) < deps.clock.now())
 
 
-def settle_overdue(service: Service, tree: TurnTree) -> TurnTree:
+def settle_overdue(deps: Dependencies, tree: TurnTree) -> TurnTree:
     """Settle a tree that nobody will advance: ``expired`` if it waits on an interaction past its
     expiry; ``canceled`` (or ``interrupted``) if a cancel was requested but did not get to settle it."""
-    if expired_interactions(service, tree):
-        return settle_tree(service, tree, "expired", "expired", EXPIRED)
+    if expired_interactions(deps, tree):
+        return settle_tree(deps, tree, "expired", "expired", EXPIRED)
     if tree.root.status == "waiting" and tree.root.cancel_requested:
-        return settle_tree(service, tree, "canceled", "superseded", CANCELED_ON_REQUEST)
-    if tree.root.cancel_requested and unattended(service, tree):
-        return settle_canceled_run(service, tree)
+        return settle_tree(deps, tree, "canceled", "superseded", CANCELED_ON_REQUEST)
+    if tree.root.cancel_requested and unattended(deps, tree):
+        return settle_canceled_run(deps, tree)
     return tree
 
 
@@ -113,7 +113,7 @@ def settle_overdue(service: Service, tree: TurnTree) -> TurnTree:
 STALL_SECONDS = 10
 
 
-def stalled(service: Service, tree: TurnTree) -> bool:
+def stalled(deps: Dependencies, tree: TurnTree) -> bool:
     """Whether the tree should be moving on but nobody has been moving it: running under a lease that
     expired, or for ``STALL_SECONDS`` running unleased (checkpointed) or waiting with every
     interaction answered and nothing wrong (its resume did not happen)."""
@@ -121,17 +121,17 @@ def stalled(service: Service, tree: TurnTree) -> bool:
     if root.cancel_requested:
         return False
     if root.status == "running" and root.lease_owner is not None:
-        return unattended(service, tree)
-    idle = service.clock.now() - root.updated_at >= STALL_SECONDS
+        return unattended(deps, tree)
+    idle = deps.clock.now() - root.updated_at >= STALL_SECONDS
     checkpointed = root.status == "running"
     answered = root.status == "waiting" and root.open_interactions == 0 and root.error is None
     return idle and (checkpointed or answered)
 
 
-def settle_canceled_run(service: Service, tree: TurnTree) -> TurnTree:
+def settle_canceled_run(deps: Dependencies, tree: TurnTree) -> TurnTree:
     """Settle a canceling tree that is ``running`` but that no invocation advances: ``canceled`` if it
     is between invocations (checkpointed, unleased), ``interrupted`` if its runner's lease expired
     without confirming the cancel."""
     if tree.root.lease_owner is None:
-        return settle_tree(service, tree, "canceled", "superseded", CANCELED_ON_REQUEST)
-    return settle_tree(service, tree, "interrupted", "superseded", NEVER_CONFIRMED)
+        return settle_tree(deps, tree, "canceled", "superseded", CANCELED_ON_REQUEST)
+    return settle_tree(deps, tree, "interrupted", "superseded", NEVER_CONFIRMED)

@@ -6,6 +6,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from resumable.exceptions import NotFoundError, TurnBusyError, ValidationFailedError
+from resumable.service.access import may_act_for
 from resumable.service.ids import new_root_turn_id, valid_session_id
 from resumable.service.limits import text_utf8
 from resumable.service.runner import run_leased
@@ -13,10 +14,10 @@ from resumable.service.views import TurnView
 from resumable.store.records import SessionRecord, TurnRecord, TurnTree
 
 if TYPE_CHECKING:
-    from resumable.service.service import Service
+    from resumable.service.dependencies import Dependencies
 
 
-def start_turn(service: Service, session_id: str, prompt: Any, principal: str | None, workflow: bool) -> TurnView:
+def start_turn(deps: Dependencies, session_id: str, prompt: Any, principal: str | None, workflow: bool) -> TurnView:
     """Create the root turn (refused while the session has an unsettled one), run it, commit."""
     if not valid_session_id(session_id):
         raise ValidationFailedError(
@@ -27,16 +28,16 @@ def start_turn(service: Service, session_id: str, prompt: Any, principal: str | 
         raise ValidationFailedError("the prompt must be a string; nothing was started")
     if not prompt.strip():
         raise ValidationFailedError("the prompt is blank; nothing was started")
-    limit = service.settings.max_prompt_chars
+    limit = deps.settings.max_prompt_chars
     if len(prompt) > limit:
         raise ValidationFailedError(
             f"the prompt has {len(prompt)} characters, the limit is {limit}; nothing was started"
         )
     text_utf8(prompt, "the prompt", "nothing was started")
 
-    store, now = service.store, service.clock.now()
+    store, now = deps.store, deps.clock.now()
     seen = store.get_session(session_id)
-    if seen is not None and not service.may_act_for(seen.principal, principal):
+    if seen is not None and not may_act_for(deps.settings, seen.principal, principal):
         raise NotFoundError(f"there is no session {session_id!r} you may use; nothing was started")
     if seen is not None and seen.active_turn_id is not None:
         raise TurnBusyError(
@@ -55,7 +56,7 @@ def start_turn(service: Service, session_id: str, prompt: Any, principal: str | 
         version=1,
         lease_owner=owner,
         lease_generation=1,
-        lease_expires_at=now + service.settings.lease_seconds,
+        lease_expires_at=now + deps.settings.lease_seconds,
         base_snapshot_key=seen.snapshot_key if seen else None,
         agent_snapshots=dict(seen.agent_snapshots) if seen else {},
         base_agent_snapshots=dict(seen.agent_snapshots) if seen else {},
@@ -73,4 +74,4 @@ def start_turn(service: Service, session_id: str, prompt: Any, principal: str | 
             f"session {session_id!r} started another turn at the same moment: nothing was started; "
             "get the session's turn and answer or cancel it"
         )
-    return TurnView.of(run_leased(service, TurnTree(root=root, children=[], interactions=[]), owner))
+    return TurnView.of(run_leased(deps, TurnTree(root=root, children=[], interactions=[]), owner))

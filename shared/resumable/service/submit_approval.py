@@ -16,6 +16,7 @@ from resumable.exceptions import (
     ValidationFailedError,
 )
 from resumable.runtime.tools import APPROVAL_INTERRUPT, ApprovalAnswer
+from resumable.service.access import is_approver, load, may_act_for
 from resumable.service.ids import root_of, valid_request_id, valid_session_id, valid_turn_id
 from resumable.service.limits import json_utf8
 from resumable.service.recover import advance
@@ -23,7 +24,7 @@ from resumable.service.views import TurnView
 from resumable.store.records import InteractionRecord
 
 if TYPE_CHECKING:
-    from resumable.service.service import Service
+    from resumable.service.dependencies import Dependencies
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +34,7 @@ def _canonical(value: Any) -> str:
 
 
 def submit_approval(
-    service: Service, session_id: str, turn_id: str, request_id: str, response: Any, principal: str | None
+    deps: Dependencies, session_id: str, turn_id: str, request_id: str, response: Any, principal: str | None
 ) -> TurnView:
     """Record ``response`` for the interaction (one conditional write), then resume if nothing else is
     awaited. The same answer again is idempotent (and drives a resume that a crash interrupted)."""
@@ -47,9 +48,9 @@ def submit_approval(
             "the response is missing or null: send the answer as 'response'; nothing was answered"
         )
     size = len(json_utf8(response, "the response", "nothing was answered"))
-    if size > service.settings.max_response_bytes:
+    if size > deps.settings.max_response_bytes:
         raise ValidationFailedError(
-            f"the response is {size} bytes of JSON, the limit is {service.settings.max_response_bytes}; "
+            f"the response is {size} bytes of JSON, the limit is {deps.settings.max_response_bytes}; "
             "nothing was answered"
         )
     is_approval_answer = True
@@ -59,16 +60,16 @@ def submit_approval(
         is_approval_answer = False
 
     root_id = root_of(turn_id)
-    settlement = service.store.settle_interaction(
+    settlement = deps.store.settle_interaction(
         session_id,
         root_id,
         request_id,
         response,
         principal or "application",
-        service.clock.now(),
+        deps.clock.now(),
         approval_shaped=is_approval_answer,
         owner_turn_id=turn_id if turn_id != root_id else None,
-        session_owner=None if principal is None or service.is_approver(principal) else principal,
+        session_owner=None if principal is None or is_approver(deps.settings, principal) else principal,
     )
     if settlement.outcome == "missing":
         raise NotFoundError(
@@ -91,13 +92,13 @@ def submit_approval(
         if (
             interaction is None
             or turn_id not in (root_id, interaction.turn_id)
-            or not service.may_act_for(interaction.owner, principal)
+            or not may_act_for(deps.settings, interaction.owner, principal)
         ):
             raise NotFoundError(
                 f"there is no interaction {request_id!r} in turn {turn_id!r} of session {session_id!r}; "
                 "nothing was answered"
             )
-        _refused(service, interaction, response, is_approval_answer)
+        _refused(deps, interaction, response, is_approval_answer)
     else:
         logger.info(
             "session_id=<%s>, turn_id=<%s>, request_id=<%s> | interaction answered by %s",
@@ -106,10 +107,10 @@ def submit_approval(
             request_id,
             principal,
         )
-    return TurnView.of(advance(service, service.load(session_id, root_id)), turn_id)
+    return TurnView.of(advance(deps, load(deps, session_id, root_id)), turn_id)
 
 
-def _refused(service: Service, interaction: InteractionRecord, response: Any, is_approval_answer: bool) -> None:
+def _refused(deps: Dependencies, interaction: InteractionRecord, response: Any, is_approval_answer: bool) -> None:
     """Explain why the conditional write refused the answer; return only for an identical replay."""
     if interaction.status == "answered":
         if _canonical(interaction.response) == _canonical(response):
@@ -125,7 +126,7 @@ def _refused(service: Service, interaction: InteractionRecord, response: Any, is
             "{'decision': 'deny', 'message': '...'}; nothing was answered"
         )
     if interaction.status == "requested":
-        advance(service, service.load(interaction.session_id, interaction.root_turn_id))
+        advance(deps, load(deps, interaction.session_id, interaction.root_turn_id))
         raise GoneError(
             f"interaction {interaction.request_id} expired before it was answered; its turn is settled as expired "
             "and nothing was answered"

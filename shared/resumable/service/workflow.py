@@ -24,7 +24,7 @@ from resumable.service.views import TurnView
 from resumable.store.records import SETTLED, TurnTree
 
 if TYPE_CHECKING:
-    from resumable.service.service import Service
+    from resumable.service.dependencies import Dependencies
 
 logger = logging.getLogger(__name__)
 
@@ -40,23 +40,23 @@ MAX_OUTPUT_BYTES = 256 * 1024
 MAX_CAUSE_BYTES = 32_768
 
 
-def tell_workflow(service: Service, tree: TurnTree) -> None:
+def tell_workflow(deps: Dependencies, tree: TurnTree) -> None:
     """If a workflow waits on ``tree``, send it the outcome (see the module). Called when the turn
     settled, and when it paused on new questions (so the workflow re-reads it and waits until the
     new questions' expiry): the workflow takes what it is sent as a wake-up and reads the turn."""
     root = tree.root
-    if not root.workflow or root.status not in (*SETTLED, "waiting") or service.task_tokens is None:
+    if not root.workflow or root.status not in (*SETTLED, "waiting") or deps.workflow is None:
         return
     try:
-        token = service.store.get_task_token(root.session_id, root.turn_id)
+        token = deps.store.get_task_token(root.session_id, root.turn_id)
         if token is None:
             logger.info("turn_id=<%s> | no task token stored yet: the workflow reads the settled turn", root.turn_id)
             return
         view = TurnView.of(tree)
         if root.status in ("completed", "waiting"):
-            delivery = service.task_tokens.succeed(token, fitted(view, MAX_OUTPUT_BYTES))
+            delivery = deps.workflow.succeed(token, fitted(view, MAX_OUTPUT_BYTES))
         else:
-            delivery = service.task_tokens.fail(token, WORKFLOW_ERRORS[root.status], fitted(view, MAX_CAUSE_BYTES))
+            delivery = deps.workflow.fail(token, WORKFLOW_ERRORS[root.status], fitted(view, MAX_CAUSE_BYTES))
     except StoreError as error:
         logger.error(
             "turn_id=<%s> | the workflow was not told that the turn settled %s: %s. Its wait times out and reads "

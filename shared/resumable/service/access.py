@@ -1,0 +1,43 @@
+"""Who may see and act on a session: its principal, or an approver. Unknown and not-yours look the
+same (404), so no principal learns whether another's session exists."""
+
+from __future__ import annotations
+
+import fnmatch
+
+from resumable.config import Settings
+from resumable.exceptions import NotFoundError
+from resumable.service.dependencies import Dependencies
+from resumable.service.ids import root_of, valid_session_id, valid_turn_id
+from resumable.store.records import TurnTree
+
+
+def is_approver(settings: Settings, principal: str) -> bool:
+    """Whether ``principal`` matches one of the configured approver principals (``*`` wildcards)."""
+    return any(fnmatch.fnmatchcase(principal, pattern) for pattern in settings.approver_principals)
+
+
+def may_act_for(settings: Settings, session_principal: str | None, principal: str | None) -> bool:
+    """Whether ``principal`` may see and act on a session that belongs to ``session_principal``: that
+    principal, or an approver. ``None`` is the application itself (recovery, Step Functions), trusted;
+    a session the application started (no principal) is anyone's."""
+    return (
+        principal is None
+        or session_principal is None
+        or session_principal == principal
+        or is_approver(settings, principal)
+    )
+
+
+def load(deps: Dependencies, session_id: str, turn_id: str, principal: str | None = None) -> TurnTree:
+    """The tree of ``turn_id`` (a root or child turn id) in ``session_id``, or 404 (also when the
+    session is another principal's: its existence is not revealed)."""
+    missing = f"there is no turn {turn_id!r} in session {session_id!r}; nothing was done"
+    if not valid_session_id(session_id) or not valid_turn_id(turn_id):
+        raise NotFoundError(missing)
+    tree = deps.store.load_tree(session_id, root_of(turn_id))
+    if tree is None or (turn_id != tree.root.turn_id and all(c.turn_id != turn_id for c in tree.children)):
+        raise NotFoundError(missing)
+    if not may_act_for(deps.settings, tree.root.principal, principal):
+        raise NotFoundError(missing)
+    return tree

@@ -1,0 +1,35 @@
+"""What the use cases need, and nothing more: built once per process and passed to each use case."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from resumable.clock import Clock
+from resumable.config import Settings
+from resumable.service.agent_factory import AgentFactory
+from resumable.store.base import Store
+
+if TYPE_CHECKING:
+    from resumable.aws.stepfunctions import TaskTokens
+
+Continuation = Callable[[str, str], None]
+"""Asks another invocation to continue a turn (``session_id``, ``turn_id``): see service.continuation."""
+
+
+@dataclass(frozen=True)
+class Dependencies:
+    """``store``: DynamoDB and S3. ``factory``: builds the agents afresh for every run. ``workflow``:
+    tells a Step Functions workflow that waits on a turn how it went (None: nobody to tell).
+    ``continuation``: how a checkpointed turn is continued (None: runs never checkpoint)."""
+
+    store: Store
+    settings: Settings
+    clock: Clock
+    factory: AgentFactory
+    workflow: TaskTokens | None = None
+    continuation: Continuation | None = None
+
+    def continued_by(self, continuation: Continuation | None) -> Dependencies:
+        return replace(self, continuation=continuation)
