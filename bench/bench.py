@@ -43,7 +43,7 @@ from resumable.local import embedded_aws
 from resumable.runtime.agent import Agent
 from resumable.runtime.models import ScriptedModel
 from resumable.service import Service, TurnView
-from resumable.store import DynamoDBStore
+from resumable.store import DynamoDBStore, S3Snapshots
 from tests.trees import Shape, actions_of, factory
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -173,8 +173,9 @@ class Baseline:
 
 def service_for(settings: Settings, shape: Shape, recorder: Recorder) -> Service:
     store = DynamoDBStore(settings)
-    recorder.attach(store.dynamodb, store.s3)
-    return Service(store, settings, SystemClock(), factory(shape))
+    snapshots = S3Snapshots(settings)
+    recorder.attach(store.dynamodb, snapshots.s3)
+    return Service(store, settings, SystemClock(), factory(shape), snapshots=snapshots)
 
 
 def forget_session(settings: Settings, session: str) -> None:

@@ -41,7 +41,7 @@ from resumable.config import Settings
 from resumable.exceptions import ResumableError, ServiceError
 from resumable.local import embedded_aws
 from resumable.service import Service, TurnView
-from resumable.store import DynamoDBStore
+from resumable.store import DynamoDBStore, S3Snapshots
 from resumable.store.records import SETTLED, TurnTree
 from resumable.store.resources import create_table_request
 from tests.clock import FakeClock
@@ -67,7 +67,7 @@ class Faults:
     def attach(self, service: Service) -> None:
         store = service.store
         assert isinstance(store, DynamoDBStore)
-        for aws in (store.dynamodb, store.s3):
+        for aws in (store.dynamodb, service.snapshots.s3):
             aws.meta.events.register("before-call.*.*", self._before)
             aws.meta.events.register("after-call.*.*", self._after)
 
@@ -232,9 +232,9 @@ class Scenario:
             thread.join(60)
 
     def unloadable_then_repaired(self, key: str, requested: list[Any]) -> None:
-        store = DynamoDBStore(self.settings)
-        original = store.s3.get_object(Bucket=store.bucket, Key=key)["Body"].read()
-        store.s3.put_object(Bucket=store.bucket, Key=key, Body=b'{"schema_version": "1.0", "agent": "roo')
+        s3, bucket = S3Snapshots(self.settings).s3, self.settings.bucket_name
+        original = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        s3.put_object(Bucket=bucket, Key=key, Body=b'{"schema_version": "1.0", "agent": "roo')
         if requested:
             interaction = requested[0]
             self.attempt(
@@ -242,7 +242,7 @@ class Scenario:
                     self.session, interaction.root_turn_id, interaction.request_id, {"decision": "approve"}, "ann"
                 )
             )
-        store.s3.put_object(Bucket=store.bucket, Key=key, Body=original)
+        s3.put_object(Bucket=bucket, Key=key, Body=original)
         self.recover()
 
     # -- the guarantees -----------------------------------------------------------------------------------

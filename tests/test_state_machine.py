@@ -243,10 +243,10 @@ def test_a_turn_whose_resume_was_lost_is_continued_by_the_workflows_read_and_com
     tree = waiting_with_token(handler_environment, session)
     [interaction] = tree.interactions
     store = DynamoDBStore(handler_environment)
-    answered = store.settle_interaction(
+    answered = store.answer_interaction(
         session, tree.root.turn_id, interaction.request_id, APPROVE, APPROVER, time.time(), approval_shaped=True
     )
-    assert answered.outcome == "settled"  # and nobody resumes the turn
+    assert answered.outcome == "answered"  # and nobody resumes the turn
 
     done = finished(handler_environment, execution)
     assert done["status"] == "SUCCEEDED"

@@ -59,7 +59,7 @@ def _as_s3_api(rule: dict[str, Any]) -> dict[str, Any]:
 def test_the_bucket_lifecycle_is_the_one_the_embedded_aws_gets(resources: dict[str, Any]) -> None:
     rules = resources["SnapshotsBucket"]["Properties"]["LifecycleConfiguration"]["Rules"]
     assert [_as_s3_api(rule) for rule in rules] == BUCKET_LIFECYCLE_RULES
-    assert {"Key": "resumable-snapshot", "Value": "superseded"} in rules[0]["TagFilters"]
+    assert {"Key": "resumable-snapshot", "Value": "retired"} in rules[0]["TagFilters"]
 
 
 def test_the_template_translates_offline_into_cloudformation() -> None:

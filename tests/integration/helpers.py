@@ -14,7 +14,7 @@ from boto3.dynamodb.types import TypeDeserializer
 
 from resumable.api.app import as_json
 from resumable.service import Service, TurnView
-from resumable.store import Commit, DynamoDBStore, Store
+from resumable.store import Commit, DynamoDBStore, S3Snapshots, Store
 from resumable.store.records import TurnRecord, TurnStatus
 from tests.clock import FakeClock
 from tests.patience import HANG_SECONDS
@@ -164,10 +164,11 @@ def table_and_bucket(store: DynamoDBStore, session_id: str | None = None) -> Sto
         quoted = quote(session_id, safe="")
         prefixes = [f"snapshots/{quoted}/", f"sessions/{quoted}/"]
     objects: list[tuple[str, str, int]] = []
+    s3 = S3Snapshots(store.settings).s3
     for prefix in prefixes:
-        listing: dict[str, Any] = {"Bucket": store.bucket, "Prefix": prefix}
+        listing: dict[str, Any] = {"Bucket": store.settings.bucket_name, "Prefix": prefix}
         while True:
-            listed = store.s3.list_objects_v2(**listing)
+            listed = s3.list_objects_v2(**listing)
             objects += [(o["Key"], o["ETag"], o["Size"]) for o in listed.get("Contents", [])]
             if not listed.get("IsTruncated"):
                 break
@@ -183,10 +184,10 @@ def answered_but_not_resumed(service: Service, session_id: str, clock: FakeClock
     that settled the answer died before it took the lease. ``service``'s factory asks one approval."""
     started = service.start_turn(session_id, "delete the prod-db record")
     [interaction] = started.interactions
-    settled = service.store.settle_interaction(
+    answered = service.store.answer_interaction(
         session_id, started.turn_id, interaction.request_id, APPROVE, "alice", clock.now(), approval_shaped=True
     )
-    assert settled.outcome == "settled"
+    assert answered.outcome == "answered"
     assert service.get_turn(session_id, started.turn_id).status == "waiting"
     return started
 

@@ -24,7 +24,7 @@ from resumable.exceptions import (
     ValidationFailedError,
 )
 from resumable.service import Service, TurnView
-from resumable.store import DynamoDBStore
+from resumable.store import DynamoDBStore, S3Snapshots
 from tests.factories import executions
 from tests.integration.helpers import APPROVE, table_and_bucket
 
@@ -38,7 +38,7 @@ MALFORMED_IDS = ["", "../x", "x" * 129, "x" * 10_000, "s#TURN", "a b", "séance"
 def aws(aws: Settings) -> Iterator[Settings]:
     """A bucket of this test's own (the table already is): a full listing stays small and fast."""
     own = aws.model_copy(update={"bucket_name": f"bad-input-{uuid.uuid4().hex[:12]}"})
-    s3 = DynamoDBStore(own).s3
+    s3 = S3Snapshots(own).s3
     s3.create_bucket(Bucket=own.bucket_name)
     yield own
     for found in s3.list_objects_v2(Bucket=own.bucket_name).get("Contents", []):

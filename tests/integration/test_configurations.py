@@ -16,7 +16,7 @@ import pytest
 from resumable import Agent
 from resumable.config import Settings
 from resumable.service import Service
-from resumable.store import DynamoDBStore
+from resumable.store import DynamoDBStore, S3Snapshots
 from tests.agents import approve, build_orchestrator
 from tests.factories import executions
 from tests.integration.helpers import APPROVE
@@ -44,7 +44,7 @@ def test_a_sub_agent_with_its_own_s3_session_keeps_its_history(
     store = DynamoDBStore(aws)
     session = store.get_session(session_id)
     assert session is not None
-    history = store.get_snapshot(session.agent_snapshots["db_admin"])["messages"]
+    history = S3Snapshots(aws).get(session.agent_snapshots["db_admin"])["messages"]
     assert [(m["role"], next(iter(m["content"][0]))) for m in history] == [
         ("user", "text"),
         ("assistant", "toolUse"),
@@ -61,9 +61,9 @@ def test_only_the_sub_agents_own_s3_objects_hold_its_turn(
     tree = store.load_tree(session_id, started.turn_id)
     assert tree is not None
     assert tree.root.snapshot_key is not None
-    root_snapshot = store.get_snapshot(tree.root.snapshot_key)
+    root_snapshot = S3Snapshots(aws).get(tree.root.snapshot_key)
     assert "sub_agent_interrupted_turns" not in root_snapshot["interrupt_state"]["context"]
-    assert store.get_snapshot(tree.root.agent_snapshots["db_admin"])["interrupt_state"]["activated"]
+    assert S3Snapshots(aws).get(tree.root.agent_snapshots["db_admin"])["interrupt_state"]["activated"]
 
 
 def test_a_context_preserving_sub_agent_without_a_session_warns_and_runs_nothing_after_the_rebuild(
@@ -85,10 +85,10 @@ def test_in_one_process_a_context_preserving_sub_agent_resumes_from_memory_with_
     runs: list[str] = []
     orchestrator: Agent = build_orchestrator(runs, preserve_context=True)
     [interrupt] = orchestrator("delete").interrupts
-    store = DynamoDBStore(aws)
     key = f"config-c/{tmp_path.name}.json"
-    store.put_snapshot(key, orchestrator.snapshot())
-    orchestrator.restore(json.loads(json.dumps(store.get_snapshot(key))))
+    snapshots = S3Snapshots(aws)
+    snapshots.put(key, orchestrator.snapshot())
+    orchestrator.restore(json.loads(json.dumps(snapshots.get(key))))
     assert orchestrator([approve(interrupt.id)]).stop_reason == "end_turn"
     assert runs == ["prod-db"]
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from resumable import Agent, ScriptedModel
+from resumable.config import Settings
 from resumable.exceptions import StoreError
 from resumable.service import AgentContext, Service
 from resumable.service.settlement import STALL_SECONDS
@@ -163,13 +164,13 @@ def test_checkpoints_in_wider_and_deeper_trees_still_run_every_approved_action_o
 
 
 def test_a_checkpoint_in_a_stored_turn_that_cannot_be_loaded_waits_instead_of_looping(
-    make_service: Callable[..., Service], session_id: str, store: DynamoDBStore
+    make_service: Callable[..., Service], session_id: str, aws: Settings
 ) -> None:
     """Continuing cannot apply the checkpoint (db_admin's stored turn is from an unknown schema): the
     turn waits, saying why, and asks for no further continuation; repaired, recover continues it."""
     requested: list[tuple[str, str]] = []
     started = continuable(make_service, requested).start_turn(session_id, "delete the prod-db record")
-    breakage = Breakage(store, session_id, started.turn_id)
+    breakage = Breakage(aws, session_id, started.turn_id)
     breakage.old_stored_sub_agent_turn()
 
     stuck = continuable(make_service, requested).recover(session_id, started.turn_id)

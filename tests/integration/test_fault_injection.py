@@ -92,7 +92,7 @@ class Faults:
         self.fired: str | None = None
         self.fired_in_tool = False
         store: Any = service.store
-        for client in (store.dynamodb, store.s3):
+        for client in (store.dynamodb, service.snapshots.s3):
             client.meta.events.register("before-call.*.*", self._before)
             client.meta.events.register("after-call.*.*", self._after)
 

@@ -203,7 +203,7 @@ def test_an_answer_that_dynamodb_refuses_for_its_content_is_a_store_error_not_a_
     turn = make_service().start_turn(session_id, "delete the prod-db record")
     request_id = turn.interactions[0].request_id
     with pytest.raises(StoreError, match="UnicodeEncodeError"):  # a principal DynamoDB cannot store
-        store.settle_interaction(session_id, turn.turn_id, request_id, APPROVE, "\udfff", 2.0, approval_shaped=True)
+        store.answer_interaction(session_id, turn.turn_id, request_id, APPROVE, "\udfff", 2.0, approval_shaped=True)
     assert root_record(store, session_id, turn.turn_id).open_interactions == 1
 
 

@@ -187,7 +187,7 @@ def test_a_turn_whose_runner_crashed_inside_an_approved_action_is_taken_over_aft
     session = service.store.get_session(session_id)
     assert session is not None
     assert session.snapshot_key is not None
-    messages = service.store.get_snapshot(session.snapshot_key)["messages"]
+    messages = service.snapshots.get(session.snapshot_key)["messages"]
     results = [block["toolResult"] for m in messages for block in m["content"] if "toolResult" in block]
     assert results == [{"toolUseId": "o-1", "status": "error", "content": [{"text": UNKNOWN_OUTCOME}]}]
 

@@ -184,7 +184,7 @@ def test_a_transaction_conflict_on_the_final_commit_is_retried_and_the_turn_comp
 ) -> None:
     svc = _service(aws, clock, factories.nested)
     started = svc.start_turn(session_id, "delete prod-db")
-    _conflict_on(svc, 2)  # 1: settle_interaction, 2: the runner's commit
+    _conflict_on(svc, 2)  # 1: answer_interaction, 2: the runner's commit
     done = svc.submit_approval(session_id, started.turn_id, started.interactions[0].request_id, APPROVE)
     assert _service(aws, clock, factories.nested).recover(session_id, started.turn_id).status == "completed"
     assert done.status == "completed"

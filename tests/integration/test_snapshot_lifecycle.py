@@ -11,9 +11,9 @@ from resumable import Agent, ScriptedModel
 from resumable.exceptions import StaleCommitError
 from resumable.service import AgentContext, Service
 from resumable.service.runner import _no_longer_pointed_at
-from resumable.store import DynamoDBStore, S3Session
+from resumable.store import DynamoDBStore, S3Session, S3Snapshots
 from resumable.store.records import TurnRecord
-from resumable.store.resources import BUCKET_LIFECYCLE_RULES, SUPERSEDED_TAG
+from resumable.store.resources import BUCKET_LIFECYCLE_RULES, RETIRED_TAG
 from tests.agents import calls, says
 from tests.factories import delete_record
 from tests.integration.helpers import APPROVE, session_items, table_and_bucket
@@ -29,17 +29,16 @@ def pointed_at(store: DynamoDBStore, session_id: str) -> set[str]:
     return {k for k in keys if k}
 
 
-def superseded(store: DynamoDBStore, session_id: str) -> tuple[set[str], set[str]]:
-    """The session's objects: (all, those tagged superseded)."""
+def retired(store: DynamoDBStore, session_id: str) -> tuple[set[str], set[str]]:
+    """The session's objects: (all, those tagged retired)."""
     objects = {key for key, _, _ in table_and_bucket(store, session_id).objects}
-    tagged = {
-        key for key in objects if SUPERSEDED_TAG in store.s3.get_object_tagging(Bucket=store.bucket, Key=key)["TagSet"]
-    }
+    s3, bucket = S3Snapshots(store.settings).s3, store.settings.bucket_name
+    tagged = {key for key in objects if RETIRED_TAG in s3.get_object_tagging(Bucket=bucket, Key=key)["TagSet"]}
     return objects, tagged
 
 
 def assert_only_unreferenced_are_tagged(store: DynamoDBStore, session_id: str) -> set[str]:
-    objects, tagged = superseded(store, session_id)
+    objects, tagged = retired(store, session_id)
     referenced = pointed_at(store, session_id)
     assert referenced <= objects
     assert not tagged & referenced, "a snapshot a record points at is marked for deletion"
@@ -48,9 +47,9 @@ def assert_only_unreferenced_are_tagged(store: DynamoDBStore, session_id: str) -
 
 
 def test_the_embedded_bucket_has_the_lifecycle(store: DynamoDBStore) -> None:
-    rules = store.s3.get_bucket_lifecycle_configuration(Bucket=store.bucket)["Rules"]
-    assert [r["ID"] for r in rules] == [r["ID"] for r in BUCKET_LIFECYCLE_RULES]
-    assert rules[0]["Filter"] == {"Tag": SUPERSEDED_TAG} and rules[0]["Expiration"]["Days"] == 7
+    rules = S3Snapshots(store.settings).s3.get_bucket_lifecycle_configuration(Bucket=store.settings.bucket_name)
+    assert [r["ID"] for r in rules["Rules"]] == [r["ID"] for r in BUCKET_LIFECYCLE_RULES]
+    assert rules["Rules"][0]["Filter"] == {"Tag": RETIRED_TAG} and rules["Rules"][0]["Expiration"]["Days"] == 7
 
 
 @pytest.mark.parametrize("factory", ["nested", "nested_preserving", "looks_then_deletes"])
@@ -81,7 +80,7 @@ def test_the_snapshots_of_a_run_whose_commit_was_refused_are_tagged(
 
     monkeypatch.setattr(service.store, "commit", refused)
     service.start_turn(session_id, "delete the prod-db record")
-    objects, tagged = superseded(store, session_id)
+    objects, tagged = retired(store, session_id)
     assert objects and objects == tagged  # the root's snapshot and db_admin's save: nobody points at them
 
 
@@ -145,7 +144,7 @@ def test_a_turn_begun_before_base_agent_snapshots_were_recorded_tags_none_of_its
         created_at=0,
         updated_at=0,
     )
-    session = S3Session(store, "s", {"db_admin": "sessions/s/agents/db_admin/k2.json"})
+    session = S3Session(S3Snapshots(store.settings), "s", {"db_admin": "sessions/s/agents/db_admin/k2.json"})
     session.written = ["sessions/s/agents/db_admin/k2.json"]
     assert root.base_agent_snapshots is None
     assert _no_longer_pointed_at(root, "snapshots/s/t/2.json", session) == ["snapshots/s/t/1.json"]

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from resumable.config import Settings
-from resumable.store import DynamoDBStore
+from resumable.store import S3Snapshots
 
 
 def test_a_snapshot_key_is_written_once_and_never_overwritten(aws: Settings) -> None:
-    store = DynamoDBStore(aws)
-    store.put_snapshot("snapshots/test/once.json", {"first": True})
+    snapshots = S3Snapshots(aws)
+    snapshots.put("snapshots/test/once.json", {"first": True})
     # A second put of the same key (only ever a retry of the same write: keys carry a uuid) leaves the
     # first object in place.
-    store.put_snapshot("snapshots/test/once.json", {"second": True})
-    assert store.get_snapshot("snapshots/test/once.json") == {"first": True}
+    snapshots.put("snapshots/test/once.json", {"second": True})
+    assert snapshots.get("snapshots/test/once.json") == {"first": True}
 
 
 def test_settings_are_read_from_the_environment() -> None:

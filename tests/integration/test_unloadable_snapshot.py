@@ -18,19 +18,19 @@ import pytest
 
 from resumable.config import Settings
 from resumable.service import Service, TurnView
-from resumable.store import DynamoDBStore
+from resumable.store import DynamoDBStore, S3Snapshots
 from tests.factories import executions
 from tests.integration.helpers import APPROVE, root_record
 
 
-def _read(store: DynamoDBStore, key: str) -> bytes:
-    body: bytes = store.s3.get_object(Bucket=store.bucket, Key=key)["Body"].read()
+def _read(snapshots: S3Snapshots, key: str) -> bytes:
+    body: bytes = snapshots.s3.get_object(Bucket=snapshots.bucket, Key=key)["Body"].read()
     return body
 
 
-def _overwrite(store: DynamoDBStore, key: str, body: bytes) -> None:
+def _overwrite(snapshots: S3Snapshots, key: str, body: bytes) -> None:
     """Replace an object behind the store's back: no ``IfNoneMatch``, as an operator or a bug would."""
-    store.s3.put_object(Bucket=store.bucket, Key=key, Body=body)
+    snapshots.s3.put_object(Bucket=snapshots.bucket, Key=key, Body=body)
 
 
 def _stored_turn_version(snapshot: dict[str, Any], version: str) -> dict[str, Any]:
@@ -43,36 +43,41 @@ def _stored_turn_version(snapshot: dict[str, Any], version: str) -> dict[str, An
 class Breakage:
     """One way a turn's snapshot becomes unloadable, and how an operator repairs it."""
 
-    def __init__(self, store: DynamoDBStore, session_id: str, turn_id: str) -> None:
-        self.store = store
+    def __init__(self, aws: Settings, session_id: str, turn_id: str) -> None:
+        self.store = store = DynamoDBStore(aws)
+        self.snapshots = S3Snapshots(aws)
         self.session_id = session_id
         self.turn_id = turn_id
         key = root_record(store, session_id, turn_id).snapshot_key
         assert key is not None
         self.key: str = key
-        self.original = _read(store, self.key)
+        self.original = _read(self.snapshots, self.key)
 
     def corrupt_root_snapshot(self) -> None:
-        _overwrite(self.store, self.key, b'{"schema_version": "1.0", "agent": "orchestr')
+        _overwrite(self.snapshots, self.key, b'{"schema_version": "1.0", "agent": "orchestr')
 
     def root_snapshot_from_a_future_version(self) -> None:
-        _overwrite(self.store, self.key, json.dumps({**json.loads(self.original), "schema_version": "9.0"}).encode())
+        _overwrite(
+            self.snapshots, self.key, json.dumps({**json.loads(self.original), "schema_version": "9.0"}).encode()
+        )
 
     def delete_root_snapshot(self) -> None:
-        self.store.s3.delete_object(Bucket=self.store.bucket, Key=self.key)
+        self.snapshots.s3.delete_object(Bucket=self.snapshots.bucket, Key=self.key)
 
     def old_stored_sub_agent_turn(self) -> None:
-        _overwrite(self.store, self.key, json.dumps(_stored_turn_version(json.loads(self.original), "0.0")).encode())
+        _overwrite(
+            self.snapshots, self.key, json.dumps(_stored_turn_version(json.loads(self.original), "0.0")).encode()
+        )
 
     def repair(self) -> None:
         """Put the turn's current snapshot right: the original bytes back, or the stored turn migrated."""
         current = root_record(self.store, self.session_id, self.turn_id).snapshot_key
         assert current is not None
         if current == self.key:
-            _overwrite(self.store, current, self.original)
+            _overwrite(self.snapshots, current, self.original)
         else:  # a failed resume committed a new snapshot that still holds the unloadable stored turn
-            snapshot = json.loads(_read(self.store, current))
-            _overwrite(self.store, current, json.dumps(_stored_turn_version(snapshot, "1.0")).encode())
+            snapshot = json.loads(_read(self.snapshots, current))
+            _overwrite(self.snapshots, current, json.dumps(_stored_turn_version(snapshot, "1.0")).encode())
 
 
 BREAKAGES = ["corrupt_root_snapshot", "root_snapshot_from_a_future_version", "delete_root_snapshot"]
@@ -84,7 +89,7 @@ def _break_and_answer(
 ) -> tuple[TurnView, TurnView, Breakage]:
     started = make_service().start_turn(session_id, "delete the prod-db record")
     assert started.status == "waiting"
-    broken = Breakage(DynamoDBStore(aws), session_id, started.turn_id)
+    broken = Breakage(aws, session_id, started.turn_id)
     getattr(broken, breakage)()
     answered = make_service().submit_approval(
         session_id, started.turn_id, started.interactions[0].request_id, APPROVE, principal="alice"
@@ -127,7 +132,7 @@ def test_after_repair_recover_runs_the_approved_action_once(
 ) -> None:
     started, _, broken = _break_and_answer(make_service, aws, session_id, breakage)
     if breakage == "delete_root_snapshot":
-        broken.store.s3.put_object(Bucket=broken.store.bucket, Key=broken.key, Body=broken.original)
+        broken.snapshots.s3.put_object(Bucket=broken.snapshots.bucket, Key=broken.key, Body=broken.original)
     else:
         broken.repair()
 

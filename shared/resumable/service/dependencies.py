@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from resumable.clock import Clock
 from resumable.config import Settings
 from resumable.service.agent_factory import AgentFactory
-from resumable.store.base import Store
+from resumable.store.base import Snapshots, Store
 
 if TYPE_CHECKING:
     from resumable.aws.stepfunctions import TaskTokens
@@ -20,11 +20,13 @@ Continuation = Callable[[str, str], None]
 
 @dataclass(frozen=True)
 class Dependencies:
-    """``store``: DynamoDB and S3. ``factory``: builds the agents afresh for every run. ``workflow``:
-    tells a Step Functions workflow that waits on a turn how it went (None: nobody to tell).
-    ``continuation``: how a checkpointed turn is continued (None: runs never checkpoint)."""
+    """``store``: the records (DynamoDB). ``snapshots``: agent state (S3). ``factory``: builds the
+    agents afresh for every run. ``workflow``: tells a Step Functions workflow that waits on a turn
+    how it went (None: nobody to tell). ``continuation``: how a checkpointed turn is continued
+    (None: runs never checkpoint)."""
 
     store: Store
+    snapshots: Snapshots
     settings: Settings
     clock: Clock
     factory: AgentFactory

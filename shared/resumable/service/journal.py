@@ -70,7 +70,7 @@ class LeasedActionJournal:
             started_at=now,
         )
         until = now + self.lease.deps.settings.lease_seconds
-        earlier = self.store.begin_action(self.session_id, self.root_turn_id, record, self.lease.owner, until)
+        earlier = self.store.begin_action(self.session_id, self.root_turn_id, record, self.lease.lease_owner, until)
         if earlier is not None:
             return self._from_earlier(action, earlier, perform)
         self.lease.extended(until)
@@ -83,7 +83,7 @@ class LeasedActionJournal:
             self.store.abandon_action(self.session_id, self.root_turn_id, action.key)
             raise
         if not self.store.finish_action(
-            self.session_id, self.root_turn_id, record, result, self.clock.now(), self.lease.owner
+            self.session_id, self.root_turn_id, record, result, self.clock.now(), self.lease.lease_owner
         ):
             logger.error(
                 "turn_id=<%s>, action=<%s> | approved action finished after its run lost the turn: its result is "

@@ -27,10 +27,10 @@ class LeaseGuard:
     (it set it); ``generation`` numbers the lease (every new holder's is higher: a fencing token).
     """
 
-    def __init__(self, deps: Dependencies, root: TurnRecord, owner: str) -> None:
+    def __init__(self, deps: Dependencies, root: TurnRecord, lease_owner: str) -> None:
         self.deps = deps
         self.root = root
-        self.owner = owner
+        self.lease_owner = lease_owner
         self.until = root.lease_expires_at or 0.0
         self.fresh = True
         self._lock = threading.Lock()
@@ -50,7 +50,7 @@ class LeaseGuard:
         now = self.deps.clock.now()
         until = now + self.deps.settings.lease_seconds
         with self._lock:
-            self.root = self.deps.store.renew_lease(self.root, self.owner, now, until)
+            self.root = self.deps.store.renew_lease(self.root, self.lease_owner, now, until)
             self.until = until
             return self.root
 
@@ -80,9 +80,9 @@ class LeaseGuard:
                     self.renew()
                 except LeaseLostError:
                     logger.error(
-                        "turn_id=<%s>, owner=<%s> | lease lost while an approved action ran",
+                        "turn_id=<%s>, lease_owner=<%s> | lease lost while an approved action ran",
                         self.root.turn_id,
-                        self.owner,
+                        self.lease_owner,
                     )
                     return
                 except StoreError as error:

@@ -22,7 +22,7 @@ def list_interactions(
     found = deps.store.list_interactions(session_id, status)
     if status == "expired":
         found += deps.store.list_interactions(session_id, "requested")
-    if not all(may_act_for(deps.settings, i.owner, principal) for i in found):
+    if not all(may_act_for(deps.settings, i.principal, principal) for i in found):
         raise missing
     if not found:
         # Nothing listed says whose session it is: read it, so that an unknown session and another

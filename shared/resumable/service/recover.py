@@ -63,23 +63,23 @@ def _recover_once(deps: Dependencies, tree: TurnTree) -> TurnTree | None:
     """Act on ``tree`` as it was read; None when it changed meanwhile (a lease went to someone else)."""
     root = tree.root
     now = deps.clock.now()
-    owner = uuid.uuid4().hex
+    lease_owner = uuid.uuid4().hex
     until = now + deps.settings.lease_seconds
     settled = settle_overdue(deps, tree)
     if settled is not tree:
         return settled
     if root.status == "waiting" and root.open_interactions == 0:
-        leased = deps.store.acquire_lease(root.session_id, root.turn_id, owner, now, until, takeover=False)
-        return None if leased is None else run_leased(deps, tree.model_copy(update={"root": leased}), owner)
+        leased = deps.store.acquire_lease(root.session_id, root.turn_id, lease_owner, now, until, takeover=False)
+        return None if leased is None else run_leased(deps, tree.model_copy(update={"root": leased}), lease_owner)
     if root.status == "running" and (root.lease_expires_at or 0) < now:
         if root.cancel_requested:
             return settle_canceled_run(deps, tree)
-        leased = deps.store.acquire_lease(root.session_id, root.turn_id, owner, now, until, takeover=True)
+        leased = deps.store.acquire_lease(root.session_id, root.turn_id, lease_owner, now, until, takeover=True)
         if leased is None:
             return None
         if root.lease_owner is None:
             logger.info("turn_id=<%s> | continuing the checkpointed turn", root.turn_id)
         else:
             logger.warning("turn_id=<%s> | lease expired mid-run: taken over", root.turn_id)
-        return run_leased(deps, tree.model_copy(update={"root": leased}), owner)
+        return run_leased(deps, tree.model_copy(update={"root": leased}), lease_owner)
     return tree

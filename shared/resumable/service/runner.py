@@ -131,7 +131,7 @@ def _snapshot_key(root: TurnRecord, version: int) -> str:
     return f"snapshots/{quote(root.session_id, safe='')}/{root.turn_id}/{version:06d}-{uuid.uuid4().hex}.json"
 
 
-def run_leased(deps: Dependencies, tree: TurnTree, owner: str) -> TurnTree:
+def run_leased(deps: Dependencies, tree: TurnTree, lease_owner: str) -> TurnTree:
     """Advance the leased root of ``tree`` from its last committed state and commit the outcome.
 
     Returns the tree as committed. A snapshot that cannot be loaded leaves the turn ``waiting`` with
@@ -139,7 +139,7 @@ def run_leased(deps: Dependencies, tree: TurnTree, owner: str) -> TurnTree:
     """
     store, clock = deps.store, deps.clock
     root = tree.root
-    session = S3Session(store, root.session_id, root.agent_snapshots)
+    session = S3Session(deps.snapshots, root.session_id, root.agent_snapshots)
     agent = build(deps.factory, AgentContext(root.session_id, root.turn_id, session))
     root = root.model_copy(update={"agent": agent.name, "agent_path": [agent.name]})
     tree = tree.model_copy(update={"root": root})
@@ -147,9 +147,9 @@ def run_leased(deps: Dependencies, tree: TurnTree, owner: str) -> TurnTree:
     try:
         key = root.snapshot_key or root.base_snapshot_key
         if key is not None:
-            agent.restore(store.get_snapshot(key))
+            agent.restore(deps.snapshots.get(key))
     except SnapshotError as error:
-        return _unloadable(deps, tree, owner, error)
+        return _unloadable(deps, tree, lease_owner, error)
 
     pending = agent.interrupt_state.pending
     answers: dict[str, Any] = {
@@ -160,12 +160,12 @@ def run_leased(deps: Dependencies, tree: TurnTree, owner: str) -> TurnTree:
     answers |= dict.fromkeys(checkpoints, CONTINUE)
     if resuming and not answers:
         logger.error("turn_id=<%s> | the stored turn awaits none of the recorded answers; left waiting", root.turn_id)
-        store.release_lease(root, owner, "waiting", clock.now())
+        store.release_lease(root, lease_owner, "waiting", clock.now())
         return load(deps, root.session_id, root.turn_id)
 
     children = ChildTurns(root, clock.now(), {c.turn_id: c for c in tree.children})
     budget = Budget(clock, deps.settings.turn_budget_seconds)
-    lease = LeaseGuard(deps, root, owner)
+    lease = LeaseGuard(deps, root, lease_owner)
     journal = LeasedActionJournal(lease, lambda key: children.turn_id(call_prefix(key)))
     invocation = Invocation(
         stop=lease,
@@ -197,13 +197,15 @@ def run_leased(deps: Dependencies, tree: TurnTree, owner: str) -> TurnTree:
         logger.error("turn_id=<%s> | the model failed: %s", root.turn_id, error)
         outcome = Outcome("failed", error=f"the model failed: {error}")
     except LeaseLostError:
-        logger.warning("turn_id=<%s>, owner=<%s> | run stopped: lease lost or cancel requested", root.turn_id, owner)
-        _supersede(deps, session.written)
-        return _after_refused_commit(deps, tree, owner)
+        logger.warning(
+            "turn_id=<%s>, lease_owner=<%s> | run stopped: lease lost or cancel requested", root.turn_id, lease_owner
+        )
+        _retire(deps, session.written)
+        return _after_refused_commit(deps, tree, lease_owner)
     try:
-        committed = _commit(deps, tree, owner, agent, session, children, outcome)
+        committed = _commit(deps, tree, lease_owner, agent, session, children, outcome)
     except StaleCommitError:
-        return _after_refused_commit(deps, tree, owner)
+        return _after_refused_commit(deps, tree, lease_owner)
     if journal.in_doubt:
         known = {a.key: a for a in committed.actions} | {a.key: a for a in journal.in_doubt}
         committed = committed.model_copy(update={"actions": list(known.values())})
@@ -212,15 +214,17 @@ def run_leased(deps: Dependencies, tree: TurnTree, owner: str) -> TurnTree:
     return committed
 
 
-def _after_refused_commit(deps: Dependencies, tree: TurnTree, owner: str) -> TurnTree:
+def _after_refused_commit(deps: Dependencies, tree: TurnTree, lease_owner: str) -> TurnTree:
     """The run could not finish (its commit, or an approved action's start, was refused). If it still
     holds the lease, a cancel arrived between step boundaries: confirm it (``canceled``). Otherwise
     another invocation took over: show the turn as it is."""
     now = load(deps, tree.root.session_id, tree.root.turn_id)
     root = now.root
-    if root.status == "running" and root.lease_owner == owner and root.cancel_requested:
-        return settle_tree(deps, now, "canceled", "superseded", CANCELED_ON_REQUEST, lease_owner=owner)
-    logger.warning("turn_id=<%s>, owner=<%s> | commit refused: the turn moved on without this run", root.turn_id, owner)
+    if root.status == "running" and root.lease_owner == lease_owner and root.cancel_requested:
+        return settle_tree(deps, now, "canceled", "superseded", CANCELED_ON_REQUEST, lease_owner=lease_owner)
+    logger.warning(
+        "turn_id=<%s>, lease_owner=<%s> | commit refused: the turn moved on without this run", root.turn_id, lease_owner
+    )
     return now
 
 
@@ -238,7 +242,7 @@ def _outcome(result: AgentResult) -> Outcome:
 def _commit(
     deps: Dependencies,
     tree: TurnTree,
-    owner: str,
+    lease_owner: str,
     agent: Agent,
     session: S3Session,
     children: ChildTurns,
@@ -253,7 +257,7 @@ def _commit(
     snapshot_key = None
     if outcome.status in ("waiting", "running", "completed"):
         snapshot_key = _snapshot_key(root, version)
-        store.put_snapshot(snapshot_key, agent.snapshot())
+        deps.snapshots.put(snapshot_key, agent.snapshot())
     no_longer_awaited = tree.interactions
     if settled:
         children.settle_all("canceled" if outcome.status == "canceled" else "failed")
@@ -290,7 +294,7 @@ def _commit(
         ),
         expected_version=root.version,
         expected_status="running",
-        expected_lease_owner=owner,
+        expected_lease_owner=lease_owner,
         refuse_if_canceling=not settled,
         settle_session=settled,
         session_snapshot_key=snapshot_key if completed else None,
@@ -310,9 +314,9 @@ def _commit(
     try:
         store.commit(commit)
     except StaleCommitError:
-        _supersede(deps, [k for k in [snapshot_key, *session.written] if k])  # nothing points at them
+        _retire(deps, [k for k in [snapshot_key, *session.written] if k])  # nothing points at them
         raise
-    _supersede(deps, _no_longer_pointed_at(root, snapshot_key, session))
+    _retire(deps, _no_longer_pointed_at(root, snapshot_key, session))
     logger.info(
         "session_id=<%s>, turn_id=<%s>, status=<%s>, version=<%d> | turn committed",
         root.session_id,
@@ -339,14 +343,15 @@ def _no_longer_pointed_at(root: TurnRecord, snapshot_key: str | None, session: S
     return replaced
 
 
-def _supersede(deps: Dependencies, keys: list[str]) -> None:
-    """Tag ``keys`` for the bucket's lifecycle. Best effort: an untagged snapshot is only kept longer."""
+def _retire(deps: Dependencies, keys: list[str]) -> None:
+    """Retire ``keys`` (tag them for the bucket's lifecycle). Best effort: an untagged snapshot is only
+    kept longer."""
     if not keys:
         return
     try:
-        deps.store.mark_superseded(keys)
+        deps.snapshots.retire(keys)
     except StoreError as error:
-        logger.warning("snapshots %s were not marked superseded (they are kept): %s", keys, error)
+        logger.warning("snapshots %s were not retired (they are kept): %s", keys, error)
 
 
 def _waiting_on(
@@ -377,7 +382,7 @@ def _waiting_on(
                     name=interrupt.name,
                     reason=bounded_json(interrupt.reason, MAX_REASON_BYTES),
                     agent_path=children.records[owner_turn].agent_path if prefix else [root.agent],
-                    owner=root.principal,
+                    principal=root.principal,
                     status="requested",
                     expires_at=now + deps.settings.approval_expiry_seconds,
                     created_at=now,
@@ -399,14 +404,14 @@ def _waiting_on(
     return new, open_interactions, unapplied
 
 
-def _unloadable(deps: Dependencies, tree: TurnTree, owner: str, error: SnapshotError) -> TurnTree:
+def _unloadable(deps: Dependencies, tree: TurnTree, lease_owner: str, error: SnapshotError) -> TurnTree:
     """The turn's state cannot be loaded: a resume leaves it waiting (answers kept) for recovery; a
     new turn whose session conversation cannot be loaded fails, saying why."""
     root = tree.root
     logger.error("session_id=<%s>, turn_id=<%s> | snapshot cannot be loaded: %s", root.session_id, root.turn_id, error)
     if root.snapshot_key is not None:
         deps.store.release_lease(
-            root, owner, "waiting", deps.clock.now(), error=f"the turn's snapshot cannot be loaded: {error}"
+            root, lease_owner, "waiting", deps.clock.now(), error=f"the turn's snapshot cannot be loaded: {error}"
         )
         return load(deps, root.session_id, root.turn_id)
     return settle_tree(
@@ -415,5 +420,5 @@ def _unloadable(deps: Dependencies, tree: TurnTree, owner: str, error: SnapshotE
         "failed",
         "superseded",
         f"the session's conversation cannot be loaded: {error}",
-        lease_owner=owner,
+        lease_owner=lease_owner,
     )

@@ -19,7 +19,7 @@ from resumable.service.recover import recover
 from resumable.service.start_turn import start_turn
 from resumable.service.submit_approval import submit_approval
 from resumable.service.views import InteractionView, TurnView
-from resumable.store.base import Store
+from resumable.store.base import Snapshots, Store
 from resumable.store.records import InteractionStatus
 
 if TYPE_CHECKING:
@@ -37,9 +37,15 @@ class Service:
         factory: AgentFactory | None = None,
         task_tokens: TaskTokens | None = None,
         continuation: Continuation | None = None,
+        snapshots: Snapshots | None = None,
     ) -> None:
+        if snapshots is None:
+            from resumable.store.snapshots import S3Snapshots
+
+            snapshots = S3Snapshots(settings)
         self.deps = Dependencies(
             store=store,
+            snapshots=snapshots,
             settings=settings,
             clock=clock or SystemClock(),
             factory=factory or load_factory(settings.agent_factory),
@@ -58,8 +64,11 @@ class Service:
         """The service on AWS (or what ``settings`` point at): DynamoDB and S3, Step Functions."""
         from resumable.aws.stepfunctions import TaskTokens
         from resumable.store.dynamodb import DynamoDBStore
+        from resumable.store.snapshots import S3Snapshots
 
-        return cls(DynamoDBStore(settings), settings, clock, task_tokens=TaskTokens(settings))
+        return cls(
+            DynamoDBStore(settings), settings, clock, task_tokens=TaskTokens(settings), snapshots=S3Snapshots(settings)
+        )
 
     def continued_by(self, continuation: Continuation | None) -> Service:
         """This service, with checkpointed turns continued by ``continuation``."""
@@ -68,6 +77,10 @@ class Service:
     @property
     def store(self) -> Store:
         return self.deps.store
+
+    @property
+    def snapshots(self) -> Snapshots:
+        return self.deps.snapshots
 
     @property
     def settings(self) -> Settings:

@@ -44,7 +44,7 @@ def start_turn(deps: Dependencies, session_id: str, prompt: Any, principal: str 
             f"session {session_id!r} has a turn that is not settled yet ({seen.active_turn_id}): answer its "
             "interactions or cancel it, then start a new one; nothing was started"
         )
-    owner = uuid.uuid4().hex
+    lease_owner = uuid.uuid4().hex
     turn_id = new_root_turn_id()
     root = TurnRecord(
         session_id=session_id,
@@ -54,7 +54,7 @@ def start_turn(deps: Dependencies, session_id: str, prompt: Any, principal: str 
         agent_path=[],
         status="running",
         version=1,
-        lease_owner=owner,
+        lease_owner=lease_owner,
         lease_generation=1,
         lease_expires_at=now + deps.settings.lease_seconds,
         base_snapshot_key=seen.snapshot_key if seen else None,
@@ -74,4 +74,4 @@ def start_turn(deps: Dependencies, session_id: str, prompt: Any, principal: str 
             f"session {session_id!r} started another turn at the same moment: nothing was started; "
             "get the session's turn and answer or cancel it"
         )
-    return TurnView.of(run_leased(deps, TurnTree(root=root, children=[], interactions=[]), owner))
+    return TurnView.of(run_leased(deps, TurnTree(root=root, children=[], interactions=[]), lease_owner))

@@ -60,7 +60,7 @@ def submit_approval(
         is_approval_answer = False
 
     root_id = root_of(turn_id)
-    settlement = deps.store.settle_interaction(
+    answer = deps.store.answer_interaction(
         session_id,
         root_id,
         request_id,
@@ -68,16 +68,16 @@ def submit_approval(
         principal or "application",
         deps.clock.now(),
         approval_shaped=is_approval_answer,
-        owner_turn_id=turn_id if turn_id != root_id else None,
-        session_owner=None if principal is None or is_approver(deps.settings, principal) else principal,
+        child_turn_id=turn_id if turn_id != root_id else None,
+        principal=None if principal is None or is_approver(deps.settings, principal) else principal,
     )
-    if settlement.outcome == "missing":
+    if answer.outcome == "missing":
         raise NotFoundError(
             f"there is no interaction {request_id!r} in turn {turn_id!r} of session {session_id!r}; "
             "nothing was answered"
         )
-    if settlement.outcome == "turn_busy":
-        turn = settlement.turn
+    if answer.outcome == "turn_busy":
+        turn = answer.turn
         if turn is not None and (turn.cancel_requested or turn.settled):
             raise GoneError(
                 f"turn {root_id} is {'being canceled' if not turn.settled else turn.status}, so interaction "
@@ -87,12 +87,12 @@ def submit_approval(
             f"turn {root_id} is not waiting for answers right now (it is being advanced): retry shortly; "
             "nothing was answered"
         )
-    if settlement.outcome == "refused":
-        interaction = settlement.interaction
+    if answer.outcome == "refused":
+        interaction = answer.interaction
         if (
             interaction is None
             or turn_id not in (root_id, interaction.turn_id)
-            or not may_act_for(deps.settings, interaction.owner, principal)
+            or not may_act_for(deps.settings, interaction.principal, principal)
         ):
             raise NotFoundError(
                 f"there is no interaction {request_id!r} in turn {turn_id!r} of session {session_id!r}; "

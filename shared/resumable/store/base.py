@@ -1,4 +1,5 @@
-"""The store interface the service talks to. ``DynamoDBStore`` is its implementation."""
+"""The interfaces the service talks to: ``Store`` (records; ``DynamoDBStore``) and ``Snapshots``
+(agent state; ``S3Snapshots``)."""
 
 from __future__ import annotations
 
@@ -63,18 +64,18 @@ class Commit:
 class AnswerOutcome:
     """What happened when an answer was offered for an interaction.
 
-    ``settled``: this answer was recorded. ``refused``: the interaction was not ``requested`` (or had
+    ``answered``: this answer was recorded. ``refused``: the interaction was not ``requested`` (or had
     expired); ``interaction`` holds it as it is. ``missing``: no such interaction. ``turn_busy``: the
     turn is not waiting for answers; ``turn`` holds it.
     """
 
-    outcome: Literal["settled", "refused", "missing", "turn_busy"]
+    outcome: Literal["answered", "refused", "missing", "turn_busy"]
     interaction: InteractionRecord | None = None
     turn: TurnRecord | None = None
 
 
 class Store(ABC):
-    """Durable state of sessions, turns, interactions, the action journal, the outbox and snapshots."""
+    """Durable records of sessions, turns, interactions, the action journal and the outbox."""
 
     # sessions and turns
     @abstractmethod
@@ -95,20 +96,20 @@ class Store(ABC):
 
     @abstractmethod
     def acquire_lease(
-        self, session_id: str, root_turn_id: str, owner: str, now: float, until: float, *, takeover: bool
+        self, session_id: str, root_turn_id: str, lease_owner: str, now: float, until: float, *, takeover: bool
     ) -> TurnRecord | None:
         """Lease a waiting turn with no open interactions (or, with ``takeover``, a running turn whose
         lease has expired or that is unleased: checkpointed) and mark it running. None when the turn
         is not in that state."""
 
     @abstractmethod
-    def renew_lease(self, turn: TurnRecord, owner: str, now: float, until: float) -> TurnRecord:
+    def renew_lease(self, turn: TurnRecord, lease_owner: str, now: float, until: float) -> TurnRecord:
         """Extend the lease and return the turn as stored (so its cancel request can be seen).
-        Raises ``LeaseLostError`` when ``owner`` no longer holds it."""
+        Raises ``LeaseLostError`` when ``lease_owner`` no longer holds it."""
 
     @abstractmethod
     def release_lease(
-        self, turn: TurnRecord, owner: str, status: TurnStatus, now: float, error: str | None = None
+        self, turn: TurnRecord, lease_owner: str, status: TurnStatus, now: float, error: str | None = None
     ) -> None:
         """Give the lease up without committing, leaving the turn in ``status`` with ``error`` saying
         why (so a client can tell a turn stuck on a problem from a busy one)."""
@@ -123,7 +124,7 @@ class Store(ABC):
 
     # interactions
     @abstractmethod
-    def settle_interaction(
+    def answer_interaction(
         self,
         session_id: str,
         root_turn_id: str,
@@ -133,13 +134,13 @@ class Store(ABC):
         now: float,
         *,
         approval_shaped: bool,
-        owner_turn_id: str | None = None,
-        session_owner: str | None = None,
+        child_turn_id: str | None = None,
+        principal: str | None = None,
     ) -> AnswerOutcome:
         """``requested -> answered`` in one conditional write, if the turn is waiting (and not being
         canceled) and the interaction has not expired; a response that is not ``approval_shaped`` is
-        refused for an approval interaction; with ``owner_turn_id``, the interaction must be that
-        child turn's; with ``session_owner``, its session must be that principal's."""
+        refused for an approval interaction; with ``child_turn_id``, the interaction must be that
+        child turn's; with ``principal``, its session must be that principal's."""
 
     @abstractmethod
     def list_interactions(self, session_id: str, status: InteractionStatus | None) -> list[InteractionRecord]: ...
@@ -172,22 +173,26 @@ class Store(ABC):
         """Record that a started action never ran (its runner lost the turn first), and report it."""
 
     @abstractmethod
-    def mark_action_unknown(self, session_id: str, root_turn_id: str, key: str, now: float) -> ActionRecord:
+    def mark_action_unknown(self, session_id: str, root_turn_id: str, action_key: str, now: float) -> ActionRecord:
         """Record that a run found the action's outcome unknown (so the turn shows it in doubt);
         return the entry as it now is (its runner may have recorded what happened meanwhile)."""
 
     @abstractmethod
-    def abandon_action(self, session_id: str, root_turn_id: str, key: str) -> None:
+    def abandon_action(self, session_id: str, root_turn_id: str, action_key: str) -> None:
         """Forget a started action that paused before doing anything (it raised an interrupt)."""
 
-    # snapshots
+
+class Snapshots(ABC):
+    """The serialised state of agents, each written once under a new, immutable key."""
+
     @abstractmethod
-    def put_snapshot(self, key: str, snapshot: dict[str, Any]) -> None:
+    def put(self, key: str, snapshot: dict[str, Any]) -> None:
         """Write a snapshot under a new, immutable key."""
 
     @abstractmethod
-    def get_snapshot(self, key: str) -> Any: ...
+    def get(self, key: str) -> Any:
+        """The snapshot under ``key``; ``SnapshotError`` if it is missing or cannot be read."""
 
     @abstractmethod
-    def mark_superseded(self, keys: list[str]) -> None:
-        """Tag snapshots that no turn points at any more; the bucket's lifecycle deletes them later."""
+    def retire(self, keys: list[str]) -> None:
+        """Tag snapshots that nothing points at any more; the bucket's lifecycle deletes them later."""

@@ -77,7 +77,7 @@ class InteractionRecord(Record):
     """The durable record of one interrupt that waits for a person.
 
     The display detail (name, reason, agent path) never changes; the response is written once.
-    ``owner`` is the principal whose session it is (only they, or an approver, may answer it).
+    ``principal`` is the principal whose session it is (only they, or an approver, may answer it).
     """
 
     session_id: str
@@ -88,7 +88,7 @@ class InteractionRecord(Record):
     name: str
     reason: Any = None
     agent_path: list[str]
-    owner: str | None = None
+    principal: str | None = None
     status: InteractionStatus
     response: Any = None
     answered_by: str | None = None

@@ -50,17 +50,17 @@ def create_table_request(table_name: str) -> dict[str, Any]:
 
 
 # A snapshot that no turn points at any more (a turn's earlier state, an agent's intermediate save, the
-# state of a run whose commit was refused) is tagged so; the bucket's lifecycle deletes it once it is
-# 7 days old (S3 counts from when the object was written, not from when it was tagged).
-SUPERSEDED_TAG = {"Key": "resumable-snapshot", "Value": "superseded"}
-SUPERSEDED_DAYS = 7
+# state of a run whose commit was refused) is retired: tagged so; the bucket's lifecycle deletes it
+# once it is 7 days old (S3 counts from when the object was written, not from when it was tagged).
+RETIRED_TAG = {"Key": "resumable-snapshot", "Value": "retired"}
+RETIRED_DAYS = 7
 
 BUCKET_LIFECYCLE_RULES: list[dict[str, Any]] = [
     {
-        "ID": "ExpireSupersededSnapshots",
+        "ID": "ExpireRetiredSnapshots",
         "Status": "Enabled",
-        "Filter": {"Tag": SUPERSEDED_TAG},
-        "Expiration": {"Days": SUPERSEDED_DAYS},
+        "Filter": {"Tag": RETIRED_TAG},
+        "Expiration": {"Days": RETIRED_DAYS},
     },
     {
         "ID": "AbortIncompleteUploads",

@@ -11,14 +11,14 @@ import uuid
 from typing import Any
 from urllib.parse import quote
 
-from resumable.store.base import Store
+from resumable.store.base import Snapshots
 
 
 class S3Session:
     """Snapshots of a session's context-preserving agents, under ``sessions/<sessionId>/agents/<name>/``."""
 
-    def __init__(self, store: Store, session_id: str, snapshot_keys: dict[str, str]) -> None:
-        self.store = store
+    def __init__(self, snapshots: Snapshots, session_id: str, snapshot_keys: dict[str, str]) -> None:
+        self.snapshots = snapshots
         self.session_id = session_id
         self.snapshot_keys = dict(snapshot_keys)
         self.written: list[str] = []
@@ -27,11 +27,11 @@ class S3Session:
         key = self.snapshot_keys.get(agent_name)
         if key is None:
             return None
-        snapshot: dict[str, Any] = self.store.get_snapshot(key)
+        snapshot: dict[str, Any] = self.snapshots.get(key)
         return snapshot
 
     def save(self, agent_name: str, snapshot: dict[str, Any]) -> None:
         key = f"sessions/{quote(self.session_id, safe='')}/agents/{quote(agent_name, safe='')}/{uuid.uuid4().hex}.json"
-        self.store.put_snapshot(key, snapshot)
+        self.snapshots.put(key, snapshot)
         self.written.append(key)
         self.snapshot_keys[agent_name] = key

@@ -1,0 +1,122 @@
+"""How records become DynamoDB items and back, and where each item lives.
+
+Item layout, all in the session's partition ``pk = SESSION#<sessionId>``:
+
+| item | sk |
+|---|---|
+| session | ``SESSION`` |
+| root turn | ``TURN#<root>`` |
+| child turn | ``TURN#<root>#CHILD#<turnId>`` |
+| interaction | ``TURN#<root>#INTERACTION#<requestId>`` (GSI1 by status for the session) |
+| action journal entry | ``TURN#<root>#ACTION#<sha256 of the key>`` |
+| outbox event | ``TURN#<root>#EVENT#...`` |
+
+So a whole turn tree is one Query. Every change to a tree goes through a condition on the root turn.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from resumable.store.records import InteractionRecord, OutboxEvent, TurnRecord
+
+# Fields held as JSON text: any JSON survives unchanged (DynamoDB has no float type).
+JSON_FIELDS = frozenset({"reason", "response", "result", "detail", "input"})
+
+
+def value(python: Any) -> dict[str, Any]:
+    """A DynamoDB attribute value."""
+    if python is None:
+        return {"NULL": True}
+    if isinstance(python, bool):
+        return {"BOOL": python}
+    if isinstance(python, int | float):
+        return {"N": repr(python)}
+    if isinstance(python, str):
+        return {"S": python}
+    if isinstance(python, list):
+        return {"L": [value(v) for v in python]}
+    if isinstance(python, dict):
+        return {"M": {k: value(v) for k, v in python.items()}}
+    raise TypeError(f"cannot store {type(python).__name__} in DynamoDB: {python!r}")
+
+
+def python(attribute: dict[str, Any]) -> Any:
+    """The Python value of a DynamoDB attribute value."""
+    kind, raw = next(iter(attribute.items()))
+    if kind == "NULL":
+        return None
+    if kind == "N":
+        return float(raw) if any(c in raw for c in ".eE") else int(raw)
+    if kind == "L":
+        return [python(v) for v in raw]
+    if kind == "M":
+        return {k: python(v) for k, v in raw.items()}
+    return raw
+
+
+def encode(fields: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {k: value(json.dumps(v) if k in JSON_FIELDS else v) for k, v in fields.items()}
+
+
+def decode(item: dict[str, Any]) -> dict[str, Any]:
+    fields = {k: python(v) for k, v in item.items()}
+    for name in JSON_FIELDS & fields.keys():
+        fields[name] = json.loads(fields[name])
+    return fields
+
+
+def pk(session_id: str) -> str:
+    return f"SESSION#{session_id}"
+
+
+def key(session_id: str, sk: str) -> dict[str, Any]:
+    return {"pk": {"S": pk(session_id)}, "sk": {"S": sk}}
+
+
+def root_sk(root_turn_id: str) -> str:
+    return f"TURN#{root_turn_id}"
+
+
+def turn_sk(turn: TurnRecord) -> str:
+    if turn.parent_turn_id is None:
+        return root_sk(turn.turn_id)
+    return f"TURN#{turn.root_turn_id}#CHILD#{turn.turn_id}"
+
+
+def interaction_sk(root_turn_id: str, request_id: str) -> str:
+    return f"TURN#{root_turn_id}#INTERACTION#{request_id}"
+
+
+def action_sk(root_turn_id: str, action_key: str) -> str:
+    return f"TURN#{root_turn_id}#ACTION#{hashlib.sha256(action_key.encode()).hexdigest()}"
+
+
+def turn_item(turn: TurnRecord) -> dict[str, Any]:
+    return {**key(turn.session_id, turn_sk(turn)), **encode({"entity": "turn", **turn.model_dump()})}
+
+
+def interaction_item(interaction: InteractionRecord) -> dict[str, Any]:
+    return {
+        **key(interaction.session_id, interaction_sk(interaction.root_turn_id, interaction.request_id)),
+        **encode(
+            {
+                "entity": "interaction",
+                "gsi1pk": f"SESSION#{interaction.session_id}#INTERACTIONS",
+                "gsi1sk": f"{interaction.status}#{interaction.request_id}",
+                **interaction.model_dump(),
+            }
+        ),
+    }
+
+
+def event_put(table: str, session_id: str, sk: str, event: OutboxEvent) -> dict[str, Any]:
+    """The transaction item that writes an outbox event under ``sk``."""
+    return {
+        "Put": {
+            "TableName": table,
+            "Item": {**key(session_id, sk), **encode({"entity": "event", **event.model_dump()})},
+        }
+    }

@@ -1,0 +1,167 @@
+"""The commit: one atomic change of a turn tree in DynamoDB, guarded by the root turn's version,
+status and lease; split over several transactions when the tree is bigger than one holds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from resumable.exceptions import StaleCommitError
+from resumable.store.base import Commit
+from resumable.store.codec import encode, event_put, interaction_item, key, turn_item, turn_sk, value
+from resumable.store.records import TurnRecord
+from resumable.store.table import MAX_TRANSACTION_ITEMS, Table, aws_call, condition_failed, reasons
+
+# The root turn's attributes a commit writes.
+_ROOT_FIELDS = {
+    "agent",
+    "agent_path",
+    "status",
+    "version",
+    "snapshot_key",
+    "agent_snapshots",
+    "output",
+    "error",
+    "open_interactions",
+    "updated_at",
+}
+
+
+def _expectation(commit: Commit) -> tuple[str, dict[str, Any]]:
+    """The condition on the root turn that makes the commit apply only as its caller expects."""
+    condition = "version = :expected_version AND #status = :expected_status AND " + (
+        "lease_owner = :expected_owner"
+        if commit.expected_lease_owner is not None
+        else "attribute_not_exists(lease_owner)"
+    )
+    values = {
+        ":expected_version": value(commit.expected_version),
+        ":expected_status": value(commit.expected_status),
+        **({":expected_owner": value(commit.expected_lease_owner)} if commit.expected_lease_owner else {}),
+    }
+    if commit.refuse_if_canceling:
+        condition += " AND cancel_requested = :not_canceling"
+        values[":not_canceling"] = value(False)
+    if commit.expected_lease_expired_by is not None:
+        condition += " AND lease_expires_at < :expired_by"
+        values[":expired_by"] = value(commit.expected_lease_expired_by)
+    return condition, values
+
+
+class CommitItems(Table):
+    @aws_call
+    def commit(self, commit: Commit) -> None:
+        condition, expected = _expectation(commit)
+        final = [self._root_update(commit, condition, expected)]
+        session = self._session_update(commit)
+        if session is not None:
+            final.append(session)
+        others = self._tree_writes(commit)
+        # A tree bigger than one transaction commits in several. The earlier ones each carry a
+        # condition check on the root turn, so they apply only while this commit still holds it; items
+        # they write are invisible to answers until the last one moves the root out of its state.
+        root = commit.root
+        guard = {
+            "ConditionCheck": {
+                "TableName": self.table,
+                "Key": key(root.session_id, turn_sk(root)),
+                "ConditionExpression": condition,
+                "ExpressionAttributeNames": {"#status": "status"},
+                "ExpressionAttributeValues": expected,
+            }
+        }
+        room = MAX_TRANSACTION_ITEMS - len(final)
+        while len(others) > room:
+            chunk, others = others[: MAX_TRANSACTION_ITEMS - 1], others[MAX_TRANSACTION_ITEMS - 1 :]
+            self._transact([guard, *chunk], root)
+        self._transact(final + others, root)
+
+    def _root_update(self, commit: Commit, condition: str, expected: dict[str, Any]) -> dict[str, Any]:
+        root = commit.root
+        fields = root.model_dump(include=_ROOT_FIELDS)
+        # Every attribute through a placeholder: several of these names are DynamoDB reserved words.
+        names = {"#status": "status", **{f"#{f}": f for f in fields}}
+        sets = ", ".join(f"#{f} = :{f}" for f in fields)
+        update = f"SET {sets}" + (
+            " REMOVE lease_owner, lease_expires_at" if root.lease_owner is None else ", lease_expires_at = :lease"
+        )
+        values = {f":{f}": v for f, v in encode(fields).items()}
+        if root.lease_owner is not None:
+            values[":lease"] = value(root.lease_expires_at)
+        return {
+            "Update": {
+                "TableName": self.table,
+                "Key": key(root.session_id, turn_sk(root)),
+                "UpdateExpression": update,
+                "ConditionExpression": condition,
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": {**values, **expected},
+            }
+        }
+
+    def _session_update(self, commit: Commit) -> dict[str, Any] | None:
+        """The session's new conversation (a completed turn) and its freeing (a settled one)."""
+        if not commit.settle_session and commit.session_snapshot_key is None:
+            return None
+        root = commit.root
+        sets = ["updated_at = :now"]
+        values: dict[str, Any] = {":now": value(root.updated_at), ":turn": value(root.turn_id)}
+        if commit.session_snapshot_key is not None:
+            sets.append("snapshot_key = :snapshot")
+            values[":snapshot"] = value(commit.session_snapshot_key)
+        if commit.agent_snapshots is not None:
+            sets.append("agent_snapshots = :agent_snapshots")
+            values[":agent_snapshots"] = value(commit.agent_snapshots)
+        return {
+            "Update": {
+                "TableName": self.table,
+                "Key": key(root.session_id, "SESSION"),
+                "UpdateExpression": "SET "
+                + ", ".join(sets)
+                + (" REMOVE active_turn_id" if commit.settle_session else ""),
+                "ConditionExpression": "active_turn_id = :turn",
+                "ExpressionAttributeValues": values,
+            }
+        }
+
+    def _tree_writes(self, commit: Commit) -> list[dict[str, Any]]:
+        """New interactions, changed interactions, child turns and outbox events."""
+        root = commit.root
+        writes: list[dict[str, Any]] = [
+            {
+                "Put": {
+                    "TableName": self.table,
+                    "Item": interaction_item(i),
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            }
+            for i in commit.new_interactions
+        ]
+        writes += [
+            {
+                "Put": {
+                    "TableName": self.table,
+                    "Item": interaction_item(changed),
+                    "ConditionExpression": "#status = :from",
+                    "ExpressionAttributeNames": {"#status": "status"},
+                    "ExpressionAttributeValues": {":from": value(from_status)},
+                }
+            }
+            for changed, from_status in commit.interaction_changes
+        ]
+        writes += [{"Put": {"TableName": self.table, "Item": turn_item(child)}} for child in commit.children]
+        writes += [
+            event_put(self.table, root.session_id, f"TURN#{root.turn_id}#EVENT#{root.version:08d}#{n:03d}", event)
+            for n, event in enumerate(commit.events)
+        ]
+        return writes
+
+    def _transact(self, items: list[dict[str, Any]], root: TurnRecord) -> None:
+        try:
+            self._transact_write(items)
+        except self._canceled as error:
+            if not condition_failed(error):
+                raise
+            codes = [r.get("Code") for r in reasons(error)]
+            raise StaleCommitError(
+                f"commit of turn {root.turn_id} (version {root.version}) was rejected, nothing was written: {codes}"
+            ) from error

@@ -1,0 +1,149 @@
+"""Interactions in DynamoDB: an answer recorded exactly once, and a session's interactions by status."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from resumable.runtime.tools import APPROVAL_INTERRUPT
+from resumable.store.base import AnswerOutcome
+from resumable.store.codec import decode, event_put, interaction_sk, key, root_sk, value
+from resumable.store.records import InteractionRecord, InteractionStatus, OutboxEvent, TurnRecord
+from resumable.store.resources import INTERACTIONS_INDEX
+from resumable.store.table import Table, aws_call, condition_failed, refused_item
+
+
+class InteractionItems(Table):
+    @aws_call
+    def answer_interaction(
+        self,
+        session_id: str,
+        root_turn_id: str,
+        request_id: str,
+        response: Any,
+        answered_by: str,
+        now: float,
+        *,
+        approval_shaped: bool,
+        child_turn_id: str | None = None,
+        principal: str | None = None,
+    ) -> AnswerOutcome:
+        answered = OutboxEvent(
+            type="interaction.answered", turn_id=root_turn_id, detail={"requestId": request_id}, created_at=now
+        )
+        answer = self._answer_write(
+            session_id, root_turn_id, request_id, response, answered_by, now, approval_shaped, child_turn_id, principal
+        )
+        sk = f"TURN#{root_turn_id}#EVENT#answered#{request_id}"
+        try:
+            self._transact_write(
+                [
+                    answer,
+                    self._one_answer_fewer(session_id, root_turn_id, now),
+                    event_put(self.table, session_id, sk, answered),
+                ]
+            )
+        except self._canceled as error:
+            if not condition_failed(error):
+                raise
+            interaction = refused_item(error, 0)
+            if interaction is not None:
+                if not interaction:
+                    return AnswerOutcome("missing")
+                return AnswerOutcome("refused", interaction=InteractionRecord.model_validate(decode(interaction)))
+            turn = refused_item(error, 1)
+            return AnswerOutcome("turn_busy", turn=TurnRecord.model_validate(decode(turn)) if turn else None)
+        return AnswerOutcome("answered")
+
+    def _answer_write(
+        self,
+        session_id: str,
+        root_turn_id: str,
+        request_id: str,
+        response: Any,
+        answered_by: str,
+        now: float,
+        approval_shaped: bool,
+        child_turn_id: str | None,
+        principal: str | None,
+    ) -> dict[str, Any]:
+        """``requested -> answered``, on every condition the answer must meet."""
+        condition = "#status = :requested AND expires_at > :now"
+        names = {"#status": "status", "#response": "response"}
+        values = {
+            ":answered": value("answered"),
+            ":requested": value("requested"),
+            ":response": value(json.dumps(response)),
+            ":by": value(answered_by),
+            ":now": value(now),
+            ":gsi1sk": value(f"answered#{request_id}"),
+        }
+        if child_turn_id is not None:
+            condition += " AND turn_id = :asker"
+            values[":asker"] = value(child_turn_id)
+        if principal is not None:
+            # A session started by the application itself (no principal) is anyone's.
+            condition += (
+                " AND (attribute_not_exists(#principal) OR attribute_type(#principal, :null_type)"
+                " OR #principal = :principal)"
+            )
+            names["#principal"] = "principal"
+            values[":principal"] = value(principal)
+            values[":null_type"] = {"S": "NULL"}
+        if not approval_shaped:
+            condition += " AND #name <> :approval"
+            names["#name"] = "name"
+            values[":approval"] = value(APPROVAL_INTERRUPT)
+        return {
+            "Update": {
+                "TableName": self.table,
+                "Key": key(session_id, interaction_sk(root_turn_id, request_id)),
+                "UpdateExpression": "SET #status = :answered, #response = :response, "
+                "answered_by = :by, answered_at = :now, updated_at = :now, gsi1sk = :gsi1sk",
+                "ConditionExpression": condition,
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": values,
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
+
+    def _one_answer_fewer(self, session_id: str, root_turn_id: str, now: float) -> dict[str, Any]:
+        """The root turn waits on one answer fewer; it must be waiting, and not being canceled."""
+        return {
+            "Update": {
+                "TableName": self.table,
+                "Key": key(session_id, root_sk(root_turn_id)),
+                "UpdateExpression": "SET updated_at = :now ADD open_interactions :minus, version :one",
+                "ConditionExpression": "#status = :waiting AND cancel_requested = :false AND open_interactions > :zero",
+                "ExpressionAttributeNames": {"#status": "status"},
+                "ExpressionAttributeValues": {
+                    ":now": value(now),
+                    ":minus": value(-1),
+                    ":one": value(1),
+                    ":waiting": value("waiting"),
+                    ":false": value(False),
+                    ":zero": value(0),
+                },
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
+
+    @aws_call
+    def list_interactions(self, session_id: str, status: InteractionStatus | None) -> list[InteractionRecord]:
+        condition = "gsi1pk = :pk" + (" AND begins_with(gsi1sk, :status)" if status else "")
+        values = {":pk": value(f"SESSION#{session_id}#INTERACTIONS")}
+        if status:
+            values[":status"] = value(f"{status}#")
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "IndexName": INTERACTIONS_INDEX,
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeValues": values,
+        }
+        found: list[InteractionRecord] = []
+        while True:
+            page = self.dynamodb.query(**request)
+            found += [InteractionRecord.model_validate(decode(item)) for item in page.get("Items", [])]
+            if "LastEvaluatedKey" not in page:
+                return sorted(found, key=lambda i: (i.created_at, i.request_id))
+            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]

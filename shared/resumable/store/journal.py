@@ -1,0 +1,158 @@
+"""The action journal's entries in DynamoDB: an approved action started (with the lease renewed in
+the same transaction), finished (in time, or late), never ran, or was found with its outcome unknown."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from resumable.exceptions import LeaseLostError
+from resumable.store.codec import action_sk, decode, encode, event_put, key, root_sk, value
+from resumable.store.records import ActionRecord, OutboxEvent
+from resumable.store.table import Table, aws_call, condition_failed, reasons, refused_item
+
+
+class ActionItems(Table):
+    def _leased_by(self, session_id: str, root_turn_id: str, lease_owner: str, *, uncanceled: bool) -> dict[str, Any]:
+        """The condition that ``lease_owner`` still runs the root turn (and, ``uncanceled``, that no
+        cancel was requested)."""
+        values = {":owner": value(lease_owner), ":running": value("running")}
+        if uncanceled:
+            values[":false"] = value(False)
+        return {
+            "TableName": self.table,
+            "Key": key(session_id, root_sk(root_turn_id)),
+            "ConditionExpression": "lease_owner = :owner AND #status = :running"
+            + (" AND cancel_requested = :false" if uncanceled else ""),
+            "ExpressionAttributeNames": {"#status": "status"},
+            "ExpressionAttributeValues": values,
+        }
+
+    def _reported(self, session_id: str, root_turn_id: str, action: ActionRecord, kind: str) -> dict[str, Any]:
+        """The outbox item that reports what became known of an action after its runner lost the turn."""
+        event = OutboxEvent(
+            type=f"action.{kind}",
+            turn_id=root_turn_id,
+            detail={"turnId": action.turn_id, "tool": action.tool, "agentPath": action.agent_path},
+            created_at=action.finished_at or action.started_at,
+        )
+        digest = hashlib.sha256(action.key.encode()).hexdigest()
+        return event_put(self.table, session_id, f"TURN#{root_turn_id}#EVENT#action#{kind}#{digest}", event)
+
+    @aws_call
+    def begin_action(
+        self, session_id: str, root_turn_id: str, action: ActionRecord, lease_owner: str, until: float
+    ) -> ActionRecord | None:
+        renewal = self._leased_by(session_id, root_turn_id, lease_owner, uncanceled=True)
+        renewal["UpdateExpression"] = "SET lease_expires_at = :until"
+        renewal["ExpressionAttributeValues"][":until"] = value(until)
+        entry = {
+            "Put": {
+                "TableName": self.table,
+                "Item": {
+                    **key(session_id, action_sk(root_turn_id, action.key)),
+                    # No NULL attributes: outcome_unknown_at is set later with if_not_exists.
+                    **encode({"entity": "action", **action.model_dump(exclude_none=True)}),
+                },
+                # An approval whose action never ran (its runner lost the turn first) runs now.
+                "ConditionExpression": "attribute_not_exists(pk) OR #status = :not_run",
+                "ExpressionAttributeNames": {"#status": "status"},
+                "ExpressionAttributeValues": {":not_run": value("not_run")},
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
+        try:
+            self._transact_write([entry, {"Update": renewal}])
+        except self._canceled as error:
+            if not condition_failed(error):
+                raise
+            earlier = refused_item(error, 0)
+            if earlier:
+                return ActionRecord.model_validate(decode(earlier))
+            raise LeaseLostError(
+                f"turn {root_turn_id} was canceled, taken over or settled before the approved action {action.key!r} "
+                "started: it was not started, and this run stops without committing"
+            ) from error
+        return None
+
+    @aws_call
+    def finish_action(
+        self,
+        session_id: str,
+        root_turn_id: str,
+        action: ActionRecord,
+        result: dict[str, Any],
+        now: float,
+        lease_owner: str,
+    ) -> bool:
+        record: dict[str, dict[str, Any]] = {
+            "Update": {
+                "TableName": self.table,
+                "Key": key(session_id, action_sk(root_turn_id, action.key)),
+                "UpdateExpression": "SET #status = :finished, #result = :result, finished_at = :now, late = :late",
+                "ConditionExpression": "#status = :started",
+                "ExpressionAttributeNames": {"#status": "status", "#result": "result"},
+                "ExpressionAttributeValues": {
+                    ":finished": value("finished"),
+                    ":started": value("started"),
+                    ":result": value(json.dumps(result)),
+                    ":now": value(now),
+                    ":late": value(False),
+                },
+            }
+        }
+        leased = {"ConditionCheck": self._leased_by(session_id, root_turn_id, lease_owner, uncanceled=False)}
+        try:
+            self._transact_write([record, leased])
+            return True
+        except self._canceled as error:
+            if not condition_failed(error) or reasons(error)[0].get("Code") == "ConditionalCheckFailed":
+                raise
+        # The runner lost the turn while the action ran: its result is still recorded, as late, and
+        # reported; the turn (another runner's, or settled) is not touched.
+        record["Update"]["ExpressionAttributeValues"][":late"] = value(True)
+        finished = action.model_copy(update={"status": "finished", "finished_at": now, "late": True})
+        self._transact_write([record, self._reported(session_id, root_turn_id, finished, "finished_late")])
+        return False
+
+    @aws_call
+    def mark_action_not_run(self, session_id: str, root_turn_id: str, action: ActionRecord, now: float) -> None:
+        entry = {
+            "Update": {
+                "TableName": self.table,
+                "Key": key(session_id, action_sk(root_turn_id, action.key)),
+                "UpdateExpression": "SET #status = :not_run, finished_at = :now",
+                "ConditionExpression": "#status = :started",
+                "ExpressionAttributeNames": {"#status": "status"},
+                "ExpressionAttributeValues": {
+                    ":not_run": value("not_run"),
+                    ":started": value("started"),
+                    ":now": value(now),
+                },
+            }
+        }
+        not_run = action.model_copy(update={"finished_at": now})
+        self._transact_write([entry, self._reported(session_id, root_turn_id, not_run, "not_run")])
+
+    @aws_call
+    def mark_action_unknown(self, session_id: str, root_turn_id: str, action_key: str, now: float) -> ActionRecord:
+        item = self.dynamodb.update_item(
+            TableName=self.table,
+            Key=key(session_id, action_sk(root_turn_id, action_key)),
+            UpdateExpression="SET outcome_unknown_at = if_not_exists(outcome_unknown_at, :now)",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeValues={":now": value(now)},
+            ReturnValues="ALL_NEW",
+        )["Attributes"]
+        return ActionRecord.model_validate(decode(item))
+
+    @aws_call
+    def abandon_action(self, session_id: str, root_turn_id: str, action_key: str) -> None:
+        self.dynamodb.delete_item(
+            TableName=self.table,
+            Key=key(session_id, action_sk(root_turn_id, action_key)),
+            ConditionExpression="#status = :started",
+            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeValues={":started": value("started")},
+        )

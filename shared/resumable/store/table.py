@@ -1,0 +1,96 @@
+"""The DynamoDB table under the store: its client, failures translated, transactions retried on
+conflict, and a refused condition told apart from any other cancellation."""
+
+from __future__ import annotations
+
+import functools
+import random
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+
+from resumable.config import Settings
+from resumable.exceptions import ResumableError, StoreError
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+MAX_TRANSACTION_ITEMS = 100
+_CONFLICT_ATTEMPTS = 5
+
+
+def aws_call(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Any failure of an AWS call surfaces as ``StoreError``: an error of resumable, which the agent
+    loop never turns into a tool result (it would use up a person's answer)."""
+
+    @functools.wraps(method)
+    def translated(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(*args, **kwargs)
+        except ResumableError:
+            raise
+        except Exception as error:
+            raise StoreError(
+                f"the AWS call behind {method.__name__} failed: {error}. Nothing after it happened; what was "
+                "written before it stands and a turn is left resumable: retry the request, or call recover"
+            ) from error
+
+    return translated
+
+
+def reasons(error: Exception) -> list[dict[str, Any]]:
+    """The cancellation reasons of a canceled transaction, one per item, in order."""
+    response: dict[str, Any] = getattr(error, "response", {})
+    found: list[dict[str, Any]] = response.get("CancellationReasons", [])
+    return found
+
+
+def condition_failed(error: Exception) -> bool:
+    """Whether a canceled transaction was refused by one of its conditions (a lost race, an answer to
+    give the caller), rather than for any other reason (a malformed item, throttling, a conflict that
+    outlasted the retries), which is an AWS failure: ``StoreError``, never a refusal."""
+    return any(reason.get("Code") == "ConditionalCheckFailed" for reason in reasons(error))
+
+
+def refused_item(error: Exception, index: int) -> dict[str, Any] | None:
+    """The item the ``index``-th write's failed condition returned (``ALL_OLD``), if that write's
+    condition failed; None otherwise."""
+    reason = reasons(error)[index]
+    if reason.get("Code") != "ConditionalCheckFailed":
+        return None
+    found: dict[str, Any] = reason.get("Item") or {}
+    return found
+
+
+class Table:
+    """One DynamoDB table: ``self.dynamodb`` (the client) and ``self.table`` (its name), as ``settings``
+    say."""
+
+    def __init__(self, settings: Settings, dynamodb: DynamoDBClient | None = None) -> None:
+        self.settings = settings
+        self.table = settings.table_name
+        if dynamodb is None:
+            from resumable.aws.clients import client
+
+            dynamodb = client("dynamodb", settings)
+        self.dynamodb: DynamoDBClient = dynamodb
+        self._conditional_failure = self.dynamodb.exceptions.ConditionalCheckFailedException
+        self._canceled = self.dynamodb.exceptions.TransactionCanceledException
+
+    def _transact_write(self, items: list[dict[str, Any]]) -> None:
+        """TransactWriteItems, retried with backoff while DynamoDB cancels it only for a conflict with
+        another transaction on the same items (never when a condition failed: that is an answer)."""
+        for attempt in range(_CONFLICT_ATTEMPTS):
+            try:
+                self.dynamodb.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
+                return
+            except self._canceled as error:
+                codes = {r.get("Code") for r in reasons(error)}
+                if "TransactionConflict" not in codes or "ConditionalCheckFailed" in codes:
+                    raise
+                if attempt == _CONFLICT_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.02 * 2**attempt * (1 + random.random()))

@@ -1,0 +1,224 @@
+"""Sessions, turns and their leases in DynamoDB: reads, the start of a turn, lease and cancel writes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from resumable.exceptions import LeaseLostError
+from resumable.store.codec import decode, encode, key, pk, python, root_sk, turn_item, turn_sk, value
+from resumable.store.records import (
+    ActionRecord,
+    InteractionRecord,
+    SessionRecord,
+    TurnRecord,
+    TurnStatus,
+    TurnTree,
+)
+from resumable.store.table import Table, aws_call, condition_failed
+
+
+class TurnItems(Table):
+    @aws_call
+    def get_session(self, session_id: str) -> SessionRecord | None:
+        item = self.dynamodb.get_item(TableName=self.table, Key=key(session_id, "SESSION"), ConsistentRead=True).get(
+            "Item"
+        )
+        return SessionRecord.model_validate(decode(item)) if item else None
+
+    @aws_call
+    def begin_turn(self, seen: SessionRecord | None, session: SessionRecord, turn: TurnRecord) -> bool:
+        turn_write = {
+            "Put": {"TableName": self.table, "Item": turn_item(turn), "ConditionExpression": "attribute_not_exists(pk)"}
+        }
+        try:
+            self._transact_write([self._session_write(seen, session, turn), turn_write])
+        except self._canceled as error:
+            if condition_failed(error):
+                return False
+            raise
+        return True
+
+    def _session_write(self, seen: SessionRecord | None, session: SessionRecord, turn: TurnRecord) -> dict[str, Any]:
+        """Create the session, or make ``turn`` its active turn if it is still as ``seen``."""
+        if seen is None:
+            return {
+                "Put": {
+                    "TableName": self.table,
+                    "Item": {**key(session.session_id, "SESSION"), **encode(session.model_dump())},
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            }
+        return {
+            "Update": {
+                "TableName": self.table,
+                "Key": key(session.session_id, "SESSION"),
+                "UpdateExpression": "SET active_turn_id = :turn, updated_at = :now",
+                # The conversation the new turn continues must still be the session's.
+                "ConditionExpression": "attribute_not_exists(active_turn_id) AND "
+                + ("snapshot_key = :seen" if seen.snapshot_key else "attribute_type(snapshot_key, :null)"),
+                "ExpressionAttributeValues": {
+                    ":turn": value(turn.turn_id),
+                    ":now": value(session.updated_at),
+                    **({":seen": value(seen.snapshot_key)} if seen.snapshot_key else {":null": {"S": "NULL"}}),
+                },
+            }
+        }
+
+    @aws_call
+    def load_tree(self, session_id: str, root_turn_id: str) -> TurnTree | None:
+        root: TurnRecord | None = None
+        children: list[TurnRecord] = []
+        interactions: list[InteractionRecord] = []
+        actions: list[ActionRecord] = []
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :tree)",
+            # The turns and interactions, and the approved actions whose outcome a run could not know.
+            "FilterExpression": "entity IN (:turn, :interaction) "
+            "OR (entity = :action AND attribute_type(outcome_unknown_at, :number))",
+            "ExpressionAttributeValues": {
+                ":pk": value(pk(session_id)),
+                ":tree": value(root_sk(root_turn_id)),
+                ":turn": value("turn"),
+                ":interaction": value("interaction"),
+                ":action": value("action"),
+                ":number": {"S": "N"},
+            },
+            "ConsistentRead": True,
+        }
+        while True:
+            page = self.dynamodb.query(**request)
+            for item in page.get("Items", []):
+                fields = decode(item)
+                if fields["entity"] == "interaction":
+                    interactions.append(InteractionRecord.model_validate(fields))
+                elif fields["entity"] == "action":
+                    actions.append(ActionRecord.model_validate(fields))
+                elif fields["turn_id"] == root_turn_id:
+                    root = TurnRecord.model_validate(fields)
+                else:
+                    children.append(TurnRecord.model_validate(fields))
+            if "LastEvaluatedKey" not in page:
+                break
+            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        if root is None:
+            return None
+        return TurnTree(root=root, children=children, interactions=interactions, actions=actions)
+
+    @aws_call
+    def get_task_token(self, session_id: str, root_turn_id: str) -> str | None:
+        item = self.dynamodb.get_item(
+            TableName=self.table,
+            Key=key(session_id, root_sk(root_turn_id)),
+            ProjectionExpression="task_token",
+            ConsistentRead=True,
+        ).get("Item", {})
+        token = python(dict(item["task_token"])) if "task_token" in item else None
+        return token if isinstance(token, str) else None
+
+    # -- leases ---------------------------------------------------------------------------------------
+
+    @aws_call
+    def acquire_lease(
+        self, session_id: str, root_turn_id: str, lease_owner: str, now: float, until: float, *, takeover: bool
+    ) -> TurnRecord | None:
+        condition = (
+            "#status = :running AND (attribute_not_exists(lease_owner) OR lease_expires_at < :now) "
+            "AND cancel_requested = :false"
+            if takeover
+            else "#status = :waiting AND open_interactions = :zero AND cancel_requested = :false"
+        )
+        try:
+            item = self.dynamodb.update_item(
+                TableName=self.table,
+                Key=key(session_id, root_sk(root_turn_id)),
+                UpdateExpression="SET #status = :running, lease_owner = :owner, lease_expires_at = :until, "
+                "updated_at = :now ADD lease_generation :one",
+                ConditionExpression=condition,
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues={
+                    ":running": value("running"),
+                    ":owner": value(lease_owner),
+                    ":until": value(until),
+                    ":now": value(now),
+                    ":false": value(False),
+                    ":one": value(1),
+                    **({} if takeover else {":waiting": value("waiting"), ":zero": value(0)}),
+                },
+                ReturnValues="ALL_NEW",
+            )["Attributes"]
+        except self._conditional_failure:
+            return None
+        return TurnRecord.model_validate(decode(item))
+
+    @aws_call
+    def renew_lease(self, turn: TurnRecord, lease_owner: str, now: float, until: float) -> TurnRecord:
+        try:
+            item = self.dynamodb.update_item(
+                TableName=self.table,
+                Key=key(turn.session_id, turn_sk(turn)),
+                UpdateExpression="SET lease_expires_at = :until",
+                ConditionExpression="lease_owner = :owner AND #status = :running",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues={
+                    ":until": value(until),
+                    ":owner": value(lease_owner),
+                    ":running": value("running"),
+                },
+                ReturnValues="ALL_NEW",
+            )["Attributes"]
+        except self._conditional_failure as error:
+            raise LeaseLostError(
+                f"turn {turn.turn_id} is no longer leased by {lease_owner}: another invocation took it over or it "
+                "settled, so this run stops without committing anything"
+            ) from error
+        return TurnRecord.model_validate(decode(item))
+
+    @aws_call
+    def release_lease(
+        self, turn: TurnRecord, lease_owner: str, status: TurnStatus, now: float, error: str | None = None
+    ) -> None:
+        try:
+            self.dynamodb.update_item(
+                TableName=self.table,
+                Key=key(turn.session_id, turn_sk(turn)),
+                UpdateExpression="SET #status = :status, updated_at = :now, #error = :error "
+                "REMOVE lease_owner, lease_expires_at",
+                ConditionExpression="lease_owner = :owner AND #status = :running",
+                ExpressionAttributeNames={"#status": "status", "#error": "error"},
+                ExpressionAttributeValues={
+                    ":status": value(status),
+                    ":now": value(now),
+                    ":owner": value(lease_owner),
+                    ":running": value("running"),
+                    ":error": value(error),
+                },
+            )
+        except self._conditional_failure as lost:
+            raise LeaseLostError(
+                f"turn {turn.turn_id} is no longer leased by {lease_owner}: it was not released (another "
+                "invocation holds it now)"
+            ) from lost
+
+    @aws_call
+    def request_cancel(self, session_id: str, root_turn_id: str, now: float) -> TurnRecord | None:
+        try:
+            item = self.dynamodb.update_item(
+                TableName=self.table,
+                Key=key(session_id, root_sk(root_turn_id)),
+                UpdateExpression="SET cancel_requested = :true, updated_at = :now",
+                ConditionExpression="#status IN (:running, :waiting)",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues={
+                    ":true": value(True),
+                    ":now": value(now),
+                    ":running": value("running"),
+                    ":waiting": value("waiting"),
+                },
+                ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )["Attributes"]
+        except self._conditional_failure as error:
+            old = getattr(error, "response", {}).get("Item")
+            return TurnRecord.model_validate(decode(old)) if old else None
+        return TurnRecord.model_validate(decode(item))
