@@ -13,7 +13,7 @@ from resumable import Agent, ScriptedModel
 from resumable.config import Settings
 from resumable.exceptions import StoreError
 from resumable.service import AgentContext, Service
-from resumable.service.settlement import STALL_SECONDS
+from resumable.service.stall import STALL_SECONDS
 from resumable.store import DynamoDBStore
 from tests.agents import calls, says
 from tests.clock import FakeClock

@@ -9,7 +9,7 @@ and ``Service.continuation`` asks for another invocation to continue it (an asyn
 of ``CONTINUE_FUNCTION``, the SubmitApproval function). The reply says ``running``; the client polls.
 The continuing invocation takes the turn over like ``recover`` does and answers the checkpoint, so
 the tool call runs then. If the
-continuation cannot be requested (or is lost), the next get-turn that sees the turn unattended
+continuation cannot be requested (or is lost), the next get-turn that sees the turn stalled
 requests it again, so a client polling the turn (or a workflow reading it) is enough to move it on.
 """
 

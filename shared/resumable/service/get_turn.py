@@ -8,8 +8,10 @@ from typing import TYPE_CHECKING
 from resumable.exceptions import StaleCommitError
 from resumable.service.access import load
 from resumable.service.continuation import continue_later
-from resumable.service.settlement import settle_overdue, stalled
+from resumable.service.settlement import settle_if_stalled
+from resumable.service.stall import idle, stall
 from resumable.service.views import TurnView
+from resumable.store.records import TurnTree
 
 if TYPE_CHECKING:
     from resumable.service.dependencies import Dependencies
@@ -18,16 +20,28 @@ logger = logging.getLogger(__name__)
 
 
 def get_turn(deps: Dependencies, session_id: str, turn_id: str, principal: str | None) -> TurnView:
-    """Read the turn. A turn that is overdue (an interaction past its expiry, or a cancel that died
-    before it settled the tree) is settled first, so nobody is shown a question that can no longer be
-    answered; a turn that stalled (its continuation or resume was lost, its runner died) gets a
-    continuation requested, so polling it is enough to move it on."""
+    """Read the turn. A stalled turn that settling moves on (an interaction past its expiry, a cancel
+    that died before it settled the tree) is settled first, so nobody is shown a question that can no
+    longer be answered; one that needs a run (its continuation or resume was lost, its runner died)
+    gets a continuation requested, so polling it is enough to move it on."""
     tree = load(deps, session_id, turn_id, principal)
     try:
-        tree = settle_overdue(deps, tree)
+        tree = settle_if_stalled(deps, tree)
     except StaleCommitError:
         logger.info("turn_id=<%s> | settling raced another change", tree.root.turn_id)
         tree = load(deps, session_id, turn_id)
-    if stalled(deps, tree):
+    if _needs_continuation(tree, deps.clock.now()):
         continue_later(deps, tree.root)
     return TurnView.of(tree, turn_id)
+
+
+def _needs_continuation(tree: TurnTree, now: float) -> bool:
+    """A runner that is gone needs one now; a checkpointed or fully answered turn once nobody took it
+    up for ``STALL_SECONDS`` (so polling a turn that is about to move does not duplicate it), unless
+    it waits because something is wrong (its ``error`` says what: a continuation would loop)."""
+    why = stall(tree, now)
+    if why == "runner_gone":
+        return True
+    if why == "checkpointed":
+        return idle(tree, now)
+    return why == "answered_unresumed" and tree.root.error is None and idle(tree, now)

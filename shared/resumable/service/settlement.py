@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from resumable.service.stall import SETTLES, Stall, stall
 from resumable.service.workflow import tell_workflow
 from resumable.store.base import Commit
 from resumable.store.records import SETTLED, InteractionRecord, InteractionStatus, OutboxEvent, TurnStatus, TurnTree
@@ -81,51 +82,21 @@ def settle_tree(
     return settled
 
 
-def expired_interactions(deps: Dependencies, tree: TurnTree) -> bool:
-    """Whether a requested interaction of this waiting tree is past its expiry."""
-    now = deps.clock.now()
-    return tree.root.status == "waiting" and any(
-        i.status == "requested" and i.expires_at <= now for i in tree.interactions
-    )
-
-
-def unattended(deps: Dependencies, tree: TurnTree) -> bool:
-    """Whether no invocation is advancing this running tree: it is checkpointed (unleased) or its
-    runner's lease has expired."""
-    root = tree.root
-    return root.status == "running" and (root.lease_owner is None or (root.lease_expires_at or 0) < deps.clock.now())
-
-
-def settle_overdue(deps: Dependencies, tree: TurnTree) -> TurnTree:
-    """Settle a tree that nobody will advance: ``expired`` if it waits on an interaction past its
-    expiry; ``canceled`` (or ``interrupted``) if a cancel was requested but did not get to settle it."""
-    if expired_interactions(deps, tree):
+def settle_stalled(deps: Dependencies, tree: TurnTree, why: Stall) -> TurnTree:
+    """Settle a stalled tree that settling moves on (``SETTLES``): ``expired`` if it waits on an
+    interaction past its expiry; ``canceled`` (or ``interrupted``) if a cancel was requested but did
+    not get to settle it."""
+    if why == "question_expired":
         return settle_tree(deps, tree, "expired", "expired", EXPIRED)
-    if tree.root.status == "waiting" and tree.root.cancel_requested:
+    if tree.root.status == "waiting":
         return settle_tree(deps, tree, "canceled", "superseded", CANCELED_ON_REQUEST)
-    if tree.root.cancel_requested and unattended(deps, tree):
-        return settle_canceled_run(deps, tree)
-    return tree
+    return settle_canceled_run(deps, tree)
 
 
-# How long a checkpointed or fully answered turn may wait for the invocation that will move it on
-# before a read asks for another (so polling a turn that is about to move does not duplicate it).
-STALL_SECONDS = 10
-
-
-def stalled(deps: Dependencies, tree: TurnTree) -> bool:
-    """Whether the tree should be moving on but nobody has been moving it: running under a lease that
-    expired, or for ``STALL_SECONDS`` running unleased (checkpointed) or waiting with every
-    interaction answered and nothing wrong (its resume did not happen)."""
-    root = tree.root
-    if root.cancel_requested:
-        return False
-    if root.status == "running" and root.lease_owner is not None:
-        return unattended(deps, tree)
-    idle = deps.clock.now() - root.updated_at >= STALL_SECONDS
-    checkpointed = root.status == "running"
-    answered = root.status == "waiting" and root.open_interactions == 0 and root.error is None
-    return idle and (checkpointed or answered)
+def settle_if_stalled(deps: Dependencies, tree: TurnTree) -> TurnTree:
+    """``tree`` settled if it is stalled in a way settling moves on; otherwise ``tree`` itself."""
+    why = stall(tree, deps.clock.now())
+    return settle_stalled(deps, tree, why) if why in SETTLES else tree
 
 
 def settle_canceled_run(deps: Dependencies, tree: TurnTree) -> TurnTree:

@@ -9,7 +9,7 @@ from resumable.exceptions import NotFoundError, TurnBusyError, ValidationFailedE
 from resumable.service.access import may_act_for
 from resumable.service.ids import new_root_turn_id, valid_session_id
 from resumable.service.limits import text_utf8
-from resumable.service.runner import run_leased
+from resumable.service.run import run_leased
 from resumable.service.views import TurnView
 from resumable.store.records import SessionRecord, TurnRecord, TurnTree
 

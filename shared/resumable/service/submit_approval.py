@@ -12,6 +12,7 @@ from resumable.exceptions import (
     ConflictError,
     GoneError,
     NotFoundError,
+    ServiceError,
     TurnBusyError,
     ValidationFailedError,
 )
@@ -19,9 +20,9 @@ from resumable.runtime.tools import APPROVAL_INTERRUPT, ApprovalAnswer
 from resumable.service.access import is_approver, load, may_act_for
 from resumable.service.ids import root_of, valid_request_id, valid_session_id, valid_turn_id
 from resumable.service.limits import json_utf8
-from resumable.service.recover import advance
+from resumable.service.run import advance
 from resumable.service.views import TurnView
-from resumable.store.records import InteractionRecord
+from resumable.store.records import InteractionRecord, TurnRecord
 
 if TYPE_CHECKING:
     from resumable.service.dependencies import Dependencies
@@ -38,27 +39,12 @@ def submit_approval(
 ) -> TurnView:
     """Record ``response`` for the interaction (one conditional write), then resume if nothing else is
     awaited. The same answer again is idempotent (and drives a resume that a crash interrupted)."""
+    missing = NotFoundError(
+        f"there is no interaction {request_id!r} in turn {turn_id!r} of session {session_id!r}; nothing was answered"
+    )
     if not (valid_session_id(session_id) and valid_turn_id(turn_id) and valid_request_id(request_id)):
-        raise NotFoundError(
-            f"there is no interaction {request_id!r} in turn {turn_id!r} of session {session_id!r}; "
-            "nothing was answered"
-        )
-    if response is None:
-        raise ValidationFailedError(
-            "the response is missing or null: send the answer as 'response'; nothing was answered"
-        )
-    size = len(json_utf8(response, "the response", "nothing was answered"))
-    if size > deps.settings.max_response_bytes:
-        raise ValidationFailedError(
-            f"the response is {size} bytes of JSON, the limit is {deps.settings.max_response_bytes}; "
-            "nothing was answered"
-        )
-    is_approval_answer = True
-    try:
-        ApprovalAnswer.model_validate(response)
-    except ValidationError:
-        is_approval_answer = False
-
+        raise missing
+    approval_shaped = _checked(deps, response)
     root_id = root_of(turn_id)
     answer = deps.store.answer_interaction(
         session_id,
@@ -67,26 +53,14 @@ def submit_approval(
         response,
         principal or "application",
         deps.clock.now(),
-        approval_shaped=is_approval_answer,
+        approval_shaped=approval_shaped,
         child_turn_id=turn_id if turn_id != root_id else None,
         principal=None if principal is None or is_approver(deps.settings, principal) else principal,
     )
     if answer.outcome == "missing":
-        raise NotFoundError(
-            f"there is no interaction {request_id!r} in turn {turn_id!r} of session {session_id!r}; "
-            "nothing was answered"
-        )
+        raise missing
     if answer.outcome == "turn_busy":
-        turn = answer.turn
-        if turn is not None and (turn.cancel_requested or turn.settled):
-            raise GoneError(
-                f"turn {root_id} is {'being canceled' if not turn.settled else turn.status}, so interaction "
-                f"{request_id} can no longer be answered; nothing was answered"
-            )
-        raise TurnBusyError(
-            f"turn {root_id} is not waiting for answers right now (it is being advanced): retry shortly; "
-            "nothing was answered"
-        )
+        raise _busy(answer.turn, root_id, request_id)
     if answer.outcome == "refused":
         interaction = answer.interaction
         if (
@@ -94,11 +68,15 @@ def submit_approval(
             or turn_id not in (root_id, interaction.turn_id)
             or not may_act_for(deps.settings, interaction.principal, principal)
         ):
-            raise NotFoundError(
-                f"there is no interaction {request_id!r} in turn {turn_id!r} of session {session_id!r}; "
+            raise missing
+        if _expired_unanswered(interaction, approval_shaped):
+            # The answer came too late: settle the turn expired (a write), then say so.
+            advance(deps, load(deps, session_id, root_id))
+            raise GoneError(
+                f"interaction {request_id} expired before it was answered; its turn is settled as expired and "
                 "nothing was answered"
             )
-        _refused(deps, interaction, response, is_approval_answer)
+        _unless_replayed(interaction, response, approval_shaped)
     else:
         logger.info(
             "session_id=<%s>, turn_id=<%s>, request_id=<%s> | interaction answered by %s",
@@ -110,7 +88,46 @@ def submit_approval(
     return TurnView.of(advance(deps, load(deps, session_id, root_id)), turn_id)
 
 
-def _refused(deps: Dependencies, interaction: InteractionRecord, response: Any, is_approval_answer: bool) -> None:
+def _checked(deps: Dependencies, response: Any) -> bool:
+    """Refuse a response that cannot be an answer (null, too large, not storable); return whether it
+    has an approval answer's shape. These checks do not depend on the session, so they answer the
+    same whatever session id is sent."""
+    if response is None:
+        raise ValidationFailedError(
+            "the response is missing or null: send the answer as 'response'; nothing was answered"
+        )
+    size = len(json_utf8(response, "the response", "nothing was answered"))
+    if size > deps.settings.max_response_bytes:
+        raise ValidationFailedError(
+            f"the response is {size} bytes of JSON, the limit is {deps.settings.max_response_bytes}; "
+            "nothing was answered"
+        )
+    try:
+        ApprovalAnswer.model_validate(response)
+    except ValidationError:
+        return False
+    return True
+
+
+def _busy(turn: TurnRecord | None, root_id: str, request_id: str) -> ServiceError:
+    """Why a turn took no answer: it is canceled or settled (410), or being advanced (409)."""
+    if turn is not None and (turn.cancel_requested or turn.settled):
+        return GoneError(
+            f"turn {root_id} is {'being canceled' if not turn.settled else turn.status}, so interaction "
+            f"{request_id} can no longer be answered; nothing was answered"
+        )
+    return TurnBusyError(
+        f"turn {root_id} is not waiting for answers right now (it is being advanced): retry shortly; "
+        "nothing was answered"
+    )
+
+
+def _expired_unanswered(interaction: InteractionRecord, approval_shaped: bool) -> bool:
+    """Whether the answer was refused only because the interaction's expiry had passed."""
+    return interaction.status == "requested" and (interaction.name != APPROVAL_INTERRUPT or approval_shaped)
+
+
+def _unless_replayed(interaction: InteractionRecord, response: Any, approval_shaped: bool) -> None:
     """Explain why the conditional write refused the answer; return only for an identical replay."""
     if interaction.status == "answered":
         if _canonical(interaction.response) == _canonical(response):
@@ -120,16 +137,10 @@ def _refused(deps: Dependencies, interaction: InteractionRecord, response: Any, 
             f"by {interaction.answered_by}; that answer stands and this one was not recorded",
             winning=interaction.response,
         )
-    if interaction.status == "requested" and interaction.name == APPROVAL_INTERRUPT and not is_approval_answer:
+    if interaction.status == "requested" and interaction.name == APPROVAL_INTERRUPT and not approval_shaped:
         raise ValidationFailedError(
             f"interaction {interaction.request_id} is an approval: answer {{'decision': 'approve'}} or "
             "{'decision': 'deny', 'message': '...'}; nothing was answered"
-        )
-    if interaction.status == "requested":
-        advance(deps, load(deps, interaction.session_id, interaction.root_turn_id))
-        raise GoneError(
-            f"interaction {interaction.request_id} expired before it was answered; its turn is settled as expired "
-            "and nothing was answered"
         )
     raise GoneError(
         f"interaction {interaction.request_id} is {interaction.status} (its turn was canceled, settled or moved "

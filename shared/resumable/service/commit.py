@@ -1,0 +1,240 @@
+"""The commit of a run's outcome: the root's new state, the interactions it now waits on (or the
+supersession of those it no longer will), every child turn it touched and one outbox event, in one
+commit guarded by the run's lease and the root's version; then the snapshots it replaced retired."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+from urllib.parse import quote
+
+from resumable.exceptions import StaleCommitError, StoreError
+from resumable.runtime.agent import Agent
+from resumable.runtime.agent_as_tool import call_prefix
+from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT, Interrupt
+from resumable.service.child_turns import ChildTurns
+from resumable.service.ids import request_id
+from resumable.service.limits import bounded_json, bounded_text
+from resumable.service.settlement import superseded
+from resumable.service.workflow import tell_workflow
+from resumable.store.base import Commit
+from resumable.store.records import SETTLED, InteractionRecord, OutboxEvent, TurnRecord, TurnStatus, TurnTree
+from resumable.store.s3_session import S3Session
+
+if TYPE_CHECKING:
+    from resumable.service.dependencies import Dependencies
+
+logger = logging.getLogger(__name__)
+
+# What an interaction may hold in DynamoDB; the whole of it is always in the snapshot.
+MAX_REASON_BYTES = 16 * 1024
+MAX_OUTPUT_BYTES = 64 * 1024
+MAX_ERROR_BYTES = 4 * 1024
+
+
+@dataclass
+class Outcome:
+    """Where a run stopped: the root's new status, its output or error, and what it waits on."""
+
+    status: TurnStatus
+    output: str | None = None
+    error: str | None = None
+    interrupts: list[Interrupt] = field(default_factory=list)
+
+
+@dataclass
+class Waiting:
+    """The interactions a commit writes: the new ones, how many are then open, and the requested
+    ones the run no longer waits on (superseded)."""
+
+    new: list[InteractionRecord] = field(default_factory=list)
+    open: int = 0
+    no_longer_awaited: list[InteractionRecord] = field(default_factory=list)
+
+
+def commit_run(
+    deps: Dependencies,
+    tree: TurnTree,
+    lease_owner: str,
+    agent: Agent,
+    session: S3Session,
+    children: ChildTurns,
+    outcome: Outcome,
+) -> TurnTree:
+    """Commit the run's ``outcome`` (see the module); return the tree as committed. Raises
+    ``StaleCommitError`` (having retired the snapshots it wrote) if the run no longer holds the turn."""
+    root, now = tree.root, deps.clock.now()
+    snapshot_key = _write_snapshot(deps, root, agent, outcome)
+    waiting = _waiting(deps, tree, children, outcome, now)
+    commit = _commit_of(tree, lease_owner, session, children, outcome, waiting, snapshot_key, now)
+    try:
+        deps.store.commit(commit)
+    except StaleCommitError:
+        retire(deps, [k for k in [snapshot_key, *session.written] if k])  # nothing points at them
+        raise
+    retire(deps, _no_longer_pointed_at(root, snapshot_key, session))
+    logger.info(
+        "session_id=<%s>, turn_id=<%s>, status=<%s>, version=<%d> | turn committed",
+        root.session_id,
+        root.turn_id,
+        outcome.status,
+        commit.root.version,
+    )
+    committed = commit.applied_to(tree)
+    if outcome.status in SETTLED or waiting.new:
+        tell_workflow(deps, committed)
+    return committed
+
+
+def _write_snapshot(deps: Dependencies, root: TurnRecord, agent: Agent, outcome: Outcome) -> str | None:
+    """The agents' state under a new key, for a turn that will go on (or has become the session's
+    conversation); None for one that ends otherwise."""
+    if outcome.status not in ("waiting", "running", "completed"):
+        return None
+    key = f"snapshots/{quote(root.session_id, safe='')}/{root.turn_id}/{root.version + 1:06d}-{uuid.uuid4().hex}.json"
+    deps.snapshots.put(key, agent.snapshot())
+    return key
+
+
+def _waiting(deps: Dependencies, tree: TurnTree, children: ChildTurns, outcome: Outcome, now: float) -> Waiting:
+    """What the commit does to interactions. A settling run supersedes every requested one and
+    settles the children it leaves unsettled."""
+    if outcome.status in SETTLED:
+        children.settle_all("canceled" if outcome.status == "canceled" else "failed")
+        return Waiting(no_longer_awaited=tree.interactions)
+    new, open_interactions, unapplied = _waiting_on(deps, tree, children, outcome.interrupts, now)
+    children.show_checkpointed(outcome.interrupts)
+    if unapplied:
+        outcome.error = (
+            f"answered interaction(s) {unapplied} could not be applied: the sub-agent's stored turn cannot be "
+            "loaded. The answers are kept; once the stored turn is repaired, recover (or the same answer "
+            "again) applies them"
+        )
+    # A requested interaction the run no longer waits on (written by an earlier attempt whose commit
+    # did not finish) can never be answered usefully: it is superseded.
+    waited = {i.id for i in outcome.interrupts}
+    return Waiting(new, open_interactions, [i for i in tree.interactions if i.interrupt_id not in waited])
+
+
+def _commit_of(
+    tree: TurnTree,
+    lease_owner: str,
+    session: S3Session,
+    children: ChildTurns,
+    outcome: Outcome,
+    waiting: Waiting,
+    snapshot_key: str | None,
+    now: float,
+) -> Commit:
+    root = tree.root
+    settled, completed = outcome.status in SETTLED, outcome.status == "completed"
+    return Commit(
+        root=root.model_copy(
+            update={
+                "status": outcome.status,
+                "version": root.version + 1,
+                "snapshot_key": snapshot_key or root.snapshot_key,
+                "agent_snapshots": session.snapshot_keys,
+                "output": bounded_text(outcome.output, MAX_OUTPUT_BYTES),
+                "error": bounded_text(outcome.error, MAX_ERROR_BYTES),
+                "open_interactions": waiting.open,
+                "lease_owner": None,
+                "lease_expires_at": None,
+                "updated_at": now,
+            }
+        ),
+        expected_version=root.version,
+        expected_status="running",
+        expected_lease_owner=lease_owner,
+        refuse_if_canceling=not settled,
+        settle_session=settled,
+        session_snapshot_key=snapshot_key if completed else None,
+        agent_snapshots=session.snapshot_keys if completed else None,
+        new_interactions=waiting.new,
+        interaction_changes=superseded(waiting.no_longer_awaited, now),
+        children=[children.records[t] for t in sorted(children.touched)],
+        events=[
+            OutboxEvent(
+                type=f"turn.{outcome.status}",
+                turn_id=root.turn_id,
+                detail={"requestIds": [i.request_id for i in waiting.new]} if waiting.new else {},
+                created_at=now,
+            )
+        ],
+    )
+
+
+def _no_longer_pointed_at(root: TurnRecord, snapshot_key: str | None, session: S3Session) -> list[str]:
+    """The snapshots the commit of a run replaced: the turn's previous state, the agents' earlier
+    saves of this run, and the agents' snapshots of the turn's previous commit (not the session's,
+    which the session still points at)."""
+    replaced = [root.snapshot_key] if snapshot_key and root.snapshot_key and root.snapshot_key != snapshot_key else []
+    current = set(session.snapshot_keys.values())
+    replaced += [key for key in session.written if key not in current]
+    if root.base_agent_snapshots is not None:  # else which of them the session points at is unknown: keep all
+        sessions = set(root.base_agent_snapshots.values())
+        replaced += [key for key in root.agent_snapshots.values() if key not in current and key not in sessions]
+    return replaced
+
+
+def retire(deps: Dependencies, keys: list[str]) -> None:
+    """Retire ``keys`` (tag them for the bucket's lifecycle). Best effort: an untagged snapshot is only
+    kept longer."""
+    if not keys:
+        return
+    try:
+        deps.snapshots.retire(keys)
+    except StoreError as error:
+        logger.warning("snapshots %s were not retired (they are kept): %s", keys, error)
+
+
+def _waiting_on(
+    deps: Dependencies, tree: TurnTree, children: ChildTurns, interrupts: list[Interrupt], now: float
+) -> tuple[list[InteractionRecord], int, list[str]]:
+    """The interactions to create for the interrupts the turn now waits on, how many of its
+    interactions are then open, and the answered ones that are pending again (their answer could not
+    be applied). An interrupt seen before keeps its interaction (same request id)."""
+    root = tree.root
+    existing = {i.interrupt_id: i for i in tree.interactions}
+    new: list[InteractionRecord] = []
+    unapplied: list[str] = []
+    open_interactions = 0
+    for interrupt in interrupts:
+        if interrupt.name == CHECKPOINT_INTERRUPT:
+            continue  # nobody's question: no interaction
+        known = existing.get(interrupt.id)
+        if known is None:
+            prefix = call_prefix(interrupt.id)
+            owner_turn = children.turn_id(prefix)
+            new.append(
+                InteractionRecord(
+                    session_id=root.session_id,
+                    root_turn_id=root.turn_id,
+                    turn_id=owner_turn,
+                    request_id=request_id(root.turn_id, interrupt.id),
+                    interrupt_id=interrupt.id,
+                    name=interrupt.name,
+                    reason=bounded_json(interrupt.reason, MAX_REASON_BYTES),
+                    agent_path=children.records[owner_turn].agent_path if prefix else [root.agent],
+                    principal=root.principal,
+                    status="requested",
+                    expires_at=now + deps.settings.approval_expiry_seconds,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+            open_interactions += 1
+        elif known.status == "requested":
+            open_interactions += 1
+        else:
+            unapplied.append(known.request_id)
+            logger.error(
+                "session_id=<%s>, turn_id=<%s>, request_id=<%s> | answered interaction is pending again (its "
+                "stored turn could not be loaded): the answer is kept and applied by recover once the turn loads",
+                root.session_id,
+                root.turn_id,
+                known.request_id,
+            )
+    return new, open_interactions, unapplied

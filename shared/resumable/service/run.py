@@ -1,0 +1,212 @@
+"""Advancing a turn tree: rebuild every agent from storage, run to the next stop, commit.
+
+Start-turn, submit-approval, recover and continuations alike. ``advance`` moves a stalled tree on
+(see ``service.stall``); ``run_leased`` runs a tree whose root lease the caller holds: every step
+boundary renews it (and reads the cancel request), every approved action goes through the action
+journal, every sub-agent call becomes a child turn, and the outcome is one commit guarded by the
+lease and the version.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from resumable.exceptions import LeaseLostError, ModelError, SnapshotError, StaleCommitError
+from resumable.runtime.agent import Agent, AgentResult
+from resumable.runtime.agent_as_tool import call_prefix
+from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT, CONTINUE
+from resumable.runtime.invocation import Invocation
+from resumable.service.access import load
+from resumable.service.agent_factory import AgentContext, build
+from resumable.service.child_turns import ChildTurns
+from resumable.service.commit import Outcome, commit_run, retire
+from resumable.service.continuation import Budget, continue_later
+from resumable.service.journal import LeasedActionJournal
+from resumable.service.lease import LeaseGuard
+from resumable.service.settlement import CANCELED_ON_REQUEST, settle_stalled, settle_tree
+from resumable.service.stall import SETTLES, stall
+from resumable.store.records import TurnTree
+from resumable.store.s3_session import S3Session
+
+if TYPE_CHECKING:
+    from resumable.service.dependencies import Dependencies
+
+logger = logging.getLogger(__name__)
+
+# How many times ``advance`` decides again when the tree changed under it.
+_DECISIONS = 3
+
+
+def advance(deps: Dependencies, tree: TurnTree) -> TurnTree:
+    """Move ``tree`` on as far as nobody else is doing it; return it as it then is. Settles what
+    settling moves on, resumes a waiting tree with every answer recorded, takes over a tree whose
+    runner is gone, continues a checkpointed one. The normal path of every last answer, and of
+    ``recover``: a client retrying its answer drives a stalled turn."""
+    for _ in range(_DECISIONS):
+        try:
+            moved = _advance_once(deps, tree)
+        except StaleCommitError:
+            moved = None
+        if moved is not None:
+            return moved
+        logger.info("turn_id=<%s> | the turn changed while advancing it; deciding again", tree.root.turn_id)
+        tree = load(deps, tree.root.session_id, tree.root.turn_id)
+    return tree
+
+
+def _advance_once(deps: Dependencies, tree: TurnTree) -> TurnTree | None:
+    """Act on ``tree`` as it was read; None when it changed meanwhile (a lease went to someone else)."""
+    root, now = tree.root, deps.clock.now()
+    why = stall(tree, now)
+    if why is None:
+        return tree
+    if why in SETTLES:
+        return settle_stalled(deps, tree, why)
+    lease_owner = uuid.uuid4().hex
+    until = now + deps.settings.lease_seconds
+    takeover = why != "answered_unresumed"
+    leased = deps.store.acquire_lease(root.session_id, root.turn_id, lease_owner, now, until, takeover=takeover)
+    if leased is None:
+        return None
+    if why == "checkpointed":
+        logger.info("turn_id=<%s> | continuing the checkpointed turn", root.turn_id)
+    elif why == "runner_gone":
+        logger.warning("turn_id=<%s> | lease expired mid-run: taken over", root.turn_id)
+    return run_leased(deps, tree.model_copy(update={"root": leased}), lease_owner)
+
+
+def run_leased(deps: Dependencies, tree: TurnTree, lease_owner: str) -> TurnTree:
+    """Advance the leased root of ``tree`` from its last committed state and commit the outcome.
+
+    Returns the tree as committed. A snapshot that cannot be loaded leaves the turn ``waiting`` with
+    every recorded answer kept (``recover`` retries once it is repaired).
+    """
+    root = tree.root
+    session = S3Session(deps.snapshots, root.session_id, root.agent_snapshots)
+    agent = build(deps.factory, AgentContext(root.session_id, root.turn_id, session))
+    tree = tree.model_copy(update={"root": root.model_copy(update={"agent": agent.name, "agent_path": [agent.name]})})
+    try:
+        key = root.snapshot_key or root.base_snapshot_key
+        if key is not None:
+            agent.restore(deps.snapshots.get(key))
+    except SnapshotError as error:
+        return _unloadable(deps, tree, lease_owner, error)
+    prompt = _prompt(agent, tree)
+    if prompt is None:
+        logger.error("turn_id=<%s> | the stored turn awaits none of the recorded answers; left waiting", root.turn_id)
+        deps.store.release_lease(tree.root, lease_owner, "waiting", deps.clock.now())
+        return load(deps, root.session_id, root.turn_id)
+
+    children = ChildTurns(tree.root, deps.clock.now(), {c.turn_id: c for c in tree.children})
+    budget = Budget(deps.clock, deps.settings.turn_budget_seconds)
+    lease = LeaseGuard(deps, tree.root, lease_owner)
+    journal = LeasedActionJournal(lease, lambda key: children.turn_id(call_prefix(key)))
+    invocation = Invocation(
+        stop=lease,
+        agent_path=(agent.name,),
+        journal=journal,
+        observer=children,
+        # Only a run that another invocation can continue checkpoints when its budget is spent.
+        checkpoint=budget if deps.continuation else None,
+    )
+    try:
+        outcome = _run(agent, prompt, invocation, budget)
+    except LeaseLostError:
+        logger.warning(
+            "turn_id=<%s>, lease_owner=<%s> | run stopped: lease lost or cancel requested", root.turn_id, lease_owner
+        )
+        retire(deps, session.written)
+        return _after_refused_commit(deps, tree, lease_owner)
+    try:
+        committed = commit_run(deps, tree, lease_owner, agent, session, children, outcome)
+    except StaleCommitError:
+        return _after_refused_commit(deps, tree, lease_owner)
+    if journal.in_doubt:
+        known = {a.key: a for a in committed.actions} | {a.key: a for a in journal.in_doubt}
+        committed = committed.model_copy(update={"actions": list(known.values())})
+    if committed.root.status == "running":
+        continue_later(deps, committed.root)
+    return committed
+
+
+def _prompt(agent: Agent, tree: TurnTree) -> Any:
+    """What the run gives the agent: a new turn's prompt, or, resuming, every recorded answer the
+    stored turn awaits (and its checkpoints' continue). None when it awaits none of them."""
+    if tree.root.snapshot_key is None:
+        return tree.root.prompt
+    pending = agent.interrupt_state.pending
+    answers: dict[str, Any] = {
+        i.interrupt_id: i.response for i in tree.interactions if i.status == "answered" and i.interrupt_id in pending
+    }
+    # A checkpoint is nobody's question: continuing the turn answers it.
+    answers |= dict.fromkeys((i.id for i in pending.values() if i.name == CHECKPOINT_INTERRUPT), CONTINUE)
+    if not answers:
+        return None
+    return [{"interruptResponse": {"interruptId": i, "response": r}} for i, r in answers.items()]
+
+
+def _run(agent: Agent, prompt: Any, invocation: Invocation, budget: Budget) -> Outcome:
+    """Run the agent to its next stop. A model failure fails the turn; a lost lease propagates."""
+    try:
+        outcome = _outcome(agent.invoke(prompt, invocation))
+    except ModelError as error:
+        logger.error("agent=<%s> | the model failed: %s", agent.name, error)
+        return Outcome("failed", error=f"the model failed: {error}")
+    if outcome.status == "running" and not budget.asked:
+        # Checkpointed again without a single tool call asking the budget: the checkpoints were only
+        # raised again (a sub-agent's stored turn cannot be loaded), nothing ran. Continuing again
+        # would loop; the turn waits, saying why, for recover once it is repaired.
+        return Outcome(
+            "waiting",
+            error="the turn could not be continued: a sub-agent's stored turn cannot be loaded; once it is "
+            "repaired, recover continues the turn",
+            interrupts=outcome.interrupts,
+        )
+    return outcome
+
+
+def _after_refused_commit(deps: Dependencies, tree: TurnTree, lease_owner: str) -> TurnTree:
+    """The run could not finish (its commit, or an approved action's start, was refused). If it still
+    holds the lease, a cancel arrived between step boundaries: confirm it (``canceled``). Otherwise
+    another invocation took over: show the turn as it is."""
+    now = load(deps, tree.root.session_id, tree.root.turn_id)
+    root = now.root
+    if root.status == "running" and root.lease_owner == lease_owner and root.cancel_requested:
+        return settle_tree(deps, now, "canceled", "superseded", CANCELED_ON_REQUEST, lease_owner=lease_owner)
+    logger.warning(
+        "turn_id=<%s>, lease_owner=<%s> | commit refused: the turn moved on without this run", root.turn_id, lease_owner
+    )
+    return now
+
+
+def _outcome(result: AgentResult) -> Outcome:
+    if result.stop_reason == "interrupt":
+        checkpointed = all(i.name == CHECKPOINT_INTERRUPT for i in result.interrupts)
+        return Outcome("running" if checkpointed else "waiting", interrupts=result.interrupts)
+    if result.stop_reason == "end_turn":
+        return Outcome("completed", output=result.text)
+    if result.stop_reason == "cancelled":
+        return Outcome("canceled")
+    return Outcome("failed", error="the agent reached its step limit without an answer")
+
+
+def _unloadable(deps: Dependencies, tree: TurnTree, lease_owner: str, error: SnapshotError) -> TurnTree:
+    """The turn's state cannot be loaded: a resume leaves it waiting (answers kept) for recovery; a
+    new turn whose session conversation cannot be loaded fails, saying why."""
+    root = tree.root
+    logger.error("session_id=<%s>, turn_id=<%s> | snapshot cannot be loaded: %s", root.session_id, root.turn_id, error)
+    if root.snapshot_key is not None:
+        deps.store.release_lease(
+            root, lease_owner, "waiting", deps.clock.now(), error=f"the turn's snapshot cannot be loaded: {error}"
+        )
+        return load(deps, root.session_id, root.turn_id)
+    return settle_tree(
+        deps,
+        tree,
+        "failed",
+        "superseded",
+        f"the session's conversation cannot be loaded: {error}",
+        lease_owner=lease_owner,
+    )
