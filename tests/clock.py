@@ -20,10 +20,9 @@ class FakeClock:
             self.current += seconds
             self._moved.notify_all()
 
-    def wait(self, stop: threading.Event, seconds: float) -> bool:
-        """Returns once the clock was advanced past ``seconds`` from now, or ``stop`` was set (seen
-        within a twentieth of a second of real time)."""
-        deadline = self.current + seconds
+    def wait_until(self, stop: threading.Event, deadline: float) -> bool:
+        """Returns once the clock was advanced to ``deadline``, or ``stop`` was set (seen within a
+        twentieth of a second of real time)."""
         with self._moved:
             while not stop.is_set() and self.current < deadline:
                 self._moved.wait(0.05)

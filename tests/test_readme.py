@@ -1,5 +1,5 @@
-"""What a newcomer meets is true: every Python block of the README runs as shown, offline, and prints
-what its comments say it prints."""
+"""What a newcomer meets is true: every Python block of the README (and of docs/) runs as shown,
+offline, and prints what its comments say it prints."""
 
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ import pytest
 
 from tests.patience import HANG_SECONDS
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), re.DOTALL)
+ROOT = Path(__file__).resolve().parents[1]
+# The README and the longer notes it links to.
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+BLOCKS = [block for page in PAGES for block in re.findall(r"```python\n(.*?)```", page.read_text(), re.DOTALL)]
 PRINTED = re.compile(r"^\s*print\(.*\)\s+# (.+)$", re.MULTILINE)
 
 

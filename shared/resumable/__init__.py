@@ -3,6 +3,7 @@
 Importing this package does not import boto3; only BedrockModel and the AWS store do, when used.
 """
 
+from resumable.exceptions import ActionFencedError
 from resumable.runtime import (
     Agent,
     AgentResult,
@@ -22,6 +23,7 @@ from resumable.runtime import (
 )
 
 __all__ = [
+    "ActionFencedError",
     "Agent",
     "AgentResult",
     "AgentTool",

@@ -12,8 +12,8 @@ class Clock(Protocol):
         """Seconds since the epoch."""
         ...
 
-    def wait(self, stop: threading.Event, seconds: float) -> bool:
-        """Wait until ``stop`` is set (True) or ``seconds`` of this clock have passed (False)."""
+    def wait_until(self, stop: threading.Event, deadline: float) -> bool:
+        """Wait until ``stop`` is set (True) or this clock reaches ``deadline`` (False)."""
         ...
 
 
@@ -21,5 +21,5 @@ class SystemClock:
     def now(self) -> float:
         return time.time()
 
-    def wait(self, stop: threading.Event, seconds: float) -> bool:
-        return stop.wait(seconds)
+    def wait_until(self, stop: threading.Event, deadline: float) -> bool:
+        return stop.wait(max(0.0, deadline - time.time()))

@@ -36,6 +36,11 @@ class ScriptExhaustedError(ModelError):
     """A ScriptedModel was asked for more replies than its script holds."""
 
 
+class ActionFencedError(ResumableError):
+    """Raised by an approved action whose fencing token's condition failed: a newer attempt took the
+    turn over, so this one did nothing. The journal records the action as not run."""
+
+
 class StaleCommitError(ResumableError):
     """A commit whose expectations no longer hold (the lease moved on, or the turn settled): nothing was
     written."""

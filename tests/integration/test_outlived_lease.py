@@ -1,25 +1,31 @@
-"""A runner that outlived its lease (issue: a frozen process woke after another had taken its turn over).
+"""A runner that outlived its lease: a frozen process wakes after another took its turn over.
 
 The runner freezes at its approved action; its lease expires; another invocation takes the turn over,
 finds the action started and not finished, tells the model its outcome is unknown and settles the
 turn; then the frozen runner wakes. What must hold: if it froze before the action ran, the action
-never runs (the runner checks its lease right before it); if the action had run, its result is
-recorded as late and reported, and the settled turn never changes; either way the turn shows the
-action among its actions in doubt with what is known now. A live runner never loses its lease
-mid-action (a heartbeat renews it), and every action gets a fencing token.
+never runs (the runner checks its lease right before it); if it froze after the check, a write
+fenced by the action's token is refused; if the action had run, its result is recorded as late and
+reported, and the settled turn never changes; in every case the turn shows the action among its
+actions in doubt with what is known now. A live runner never loses its lease mid-action (a
+heartbeat renews it).
 """
 
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from resumable.service import Service, TurnView
+from resumable import ActionFencedError, Agent, ScriptedModel, ToolContext, tool
+from resumable.config import Settings
+from resumable.service import AgentContext, Service, TurnView
 from tests import factories
+from tests.agents import calls, says
 from tests.clock import FakeClock
 from tests.factories import executions
 from tests.integration.helpers import APPROVE, root_record, session_items, store_of
@@ -43,28 +49,42 @@ class Freeze:
             assert self.thaw.wait(HANG_SECONDS), "never thawed"
 
 
-@pytest.fixture
-def runner_thread() -> Iterator[Callable[[Callable[[], TurnView]], dict[str, Any]]]:
-    """Runs a call on a thread of its own (the runner that will freeze); its outcome lands in a dict."""
-    threads: list[threading.Thread] = []
+@dataclass
+class Runner:
+    """A call on a thread of its own (the runner that will freeze)."""
 
-    def start(call: Callable[[], TurnView]) -> dict[str, Any]:
-        outcome: dict[str, Any] = {}
+    thread: threading.Thread
+    outcome: dict[str, Any] = field(default_factory=dict)
+
+    def finished(self) -> TurnView:
+        self.thread.join(HANG_SECONDS)
+        assert not self.thread.is_alive(), "the runner never finished (a hang)"
+        assert "error" not in self.outcome, self.outcome
+        turn: TurnView = self.outcome["turn"]
+        return turn
+
+
+@pytest.fixture
+def runner_thread() -> Iterator[Callable[[Callable[[], TurnView]], Runner]]:
+    runners: list[Runner] = []
+
+    def start(call: Callable[[], TurnView]) -> Runner:
+        runner = Runner(threading.Thread(target=lambda: None))
 
         def run() -> None:
             try:
-                outcome["turn"] = call()
+                runner.outcome["turn"] = call()
             except Exception as error:
-                outcome["error"] = error
+                runner.outcome["error"] = error
 
-        thread = threading.Thread(target=run)
-        threads.append(thread)
-        thread.start()
-        return outcome
+        runner.thread = threading.Thread(target=run)
+        runners.append(runner)
+        runner.thread.start()
+        return runner
 
     yield start
-    for thread in threads:
-        thread.join(HANG_SECONDS)
+    for runner in runners:
+        runner.thread.join(HANG_SECONDS)
 
 
 @pytest.fixture
@@ -91,8 +111,14 @@ def _freeze_after_the_journal_start(service: Service, freeze: Freeze) -> None:
     client.meta.events.register("after-call.dynamodb.TransactWriteItems", after)
 
 
-def _events(service: Service, session_id: str) -> list[dict[str, Any]]:
-    return [i for i in session_items(store_of(service), session_id) if i.get("entity") == "event"]
+def _events(service: Service, session_id: str) -> list[str]:
+    items = session_items(store_of(service), session_id)
+    return [i["type"] for i in items if i.get("entity") == "event" and i["type"].startswith("action.")]
+
+
+def _action_entry(service: Service, session_id: str) -> dict[str, Any]:
+    [entry] = [i for i in session_items(store_of(service), session_id) if i.get("entity") == "action"]
+    return entry
 
 
 def test_a_runner_frozen_at_its_journal_start_past_its_lease_wakes_and_does_not_run_the_action(
@@ -100,16 +126,14 @@ def test_a_runner_frozen_at_its_journal_start_past_its_lease_wakes_and_does_not_
     clock: FakeClock,
     session_id: str,
     ledger: Path,
-    runner_thread: Callable[[Callable[[], TurnView]], dict[str, Any]],
+    runner_thread: Callable[[Callable[[], TurnView]], Runner],
     freeze: Freeze,
 ) -> None:
     started = make_service("nested").start_turn(session_id, "delete prod-db")
     [interaction] = started.interactions
     frozen = make_service("nested")
     _freeze_after_the_journal_start(frozen, freeze)
-    outcome = runner_thread(
-        lambda: frozen.submit_approval(session_id, started.turn_id, interaction.request_id, APPROVE)
-    )
+    runner = runner_thread(lambda: frozen.submit_approval(session_id, started.turn_id, interaction.request_id, APPROVE))
     assert freeze.frozen.wait(HANG_SECONDS)
 
     clock.advance(frozen.settings.lease_seconds + 1)
@@ -120,15 +144,13 @@ def test_a_runner_frozen_at_its_journal_start_past_its_lease_wakes_and_does_not_
     settled = root_record(store_of(frozen), session_id, started.turn_id)
 
     freeze.thaw.set()
-    while "turn" not in outcome and "error" not in outcome:
-        freeze.frozen.wait(0.05)
-    assert "error" not in outcome, outcome
+    runner.finished()
     assert executions(ledger) == [], "the woken runner ran the action after the turn was taken over"
     after = make_service("nested").get_turn(session_id, started.turn_id)
     assert root_record(store_of(frozen), session_id, started.turn_id) == settled, "the settled turn changed"
     [known] = after.actions_in_doubt
     assert (known.outcome, known.result) == ("not_run", None)
-    assert [e["type"] for e in _events(frozen, session_id) if e["type"].startswith("action.")] == ["action.not_run"]
+    assert _events(frozen, session_id) == ["action.not_run"]
 
 
 def test_a_runner_frozen_after_its_action_ran_records_the_result_as_late_and_the_settled_turn_stays(
@@ -136,19 +158,17 @@ def test_a_runner_frozen_after_its_action_ran_records_the_result_as_late_and_the
     clock: FakeClock,
     session_id: str,
     ledger: Path,
-    runner_thread: Callable[[Callable[[], TurnView]], dict[str, Any]],
+    runner_thread: Callable[[Callable[[], TurnView]], Runner],
     monkeypatch: pytest.MonkeyPatch,
     freeze: Freeze,
 ) -> None:
     started = make_service("fenced").start_turn(session_id, "delete prod-db")
     [interaction] = started.interactions
     monkeypatch.setattr(factories, "while_acting", freeze)
-    runner = make_service("fenced")
+    frozen = make_service("fenced")
     # The whole process freezes: its lease's heartbeat too (its next call waits for the thaw).
-    store_of(runner).dynamodb.meta.events.register("before-call.dynamodb", freeze.hold_while_frozen)
-    outcome = runner_thread(
-        lambda: runner.submit_approval(session_id, started.turn_id, interaction.request_id, APPROVE)
-    )
+    store_of(frozen).dynamodb.meta.events.register("before-call.dynamodb", freeze.hold_while_frozen)
+    runner = runner_thread(lambda: frozen.submit_approval(session_id, started.turn_id, interaction.request_id, APPROVE))
     assert freeze.frozen.wait(HANG_SECONDS)  # the action ran, its runner froze before recording it
     monkeypatch.setattr(factories, "while_acting", None)
 
@@ -159,17 +179,193 @@ def test_a_runner_frozen_after_its_action_ran_records_the_result_as_late_and_the
     settled = root_record(store_of(observer), session_id, started.turn_id)
 
     freeze.thaw.set()
-    while "turn" not in outcome and "error" not in outcome:
-        freeze.frozen.wait(0.05)
-    assert "error" not in outcome, outcome
+    runner.finished()
     assert [line.split()[:2] for line in executions(ledger)] == [["delete", "prod-db"]], "it ran once"
     assert root_record(store_of(observer), session_id, started.turn_id) == settled, "the settled turn changed"
     [known] = observer.get_turn(session_id, started.turn_id).actions_in_doubt
     assert known.outcome == "finished_late"
     assert known.result == [{"text": "deleted prod-db"}]
-    assert [e["type"] for e in _events(observer, session_id) if e["type"].startswith("action.")] == [
-        "action.finished_late"
-    ]
+    assert _events(observer, session_id) == ["action.finished_late"]
+
+
+def test_a_turn_a_cancel_settles_under_a_frozen_runner_shows_its_action_in_doubt_then_what_happened(
+    make_service: Callable[..., Service],
+    clock: FakeClock,
+    session_id: str,
+    ledger: Path,
+    runner_thread: Callable[[Callable[[], TurnView]], Runner],
+    monkeypatch: pytest.MonkeyPatch,
+    freeze: Freeze,
+) -> None:
+    """Nobody took the turn over (so nobody reported the outcome unknown): the cancel settles it
+    ``interrupted`` while its action is started, and the Turn still says so."""
+    started = make_service("fenced").start_turn(session_id, "delete prod-db")
+    monkeypatch.setattr(factories, "while_acting", freeze)
+    frozen = make_service("fenced")
+    store_of(frozen).dynamodb.meta.events.register("before-call.dynamodb", freeze.hold_while_frozen)
+    runner = runner_thread(
+        lambda: frozen.submit_approval(session_id, started.turn_id, started.interactions[0].request_id, APPROVE)
+    )
+    assert freeze.frozen.wait(HANG_SECONDS)
+    monkeypatch.setattr(factories, "while_acting", None)
+
+    clock.advance(make_service().settings.lease_seconds + 1)
+    canceled = make_service("fenced").cancel(session_id, started.turn_id)
+    assert canceled.status == "interrupted"
+    assert [(a.tool, a.outcome) for a in canceled.actions_in_doubt] == [("delete_record", "unknown")]
+
+    freeze.thaw.set()
+    runner.finished()
+    [known] = make_service("fenced").get_turn(session_id, started.turn_id).actions_in_doubt
+    assert (known.outcome, known.result) == ("finished_late", [{"text": "deleted prod-db"}])
+
+
+def test_an_action_its_runner_never_ran_is_run_once_by_the_run_that_took_the_turn_over(
+    make_service: Callable[..., Service],
+    clock: FakeClock,
+    session_id: str,
+    ledger: Path,
+    runner_thread: Callable[[Callable[[], TurnView]], Runner],
+    freeze: Freeze,
+) -> None:
+    """The frozen runner wakes after the takeover took the lease but before it reached the action:
+    the runner records ``not_run`` and stops; the takeover then finds ``not_run`` and runs it."""
+    started = make_service("nested").start_turn(session_id, "delete prod-db")
+    frozen = make_service("nested")
+    _freeze_after_the_journal_start(frozen, freeze)
+    first = runner_thread(
+        lambda: frozen.submit_approval(session_id, started.turn_id, started.interactions[0].request_id, APPROVE)
+    )
+    assert freeze.frozen.wait(HANG_SECONDS)
+    clock.advance(frozen.settings.lease_seconds + 1)
+
+    takeover, leased, go_on = make_service("nested"), threading.Event(), threading.Event()
+
+    def pause_after_the_lease(**_: Any) -> None:
+        if not leased.is_set():
+            leased.set()
+            assert go_on.wait(HANG_SECONDS), "never released"
+
+    store_of(takeover).dynamodb.meta.events.register("after-call.dynamodb.UpdateItem", pause_after_the_lease)
+    second = runner_thread(lambda: takeover.recover(session_id, started.turn_id))
+    assert leased.wait(HANG_SECONDS)
+    freeze.thaw.set()
+    first.finished()
+    assert _action_entry(takeover, session_id)["status"] == "not_run"
+
+    go_on.set()
+    done = second.finished()
+    assert (done.status, done.actions_in_doubt) == ("completed", [])
+    assert executions(ledger) == ["delete prod-db"], "the action ran exactly once"
+
+
+# -- a write fenced by the action's token -------------------------------------------------------------
+
+
+def fenced_write(aws: Settings, ledger_table: str, before_write: Callable[[], None]) -> Callable[..., Agent]:
+    """An agent whose approved action writes to another DynamoDB table in one transaction with its
+    fencing token's condition, as the README's pattern shows."""
+
+    def build(context: AgentContext) -> Agent:
+        @tool(approval=True, context=True)
+        def delete_record(name: str, context: ToolContext) -> str:
+            """Delete a database record."""
+            from resumable.aws.clients import client
+
+            token = context.fencing_token
+            assert token is not None and token.condition is not None
+            before_write()
+            dynamodb = client("dynamodb", aws)
+            write = {"Put": {"TableName": ledger_table, "Item": {"pk": {"S": name}, "by": {"S": str(token)}}}}
+            try:
+                dynamodb.transact_write_items(TransactItems=[token.condition, write])  # type: ignore[list-item]
+            except dynamodb.exceptions.TransactionCanceledException as error:
+                if error.response["CancellationReasons"][0]["Code"] == "ConditionalCheckFailed":
+                    raise ActionFencedError(f"the delete of {name} was fenced off") from error
+                raise
+            return f"deleted {name}"
+
+        return Agent(
+            name="orchestrator",
+            model=ScriptedModel([calls(("o-1", "delete_record", {"name": "prod-db"})), says("done")]),
+            tools=[delete_record],
+        )
+
+    return build
+
+
+@pytest.fixture
+def ledger_table(aws: Settings) -> Iterator[str]:
+    from resumable.aws.clients import client
+
+    name = f"ledger-{uuid.uuid4().hex[:8]}"
+    dynamodb = client("dynamodb", aws)
+    dynamodb.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    yield name
+    dynamodb.delete_table(TableName=name)
+
+
+def _ledger(aws: Settings, table: str) -> list[str]:
+    from resumable.aws.clients import client
+
+    return [i["by"]["S"] for i in client("dynamodb", aws).scan(TableName=table)["Items"]]
+
+
+def test_a_write_fenced_by_the_token_applies_when_its_run_holds_the_turn(
+    make_service: Callable[..., Service], aws: Settings, session_id: str, ledger_table: str
+) -> None:
+    factory = fenced_write(aws, ledger_table, lambda: None)
+    started = make_service(factory).start_turn(session_id, "delete prod-db")
+    done = make_service(factory).submit_approval(
+        session_id, started.turn_id, started.interactions[0].request_id, APPROVE
+    )
+    assert (done.status, done.output) == ("completed", "done")
+    [written] = _ledger(aws, ledger_table)
+    assert written == f"2:{started.interactions[0].interrupt_id}"
+
+
+def test_a_write_fenced_by_the_token_is_refused_once_a_takeover_reported_the_outcome_unknown(
+    make_service: Callable[..., Service],
+    aws: Settings,
+    clock: FakeClock,
+    session_id: str,
+    ledger_table: str,
+    runner_thread: Callable[[Callable[[], TurnView]], Runner],
+    freeze: Freeze,
+) -> None:
+    """The runner passed its lease check and froze right before its write; a takeover settled the
+    turn, telling the model the outcome is unknown; the woken runner's fenced write is refused."""
+    frozen_here = {"armed": True}
+
+    def freeze_once() -> None:
+        if frozen_here.pop("armed", False):
+            freeze()
+
+    factory = fenced_write(aws, ledger_table, freeze_once)
+    started = make_service(factory).start_turn(session_id, "delete prod-db")
+    frozen = make_service(factory)
+    store_of(frozen).dynamodb.meta.events.register("before-call.dynamodb", freeze.hold_while_frozen)
+    runner = runner_thread(
+        lambda: frozen.submit_approval(session_id, started.turn_id, started.interactions[0].request_id, APPROVE)
+    )
+    assert freeze.frozen.wait(HANG_SECONDS)
+    clock.advance(frozen.settings.lease_seconds + 1)
+    taken_over = make_service(factory).recover(session_id, started.turn_id)
+    assert [a.outcome for a in taken_over.actions_in_doubt] == ["unknown"]
+
+    freeze.thaw.set()
+    runner.finished()
+    assert _ledger(aws, ledger_table) == [], "a stale attempt's write was applied"
+    [known] = make_service(factory).get_turn(session_id, started.turn_id).actions_in_doubt
+    assert known.outcome == "not_run"
+
+
+# -- a live runner --------------------------------------------------------------------------------------
 
 
 def test_a_live_runner_keeps_its_lease_through_a_long_action_and_nobody_takes_the_turn_over(
@@ -182,6 +378,7 @@ def test_a_live_runner_keeps_its_lease_through_a_long_action_and_nobody_takes_th
     lease = 90.0  # renewed every 30 s of the turn's clock while the action runs
     runner = make_service("fenced", lease_seconds=lease)
     taken: list[TurnView] = []
+    problems: list[BaseException] = []
 
     def renewed_until(at_least: float) -> float | None:
         until = root_record(store_of(runner), session_id, started.turn_id).lease_expires_at or 0.0
@@ -189,19 +386,26 @@ def test_a_live_runner_keeps_its_lease_through_a_long_action_and_nobody_takes_th
 
     def long_action(_: Any) -> None:
         """Runs for three leases of the turn's clock; each time the lease would have expired, someone
-        tries to move the turn on."""
-        for _ in range(3):
-            clock.advance(lease * 0.9)
-            eventually(lambda: renewed_until(clock.now() + lease * 0.5), "a renewal by the heartbeat")
-            clock.advance(lease * 0.2)  # past the lease as it stood before the renewal
-            taken.append(make_service("fenced", lease_seconds=lease).recover(session_id, started.turn_id))
+        tries to move the turn on. (A failure here would become the tool's error: kept for the test.)"""
+        try:
+            for _ in range(3):
+                clock.advance(lease * 0.9)
+                eventually(lambda: renewed_until(clock.now() + lease * 0.5), "a renewal by the heartbeat")
+                clock.advance(lease * 0.2)  # past the lease as it stood before the renewal
+                taken.append(make_service("fenced", lease_seconds=lease).recover(session_id, started.turn_id))
+        except BaseException as error:
+            problems.append(error)
+            raise
 
     started = runner.start_turn(session_id, "delete prod-db")
     monkeypatch.setattr(factories, "while_acting", long_action)
     done = runner.submit_approval(session_id, started.turn_id, started.interactions[0].request_id, APPROVE)
+    assert problems == []
     assert [t.status for t in taken] == ["running"] * 3, "another invocation took the turn over mid-action"
     assert (done.status, done.actions_in_doubt) == ("completed", [])
     assert len(executions(ledger)) == 1
+    heartbeats = [t for t in threading.enumerate() if t.name == f"lease-{started.turn_id}"]
+    assert heartbeats == [], "the lease's heartbeat outlived the action"
 
 
 def test_an_approved_action_gets_a_fencing_token_whose_lease_grows_with_every_holder(

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
 class FencingToken:
-    """What makes an approved action's write to another system safe against a runner that outlived
-    its lease: ``key`` names the approval (the same on every attempt: an idempotency key), ``lease``
-    is the generation of the turn's lease under which this attempt runs (it grows with every new
-    holder). A system that keeps, per ``key``, the highest ``lease`` it accepted, and refuses a write
-    with a lower one or a second write under the same ``key``, never applies a stale attempt."""
+    """What lets an approved action's write to another system refuse a stale attempt (one whose run
+    outlived its lease): ``key`` names the approval (the same on every attempt: an idempotency key);
+    ``lease`` is the generation of the turn's lease this attempt runs under (every new holder's is
+    higher); ``condition``, where the journal keeps its entries in DynamoDB, is a
+    ``TransactWriteItems`` ``ConditionCheck`` that holds only while this attempt is the live one (a
+    takeover that reports the action's outcome unknown breaks it). Put it in the same transaction as
+    the write, and raise ``ActionFencedError`` when it fails: the action then did nothing, and is
+    recorded as not run."""
 
     key: str
     lease: int
+    condition: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
         return f"{self.lease}:{self.key}"

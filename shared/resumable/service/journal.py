@@ -23,7 +23,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from resumable.exceptions import LeaseLostError, StoreError
+from resumable.exceptions import ActionFencedError, LeaseLostError, StoreError
 from resumable.runtime.interrupts import InterruptException
 from resumable.runtime.invocation import ApprovedAction, FencingToken
 from resumable.runtime.tools import tool_result
@@ -54,8 +54,8 @@ class LeasedActionJournal:
         self.session_id = lease.root.session_id
         self.root_turn_id = lease.root.turn_id
         self.turn_of = turn_of
-        # The actions this run found started and never finished (their outcome is unknown).
-        self.in_doubt: list[ActionRecord] = []
+        # Every action entry as this run last wrote or read it (the turn it commits shows them).
+        self.known: dict[str, ActionRecord] = {}
 
     def run(self, action: ApprovedAction, perform: Callable[[FencingToken], dict[str, Any]]) -> dict[str, Any]:
         now = self.clock.now()
@@ -73,18 +73,35 @@ class LeasedActionJournal:
         earlier = self.store.begin_action(self.session_id, self.root_turn_id, record, self.lease.lease_owner, until)
         if earlier is not None:
             return self._from_earlier(action, earlier, perform)
+        self.known[record.key] = record
         self.lease.extended(until)
         self._still_leased(record)
+        token = FencingToken(
+            record.key,
+            record.lease_generation,
+            self.store.action_fence(self.session_id, self.root_turn_id, record),
+        )
         try:
             with self.lease.kept_alive():
-                result = perform(FencingToken(record.key, record.lease_generation))
+                result = perform(token)
         except InterruptException:
             # The action paused before doing anything: it has not started after all.
             self.store.abandon_action(self.session_id, self.root_turn_id, action.key)
             raise
-        if not self.store.finish_action(
-            self.session_id, self.root_turn_id, record, result, self.clock.now(), self.lease.lease_owner
-        ):
+        except ActionFencedError:
+            self._not_run(record, "its fence refused it: a newer attempt took the turn over")
+            raise LeaseLostError(
+                f"turn {self.root_turn_id} was taken over while the approved action {action.key!r} was about to "
+                "run: its fence refused it, it did not run, and this run stops without committing"
+            ) from None
+        now = self.clock.now()
+        in_time = self.store.finish_action(
+            self.session_id, self.root_turn_id, record, result, now, self.lease.lease_owner
+        )
+        self.known[record.key] = record.model_copy(
+            update={"status": "finished", "result": result, "finished_at": now, "late": not in_time}
+        )
+        if not in_time:
             logger.error(
                 "turn_id=<%s>, action=<%s> | approved action finished after its run lost the turn: its result is "
                 "recorded as late and reported",
@@ -100,37 +117,41 @@ class LeasedActionJournal:
         try:
             self.lease.renew()
         except (LeaseLostError, StoreError):
-            self.store.mark_action_not_run(self.session_id, self.root_turn_id, record, self.clock.now())
-            logger.error(
-                "turn_id=<%s>, action=<%s> | the run lost the turn before the approved action ran: it did NOT run",
-                self.root_turn_id,
-                record.key,
-            )
+            self._not_run(record, "the run lost the turn before it")
             raise
+
+    def _not_run(self, record: ActionRecord, why: str) -> None:
+        now = self.clock.now()
+        self.store.mark_action_not_run(self.session_id, self.root_turn_id, record, now)
+        self.known[record.key] = record.model_copy(update={"status": "not_run", "finished_at": now})
+        logger.error(
+            "turn_id=<%s>, action=<%s> | the approved action did NOT run: %s", self.root_turn_id, record.key, why
+        )
 
     def _from_earlier(
         self, action: ApprovedAction, earlier: ActionRecord, perform: Callable[[FencingToken], dict[str, Any]]
     ) -> dict[str, Any]:
+        if earlier.status == "started":
+            # Nobody knows whether it took effect; unless its runner records what happened meanwhile,
+            # that is what the model is told, and the turn shows it in doubt.
+            earlier = self.store.mark_action_unknown(self.session_id, self.root_turn_id, action.key, self.clock.now())
+            self.known[earlier.key] = earlier
+            if earlier.status == "started":
+                logger.error(
+                    "turn_id=<%s>, action=<%s> | approved action started earlier and never finished: not running it "
+                    "again",
+                    self.root_turn_id,
+                    action.key,
+                )
+                return tool_result(action.tool_use_id, UNKNOWN_OUTCOME, "error")
         if earlier.status == "not_run":
             logger.info(
                 "turn_id=<%s>, action=<%s> | approved action never ran: running it", self.root_turn_id, action.key
             )
             return self.run(action, perform)
-        if earlier.status == "started":
-            earlier = self.store.mark_action_unknown(self.session_id, self.root_turn_id, action.key, self.clock.now())
-            self.in_doubt.append(earlier)
-        if earlier.status == "finished" and earlier.result is not None:
-            logger.info(
-                "turn_id=<%s>, action=<%s> | approved action already ran, its result is reused",
-                self.root_turn_id,
-                action.key,
-            )
-            return {**earlier.result, "toolUseId": action.tool_use_id}
-        if earlier.status == "not_run":
-            return self.run(action, perform)
-        logger.error(
-            "turn_id=<%s>, action=<%s> | approved action started earlier and never finished: not running it again",
+        logger.info(
+            "turn_id=<%s>, action=<%s> | approved action already ran, its result is reused",
             self.root_turn_id,
             action.key,
         )
-        return tool_result(action.tool_use_id, UNKNOWN_OUTCOME, "error")
+        return {**(earlier.result or {}), "toolUseId": action.tool_use_id}

@@ -4,6 +4,7 @@ action runs."""
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +17,9 @@ if TYPE_CHECKING:
     from resumable.service.dependencies import Dependencies
 
 logger = logging.getLogger(__name__)
+
+# How long an approved action's end waits for its heartbeat's last renewal.
+_HEARTBEAT_JOIN_SECONDS = 120.0
 
 
 class LeaseGuard:
@@ -68,14 +72,19 @@ class LeaseGuard:
     @contextmanager
     def kept_alive(self) -> Iterator[None]:
         """Renew the lease every third of ``lease_seconds`` (of the service's clock) while the block
-        runs (a long approved action), so a live runner never loses the turn mid-action. A frozen
-        process freezes this heartbeat too: then the lease expires, and what the action did is
-        recorded as late."""
-        stop = threading.Event()
+        runs (a long approved action), so a live runner never loses the turn mid-action; a renewal
+        that fails is tried again after a twelfth. A frozen process freezes this heartbeat too: then
+        the lease expires, and what the action did is recorded as late.
+
+        The beats keep to a schedule counted from the block's start, so a heartbeat that is slow to be
+        scheduled still beats for every stretch of the clock that passed."""
+        clock, stop = self.deps.clock, threading.Event()
         interval = self.deps.settings.lease_seconds / 3
+        start = clock.now()
 
         def beat() -> None:
-            while not self.deps.clock.wait(stop, interval):
+            deadline = start + interval
+            while not clock.wait_until(stop, deadline):
                 try:
                     self.renew()
                 except LeaseLostError:
@@ -87,10 +96,11 @@ class LeaseGuard:
                     return
                 except StoreError as error:
                     logger.warning(
-                        "turn_id=<%s> | the lease could not be renewed (tried again later): %s",
-                        self.root.turn_id,
-                        error,
+                        "turn_id=<%s> | the lease could not be renewed (tried again soon): %s", self.root.turn_id, error
                     )
+                    deadline = clock.now() + interval / 4
+                    continue
+                deadline = start + interval * (math.floor((clock.now() - start) / interval) + 1)
 
         heartbeat = threading.Thread(target=beat, name=f"lease-{self.root.turn_id}", daemon=True)
         heartbeat.start()
@@ -98,4 +108,7 @@ class LeaseGuard:
             yield
         finally:
             stop.set()
-            heartbeat.join()
+            # At most one renewal is in flight; botocore's own timeouts bound it.
+            heartbeat.join(_HEARTBEAT_JOIN_SECONDS)
+            if heartbeat.is_alive():
+                logger.error("turn_id=<%s> | the lease's heartbeat did not stop (left to finish)", self.root.turn_id)

@@ -123,9 +123,9 @@ def run_leased(deps: Dependencies, tree: TurnTree, lease_owner: str) -> TurnTree
         committed = commit_run(deps, tree, lease_owner, agent, session, children, outcome)
     except StaleCommitError:
         return _after_refused_commit(deps, tree, lease_owner)
-    if journal.in_doubt:
-        known = {a.key: a for a in committed.actions} | {a.key: a for a in journal.in_doubt}
-        committed = committed.model_copy(update={"actions": list(known.values())})
+    if journal.known:
+        actions = {a.key: a for a in committed.actions} | journal.known
+        committed = committed.model_copy(update={"actions": list(actions.values())})
     if committed.root.status == "running":
         continue_later(deps, committed.root)
     return committed

@@ -117,6 +117,17 @@ class ActionView(View):
         )
 
 
+def _in_doubt(action: ActionRecord, root: TurnRecord) -> bool:
+    """Whether a person should be shown what became of an approved action: a run told the model its
+    outcome is unknown, its result came in after its runner lost the turn, or its turn settled
+    while it was started (or after it was found not run)."""
+    return (
+        action.outcome_unknown_at is not None
+        or action.late
+        or (root.settled and action.status in ("started", "not_run"))
+    )
+
+
 class TurnView(View):
     session_id: str
     turn_id: str
@@ -135,7 +146,7 @@ class TurnView(View):
         turn = tree.root
         children = sorted(tree.children, key=lambda c: (c.created_at, c.turn_id))
         interactions = sorted(tree.interactions, key=lambda i: (i.created_at, i.request_id))
-        actions = sorted(tree.actions, key=lambda a: (a.started_at, a.key))
+        actions = sorted((a for a in tree.actions if _in_doubt(a, tree.root)), key=lambda a: (a.started_at, a.key))
         if turn_id is not None and turn_id != tree.root.turn_id:
             turn = next(c for c in tree.children if c.turn_id == turn_id)
             children = [c for c in children if c.parent_turn_id == turn_id]

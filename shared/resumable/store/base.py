@@ -174,12 +174,19 @@ class Store(ABC):
 
     @abstractmethod
     def mark_action_unknown(self, session_id: str, root_turn_id: str, action_key: str, now: float) -> ActionRecord:
-        """Record that a run found the action's outcome unknown (so the turn shows it in doubt);
-        return the entry as it now is (its runner may have recorded what happened meanwhile)."""
+        """Record that a run found the action's outcome unknown (so the turn shows it in doubt), if it
+        is still ``started``; return the entry as it now is (its runner may have recorded what
+        happened meanwhile, which then stands)."""
+
+    @abstractmethod
+    def action_fence(self, session_id: str, root_turn_id: str, action: ActionRecord) -> dict[str, Any]:
+        """A ``TransactWriteItems`` ``ConditionCheck`` that holds only while ``action`` (as begun) is
+        still the live attempt: started under its lease generation, its outcome not reported unknown."""
 
     @abstractmethod
     def abandon_action(self, session_id: str, root_turn_id: str, action_key: str) -> None:
-        """Forget a started action that paused before doing anything (it raised an interrupt)."""
+        """Forget a started action that paused before doing anything (it raised an interrupt); one
+        whose outcome a takeover already reported unknown is recorded ``not_run`` instead."""
 
 
 class Snapshots(ABC):

@@ -137,22 +137,54 @@ class ActionItems(Table):
 
     @aws_call
     def mark_action_unknown(self, session_id: str, root_turn_id: str, action_key: str, now: float) -> ActionRecord:
-        item = self.dynamodb.update_item(
-            TableName=self.table,
-            Key=key(session_id, action_sk(root_turn_id, action_key)),
-            UpdateExpression="SET outcome_unknown_at = if_not_exists(outcome_unknown_at, :now)",
-            ConditionExpression="attribute_exists(pk)",
-            ExpressionAttributeValues={":now": value(now)},
-            ReturnValues="ALL_NEW",
-        )["Attributes"]
+        try:
+            item = self.dynamodb.update_item(
+                TableName=self.table,
+                Key=key(session_id, action_sk(root_turn_id, action_key)),
+                UpdateExpression="SET outcome_unknown_at = if_not_exists(outcome_unknown_at, :now)",
+                ConditionExpression="#status = :started",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues={":now": value(now), ":started": value("started")},
+                ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )["Attributes"]
+        except self._conditional_failure as error:
+            item = getattr(error, "response", {}).get("Item", {})
         return ActionRecord.model_validate(decode(item))
+
+    def action_fence(self, session_id: str, root_turn_id: str, action: ActionRecord) -> dict[str, Any]:
+        return {
+            "ConditionCheck": {
+                "TableName": self.table,
+                "Key": key(session_id, action_sk(root_turn_id, action.key)),
+                "ConditionExpression": "#status = :started AND lease_generation = :generation "
+                "AND attribute_not_exists(outcome_unknown_at)",
+                "ExpressionAttributeNames": {"#status": "status"},
+                "ExpressionAttributeValues": {
+                    ":started": value("started"),
+                    ":generation": value(action.lease_generation),
+                },
+            }
+        }
 
     @aws_call
     def abandon_action(self, session_id: str, root_turn_id: str, action_key: str) -> None:
-        self.dynamodb.delete_item(
-            TableName=self.table,
-            Key=key(session_id, action_sk(root_turn_id, action_key)),
-            ConditionExpression="#status = :started",
-            ExpressionAttributeNames={"#status": "status"},
-            ExpressionAttributeValues={":started": value("started")},
-        )
+        entry = key(session_id, action_sk(root_turn_id, action_key))
+        try:
+            self.dynamodb.delete_item(
+                TableName=self.table,
+                Key=entry,
+                ConditionExpression="#status = :started AND attribute_not_exists(outcome_unknown_at)",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues={":started": value("started")},
+            )
+        except self._conditional_failure:
+            # A takeover already told the model its outcome is unknown: what happened stays on record.
+            self.dynamodb.update_item(
+                TableName=self.table,
+                Key=entry,
+                UpdateExpression="SET #status = :not_run",
+                ConditionExpression="#status = :started",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues={":started": value("started"), ":not_run": value("not_run")},
+            )

@@ -73,15 +73,19 @@ class TurnItems(Table):
         request: dict[str, Any] = {
             "TableName": self.table,
             "KeyConditionExpression": "pk = :pk AND begins_with(sk, :tree)",
-            # The turns and interactions, and the approved actions whose outcome a run could not know.
-            "FilterExpression": "entity IN (:turn, :interaction) "
-            "OR (entity = :action AND attribute_type(outcome_unknown_at, :number))",
+            # The turns and interactions, and the approved actions that did not finish in time (a
+            # settled turn shows them in doubt; see TurnView).
+            "FilterExpression": "entity IN (:turn, :interaction) OR (entity = :action AND (#status <> :finished "
+            "OR late = :true OR attribute_type(outcome_unknown_at, :number)))",
+            "ExpressionAttributeNames": {"#status": "status"},
             "ExpressionAttributeValues": {
                 ":pk": value(pk(session_id)),
                 ":tree": value(root_sk(root_turn_id)),
                 ":turn": value("turn"),
                 ":interaction": value("interaction"),
                 ":action": value("action"),
+                ":finished": value("finished"),
+                ":true": value(True),
                 ":number": {"S": "N"},
             },
             "ConsistentRead": True,
