@@ -18,7 +18,7 @@ from resumable.api.app import forget
 from resumable.aws.clients import client
 from resumable.aws.stepfunctions import TaskTokens
 from resumable.config import Settings
-from resumable.exceptions import StoreError
+from resumable.exceptions import AwsError
 from resumable.local.template import InProcessLambda, create_state_machine, functions_in_process
 from resumable.store import DynamoDBStore
 from resumable.store.records import TurnTree
@@ -190,7 +190,7 @@ def test_a_workflow_that_was_never_told_reads_the_turn_when_its_wait_times_out(
     and the workflow's wait times out, reads the completed turn and succeeds with it."""
 
     def unreachable(*_: Any) -> Any:
-        raise StoreError("Step Functions is unreachable")
+        raise AwsError("Step Functions is unreachable")
 
     monkeypatch.setattr(TaskTokens, "succeed", unreachable)
     session, execution = start(handler_environment, short_expiry, "delete the prod-db record")

@@ -97,7 +97,7 @@ class ValidationFailedError(ServiceError):
     code = "validation_failed"
 
 
-class StoreError(ResumableError):
-    """An AWS call of the store failed (throttling, a network error, a service error). Nothing after it
-    happened; the turn is left resumable or settled, and ``recover`` (or a retry) moves it on. It is
-    never turned into a tool result."""
+class AwsError(ResumableError):
+    """An AWS call failed (DynamoDB, S3, Lambda or Step Functions: throttling, a network error, a
+    service error, after botocore's retries). Nothing after it happened; the turn is left resumable
+    or settled, and ``recover`` (or a retry) moves it on. It is never turned into a tool result."""

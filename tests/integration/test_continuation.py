@@ -11,7 +11,7 @@ import pytest
 
 from resumable import Agent, ScriptedModel
 from resumable.config import Settings
-from resumable.exceptions import StoreError
+from resumable.exceptions import AwsError
 from resumable.service import AgentContext, Service
 from resumable.service.stall import STALL_SECONDS
 from resumable.store import DynamoDBStore
@@ -121,7 +121,7 @@ def test_a_continuation_that_cannot_be_requested_leaves_the_turn_running_for_rec
     service = make_service("looks_then_deletes", turn_budget_seconds=0)
 
     def unreachable(session_id: str, turn_id: str) -> None:
-        raise StoreError("Lambda is unreachable")
+        raise AwsError("Lambda is unreachable")
 
     service = service.continued_by(unreachable)
     started = service.start_turn(session_id, "delete the prod-db record")

@@ -26,8 +26,8 @@ raises it after its retries), and it is judged by the same guarantees.
 Every attempt runs on a table of its own: moto deep-copies a table for every item of every
 TransactWriteItems, so a shared, growing table makes the sweep quadratic.
 
-The store turns every AWS failure into ``StoreError`` (an error of resumable, never a tool result),
-so a ``Crash`` surfaces as ``StoreError`` caused by it: that too is a process that died.
+The store turns every AWS failure into ``AwsError`` (an error of resumable, never a tool result),
+so a ``Crash`` surfaces as ``AwsError`` caused by it: that too is a process that died.
 
 Two bugs this sweep found are fixed, and pinned by the targeted tests at the end:
 - an AWS error inside a sub-agent call (its lease renewal, the action journal, its S3Session) was
@@ -49,7 +49,7 @@ from typing import Any
 
 import pytest
 
-from resumable.exceptions import GoneError, ResumableError, StoreError, TurnBusyError
+from resumable.exceptions import AwsError, GoneError, ResumableError, TurnBusyError
 from resumable.service import Service, TurnView
 from resumable.service.access import load
 from resumable.store.resources import create_table_request
@@ -70,7 +70,7 @@ class Crash(Exception):  # noqa: N818 (the brief's name: it is a process dying, 
 
 
 def _died(error: BaseException) -> bool:
-    """A ``Crash``, whether raw or surfaced by the store as the cause of a ``StoreError``."""
+    """A ``Crash``, whether raw or surfaced by the store as the cause of a ``AwsError``."""
     return isinstance(error, Crash) or isinstance(error.__cause__, Crash)
 
 
@@ -316,7 +316,7 @@ def run_attempt(
     try:
         result = operation(process, session_id, pre)
         a.outcome = "swallowed" if faults.fired else "clean"
-    except (Crash, StoreError) as error:
+    except (Crash, AwsError) as error:
         if not _died(error):
             raise
         a.outcome = "crash"
@@ -533,7 +533,7 @@ def test_an_answer_to_a_turn_whose_cancel_died_is_refused(
         pre = _waiting(harness, session_id)
         process = harness.process()
         Faults(process, crash_on="dynamodb.TransactWriteItems".__eq__)
-        with pytest.raises(StoreError) as died:
+        with pytest.raises(AwsError) as died:
             _cancel(process, session_id, pre)
         assert isinstance(died.value.__cause__, Crash)
         clock.advance(process.settings.lease_seconds + 1)

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from resumable.api.app import build_app
-from resumable.exceptions import StaleCommitError, StoreError
+from resumable.exceptions import AwsError, StaleCommitError
 from resumable.service import Service
 from resumable.store import Commit, DynamoDBStore
 from resumable.store.records import SessionRecord, TurnRecord
@@ -165,7 +165,7 @@ def test_beginning_a_turn_that_dynamodb_refuses_for_its_content_is_a_store_error
     store: DynamoDBStore, session_id: str
 ) -> None:
     session = SessionRecord(session_id=session_id, active_turn_id=UNKNOWN_TURN, created_at=1.0, updated_at=1.0)
-    with pytest.raises(StoreError, match="UnicodeEncodeError"):
+    with pytest.raises(AwsError, match="UnicodeEncodeError"):
         store.begin_turn(None, session, _turn(session_id, UNKNOWN_TURN, prompt="delete \ud800"))
     assert store.begin_turn(None, session, _turn(session_id, UNKNOWN_TURN, prompt="delete"))
     assert not store.begin_turn(None, session, _turn(session_id, UNKNOWN_TURN, prompt="delete"))  # a lost race
@@ -189,7 +189,7 @@ def test_a_commit_that_dynamodb_refuses_for_its_content_is_a_store_error_not_a_s
             )
         )
 
-    with pytest.raises(StoreError, match="UnicodeEncodeError"):
+    with pytest.raises(AwsError, match="UnicodeEncodeError"):
         commit("\udfff")
     with pytest.raises(StaleCommitError):
         commit("fine", expected_version=7)  # a condition that failed: the turn moved on
@@ -202,7 +202,7 @@ def test_an_answer_that_dynamodb_refuses_for_its_content_is_a_store_error_not_a_
 ) -> None:
     turn = make_service().start_turn(session_id, "delete the prod-db record")
     request_id = turn.interactions[0].request_id
-    with pytest.raises(StoreError, match="UnicodeEncodeError"):  # a principal DynamoDB cannot store
+    with pytest.raises(AwsError, match="UnicodeEncodeError"):  # a principal DynamoDB cannot store
         store.answer_interaction(session_id, turn.turn_id, request_id, APPROVE, "\udfff", 2.0, approval_shaped=True)
     assert root_record(store, session_id, turn.turn_id).open_interactions == 1
 

@@ -14,7 +14,7 @@ import pytest
 
 from resumable import Agent, ScriptedModel, tool
 from resumable.config import Settings
-from resumable.exceptions import StoreError
+from resumable.exceptions import AwsError
 from resumable.service import AgentContext, Service
 from resumable.store import DynamoDBStore
 from tests import factories
@@ -233,7 +233,7 @@ def test_a_commit_split_over_transactions_that_dies_half_way_is_taken_over_and_c
     dying.store.dynamodb.meta.events.register(  # type: ignore[attr-defined]
         "before-call.dynamodb.TransactWriteItems", die_before_the_final_transaction
     )
-    with pytest.raises(StoreError):
+    with pytest.raises(AwsError):
         dying.start_turn(session_id, "delete fifty")
     clock.advance(aws.lease_seconds + 1)
     service = _service(aws, clock, fan_out_fresh_ids)

@@ -75,7 +75,7 @@ def test_the_loop_stops_at_the_next_step_boundary_when_the_stop_signal_is_set() 
         tools=[step],
     )
     result = agent("go", stop=lambda: stop["now"])
-    assert result.stop_reason == "cancelled"
+    assert result.stop_reason == "canceled"
     assert ran == ["step 1"]
     assert agent.messages[-1]["role"] == "user"
 
@@ -101,18 +101,18 @@ def test_the_stop_signal_reaches_sub_agents() -> None:
         model=ScriptedModel([calls(("o-1", "worker", {"prompt": "go"})), says("done")]),
         tools=[worker.as_tool()],
     )
-    assert orchestrator("go", stop=lambda: stop["now"]).stop_reason == "cancelled"
+    assert orchestrator("go", stop=lambda: stop["now"]).stop_reason == "canceled"
     assert ran == ["step 1"]
     [result] = [b["toolResult"] for b in orchestrator.messages[-1]["content"]]
     assert result["status"] == "error"
-    assert "cancelled" in result["content"][0]["text"]
+    assert "canceled" in result["content"][0]["text"]
 
 
-def test_a_cancelled_resume_does_not_run_the_paused_tool() -> None:
+def test_a_canceled_resume_does_not_run_the_paused_tool() -> None:
     runs: list[str] = []
     orchestrator = build_orchestrator(runs)
     [interrupt] = orchestrator("go").interrupts
-    assert orchestrator([approve(interrupt.id)], stop=lambda: True).stop_reason == "cancelled"
+    assert orchestrator([approve(interrupt.id)], stop=lambda: True).stop_reason == "canceled"
     assert runs == []
     assert not orchestrator.interrupt_state.activated
 

@@ -23,11 +23,11 @@ from resumable.api.routes import router
 from resumable.aws.lambdas import Lambdas
 from resumable.config import Settings
 from resumable.exceptions import (
+    AwsError,
     BadRequestError,
     ConflictError,
     GoneError,
     ServiceError,
-    StoreError,
     ValidationFailedError,
 )
 from resumable.service import Service
@@ -88,8 +88,8 @@ def build_app(service: Service | None = None) -> APIGatewayHttpResolver:
     def not_text(error: UnicodeDecodeError) -> Response[Any]:
         return error_response("bad_request", f"the body is not UTF-8 text ({error}); nothing was done")
 
-    @app.exception_handler(StoreError)
-    def aws_failed(error: StoreError) -> Response[Any]:
+    @app.exception_handler(AwsError)
+    def aws_failed(error: AwsError) -> Response[Any]:
         logger.error("an AWS call failed", extra={"reason": str(error)})
         count("AwsFailures")
         return error_response("aws_failed", str(error))

@@ -9,7 +9,7 @@ The reply is ``{"turn": Turn, "waitSeconds": int}``: the Turn in the API's JSON 
 Step Functions payload if it must be: ``"truncated": true``), and how long the workflow should wait
 before reading it again (until its earliest open interaction expires, or the approval expiry). A
 refused request raises its service error, so the Lambda error type is its class name
-(``NotFoundError``, ``TurnBusyError``, ``ValidationFailedError``, ``StoreError``, ...).
+(``NotFoundError``, ``TurnBusyError``, ``ValidationFailedError``, ``AwsError``, ...).
 
 Whoever may invoke these functions directly (in the template: the state machine) is trusted like
 the application: ``principal`` is who owns a session the start creates. Answers and cancels come

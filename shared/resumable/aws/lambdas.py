@@ -6,7 +6,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from resumable.aws.clients import LazyClient
-from resumable.exceptions import StoreError
+from resumable.exceptions import AwsError
 
 if TYPE_CHECKING:
     from mypy_boto3_lambda import LambdaClient  # noqa: F401 (the string type argument of LazyClient below)
@@ -22,4 +22,4 @@ class Lambdas(LazyClient["LambdaClient"]):
         try:
             self.client.invoke(FunctionName=function, InvocationType="Event", Payload=json.dumps(event).encode())
         except Exception as error:
-            raise StoreError(f"invoking {function} asynchronously failed: {error}") from error
+            raise AwsError(f"invoking {function} asynchronously failed: {error}") from error

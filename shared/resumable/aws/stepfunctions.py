@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
 from resumable.aws.clients import LazyClient
-from resumable.exceptions import StoreError
+from resumable.exceptions import AwsError
 
 if TYPE_CHECKING:
     from mypy_boto3_stepfunctions import SFNClient  # noqa: F401 (the string type argument of LazyClient below)
@@ -23,7 +23,7 @@ Delivery = Literal["delivered", "closed"]
 
 class TaskTokens(LazyClient["SFNClient"]):
     """``SendTaskSuccess`` / ``SendTaskFailure`` for task tokens. Throttling and transient errors are
-    retried by botocore (standard mode); any other failure raises ``StoreError`` (the workflow's own
+    retried by botocore (standard mode); any other failure raises ``AwsError`` (the workflow's own
     timeout, and ``recover``, are the backstop). The client is made on first use."""
 
     service = "stepfunctions"
@@ -44,7 +44,7 @@ class TaskTokens(LazyClient["SFNClient"]):
             if code in _CLOSED:
                 logger.info("the workflow's task is already closed (%s): nothing left to tell", code)
                 return "closed"
-            raise StoreError(f"telling the workflow failed: {error}. The turn itself is settled") from error
+            raise AwsError(f"telling the workflow failed: {error}. The turn itself is settled") from error
         except Exception as error:
-            raise StoreError(f"telling the workflow failed: {error}. The turn itself is settled") from error
+            raise AwsError(f"telling the workflow failed: {error}. The turn itself is settled") from error
         return "delivered"

@@ -1,7 +1,7 @@
 """The agent and its loop: ask the model, run the tools it calls, repeat until it stops.
 
 A turn stops with ``end_turn`` (the model answered), ``interrupt`` (a tool is waiting for a
-response), ``max_steps`` (the step limit was reached) or ``cancelled`` (the stop signal was seen at
+response), ``max_steps`` (the step limit was reached) or ``canceled`` (the stop signal was seen at
 a step boundary). An interrupted turn is resumed by calling the agent with ``interruptResponse``
 blocks; tools that already finished in that step are not run again.
 """
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-StopReason = Literal["end_turn", "interrupt", "max_steps", "cancelled"]
+StopReason = Literal["end_turn", "interrupt", "max_steps", "canceled"]
 Prompt = str | Sequence[dict[str, Any]]
 
 
@@ -191,7 +191,7 @@ class Agent:
     def __call__(self, prompt: Prompt, *, stop: Callable[[], bool] | None = None) -> AgentResult:
         """Run a turn from ``prompt``, or resume the paused one from ``interruptResponse`` blocks.
 
-        ``stop`` is checked at every step boundary; when it returns True the turn ends ``cancelled``.
+        ``stop`` is checked at every step boundary; when it returns True the turn ends ``canceled``.
         """
         return self.invoke(prompt, Invocation(stop=stop, agent_path=(self.name,)))
 
@@ -239,7 +239,7 @@ class Agent:
                     "or call dismiss_interrupts() to drop them; the new prompt was not added"
                 )
             if self.messages and self.messages[-1]["role"] == "user":
-                # A turn that ended on tool results (max_steps, cancelled, dismissed): Converse needs
+                # A turn that ended on tool results (max_steps, canceled, dismissed): Converse needs
                 # roles to alternate, so the new prompt joins that user message.
                 self.messages[-1]["content"].extend(blocks)
             else:
@@ -276,9 +276,9 @@ class Agent:
         while True:
             if invocation.should_stop():
                 if state.activated:
-                    self._close_step("CANCELLED: the turn was cancelled before this tool call ran.")
-                logger.info("agent=<%s>, steps=<%d> | stop signal seen, turn cancelled", self.name, steps)
-                return AgentResult("cancelled")
+                    self._close_step("CANCELED: the turn was canceled before this tool call ran.")
+                logger.info("agent=<%s>, steps=<%d> | stop signal seen, turn canceled", self.name, steps)
+                return AgentResult("canceled")
             if not state.activated:
                 if steps >= self.max_steps:
                     logger.warning("agent=<%s>, max_steps=<%d> | step limit reached", self.name, self.max_steps)

@@ -233,4 +233,4 @@ class AgentTool(Tool):
                 f"Agent '{self.name}' stopped at its step limit ({self.agent.max_steps}) unfinished.",
                 "error",
             )
-        return tool_result(tool_use_id, f"Agent '{self.name}' was cancelled before it finished.", "error")
+        return tool_result(tool_use_id, f"Agent '{self.name}' was canceled before it finished.", "error")

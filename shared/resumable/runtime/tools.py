@@ -91,7 +91,7 @@ class Tool:
 
     def abandon(self, tool_use_id: str) -> None:
         """The paused call ``tool_use_id`` will never resume (its interrupts were dismissed or the
-        turn was cancelled). Tools that keep state for paused calls drop it here."""
+        turn was canceled). Tools that keep state for paused calls drop it here."""
 
 
 _SECTION = re.compile(r"^(\w[\w ]*):\s*$")

@@ -14,7 +14,7 @@ _CHILD_STATUS: dict[str, TurnStatus] = {
     "end_turn": "completed",
     "interrupt": "waiting",
     "max_steps": "failed",
-    "cancelled": "canceled",
+    "canceled": "canceled",
     "failed": "failed",
 }
 

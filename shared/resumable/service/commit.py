@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from resumable.exceptions import StaleCommitError, StoreError
+from resumable.exceptions import AwsError, StaleCommitError
 from resumable.runtime.agent import Agent
 from resumable.runtime.agent_as_tool import call_prefix
 from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT, Interrupt
@@ -186,7 +186,7 @@ def retire(deps: Dependencies, keys: list[str]) -> None:
         return
     try:
         deps.snapshots.retire(keys)
-    except StoreError as error:
+    except AwsError as error:
         logger.warning("snapshots %s were not retired (they are kept): %s", keys, error)
 
 

@@ -19,7 +19,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from resumable.clock import Clock
-from resumable.exceptions import StoreError
+from resumable.exceptions import AwsError
 
 if TYPE_CHECKING:
     from resumable.service.dependencies import Dependencies
@@ -50,7 +50,7 @@ def continue_later(deps: Dependencies, root: TurnRecord) -> None:
         return
     try:
         deps.continuation(root.session_id, root.turn_id)
-    except StoreError as error:
+    except AwsError as error:
         logger.error(
             "session_id=<%s>, turn_id=<%s> | a continuation of the turn could not be requested: %s. Reading the "
             "turn (get-turn) requests it again",

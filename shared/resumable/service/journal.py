@@ -23,7 +23,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from resumable.exceptions import ActionFencedError, LeaseLostError, StoreError
+from resumable.exceptions import ActionFencedError, AwsError, LeaseLostError
 from resumable.runtime.interrupts import InterruptException
 from resumable.runtime.invocation import ApprovedAction, FencingToken
 from resumable.runtime.tools import tool_result
@@ -116,7 +116,7 @@ class LeasedActionJournal:
             return
         try:
             self.lease.renew()
-        except (LeaseLostError, StoreError):
+        except (LeaseLostError, AwsError):
             self._not_run(record, "the run lost the turn before it")
             raise
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from resumable.exceptions import LeaseLostError, StoreError
+from resumable.exceptions import AwsError, LeaseLostError
 from resumable.store.records import TurnRecord
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ class LeaseGuard:
                         self.lease_owner,
                     )
                     return
-                except StoreError as error:
+                except AwsError as error:
                     logger.warning(
                         "turn_id=<%s> | the lease could not be renewed (tried again soon): %s", self.root.turn_id, error
                     )

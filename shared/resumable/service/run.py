@@ -187,7 +187,7 @@ def _outcome(result: AgentResult) -> Outcome:
         return Outcome("running" if checkpointed else "waiting", interrupts=result.interrupts)
     if result.stop_reason == "end_turn":
         return Outcome("completed", output=result.text)
-    if result.stop_reason == "cancelled":
+    if result.stop_reason == "canceled":
         return Outcome("canceled")
     return Outcome("failed", error="the agent reached its step limit without an answer")
 

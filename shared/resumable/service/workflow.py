@@ -19,7 +19,7 @@ import json
 import logging
 from typing import TYPE_CHECKING
 
-from resumable.exceptions import StoreError
+from resumable.exceptions import AwsError
 from resumable.service.views import TurnView
 from resumable.store.records import SETTLED, TurnTree
 
@@ -57,7 +57,7 @@ def tell_workflow(deps: Dependencies, tree: TurnTree) -> None:
             delivery = deps.workflow.succeed(token, fitted(view, MAX_OUTPUT_BYTES))
         else:
             delivery = deps.workflow.fail(token, WORKFLOW_ERRORS[root.status], fitted(view, MAX_CAUSE_BYTES))
-    except StoreError as error:
+    except AwsError as error:
         logger.error(
             "turn_id=<%s> | the workflow was not told that the turn settled %s: %s. Its wait times out and reads "
             "the turn; recover tells it again",

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from resumable.config import Settings
-from resumable.exceptions import ResumableError, StoreError
+from resumable.exceptions import AwsError, ResumableError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -23,7 +23,7 @@ _CONFLICT_ATTEMPTS = 5
 
 
 def aws_call(method: Callable[_P, _R]) -> Callable[_P, _R]:
-    """Any failure of an AWS call surfaces as ``StoreError``: an error of resumable, which the agent
+    """Any failure of an AWS call surfaces as ``AwsError``: an error of resumable, which the agent
     loop never turns into a tool result (it would use up a person's answer)."""
 
     @functools.wraps(method)
@@ -33,7 +33,7 @@ def aws_call(method: Callable[_P, _R]) -> Callable[_P, _R]:
         except ResumableError:
             raise
         except Exception as error:
-            raise StoreError(
+            raise AwsError(
                 f"the AWS call behind {method.__name__} failed: {error}. Nothing after it happened; what was "
                 "written before it stands and a turn is left resumable: retry the request, or call recover"
             ) from error
@@ -51,7 +51,7 @@ def reasons(error: Exception) -> list[dict[str, Any]]:
 def condition_failed(error: Exception) -> bool:
     """Whether a canceled transaction was refused by one of its conditions (a lost race, an answer to
     give the caller), rather than for any other reason (a malformed item, throttling, a conflict that
-    outlasted the retries), which is an AWS failure: ``StoreError``, never a refusal."""
+    outlasted the retries), which is an AWS failure: ``AwsError``, never a refusal."""
     return any(reason.get("Code") == "ConditionalCheckFailed" for reason in reasons(error))
 
 
