@@ -7,7 +7,7 @@ PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c const
 RUNNABLE := $(VENV)/.installed-run
 INSTALLED := $(VENV)/.installed-dev
 
-.PHONY: run demo invoke layer bench soak test lint typecheck validate pytest clean constraints
+.PHONY: run demo invoke layer bench soak test test-fast lint typecheck validate pytest clean constraints
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,8 +44,12 @@ bench: layer
 soak: $(INSTALLED)
 	$(BIN)/python -m tests.soak
 
-## test: lint, format check, type check, template validation and the whole test suite
+## test: lint, format check, type check, template validation and the whole test suite (unit, integration, e2e)
 test: lint typecheck validate pytest
+
+## test-fast: the unit tier alone (no embedded AWS, no servers): seconds
+test-fast: $(INSTALLED)
+	$(BIN)/pytest tests/unit
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check .
@@ -58,8 +62,11 @@ typecheck: $(INSTALLED)
 validate: $(INSTALLED)
 	$(BIN)/python tools/validate_template.py
 
+# Test workers: each runs its own embedded AWS.
+PYTEST_WORKERS ?= 2
+
 pytest: $(INSTALLED)
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

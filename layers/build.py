@@ -28,10 +28,12 @@ def _not_shipped(directory: str, names: list[str]) -> set[str]:
     return {n for n in names if n == "__pycache__" or (package and n == LOCAL_ONLY)}
 
 
-def build() -> tuple[int, int]:
-    """Build the layer; return its (unzipped, zipped) sizes in bytes."""
-    shutil.rmtree(BUILD, ignore_errors=True)
-    target = BUILD / "python"
+def build(into: Path = HERE) -> tuple[int, int]:
+    """Build the layer in ``into`` (``build/`` and ``layer.zip``); return its (unzipped, zipped) sizes
+    in bytes."""
+    built, archive_path = into / "build", into / "layer.zip"
+    shutil.rmtree(built, ignore_errors=True)
+    target = built / "python"
     subprocess.run(
         [
             sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
@@ -43,12 +45,12 @@ def build() -> tuple[int, int]:
     shutil.copytree(ROOT / "shared" / "resumable", target / "resumable", ignore=_not_shipped)
     for cache in target.rglob("__pycache__"):
         shutil.rmtree(cache)
-    with zipfile.ZipFile(ZIP, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in sorted(BUILD.rglob("*")):
+    with zipfile.ZipFile(archive_path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(built.rglob("*")):
             if path.is_file():
-                archive.write(path, path.relative_to(BUILD))
-    unzipped = sum(p.stat().st_size for p in BUILD.rglob("*") if p.is_file())
-    return unzipped, ZIP.stat().st_size
+                archive.write(path, path.relative_to(built))
+    unzipped = sum(p.stat().st_size for p in built.rglob("*") if p.is_file())
+    return unzipped, archive_path.stat().st_size
 
 
 def main() -> None:

@@ -16,6 +16,8 @@ class Settings(BaseModel):
     (``module:function``), ``APPROVAL_EXPIRY_SECONDS``, ``LEASE_SECONDS``, ``TURN_BUDGET_SECONDS`` (how
     long one invocation runs a turn before it checkpoints it and continues it asynchronously, when
     it can), ``CONTINUE_FUNCTION`` (the Lambda function that continues turns: SubmitApproval),
+    ``STALL_SECONDS`` (how long a checkpointed or fully answered turn may sit before a read asks for
+    another continuation),
     ``APPROVER_PRINCIPALS``
     (comma-separated IAM principal ARNs, ``*`` wildcards allowed, that may read and answer every
     session, not only their own).
@@ -34,6 +36,7 @@ class Settings(BaseModel):
     lease_seconds: int = Field(default=120, gt=0)
     turn_budget_seconds: float = Field(default=15, ge=0)
     continue_function: str | None = None
+    stall_seconds: float = Field(default=10, ge=0)
     max_prompt_chars: int = Field(default=16_000, gt=0)
     max_response_bytes: int = Field(default=8_192, gt=0)
     approver_principals: tuple[str, ...] = ()
@@ -50,6 +53,7 @@ class Settings(BaseModel):
             "lease_seconds": "LEASE_SECONDS",
             "turn_budget_seconds": "TURN_BUDGET_SECONDS",
             "continue_function": "CONTINUE_FUNCTION",
+            "stall_seconds": "STALL_SECONDS",
         }
         values: dict[str, str] = {field: env[var] for field, var in names.items() if env.get(var)}
         region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, NamedTuple, TypeVar
 from urllib.parse import quote
 
@@ -13,6 +15,7 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 from boto3.dynamodb.types import TypeDeserializer
 
 from resumable.api.app import as_json
+from resumable.config import Settings
 from resumable.service import Service, TurnView
 from resumable.store import Commit, DynamoDBStore, S3Snapshots, Store
 from resumable.store.records import TurnRecord, TurnStatus
@@ -174,6 +177,21 @@ def table_and_bucket(store: DynamoDBStore, session_id: str | None = None) -> Sto
                 break
             listing["ContinuationToken"] = listed["NextContinuationToken"]
     return Stored(sorted(json.dumps(item, sort_keys=True) for item in raw), sorted(objects))
+
+
+@contextmanager
+def own_bucket(aws: Settings) -> Iterator[Settings]:
+    """``aws`` with a bucket of its own, emptied and deleted afterwards: a test that lists the whole
+    bucket (to see that nothing was written) then lists only what it wrote."""
+    own = aws.model_copy(update={"bucket_name": f"own-{uuid.uuid4().hex[:12]}"})
+    s3 = S3Snapshots(own).s3
+    s3.create_bucket(Bucket=own.bucket_name)
+    try:
+        yield own
+    finally:
+        for found in s3.list_objects_v2(Bucket=own.bucket_name).get("Contents", []):
+            s3.delete_object(Bucket=own.bucket_name, Key=found["Key"])
+        s3.delete_bucket(Bucket=own.bucket_name)
 
 
 # -- what a vanished runner leaves behind ------------------------------------------------------------------

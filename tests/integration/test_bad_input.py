@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import json
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,9 +23,9 @@ from resumable.exceptions import (
     ValidationFailedError,
 )
 from resumable.service import Service, TurnView
-from resumable.store import DynamoDBStore, S3Snapshots
+from resumable.store import DynamoDBStore
 from tests.factories import executions
-from tests.integration.helpers import APPROVE, table_and_bucket
+from tests.integration.helpers import APPROVE, own_bucket, table_and_bucket
 
 UNKNOWN_TURN = "0123456789abcdef0123456789abcdef"
 UNKNOWN_CHILD = f"{UNKNOWN_TURN}~0123456789abcdef"
@@ -37,13 +36,8 @@ MALFORMED_IDS = ["", "../x", "x" * 129, "x" * 10_000, "s#TURN", "a b", "séance"
 @pytest.fixture
 def aws(aws: Settings) -> Iterator[Settings]:
     """A bucket of this test's own (the table already is): a full listing stays small and fast."""
-    own = aws.model_copy(update={"bucket_name": f"bad-input-{uuid.uuid4().hex[:12]}"})
-    s3 = S3Snapshots(own).s3
-    s3.create_bucket(Bucket=own.bucket_name)
-    yield own
-    for found in s3.list_objects_v2(Bucket=own.bucket_name).get("Contents", []):
-        s3.delete_object(Bucket=own.bucket_name, Key=found["Key"])
-    s3.delete_bucket(Bucket=own.bucket_name)
+    with own_bucket(aws) as own:
+        yield own
 
 
 @functools.cache

@@ -13,7 +13,6 @@ from resumable import Agent, ScriptedModel
 from resumable.config import Settings
 from resumable.exceptions import AwsError
 from resumable.service import AgentContext, Service
-from resumable.service.stall import STALL_SECONDS
 from resumable.store import DynamoDBStore
 from tests.agents import calls, says
 from tests.clock import FakeClock
@@ -205,7 +204,7 @@ def test_reading_a_stalled_turn_requests_its_continuation(
     if how != "runner died":  # the invocation that will move it on may just be starting: give it time
         continuable(make_service, requested, budget=15).get_turn(session_id, turn.turn_id)
         assert requested == []
-        clock.advance(STALL_SECONDS)
+        clock.advance(Settings().stall_seconds)
     seen = continuable(make_service, requested, budget=15).get_turn(session_id, turn.turn_id)
     assert requested == [(session_id, turn.turn_id)], seen.status
     continued = continuable(make_service, []).recover(session_id, turn.turn_id)

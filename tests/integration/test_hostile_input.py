@@ -6,7 +6,7 @@ tells a lost race (a condition that failed) from any other refused transaction.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
@@ -14,16 +14,24 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from resumable.api.app import build_app
+from resumable.config import Settings
 from resumable.exceptions import AwsError, StaleCommitError
 from resumable.service import Service
 from resumable.store import Commit, DynamoDBStore
 from resumable.store.records import SessionRecord, TurnRecord
-from tests.integration.helpers import ALICE, APPROVE, http, root_record, table_and_bucket
+from tests.integration.helpers import ALICE, APPROVE, http, own_bucket, root_record, table_and_bucket
 
 MALLORY = "arn:aws:iam::111122223333:user/mallory"
 UNKNOWN_TURN = "0123456789abcdef0123456789abcdef"
 UNKNOWN_REQUEST = "r" + "0" * 24
 SURROGATE = '{"response": {"decision": "deny", "message": "\\ud800"}}'
+
+
+@pytest.fixture
+def aws(aws: Settings) -> Iterator[Settings]:
+    """A bucket of this test's own (the table already is): a full listing stays small and fast."""
+    with own_bucket(aws) as own:
+        yield own
 
 
 @pytest.fixture

@@ -52,6 +52,8 @@ def _start_server() -> tuple[Any, str]:
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     _keep_the_cause_of_task_failures()
+    _copy_each_table_once_per_transaction()
+    _serialize_dynamodb_items_as_json()
     server = SerializedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
@@ -94,6 +96,77 @@ def _keep_the_cause_of_task_failures() -> None:
         return EmptyResult()
 
     StepFunctionResponse.send_task_failure = send_task_failure  # type: ignore[method-assign]
+
+
+def _copy_each_table_once_per_transaction() -> None:
+    """moto 5.2.5 backs up a table for its rollback once per item of a ``TransactWriteItems``, so a
+    100-item transaction copies the whole table 100 times. One copy per table is the same backup:
+    while a transaction runs, ``deepcopy`` in moto's DynamoDB module returns the copy it made of that
+    object before. (The embedded AWS serves one request at a time, so nothing else copies meanwhile.)"""
+    import copy
+
+    from moto.dynamodb import models
+    from moto.dynamodb.models.table import Table
+
+    backend = models.DynamoDBBackend
+    if getattr(backend.transact_write_items, "copies_once", False):
+        return
+    real = backend.transact_write_items
+
+    class _EachTableOnce:
+        """``copy`` for moto's DynamoDB module: a table is copied once; anything else as ever."""
+
+        def __init__(self) -> None:
+            self.tables: dict[int, Any] = {}
+
+        def deepcopy(self, value: Any) -> Any:
+            if not isinstance(value, Table):
+                return copy.deepcopy(value)
+            if id(value) not in self.tables:
+                self.tables[id(value)] = copy.deepcopy(value)
+            return self.tables[id(value)]
+
+    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+        models.copy = _EachTableOnce()  # type: ignore[attr-defined,assignment]
+        try:
+            real(self, transact_items)
+        finally:
+            models.copy = copy  # type: ignore[attr-defined]
+
+    transact_write_items.copies_once = True  # type: ignore[attr-defined]
+    backend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+
+
+# DynamoDB operations whose results moto already holds in their wire form (attribute values, counts,
+# keys): their JSON is the response body.
+_WIRE_FORM_OPERATIONS = frozenset(
+    {"Query", "Scan", "GetItem", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "TransactGetItems"}
+)
+
+
+def _serialize_dynamodb_items_as_json() -> None:
+    """moto 5.2.5 serializes every response by walking botocore's shapes, which takes most of a
+    Query's time (0.36 s of 0.44 s for 250 items). DynamoDB's item operations already hold their
+    result in wire form, so the body is its JSON; the status and headers are moto's own."""
+    from moto.core import responses
+
+    result_class = responses.ActionResult
+    if getattr(result_class.execute_result, "as_json", False):
+        return
+    serialize = result_class.execute_result
+
+    def execute_result(self: Any, context: Any) -> Any:
+        if (
+            context.service_model.service_name == "dynamodb"
+            and context.operation_model.name in _WIRE_FORM_OPERATIONS
+            and isinstance(self.result, dict)
+        ):
+            status, headers, _ = serialize(result_class({}), context)
+            return status, headers, json.dumps(self.result)
+        return serialize(self, context)
+
+    execute_result.as_json = True  # type: ignore[attr-defined]
+    result_class.execute_result = execute_result  # type: ignore[method-assign]
 
 
 def _execute_state_machines(endpoint: str) -> None:

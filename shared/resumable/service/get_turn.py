@@ -30,18 +30,18 @@ def get_turn(deps: Dependencies, session_id: str, turn_id: str, principal: str |
     except StaleCommitError:
         logger.info("turn_id=<%s> | settling raced another change", tree.root.turn_id)
         tree = load(deps, session_id, turn_id)
-    if _needs_continuation(tree, deps.clock.now()):
+    if _needs_continuation(tree, deps.clock.now(), deps.settings.stall_seconds):
         continue_later(deps, tree.root)
     return TurnView.of(tree, turn_id)
 
 
-def _needs_continuation(tree: TurnTree, now: float) -> bool:
+def _needs_continuation(tree: TurnTree, now: float, stall_seconds: float) -> bool:
     """A runner that is gone needs one now; a checkpointed or fully answered turn once nobody took it
-    up for ``STALL_SECONDS`` (so polling a turn that is about to move does not duplicate it), unless
+    up for ``stall_seconds`` (so polling a turn that is about to move does not duplicate it), unless
     it waits because something is wrong (its ``error`` says what: a continuation would loop)."""
     why = stall(tree, now)
     if why == "runner_gone":
         return True
     if why == "checkpointed":
-        return idle(tree, now)
-    return why == "answered_unresumed" and tree.root.error is None and idle(tree, now)
+        return idle(tree, now, stall_seconds)
+    return why == "answered_unresumed" and tree.root.error is None and idle(tree, now, stall_seconds)

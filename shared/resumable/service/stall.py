@@ -22,10 +22,6 @@ Stall = Literal["question_expired", "cancel_unsettled", "answered_unresumed", "r
 # What settling moves on (the others need a run).
 SETTLES: frozenset[Stall] = frozenset({"question_expired", "cancel_unsettled"})
 
-# How long a checkpointed or fully answered turn may wait for the invocation that will move it on
-# before a read asks for another (so polling a turn that is about to move does not duplicate it).
-STALL_SECONDS = 10
-
 
 def stall(tree: TurnTree, now: float) -> Stall | None:
     """Why nobody is moving ``tree`` on (see the module), or None: it is settled, waits for people,
@@ -44,6 +40,9 @@ def stall(tree: TurnTree, now: float) -> Stall | None:
     return "checkpointed" if root.lease_owner is None else "runner_gone"
 
 
-def idle(tree: TurnTree, now: float) -> bool:
-    """Whether the turn has not changed for ``STALL_SECONDS`` (nobody took it up in that time)."""
-    return now - tree.root.updated_at >= STALL_SECONDS
+def idle(tree: TurnTree, now: float, seconds: float) -> bool:
+    """Whether the turn has not changed for ``seconds`` (nobody took it up in that time): how long a
+    checkpointed or fully answered turn may wait for the invocation that will move it on before a
+    read asks for another (``Settings.stall_seconds``), so polling a turn that is about to move does
+    not duplicate it."""
+    return now - tree.root.updated_at >= seconds

@@ -22,8 +22,8 @@ from resumable.exceptions import AwsError
 from resumable.local.template import InProcessLambda, create_state_machine, functions_in_process
 from resumable.store import DynamoDBStore
 from resumable.store.records import TurnTree
+from tests.e2e.local_api import APPROVER, call
 from tests.integration.helpers import APPROVE
-from tests.local_api import APPROVER, call
 from tests.patience import eventually
 
 pytestmark = pytest.mark.slow
@@ -134,8 +134,10 @@ def test_cancel_the_workflow_fails_with_turn_canceled(handler_environment: Setti
 def short_expiry(
     handler_environment: Settings, lambdas: InProcessLambda, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[str]:
-    """A state machine and handlers whose approvals expire after 3 seconds."""
+    """A state machine and handlers whose approvals expire after 3 seconds (and whose reads ask for a
+    continuation of a turn idle for 1)."""
     monkeypatch.setenv("APPROVAL_EXPIRY_SECONDS", "3")
+    monkeypatch.setenv("STALL_SECONDS", "1")
     forget()
     yield create_state_machine(
         handler_environment.model_copy(update={"approval_expiry_seconds": 3}), name=f"short-{uuid.uuid4().hex[:8]}"

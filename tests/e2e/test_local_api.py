@@ -19,8 +19,8 @@ from resumable.api.app import forget
 from resumable.local.server import load_template
 from resumable.local.server import routes as template_routes
 from resumable.local.template import functions_in_process
+from tests.e2e.local_api import APPROVER, MALLORY, call
 from tests.factories import LEDGER_ENV, executions
-from tests.local_api import APPROVER, MALLORY, call
 from tests.patience import HANG_SECONDS
 
 

@@ -1,0 +1,43 @@
+"""Fixtures shared by the tests of the deployable edge (handlers, events, the local API)."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from resumable.api.app import forget
+from resumable.config import Settings
+from resumable.local.embedded_aws import embedded_aws
+from resumable.local.server import function_arn, make_server
+
+
+@pytest.fixture(scope="module")
+def handler_environment() -> Iterator[Settings]:
+    """The embedded AWS, handed to the handlers through the environment as Lambda's would be.
+
+    The table and bucket get names of their own (moto's backends are per process), and the handlers'
+    cached resolver is dropped before and after, so it is built from this environment.
+    """
+    name = f"edge-{uuid.uuid4().hex[:8]}"
+    with embedded_aws(table_name=name, bucket_name=name) as settings, pytest.MonkeyPatch.context() as env:
+        for variable, value in settings.environment().items():
+            env.setenv(variable, value)
+        env.setenv("APPROVER_PRINCIPALS", "arn:aws:iam::000000000000:user/approver-*")
+        env.setenv("CONTINUE_FUNCTION", function_arn("SubmitApprovalFunction"))
+        forget()
+        yield settings
+        forget()
+
+
+@pytest.fixture(scope="module")
+def url(handler_environment: Settings) -> Iterator[str]:
+    """The local API (`make run`'s server) on a free port, serving the handlers' environment."""
+    server = make_server(port=0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
