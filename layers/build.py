@@ -3,10 +3,17 @@
 The layer is shared/resumable without its local-only code (``resumable/local/``: the embedded AWS, the
 local server, make run and make demo) plus layers/requirements.txt, installed for python3.11 on arm64
 (manylinux wheels, whatever machine builds it). template.yaml's SharedLayer points at layers/build/.
+
+Every module ships compiled (``__pycache__/*.cpython-311.pyc``, unchecked-hash: used whatever the
+files' times). Lambda extracts a layer to a read-only /opt, where Python cannot write bytecode, so a
+layer without it compiles every module it imports on every cold start (measured: about 1.6x the import
+time of the same handler with bytecode).
 """
 
 from __future__ import annotations
 
+import compileall
+import py_compile
 import shutil
 import subprocess
 import sys
@@ -28,6 +35,23 @@ def _not_shipped(directory: str, names: list[str]) -> set[str]:
     return {n for n in names if n == "__pycache__" or (package and n == LOCAL_ONLY)}
 
 
+# Lambda's runtime: the bytecode is for this Python and no other.
+RUNTIME = (3, 11)
+
+
+def _compile(target: Path) -> None:
+    if sys.version_info[:2] != RUNTIME:
+        raise SystemExit(
+            f"the layer is for python{RUNTIME[0]}.{RUNTIME[1]} and ships its bytecode, which only that Python "
+            f"writes; this is {sys.version_info[0]}.{sys.version_info[1]}: run make layer with python3.11"
+        )
+    compiled = compileall.compile_dir(
+        target, quiet=2, workers=0, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH
+    )
+    if not compiled:
+        raise SystemExit(f"compiling the layer's modules in {target} failed: the layer was not built")
+
+
 def build(into: Path = HERE) -> tuple[int, int]:
     """Build the layer in ``into`` (``build/`` and ``layer.zip``); return its (unzipped, zipped) sizes
     in bytes."""
@@ -45,6 +69,7 @@ def build(into: Path = HERE) -> tuple[int, int]:
     shutil.copytree(ROOT / "shared" / "resumable", target / "resumable", ignore=_not_shipped)
     for cache in target.rglob("__pycache__"):
         shutil.rmtree(cache)
+    _compile(target)
     with zipfile.ZipFile(archive_path, "w", zipfile.ZIP_DEFLATED) as archive:
         for path in sorted(built.rglob("*")):
             if path.is_file():

@@ -42,6 +42,22 @@ def test_the_layer_ships_the_package_and_its_dependencies_without_boto3(layer: B
     assert not any(n.startswith(("python/boto3/", "python/botocore/")) for n in names)
 
 
+@pytest.mark.slow
+def test_every_module_the_layer_ships_is_compiled_for_the_runtime(layer: Built) -> None:
+    """Lambda's /opt is read-only: a module without bytecode is compiled again on every cold start."""
+    compiled = {n for n in layer.names if n.endswith(".cpython-311.pyc")}
+    sources = [n for n in layer.names if n.endswith(".py")]
+    uncompiled = [n for n in sources if _bytecode_of(n) not in compiled]
+    assert len(sources) > 100 and uncompiled == [], f"modules shipped without bytecode: {uncompiled[:5]}"
+    header = layer.archive.read("python/resumable/__pycache__/__init__.cpython-311.pyc")
+    assert int.from_bytes(header[4:8], "little") == 0b01, "the bytecode must be unchecked-hash (flags 0b01)"
+
+
+def _bytecode_of(source: str) -> str:
+    folder, _, module = source.rpartition("/")
+    return f"{folder}/__pycache__/{module[:-3]}.cpython-311.pyc"
+
+
 # An import of moto, or of the local-only package, in shipped code.
 _LOCAL_IMPORT = re.compile(r"^\s*(from|import)\s+(moto|resumable\.local)\b", re.MULTILINE)
 

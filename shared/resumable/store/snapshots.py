@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from resumable.config import Settings
+from resumable.aws.clients import LazyClient
 from resumable.exceptions import SnapshotError
 from resumable.store.base import Snapshots
 from resumable.store.resources import RETIRED_TAG
@@ -16,16 +16,19 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 
-class S3Snapshots(Snapshots):
-    """``Snapshots`` in one S3 bucket."""
+class S3Snapshots(LazyClient["S3Client"], Snapshots):
+    """``Snapshots`` in one S3 bucket. Its client is made on first use: a request that reads no
+    snapshot (most reads of a turn) never loads S3's service model."""
 
-    def __init__(self, settings: Settings, s3: S3Client | None = None) -> None:
-        self.bucket = settings.bucket_name
-        if s3 is None:
-            from resumable.aws.clients import client
+    service = "s3"
 
-            s3 = client("s3", settings)
-        self.s3: S3Client = s3
+    @property
+    def bucket(self) -> str:
+        return self.settings.bucket_name
+
+    @property
+    def s3(self) -> S3Client:
+        return self.client
 
     @aws_call
     def put(self, key: str, snapshot: dict[str, Any]) -> None:

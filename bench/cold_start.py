@@ -1,0 +1,159 @@
+"""Section 4 of ``make bench``: each handler's cold start, in fresh interpreters.
+
+What a cold start costs is the handler's import (Lambda's init) and then its first request, which
+builds the resolver and the service, imports boto3 and makes the AWS clients. Both are measured, in
+a fresh interpreter per run, interleaved with a fresh ``import boto3`` (the baseline: the machine is
+shared, and interleaving keeps a slow minute from landing on one side only; the handlers' order is shuffled
+in each run), and each beside a second
+request in the same process (a warm one), so the first request's one-time cost shows.
+
+Modules load from bytecode, as from the layer (which ships it, see layers/build.py): a private
+bytecode cache (``PYTHONPYCACHEPREFIX``) filled by one warm-up run, whatever ``PYTHONDONTWRITEBYTECODE``
+the machine sets.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from resumable.config import Settings
+from resumable.local.server import LambdaContext, api_event, function_arn, load_template, routes
+from resumable.service import Service
+
+ROOT = Path(__file__).resolve().parents[1]
+PRINCIPAL = "arn:aws:iam::000000000000:user/bench"
+GOAL = 1.5
+
+_RUN = """
+import importlib.util, json, sys, time
+from types import SimpleNamespace
+class Context(SimpleNamespace):
+    def get_remaining_time_in_millis(self):
+        return 29_000
+started = time.perf_counter()
+spec = importlib.util.spec_from_file_location("app", {path!r})
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+imported = time.perf_counter()
+replies = []
+for event in json.loads(sys.argv[1]):
+    begun = time.perf_counter()
+    reply = module.lambda_handler(event, Context(**json.loads(sys.argv[2])))
+    replies.append({{"status": reply["statusCode"], "seconds": time.perf_counter() - begun}})
+print(json.dumps({{"import": imported - started, "requests": replies}}))
+"""
+
+_BOTO3 = """
+import time
+started = time.perf_counter()
+import boto3
+print(time.perf_counter() - started)
+"""
+
+
+class _Requests:
+    """Two requests of each handler's route (a first and a warm one) on records made for them."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.service = Service.from_settings(settings)
+        self.routes = routes(load_template())
+
+    def _event(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
+        route = next(r for r in self.routes if r.method == method and r.pattern.match(path))
+        raw = json.dumps(body).encode() if body is not None else b""
+        headers = {"content-type": "application/json"}
+        return api_event(route, method, path, "", headers, raw, PRINCIPAL)
+
+    def _paused(self) -> tuple[str, str, str]:
+        session = f"cold-{uuid.uuid4().hex[:12]}"
+        turn = self.service.start_turn(session, "delete staging-db", PRINCIPAL)
+        return session, turn.turn_id, turn.interactions[0].request_id
+
+    def start_turn(self) -> dict[str, Any]:
+        return self._event("POST", f"/sessions/cold-{uuid.uuid4().hex[:12]}/turns", {"prompt": "delete test-db"})
+
+    def get_turn(self) -> dict[str, Any]:
+        session, turn, _ = self._paused()
+        return self._event("GET", f"/sessions/{session}/turns/{turn}")
+
+    def submit_approval(self) -> dict[str, Any]:
+        session, turn, request = self._paused()
+        path = f"/sessions/{session}/turns/{turn}/interactions/{request}"
+        return self._event("POST", path, {"response": {"decision": "approve"}})
+
+    def cancel(self) -> dict[str, Any]:
+        session, turn, _ = self._paused()
+        return self._event("POST", f"/sessions/{session}/turns/{turn}/cancel")
+
+
+def _environment(settings: Settings, cache: str) -> dict[str, str]:
+    # What template.yaml gives every function (PYDANTIC_DISABLE_PLUGINS) and the stack's resources.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return {**env, **settings.environment(), "PYDANTIC_DISABLE_PLUGINS": "__all__", "PYTHONPYCACHEPREFIX": cache}
+
+
+def _python(code: str, env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT, env=env, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"a cold start run failed (exit {done.returncode}): {done.stderr[-2000:]}")
+    return done.stdout.strip().splitlines()[-1]
+
+
+def cold_start(settings: Settings, runs: int = 21) -> dict[str, Any]:
+    """Median import time and first-request time of each handler, over a fresh ``import boto3``."""
+    requests = _Requests(settings)
+    # functions/<folder>: (the template's function, two requests of its route)
+    handlers_of: dict[str, tuple[str, Callable[[], dict[str, Any]]]] = {
+        "start_turn": ("StartTurnFunction", requests.start_turn),
+        "get_turn": ("GetTurnFunction", requests.get_turn),
+        "submit_approval": ("SubmitApprovalFunction", requests.submit_approval),
+        "cancel": ("CancelFunction", requests.cancel),
+    }
+    with tempfile.TemporaryDirectory(prefix="bytecode-") as cache:
+        env = _environment(settings, cache)
+        boto3_runs: list[float] = []
+        measured: dict[str, list[dict[str, Any]]] = {name: [] for name in handlers_of}
+        for run in range(runs + 1):  # the first run fills the bytecode cache and is not counted
+            seconds = float(_python(_BOTO3, env))
+            if run:
+                boto3_runs.append(seconds)
+            order = list(handlers_of.items())
+            random.Random(run).shuffle(order)  # no handler always follows the same one
+            for name, (function, make) in order:
+                context = LambdaContext(function, uuid.uuid4().hex, invoked_function_arn=function_arn(function))
+                events = json.dumps([make(), make()])
+                time.sleep(0.2)  # the embedded AWS finishes what the last run asked of it before this one
+                path = ROOT / "functions" / name / "app.py"
+                result = json.loads(_python(_RUN.format(path=str(path)), env, events, json.dumps(vars(context))))
+                statuses = [r["status"] for r in result["requests"]]
+                if any(status >= 300 for status in statuses):
+                    raise RuntimeError(f"functions/{name}: a cold start request was refused: {statuses}")
+                if run:
+                    measured[name].append(result)
+    boto3_import = statistics.median(boto3_runs)
+    handlers = {}
+    for name, results in measured.items():
+        imported = statistics.median(r["import"] for r in results)
+        first = statistics.median(r["requests"][0]["seconds"] for r in results)
+        warm = statistics.median(r["requests"][1]["seconds"] for r in results)
+        handlers[name] = {
+            "import_ms": imported * 1000,
+            "ratio_to_boto3": imported / boto3_import,
+            "first_request_ms": first * 1000,
+            "warm_request_ms": warm * 1000,
+            "cold_start_ms": (imported + first) * 1000,
+        }
+    return {"boto3_import_ms": boto3_import * 1000, "handlers": handlers, "runs": runs, "goal": GOAL}
