@@ -26,8 +26,7 @@ def aws_server() -> Iterator[Settings]:
 
 @pytest.fixture
 def aws(aws_server: Settings) -> Iterator[Settings]:
-    """Settings with a table of this test's own: moto copies a whole table for every item of a
-    transaction, so one table shared by the whole run would make every test slower than the last."""
+    """Settings with a table of this test's own: no test sees another's items."""
     settings = aws_server.model_copy(update={"table_name": f"t-{uuid.uuid4().hex[:12]}"})
     client = DynamoDBStore(settings).dynamodb
     client.create_table(**create_table_request(settings.table_name))  # type: ignore[arg-type]

@@ -52,7 +52,8 @@ def _start_server() -> tuple[Any, str]:
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     _keep_the_cause_of_task_failures()
-    _copy_each_table_once_per_transaction()
+    _roll_back_only_the_items_a_transaction_names()
+    _list_moto_modules_once()
     _serialize_dynamodb_items_as_json()
     server = SerializedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
@@ -98,42 +99,114 @@ def _keep_the_cause_of_task_failures() -> None:
     StepFunctionResponse.send_task_failure = send_task_failure  # type: ignore[method-assign]
 
 
-def _copy_each_table_once_per_transaction() -> None:
-    """moto 5.2.5 backs up a table for its rollback once per item of a ``TransactWriteItems``, so a
-    100-item transaction copies the whole table 100 times. One copy per table is the same backup:
-    while a transaction runs, ``deepcopy`` in moto's DynamoDB module returns the copy it made of that
-    object before. (The embedded AWS serves one request at a time, so nothing else copies meanwhile.)"""
+class _Backup:
+    """The items a transaction names as they were before it (or that they were absent), and the
+    length of each table's stream: what rolls it back."""
+
+    _ABSENT = object()
+
+    def __init__(self, tables: dict[str, Any], transact_items: list[dict[str, Any]]) -> None:
+        import copy
+
+        self.items: dict[tuple[str, Any, Any], tuple[Any, Any]] = {}
+        self.streams: dict[str, tuple[Any, int]] = {}
+        for item in transact_items:
+            named = self._named(tables, item)
+            if named is None:
+                continue  # moto refuses it before it writes anything
+            table, hash_value, range_value = named
+            current = self._current(table, hash_value, range_value)
+            before = current if current is self._ABSENT else copy.deepcopy(current)
+            self.items.setdefault((table.name, hash_value, range_value), (table, before))
+            if table.stream_shard is not None:
+                self.streams.setdefault(table.name, (table.stream_shard, len(table.stream_shard.items)))
+
+    @staticmethod
+    def _named(tables: dict[str, Any], item: dict[str, Any]) -> tuple[Any, Any, Any] | None:
+        """The table, hash key and range key (or None) an item of a transaction names."""
+        from moto.dynamodb.models.dynamo_type import DynamoType
+
+        op: Any = next(iter(item.values()), None)
+        table: Any = tables.get(str(op.get("TableName"))) if isinstance(op, dict) else None
+        key: Any = (op.get("Item") or op.get("Key")) if table is not None else None
+        if not isinstance(key, dict) or not isinstance(key.get(table.hash_key_attr), dict):
+            return None
+        sort = key.get(table.range_key_attr) if table.range_key_attr else None
+        return table, DynamoType(key[table.hash_key_attr]), DynamoType(sort) if isinstance(sort, dict) else None
+
+    def _current(self, table: Any, hash_value: Any, range_value: Any) -> Any:
+        partition = table.items.get(hash_value)
+        if partition is None:
+            return self._ABSENT
+        return partition if range_value is None else partition.get(range_value, self._ABSENT)
+
+    def restore(self) -> None:
+        for (_, hash_value, range_value), (table, before) in self.items.items():
+            if range_value is None:
+                table.items.pop(hash_value, None)
+                if before is not self._ABSENT:
+                    table.items[hash_value] = before
+            elif before is not self._ABSENT:
+                table.items[hash_value][range_value] = before
+            elif hash_value in table.items:
+                table.items[hash_value].pop(range_value, None)
+                if not table.items[hash_value]:
+                    del table.items[hash_value]
+        for shard, length in self.streams.values():
+            del shard.items[length:]
+
+
+def _list_moto_modules_once() -> None:
+    """moto's server lists its package's folders (a directory read and a stat per folder) to route
+    every request; the list does not change while it runs."""
+    from moto import backends
+
+    if getattr(backends.list_of_moto_modules, "listed_once", False):
+        return
+    modules = tuple(backends.list_of_moto_modules())
+
+    def list_of_moto_modules() -> tuple[str, ...]:
+        return modules
+
+    list_of_moto_modules.listed_once = True  # type: ignore[attr-defined]
+    backends.list_of_moto_modules = list_of_moto_modules
+
+
+def _roll_back_only_the_items_a_transaction_names() -> None:
+    """moto 5.2.5 backs up, for its rollback, every table a ``TransactWriteItems`` names, once per item
+    (a deep copy of every item of the table, 100 times for a 100-item transaction), so a transaction
+    costs as much as the table is big. A transaction writes only the items its keys name: a copy of
+    those (``_Backup``) is the same rollback at the cost of what it touches. (The embedded AWS serves
+    one request at a time, so nothing else writes meanwhile.)"""
     import copy
 
     from moto.dynamodb import models
     from moto.dynamodb.models.table import Table
 
     backend = models.DynamoDBBackend
-    if getattr(backend.transact_write_items, "copies_once", False):
+    if getattr(backend.transact_write_items, "backs_up_items", False):
         return
     real = backend.transact_write_items
 
-    class _EachTableOnce:
-        """``copy`` for moto's DynamoDB module: a table is copied once; anything else as ever."""
+    class _NoTableCopies:
+        """``copy`` for moto's DynamoDB module while a transaction runs: no table is copied."""
 
-        def __init__(self) -> None:
-            self.tables: dict[int, Any] = {}
-
-        def deepcopy(self, value: Any) -> Any:
-            if not isinstance(value, Table):
-                return copy.deepcopy(value)
-            if id(value) not in self.tables:
-                self.tables[id(value)] = copy.deepcopy(value)
-            return self.tables[id(value)]
+        @staticmethod
+        def deepcopy(value: Any) -> Any:
+            return value if isinstance(value, Table) else copy.deepcopy(value)
 
     def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
-        models.copy = _EachTableOnce()  # type: ignore[attr-defined,assignment]
+        backup = _Backup(self.tables, transact_items)
+        models.copy = _NoTableCopies()  # type: ignore[attr-defined,assignment]
         try:
             real(self, transact_items)
+        except BaseException:
+            backup.restore()
+            raise
         finally:
             models.copy = copy  # type: ignore[attr-defined]
 
-    transact_write_items.copies_once = True  # type: ignore[attr-defined]
+    transact_write_items.backs_up_items = True  # type: ignore[attr-defined]
     backend.transact_write_items = transact_write_items  # type: ignore[method-assign]
 
 
