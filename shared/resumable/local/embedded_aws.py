@@ -114,25 +114,31 @@ class _Backup:
             named = self._named(tables, item)
             if named is None:
                 continue  # moto refuses it before it writes anything
-            table, hash_value, range_value = named
+            table, hash_value, range_value, op_type = named
+            if op_type == "ConditionCheck":
+                continue  # writes nothing
             current = self._current(table, hash_value, range_value)
-            before = current if current is self._ABSENT else copy.deepcopy(current)
+            # A Put stores a new item and a Delete removes the old one, leaving it as it was; only an
+            # Update changes the item in place, so only its item is copied.
+            before = copy.deepcopy(current) if op_type == "Update" and current is not self._ABSENT else current
             self.items.setdefault((table.name, hash_value, range_value), (table, before))
             if table.stream_shard is not None:
                 self.streams.setdefault(table.name, (table.stream_shard, len(table.stream_shard.items)))
 
     @staticmethod
-    def _named(tables: dict[str, Any], item: dict[str, Any]) -> tuple[Any, Any, Any] | None:
-        """The table, hash key and range key (or None) an item of a transaction names."""
+    def _named(tables: dict[str, Any], item: dict[str, Any]) -> tuple[Any, Any, Any, str] | None:
+        """The table, hash key, range key (or None) and operation an item of a transaction names."""
         from moto.dynamodb.models.dynamo_type import DynamoType
 
-        op: Any = next(iter(item.values()), None)
-        table: Any = tables.get(str(op.get("TableName"))) if isinstance(op, dict) else None
+        op_type, op = next(iter(item.items()), ("", None))
+        op = op if isinstance(op, dict) else {}
+        table: Any = tables.get(str(op.get("TableName")))
         key: Any = (op.get("Item") or op.get("Key")) if table is not None else None
         if not isinstance(key, dict) or not isinstance(key.get(table.hash_key_attr), dict):
             return None
         sort = key.get(table.range_key_attr) if table.range_key_attr else None
-        return table, DynamoType(key[table.hash_key_attr]), DynamoType(sort) if isinstance(sort, dict) else None
+        range_value = DynamoType(sort) if isinstance(sort, dict) else None
+        return table, DynamoType(key[table.hash_key_attr]), range_value, str(op_type)
 
     def _current(self, table: Any, hash_value: Any, range_value: Any) -> Any:
         partition = table.items.get(hash_value)
