@@ -1,4 +1,4 @@
-"""The offline demo behind ``make run``: an approval asked in one process, answered in another.
+"""The offline demo behind ``make demo``: an approval asked in one process, answered in another.
 
 An orchestrator asks its ``db_admin`` sub-agent to delete the prod-db record; ``delete_record`` needs
 a person's approval. Process 1 runs until the turn pauses and stores the orchestrator's snapshot.
