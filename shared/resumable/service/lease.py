@@ -85,6 +85,7 @@ class LeaseGuard:
         def beat() -> None:
             deadline = start + interval
             while not clock.wait_until(stop, deadline):
+                began = clock.now()  # the renewal's expiry counts from here, however long the call takes
                 try:
                     self.renew()
                 except LeaseLostError:
@@ -100,7 +101,7 @@ class LeaseGuard:
                     )
                     deadline = clock.now() + interval / 4
                     continue
-                deadline = start + interval * (math.floor((clock.now() - start) / interval) + 1)
+                deadline = start + interval * (math.floor((began - start) / interval) + 1)
 
         heartbeat = threading.Thread(target=beat, name=f"lease-{self.root.turn_id}", daemon=True)
         heartbeat.start()
