@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import UTC, datetime
 from typing import Protocol
 
 
@@ -23,3 +24,10 @@ class SystemClock:
 
     def wait_until(self, stop: threading.Event, deadline: float) -> bool:
         return stop.wait(max(0.0, deadline - time.time()))
+
+
+def iso(timestamp: float | None) -> str | None:
+    """``timestamp`` (seconds since the epoch) as ISO 8601 UTC with milliseconds, as callers see times."""
+    if timestamp is None:
+        return None
+    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

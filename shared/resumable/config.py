@@ -20,7 +20,9 @@ class Settings(BaseModel):
     another continuation),
     ``APPROVER_PRINCIPALS``
     (comma-separated IAM principal ARNs, ``*`` wildcards allowed, that may read and answer every
-    session, not only their own).
+    session, not only their own), ``EVENT_BUS_NAME`` (the bus the publisher puts events on),
+    ``API_URL`` (the HTTP API's base URL, for the answer links in events), ``DEAD_LETTER_QUEUE_URL``
+    (where the publisher sends an outbox record it can never publish).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -40,6 +42,9 @@ class Settings(BaseModel):
     max_prompt_chars: int = Field(default=16_000, gt=0)
     max_response_bytes: int = Field(default=8_192, gt=0)
     approver_principals: tuple[str, ...] = ()
+    event_bus_name: str = "resumable"
+    api_url: str | None = None
+    dead_letter_queue_url: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -54,6 +59,9 @@ class Settings(BaseModel):
             "turn_budget_seconds": "TURN_BUDGET_SECONDS",
             "continue_function": "CONTINUE_FUNCTION",
             "stall_seconds": "STALL_SECONDS",
+            "event_bus_name": "EVENT_BUS_NAME",
+            "api_url": "API_URL",
+            "dead_letter_queue_url": "DEAD_LETTER_QUEUE_URL",
         }
         values: dict[str, str] = {field: env[var] for field, var in names.items() if env.get(var)}
         region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
@@ -72,5 +80,8 @@ class Settings(BaseModel):
             "AWS_ENDPOINT_URL": self.endpoint_url,
             "AWS_ACCESS_KEY_ID": self.access_key_id,
             "AWS_SECRET_ACCESS_KEY": self.secret_access_key,
+            "EVENT_BUS_NAME": self.event_bus_name,
+            "API_URL": self.api_url,
+            "DEAD_LETTER_QUEUE_URL": self.dead_letter_queue_url,
         }
         return {name: value for name, value in names.items() if value}

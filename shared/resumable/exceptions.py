@@ -101,3 +101,8 @@ class AwsError(ResumableError):
     """An AWS call failed (DynamoDB, S3, Lambda or Step Functions: throttling, a network error, a
     service error, after botocore's retries). Nothing after it happened; the turn is left resumable
     or settled, and ``recover`` (or a retry) moves it on. It is never turned into a tool result."""
+
+
+class NotPublishedError(ResumableError):
+    """An outbox record the publisher cannot put on the bus now: it is delivered again, and after the
+    event source mapping's last retry its batch goes to the dead-letter queue."""

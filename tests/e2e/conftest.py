@@ -18,11 +18,14 @@ from resumable.local.server import function_arn, make_server
 def handler_environment() -> Iterator[Settings]:
     """The embedded AWS, handed to the handlers through the environment as Lambda's would be.
 
-    The table and bucket get names of their own (moto's backends are per process), and the handlers'
+    The table, bucket and bus get names of their own (moto's backends are per process), and the handlers'
     cached resolver is dropped before and after, so it is built from this environment.
     """
     name = f"edge-{uuid.uuid4().hex[:8]}"
-    with embedded_aws(table_name=name, bucket_name=name) as settings, pytest.MonkeyPatch.context() as env:
+    with (
+        embedded_aws(table_name=name, bucket_name=name, event_bus_name=name) as settings,
+        pytest.MonkeyPatch.context() as env,
+    ):
         for variable, value in settings.environment().items():
             env.setenv(variable, value)
         env.setenv("APPROVER_PRINCIPALS", "arn:aws:iam::000000000000:user/approver-*")

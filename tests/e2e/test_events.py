@@ -1,4 +1,5 @@
-"""Every sample event in events/ runs through the handler template.yaml routes it to."""
+"""Every sample event in events/ runs through the handler template.yaml routes it to: the API's, the
+state machine's direct invocations and the table stream's."""
 
 from __future__ import annotations
 
@@ -8,12 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from moto.events.models import EventPattern as OutboxFilter
 
 from resumable.api.app import continue_function
 from resumable.config import Settings
 from resumable.exceptions import BadRequestError, NotFoundError, ValidationFailedError
+from resumable.local.events import create_event_resources, read_events
 from resumable.local.server import ROOT, LambdaContext, function_arn, functions, load_template, routes
 from resumable.store import DynamoDBStore
+from resumable.store.resources import OUTBOX_FILTER
 from tools.invoke import invoke
 
 EVENTS = sorted((ROOT / "events").glob("*.json"))
@@ -123,3 +127,22 @@ def test_without_continue_function_only_the_continuing_function_checkpoints() ->
     assert continue_function(Settings(), context, continues=True) == function_arn("StartTurnFunction")
     named = Settings(continue_function=function_arn("SubmitApprovalFunction"))
     assert continue_function(named, context, continues=False) == function_arn("SubmitApprovalFunction")
+
+
+def test_the_sample_stream_event_runs_through_the_publisher_onto_the_bus(handler_environment: Settings) -> None:
+    """events/streams/outbox_insert.json, as the table's stream delivers an outbox item: once the item
+    is in the table (it is, when the stream delivers it), the Publisher numbers and publishes it."""
+    event: dict[str, Any] = json.loads((ROOT / "events" / "streams" / "outbox_insert.json").read_text())
+    [record] = event["Records"]
+    assert OutboxFilter.load(json.dumps(OUTBOX_FILTER)).matches_event(record)
+    store = DynamoDBStore(handler_environment)
+    image = record["dynamodb"]["NewImage"]
+    store.dynamodb.put_item(TableName=store.table, Item={"pk": image["pk"], "sk": {"S": "SESSION"}})
+    store.dynamodb.put_item(TableName=store.table, Item=image)
+    resources = create_event_resources(handler_environment)
+    assert invoke("Publisher", event) == {"batchItemFailures": []}
+    [published] = list(read_events(resources.events_queue_url, idle_seconds=0))
+    assert (published["detail-type"], published["detail"]["sequence"]) == ("Interaction Requested", 1)
+    assert invoke("Publisher", event) == {"batchItemFailures": []}, "a redelivery publishes it again"
+    [again] = list(read_events(resources.events_queue_url, idle_seconds=0))
+    assert again["detail"] == published["detail"], "the same event: same eventId, same sequence"

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
+from resumable.local.events import Mapping
 from resumable.local.server import load_template
 from resumable.store.resources import (
     BILLING_MODE,
     BUCKET_LIFECYCLE_RULES,
+    OUTBOX_FILTER,
     TABLE_ATTRIBUTES,
     TABLE_INDEXES,
     TABLE_KEY_SCHEMA,
+    TABLE_STREAM,
+    TTL_ATTRIBUTE,
 )
 from tools.validate_template import translate
 
@@ -31,6 +36,48 @@ def test_the_template_declares_the_table_the_embedded_aws_creates(resources: dic
     assert table["BillingMode"] == BILLING_MODE
     assert table["SSESpecification"] == {"SSEEnabled": True}
     assert table["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    assert table["StreamSpecification"] == {"StreamViewType": TABLE_STREAM["StreamViewType"]}
+    assert table["TimeToLiveSpecification"] == {"AttributeName": TTL_ATTRIBUTE, "Enabled": True}
+
+
+def test_the_publisher_reads_only_outbox_items_from_the_stream_and_dead_letters_what_it_cannot_publish(
+    resources: dict[str, Any],
+) -> None:
+    publisher = resources["PublisherFunction"]["Properties"]
+    [source] = publisher["Events"].values()
+    mapping = source["Properties"]
+    assert source["Type"] == "DynamoDB"
+    assert mapping["Stream"] == "TurnsTable.StreamArn"
+    assert [json.loads(f["Pattern"]) for f in mapping["FilterCriteria"]["Filters"]] == [OUTBOX_FILTER]
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert mapping["BisectBatchOnFunctionError"] is True  # (the local loader keeps !GetAtt and !Ref as their text)
+    assert 0 <= mapping["MaximumRetryAttempts"] <= 10, "a bounded retry count"
+    assert mapping["DestinationConfig"]["OnFailure"] == {
+        "Type": "SQS",
+        "Destination": "PublisherDeadLetterQueue.Arn",
+    }
+    variables = publisher["Environment"]["Variables"]
+    assert variables["EVENT_BUS_NAME"] == "EventBus"
+    assert variables["DEAD_LETTER_QUEUE_URL"] == "PublisherDeadLetterQueue"
+    local = Mapping.of_template()
+    assert (local.batch_size, local.bisect, local.retries) == (
+        mapping["BatchSize"],
+        True,
+        mapping["MaximumRetryAttempts"],
+    )
+
+
+def test_questions_reach_the_notify_email_topic_in_words_a_person_reads(resources: dict[str, Any]) -> None:
+    rule = resources["InteractionRequestedRule"]
+    assert rule["Condition"] == resources["NotifyTopic"]["Condition"] == "HasNotifyEmail"
+    assert rule["Properties"]["EventPattern"] == {"source": ["resumable"], "detail-type": ["Interaction Requested"]}
+    [target] = rule["Properties"]["Targets"]
+    assert target["Arn"] == "NotifyTopic"
+    transformer = target["InputTransformer"]
+    assert transformer["InputPathsMap"]["summary"] == "$.detail.summary"
+    assert transformer["InputTemplate"] == '"<summary>: approve at <url> (before <expires>)"'
+    outputs = load_template()["Outputs"]
+    assert {"EventBusName", "PublisherDeadLetterQueueUrl", "NotifyTopicArn"} <= outputs.keys()
 
 
 def test_the_bucket_is_private_encrypted_and_tls_only(resources: dict[str, Any]) -> None:
@@ -69,4 +116,19 @@ def test_the_template_translates_offline_into_cloudformation() -> None:
 
     translated = translate(yaml_parse(TEMPLATE.read_text()))
     kinds = {r["Type"] for r in translated["Resources"].values()}
-    assert {"AWS::Lambda::Function", "AWS::ApiGatewayV2::Api", "AWS::DynamoDB::Table", "AWS::S3::Bucket"} <= kinds
+    assert {
+        "AWS::Lambda::Function",
+        "AWS::ApiGatewayV2::Api",
+        "AWS::DynamoDB::Table",
+        "AWS::S3::Bucket",
+        "AWS::Lambda::EventSourceMapping",
+        "AWS::Events::EventBus",
+        "AWS::Events::Rule",
+        "AWS::SQS::Queue",
+        "AWS::SNS::Topic",
+    } <= kinds
+    [mapping] = [
+        r["Properties"] for r in translated["Resources"].values() if r["Type"] == "AWS::Lambda::EventSourceMapping"
+    ]
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert [json.loads(f["Pattern"]) for f in mapping["FilterCriteria"]["Filters"]] == [OUTBOX_FILTER]

@@ -60,6 +60,7 @@ def test_every_step_of_the_printed_walkthrough_works_when_followed_literally(pri
         '"status": "canceled"',  # 4: canceled
         '"status": "SUCCEEDED"',  # 5: the workflow
         "record dev-db deleted",
+        "Interaction Requested  orchestrator -> db_admin wants to run delete_record",  # 6: the events
     ]
     for step in said:
         assert step.replace(": ", ":").replace(", ", ",") in out.replace(": ", ":").replace(", ", ","), step

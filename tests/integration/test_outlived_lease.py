@@ -12,6 +12,7 @@ heartbeat renews it).
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -113,7 +114,8 @@ def _freeze_after_the_journal_start(service: Service, freeze: Freeze) -> None:
 
 def _events(service: Service, session_id: str) -> list[str]:
     items = session_items(store_of(service), session_id)
-    return [i["type"] for i in items if i.get("entity") == "event" and i["type"].startswith("action.")]
+    reported = [i for i in items if i.get("entity") == "event" and i["type"] == "Action Reported"]
+    return [json.loads(i["detail"])["outcome"] for i in reported]
 
 
 def _action_entry(service: Service, session_id: str) -> dict[str, Any]:
@@ -150,7 +152,7 @@ def test_a_runner_frozen_at_its_journal_start_past_its_lease_wakes_and_does_not_
     assert root_record(store_of(frozen), session_id, started.turn_id) == settled, "the settled turn changed"
     [known] = after.actions_in_doubt
     assert (known.outcome, known.result) == ("not_run", None)
-    assert _events(frozen, session_id) == ["action.not_run"]
+    assert _events(frozen, session_id) == ["not_run"]
 
 
 def test_a_runner_frozen_after_its_action_ran_records_the_result_as_late_and_the_settled_turn_stays(
@@ -185,7 +187,7 @@ def test_a_runner_frozen_after_its_action_ran_records_the_result_as_late_and_the
     [known] = observer.get_turn(session_id, started.turn_id).actions_in_doubt
     assert known.outcome == "finished_late"
     assert known.result == [{"text": "deleted prod-db"}]
-    assert _events(observer, session_id) == ["action.finished_late"]
+    assert _events(observer, session_id) == ["finished_late"]
 
 
 def test_a_turn_a_cancel_settles_under_a_frozen_runner_shows_its_action_in_doubt_then_what_happened(

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from resumable.config import Settings
-from resumable.store.resources import BUCKET_LIFECYCLE_RULES, create_table_request
+from resumable.store.resources import BUCKET_LIFECYCLE_RULES, create_table_request, ttl_request
 
 
 class _OneRequestAtATime:
@@ -68,7 +68,9 @@ def create_resources(settings: Settings) -> None:
     options: dict[str, Any] = {"region_name": settings.region, "endpoint_url": settings.endpoint_url}
     if settings.access_key_id:
         options |= {"aws_access_key_id": settings.access_key_id, "aws_secret_access_key": settings.secret_access_key}
-    boto3.client("dynamodb", **options).create_table(**create_table_request(settings.table_name))
+    dynamodb = boto3.client("dynamodb", **options)
+    dynamodb.create_table(**create_table_request(settings.table_name))
+    dynamodb.update_time_to_live(**ttl_request(settings.table_name))
     s3 = boto3.client("s3", **options)
     if settings.region == "us-east-1":
         s3.create_bucket(Bucket=settings.bucket_name)

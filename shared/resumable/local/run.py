@@ -1,11 +1,13 @@
 """``make run``: the embedded AWS and the local HTTP API on 127.0.0.1:3000, until Ctrl-C.
 
-No Docker and no AWS account: moto serves DynamoDB, S3 and Step Functions on loopback, the table,
-bucket and state machine are created as template.yaml declares them, template.yaml's routes call
-the same handlers Lambda would, and Lambda invocations (the state machine's, a turn's continuation)
-run those handlers in this process. Locally you are an approver principal, so you can answer the
-sessions a workflow owns. The default agent factory is the offline demo (set ``MODEL_ID`` and AWS credentials to use
-Bedrock; set ``AGENT_FACTORY`` to use your own).
+No Docker and no AWS account: moto serves DynamoDB, S3, Step Functions, EventBridge and SQS on
+loopback, the table, bucket and state machine are created as template.yaml declares them,
+template.yaml's routes call the same handlers Lambda would, Lambda invocations (the state machine's,
+a turn's continuation) run those handlers in this process, and the Publisher reads the table's
+stream and puts every event on the embedded bus (a rule copies them to a queue the walkthrough
+reads). Locally you are an approver principal, so you can answer the sessions a workflow owns. The
+default agent factory is the offline demo (set ``MODEL_ID`` and AWS credentials to use Bedrock; set
+``AGENT_FACTORY`` to use your own).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import os
 import sys
 
 from resumable.local.embedded_aws import embedded_aws
+from resumable.local.events import publishing
 from resumable.local.server import DEFAULT_PRINCIPAL, LocalServer, function_arn, make_server
 from resumable.local.template import create_state_machine, functions_in_process
 
@@ -61,6 +64,12 @@ Paste these into another terminal, in order (bash, curl 7.82 or newer for --json
   while [[ $(sfn DescribeExecution '{"executionArn": "@EXECUTION"}') == *'"RUNNING"'* ]]; do sleep 0.2; done
   sfn DescribeExecution '{"executionArn": "@EXECUTION"}'      # "status": "SUCCEEDED", the completed Turn as output
 
+6. Everything above was published as it happened: the Publisher reads the table's stream as Lambda would,
+and puts each event on the embedded EventBridge bus; a rule copies every event to a queue. Read it (each
+event once; --follow keeps reading, --json prints each event whole):
+  @PYTHON -m resumable.local.events @QUEUE
+      # demo  #1  Interaction Requested  orchestrator -> db_admin wants to run delete_record {"name": "prod-db"}
+
 The OpenAPI document: @URL/openapi.json
 """
 
@@ -87,20 +96,24 @@ def main() -> None:
         machine = create_state_machine(settings)
         server = _listen(port)
         url = f"http://127.0.0.1:{server.server_address[1]}"
-        execution = machine.replace(":stateMachine:", ":execution:") + ":wf-1"
-        walkthrough = (
-            WALKTHROUGH.replace("@URL", url)
-            .replace("@AWS", str(settings.endpoint_url))
-            .replace("@MACHINE", machine)
-            .replace("@EXECUTION", execution)
-        )
-        print(walkthrough, flush=True)
-        try:
-            server.serve_forever()
-        except KeyboardInterrupt:
-            print("\nstopping: the embedded AWS and everything in it go away", file=sys.stderr)
-        finally:
-            server.server_close()
+        os.environ["API_URL"] = url  # the answer links in events
+        with publishing(settings) as (resources, _):
+            execution = machine.replace(":stateMachine:", ":execution:") + ":wf-1"
+            walkthrough = (
+                WALKTHROUGH.replace("@URL", url)
+                .replace("@AWS", str(settings.endpoint_url))
+                .replace("@MACHINE", machine)
+                .replace("@EXECUTION", execution)
+                .replace("@PYTHON", sys.executable)
+                .replace("@QUEUE", resources.events_queue_url)
+            )
+            print(walkthrough, flush=True)
+            try:
+                server.serve_forever()
+            except KeyboardInterrupt:
+                print("\nstopping: the embedded AWS and everything in it go away", file=sys.stderr)
+            finally:
+                server.server_close()
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """The commit of a run's outcome: the root's new state, the interactions it now waits on (or the
-supersession of those it no longer will), every child turn it touched and one outbox event, in one
+supersession of those it no longer will), every child turn it touched and the outbox events that say so, in one
 commit guarded by the run's lease and the root's version; then the snapshots it replaced retired."""
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from resumable.service.limits import bounded_json, bounded_text
 from resumable.service.settlement import superseded
 from resumable.service.workflow import tell_workflow
 from resumable.store.base import Commit
-from resumable.store.records import SETTLED, InteractionRecord, OutboxEvent, TurnRecord, TurnStatus, TurnTree
+from resumable.store.outbox import interaction_closed, interaction_requested, turn_settled
+from resumable.store.records import SETTLED, InteractionRecord, TurnRecord, TurnStatus, TurnTree
 from resumable.store.s3_session import S3Session
 
 if TYPE_CHECKING:
@@ -32,6 +33,10 @@ logger = logging.getLogger(__name__)
 MAX_REASON_BYTES = 16 * 1024
 MAX_OUTPUT_BYTES = 64 * 1024
 MAX_ERROR_BYTES = 4 * 1024
+
+NO_LONGER_AWAITED = (
+    "the turn no longer waits on it: an earlier attempt of the run asked it, and that attempt's commit did not finish"
+)
 
 
 @dataclass
@@ -130,21 +135,24 @@ def _commit_of(
 ) -> Commit:
     root = tree.root
     settled, completed = outcome.status in SETTLED, outcome.status == "completed"
+    new_root = root.model_copy(
+        update={
+            "status": outcome.status,
+            "version": root.version + 1,
+            "snapshot_key": snapshot_key or root.snapshot_key,
+            "agent_snapshots": session.snapshot_keys,
+            "output": bounded_text(outcome.output, MAX_OUTPUT_BYTES),
+            "error": bounded_text(outcome.error, MAX_ERROR_BYTES),
+            "open_interactions": waiting.open,
+            "lease_owner": None,
+            "lease_expires_at": None,
+            "updated_at": now,
+        }
+    )
+    changes = superseded(waiting.no_longer_awaited, now)
+    why = f"its turn settled {outcome.status}" if settled else NO_LONGER_AWAITED
     return Commit(
-        root=root.model_copy(
-            update={
-                "status": outcome.status,
-                "version": root.version + 1,
-                "snapshot_key": snapshot_key or root.snapshot_key,
-                "agent_snapshots": session.snapshot_keys,
-                "output": bounded_text(outcome.output, MAX_OUTPUT_BYTES),
-                "error": bounded_text(outcome.error, MAX_ERROR_BYTES),
-                "open_interactions": waiting.open,
-                "lease_owner": None,
-                "lease_expires_at": None,
-                "updated_at": now,
-            }
-        ),
+        root=new_root,
         expected_version=root.version,
         expected_status="running",
         expected_lease_owner=lease_owner,
@@ -153,15 +161,12 @@ def _commit_of(
         session_snapshot_key=snapshot_key if completed else None,
         agent_snapshots=session.snapshot_keys if completed else None,
         new_interactions=waiting.new,
-        interaction_changes=superseded(waiting.no_longer_awaited, now),
+        interaction_changes=changes,
         children=[children.records[t] for t in sorted(children.touched)],
         events=[
-            OutboxEvent(
-                type=f"turn.{outcome.status}",
-                turn_id=root.turn_id,
-                detail={"requestIds": [i.request_id for i in waiting.new]} if waiting.new else {},
-                created_at=now,
-            )
+            *(interaction_requested(i) for i in waiting.new),
+            *(interaction_closed(i, why) for i, _ in changes),
+            *([turn_settled(new_root)] if settled else []),
         ],
     )
 

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 from resumable.service.stall import SETTLES, Stall, stall
 from resumable.service.workflow import tell_workflow
 from resumable.store.base import Commit
-from resumable.store.records import SETTLED, InteractionRecord, InteractionStatus, OutboxEvent, TurnStatus, TurnTree
+from resumable.store.outbox import interaction_closed, turn_settled
+from resumable.store.records import SETTLED, InteractionRecord, InteractionStatus, TurnStatus, TurnTree
 
 if TYPE_CHECKING:
     from resumable.service.dependencies import Dependencies
@@ -50,28 +51,30 @@ def settle_tree(
     """
     now = deps.clock.now()
     root = tree.root
+    new_root = root.model_copy(
+        update={
+            "status": status,
+            "version": root.version + 1,
+            "error": reason if status in ("interrupted", "expired", "failed") else None,
+            "open_interactions": 0,
+            "lease_owner": None,
+            "lease_expires_at": None,
+            "updated_at": now,
+        }
+    )
+    changes = superseded(tree.interactions, now, interactions_become)
     commit = Commit(
-        root=root.model_copy(
-            update={
-                "status": status,
-                "version": root.version + 1,
-                "error": reason if status in ("interrupted", "expired", "failed") else None,
-                "open_interactions": 0,
-                "lease_owner": None,
-                "lease_expires_at": None,
-                "updated_at": now,
-            }
-        ),
+        root=new_root,
         expected_version=root.version,
         expected_status=root.status,
         expected_lease_owner=root.lease_owner,
         expected_lease_expired_by=now if root.status == "running" and root.lease_owner != lease_owner else None,
         settle_session=True,
-        interaction_changes=superseded(tree.interactions, now, interactions_become),
+        interaction_changes=changes,
         children=[
             c.model_copy(update={"status": status, "updated_at": now}) for c in tree.children if c.status not in SETTLED
         ],
-        events=[OutboxEvent(type=f"turn.{status}", turn_id=root.turn_id, detail={"reason": reason}, created_at=now)],
+        events=[*(interaction_closed(i, reason) for i, _ in changes), turn_settled(new_root, reason)],
     )
     deps.store.commit(commit)
     logger.info(

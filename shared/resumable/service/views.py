@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from resumable.clock import iso
 from resumable.store.records import ActionRecord, InteractionRecord, InteractionStatus, TurnRecord, TurnStatus, TurnTree
-
-
-def iso(timestamp: float | None) -> str | None:
-    if timestamp is None:
-        return None
-    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class View(BaseModel):

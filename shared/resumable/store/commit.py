@@ -150,7 +150,7 @@ class CommitItems(Table):
         ]
         writes += [{"Put": {"TableName": self.table, "Item": turn_item(child)}} for child in commit.children]
         writes += [
-            event_put(self.table, root.session_id, f"TURN#{root.turn_id}#EVENT#{root.version:08d}#{n:03d}", event)
+            event_put(self.table, root.session_id, f"TURN#{root.turn_id}#EVENT#{root.version:08d}#{n:05d}", event)
             for n, event in enumerate(commit.events)
         ]
         return writes

@@ -8,7 +8,8 @@ from typing import Any
 from resumable.runtime.tools import APPROVAL_INTERRUPT
 from resumable.store.base import AnswerOutcome
 from resumable.store.codec import decode, event_put, interaction_sk, key, root_sk, value
-from resumable.store.records import InteractionRecord, InteractionStatus, OutboxEvent, TurnRecord
+from resumable.store.outbox import interaction_answered
+from resumable.store.records import InteractionRecord, InteractionStatus, TurnRecord
 from resumable.store.resources import INTERACTIONS_INDEX
 from resumable.store.table import Table, aws_call, condition_failed, refused_item
 
@@ -28,9 +29,7 @@ class InteractionItems(Table):
         child_turn_id: str | None = None,
         principal: str | None = None,
     ) -> AnswerOutcome:
-        answered = OutboxEvent(
-            type="interaction.answered", turn_id=root_turn_id, detail={"requestId": request_id}, created_at=now
-        )
+        answered = interaction_answered(root_turn_id, request_id, response, answered_by, now)
         answer = self._answer_write(
             session_id, root_turn_id, request_id, response, answered_by, now, approval_shaped, child_turn_id, principal
         )

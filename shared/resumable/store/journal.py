@@ -9,7 +9,8 @@ from typing import Any
 
 from resumable.exceptions import LeaseLostError
 from resumable.store.codec import action_sk, decode, encode, event_put, key, root_sk, value
-from resumable.store.records import ActionRecord, OutboxEvent
+from resumable.store.outbox import action_reported
+from resumable.store.records import ActionRecord
 from resumable.store.table import Table, aws_call, condition_failed, reasons, refused_item
 
 
@@ -31,12 +32,7 @@ class ActionItems(Table):
 
     def _reported(self, session_id: str, root_turn_id: str, action: ActionRecord, kind: str) -> dict[str, Any]:
         """The outbox item that reports what became known of an action after its runner lost the turn."""
-        event = OutboxEvent(
-            type=f"action.{kind}",
-            turn_id=root_turn_id,
-            detail={"turnId": action.turn_id, "tool": action.tool, "agentPath": action.agent_path},
-            created_at=action.finished_at or action.started_at,
-        )
+        event = action_reported(root_turn_id, action, kind)
         digest = hashlib.sha256(action.key.encode()).hexdigest()
         return event_put(self.table, session_id, f"TURN#{root_turn_id}#EVENT#action#{kind}#{digest}", event)
 

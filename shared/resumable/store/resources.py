@@ -1,4 +1,4 @@
-"""The table and bucket, defined once.
+"""The table (with its stream and TTL) and bucket, defined once.
 
 The embedded AWS creates exactly these, and a test checks that template.yaml declares the same key
 schema, attributes, indexes and billing mode, and the same bucket lifecycle.
@@ -37,16 +37,33 @@ TABLE_INDEXES: list[dict[str, Any]] = [
 
 BILLING_MODE = "PAY_PER_REQUEST"
 
+# The stream feeds the publisher; it needs each new item only.
+TABLE_STREAM = {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"}
+
+# DynamoDB's TTL deletes an item once this attribute (seconds since the epoch) has passed: published
+# outbox items. (Not ``expires_at``: that is when an interaction's question expires.)
+TTL_ATTRIBUTE = "purge_at"
+
+# The publisher's event source mapping lets in only new outbox items (Lambda's filter syntax).
+OUTBOX_FILTER: dict[str, Any] = {"eventName": ["INSERT"], "dynamodb": {"NewImage": {"entity": {"S": ["event"]}}}}
+
 
 def create_table_request(table_name: str) -> dict[str, Any]:
-    """The CreateTable request for the table, as the template declares it."""
+    """The CreateTable request for the table, as the template declares it (TTL is a separate call:
+    ``ttl_request``)."""
     return {
         "TableName": table_name,
         "KeySchema": TABLE_KEY_SCHEMA,
         "AttributeDefinitions": TABLE_ATTRIBUTES,
         "GlobalSecondaryIndexes": TABLE_INDEXES,
         "BillingMode": BILLING_MODE,
+        "StreamSpecification": TABLE_STREAM,
     }
+
+
+def ttl_request(table_name: str) -> dict[str, Any]:
+    """The UpdateTimeToLive request that turns on the table's TTL, as the template declares it."""
+    return {"TableName": table_name, "TimeToLiveSpecification": {"Enabled": True, "AttributeName": TTL_ATTRIBUTE}}
 
 
 # A snapshot that no turn points at any more (a turn's earlier state, an agent's intermediate save, the

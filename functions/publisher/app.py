@@ -1,0 +1,12 @@
+"""Publisher: the table's stream (outbox items only) -> the EventBridge bus, at least once, in order per
+session. Thin: resumable.events.publisher numbers and publishes each record."""
+
+from typing import Any
+
+from resumable.events.publisher import Publishing
+
+publishing = Publishing()
+
+
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return publishing.handle(event, context)

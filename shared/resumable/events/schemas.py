@@ -1,0 +1,126 @@
+"""The detail of each event the publisher puts on the bus (source ``resumable``), one model per
+detail type. The JSON Schemas in events/schemas/ are generated from these models
+(``python -m resumable.events.schemas`` writes them; a test checks they are current).
+
+Every event carries ``eventId`` (the same on every delivery of it: drop duplicates by it), the
+session, its root turn (the turn a client reads and answers), the session's ``sequence`` number
+(1, 2, 3, ... in the order its events were published, no gaps) and when it happened.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from resumable.store.outbox import (
+    ACTION_REPORTED,
+    INTERACTION_ANSWERED,
+    INTERACTION_CLOSED,
+    INTERACTION_REQUESTED,
+    TURN_SETTLED,
+)
+
+SOURCE = "resumable"
+
+
+class EventDetail(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", defer_build=True)
+
+    event_id: str = Field(description="The same on every delivery of this event: drop duplicates by it.")
+    session_id: str
+    turn_id: str = Field(description="The root turn: the one a client reads (GET) and answers.")
+    sequence: int = Field(ge=1, description="The session's events are numbered 1, 2, 3, ... in publishing order.")
+    occurred_at: str = Field(description="When the change was committed, ISO 8601 UTC.")
+
+
+class InteractionRequested(EventDetail):
+    """A question waits for a person: everything needed to decide, and where to answer."""
+
+    request_id: str
+    child_turn_id: str | None = Field(description="The sub-agent's turn that asked, or null for the root agent.")
+    agent_path: list[str] = Field(description="From the root agent to the agent that asks.")
+    name: str = Field(description="The interrupt's name: 'approval' for a tool call that needs approval.")
+    tool: str | None = Field(description="The tool an approval is for (null for another interrupt).")
+    input: Any = Field(description="The tool input an approval is for.")
+    reason: Any = Field(description="What the agent said when it asked.")
+    summary: str = Field(description="One line a person reads: 'a -> b wants to run tool {...}'.")
+    expires_at: str
+    answer_path: str = Field(description='POST {"response": ...} here to answer.')
+    answer_url: str | None = Field(description="answerPath on the deployed HTTP API, when the publisher knows it.")
+
+
+class InteractionAnswered(EventDetail):
+    request_id: str
+    decision: str | None = Field(description="'approve' or 'deny' for an approval; null for another answer.")
+    response: Any
+    answered_by: str
+    answered_at: str
+
+
+class InteractionClosed(EventDetail):
+    """A question that will never be answered: superseded (its turn settled or moved on) or expired."""
+
+    request_id: str
+    child_turn_id: str | None
+    status: Literal["superseded", "expired"]
+    why: str
+
+
+class TurnSettled(EventDetail):
+    status: Literal["completed", "failed", "canceled", "interrupted", "expired"]
+    output: str | None
+    error: str | None
+    reason: str | None = Field(description="Why a cancel, expiry or interruption settled it; null for a run.")
+
+
+class ActionReported(EventDetail):
+    """What became known of an approved action after the run that started it lost the turn."""
+
+    outcome: Literal["not_run", "finished_late"]
+    child_turn_id: str | None
+    tool: str
+    agent_path: list[str]
+
+
+MODELS: dict[str, type[EventDetail]] = {
+    INTERACTION_REQUESTED: InteractionRequested,
+    INTERACTION_ANSWERED: InteractionAnswered,
+    INTERACTION_CLOSED: InteractionClosed,
+    TURN_SETTLED: TurnSettled,
+    ACTION_REPORTED: ActionReported,
+}
+
+SCHEMAS = Path(__file__).resolve().parents[3] / "events" / "schemas"
+
+
+def schema_file(detail_type: str) -> str:
+    """``Interaction Requested`` -> ``interaction-requested.json``."""
+    return detail_type.lower().replace(" ", "-") + ".json"
+
+
+def json_schema(detail_type: str) -> dict[str, Any]:
+    schema = MODELS[detail_type].model_json_schema(by_alias=True)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": f"https://resumable.dev/events/{schema_file(detail_type)}",
+        "description": f"The detail of an event of source '{SOURCE}' and detail type '{detail_type}'. "
+        + (schema.pop("description", "") or ""),
+        **schema,
+    }
+
+
+def main() -> None:
+    SCHEMAS.mkdir(parents=True, exist_ok=True)
+    for detail_type in MODELS:
+        path = SCHEMAS / schema_file(detail_type)
+        path.write_text(json.dumps(json_schema(detail_type), indent=2) + "\n")
+        print(path.relative_to(SCHEMAS.parents[1]), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

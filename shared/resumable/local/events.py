@@ -1,0 +1,289 @@
+"""The publisher on the embedded AWS, as Lambda runs it on AWS: the table's stream read as the
+template's event source mapping reads it, the same Publisher handler called with the same event
+shape, and the events on an embedded EventBridge bus.
+
+``publishing(settings)`` creates the bus, a dead-letter queue for what the publisher could not
+publish, and an SQS queue that a rule subscribes to every ``resumable`` event (what ``make run``
+prints how to read), then polls the stream on a thread until it ends. The mapping's settings are
+read from template.yaml: its batch size, its filter (applied by moto's EventBridge pattern matcher:
+Lambda's filter syntax is the same), ``ReportBatchItemFailures`` (delivery goes on from the first
+record reported failed), ``BisectBatchOnFunctionError`` and ``MaximumRetryAttempts`` (then the
+batch's description goes to the dead-letter queue, and the mapping moves on, as Lambda does).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from resumable.aws.clients import client
+from resumable.config import Settings
+from resumable.local.server import LambdaContext, functions, load_handler, load_template
+
+logger = logging.getLogger(__name__)
+
+PUBLISHER = "PublisherFunction"
+POLL_SECONDS = 0.05
+
+Handler = Callable[[dict[str, Any], Any], Any]
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """The publisher's event source mapping, as template.yaml declares it."""
+
+    batch_size: int
+    filter_pattern: str
+    report_item_failures: bool
+    bisect: bool
+    retries: int
+
+    @classmethod
+    def of_template(cls, template: dict[str, Any] | None = None) -> Mapping:
+        template = template or load_template()
+        [source] = [
+            e["Properties"]
+            for e in template["Resources"][PUBLISHER]["Properties"]["Events"].values()
+            if e["Type"] == "DynamoDB"
+        ]
+        [pattern] = [f["Pattern"] for f in source["FilterCriteria"]["Filters"]]
+        return cls(
+            batch_size=int(source.get("BatchSize", 100)),
+            filter_pattern=pattern,
+            report_item_failures="ReportBatchItemFailures" in source.get("FunctionResponseTypes", []),
+            bisect=bool(source.get("BisectBatchOnFunctionError", False)),
+            retries=int(source.get("MaximumRetryAttempts", -1)),
+        )
+
+
+@dataclass(frozen=True)
+class EventResources:
+    bus_name: str
+    events_queue_url: str
+    dead_letter_queue_url: str
+
+
+def create_event_resources(settings: Settings) -> EventResources:
+    """The bus, the queue of every event (``<bus>-events``, subscribed by a rule) and the publisher's
+    dead-letter queue (``<bus>-publisher-dead-letters``)."""
+    events, sqs, bus = client("events", settings), client("sqs", settings), settings.event_bus_name
+    events.create_event_bus(Name=bus)
+    queue_url = sqs.create_queue(QueueName=f"{bus}-events")["QueueUrl"]
+    dead_letters = sqs.create_queue(QueueName=f"{bus}-publisher-dead-letters")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    rule = f"{bus}-every-event"
+    events.put_rule(Name=rule, EventBusName=bus, EventPattern=json.dumps({"source": ["resumable"]}))
+    events.put_targets(Rule=rule, EventBusName=bus, Targets=[{"Id": "queue", "Arn": queue_arn}])
+    return EventResources(bus, queue_url, dead_letters)
+
+
+class StreamPoller:
+    """Reads the table's stream from its start and hands each batch to the publisher's handler."""
+
+    def __init__(self, settings: Settings, handler: Handler, dead_letter_queue_url: str, mapping: Mapping) -> None:
+        from moto.events.models import EventPattern
+
+        self.settings, self.handler, self.mapping = settings, handler, mapping
+        self.dead_letter_queue_url = dead_letter_queue_url
+        self._pattern = EventPattern.load(mapping.filter_pattern)
+        self._streams = client("dynamodbstreams", settings)
+        self._sqs = client("sqs", settings)
+        table = client("dynamodb", settings).describe_table(TableName=settings.table_name)["Table"]
+        self.stream_arn: str = table["LatestStreamArn"]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, name="publisher-stream", daemon=True)
+        self.invocations = 0
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def _poll(self) -> None:
+        iterators: dict[str, str] = {}
+        while not self._stop.is_set():
+            try:
+                busy = self._poll_once(iterators)
+            except Exception:
+                if self._stop.is_set():
+                    return  # the embedded AWS went away first
+                logger.exception("reading the table's stream failed; trying again")
+                busy = False
+            if not busy:
+                self._stop.wait(POLL_SECONDS)
+
+    def _poll_once(self, iterators: dict[str, str]) -> bool:
+        """One round over the shards; whether any records were delivered. A shard's position moves on
+        only once its records were delivered (or dead-lettered), as a mapping checkpoints."""
+        shards = self._streams.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]["Shards"]
+        for shard in shards:
+            if shard["ShardId"] not in iterators:
+                iterators[shard["ShardId"]] = self._streams.get_shard_iterator(
+                    StreamArn=self.stream_arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+                )["ShardIterator"]
+        busy = False
+        for shard_id, iterator in list(iterators.items()):
+            page = self._streams.get_records(ShardIterator=iterator, Limit=self.mapping.batch_size)
+            records = [
+                r
+                for r in map(self._as_lambda_sees_it, page["Records"])
+                if self._pattern.matches_event(r)  # type: ignore[arg-type]
+            ]
+            if records:
+                busy = True
+                self._deliver(shard_id, records, attempt=0)
+            iterators[shard_id] = page["NextShardIterator"]
+        return busy
+
+    def _as_lambda_sees_it(self, record: dict[str, Any]) -> dict[str, Any]:
+        """A GetRecords record in the shape of a record of Lambda's DynamoDB Streams event."""
+        change = dict(record["dynamodb"])
+        created = change.get("ApproximateCreationDateTime")
+        if created is not None and not isinstance(created, int | float):
+            change["ApproximateCreationDateTime"] = int(created.timestamp())
+        return {**record, "dynamodb": change, "eventSourceARN": self.stream_arn}
+
+    def _deliver(self, shard_id: str, records: list[dict[str, Any]], attempt: int) -> None:
+        """Invoke the handler with ``records``; on failure, as the mapping says: retry from the first
+        record reported failed (or the whole batch, bisected, on a function error) until the retries
+        are used up, then send the rest's description to the dead-letter queue."""
+        self.invocations += 1
+        context = LambdaContext(function_name=PUBLISHER, aws_request_id=str(uuid.uuid4()))
+        try:
+            reply = self.handler({"Records": records}, context) or {}
+        except Exception as error:
+            logger.warning("publisher invocation failed (%s records): %s", len(records), error)
+            if self._exhausted(attempt):
+                self._dead_letter(shard_id, records, f"function error: {error}")
+            elif self.mapping.bisect and len(records) > 1:
+                half = len(records) // 2
+                self._deliver(shard_id, records[:half], attempt + 1)
+                self._deliver(shard_id, records[half:], attempt + 1)
+            else:
+                self._deliver(shard_id, records, attempt + 1)
+            return
+        failed = (
+            {f["itemIdentifier"] for f in reply.get("batchItemFailures", [])}
+            if self.mapping.report_item_failures
+            else set()
+        )
+        if not failed:
+            return
+        first = min(i for i, r in enumerate(records) if r["dynamodb"]["SequenceNumber"] in failed)
+        if self._exhausted(attempt):
+            self._dead_letter(shard_id, records[first:], "batch item failures")
+        else:
+            self._deliver(shard_id, records[first:], attempt + 1)
+
+    def _exhausted(self, attempt: int) -> bool:
+        return 0 <= self.mapping.retries <= attempt
+
+    def _dead_letter(self, shard_id: str, records: list[dict[str, Any]], condition: str) -> None:
+        """What Lambda sends an event source mapping's on-failure destination: where the batch is."""
+        sequence = [r["dynamodb"]["SequenceNumber"] for r in records]
+        logger.error("publisher gave up on %s records of shard %s: %s", len(records), shard_id, condition)
+        self._sqs.send_message(
+            QueueUrl=self.dead_letter_queue_url,
+            MessageBody=json.dumps(
+                {
+                    "requestContext": {"condition": condition, "approximateInvokeCount": self.mapping.retries + 1},
+                    "DDBStreamBatchInfo": {
+                        "shardId": shard_id,
+                        "startSequenceNumber": sequence[0],
+                        "endSequenceNumber": sequence[-1],
+                        "batchSize": len(records),
+                        "streamArn": self.stream_arn,
+                    },
+                }
+            ),
+        )
+
+
+def publisher_handler() -> Handler:
+    """The template's Publisher handler, imported as Lambda would (it reads the environment now)."""
+    return load_handler(functions(load_template())[PUBLISHER])
+
+
+@contextmanager
+def publishing(
+    settings: Settings, handler: Callable[[Settings], Handler] | None = None
+) -> Iterator[tuple[EventResources, Settings]]:
+    """The event resources, and the publisher reading the table's stream until the block ends; the
+    settings the publisher is given (the dead-letter queue's URL added). The template's Publisher
+    handler is imported with ``DEAD_LETTER_QUEUE_URL`` set in the environment, as the template sets
+    it; ``handler`` makes the handler from those settings instead (a test's publisher)."""
+    resources = create_event_resources(settings)
+    settings = settings.model_copy(update={"dead_letter_queue_url": resources.dead_letter_queue_url})
+    if handler is None:
+        os.environ["DEAD_LETTER_QUEUE_URL"] = resources.dead_letter_queue_url
+    poller = StreamPoller(
+        settings,
+        handler(settings) if handler else publisher_handler(),
+        resources.dead_letter_queue_url,
+        Mapping.of_template(),
+    )
+    poller.start()
+    try:
+        yield resources, settings
+    finally:
+        poller.stop()
+
+
+def line(event: dict[str, Any]) -> str:
+    """One event as a person scans it: session, sequence, detail type and what it says."""
+    detail = event.get("detail", {})
+    said = detail.get("summary") or " ".join(
+        str(detail[k])
+        for k in ("status", "decision", "answeredBy", "why", "reason", "output", "error")
+        if detail.get(k)
+    )
+    return f"{detail.get('sessionId')}  #{detail.get('sequence')}  {event.get('detail-type')}  {said}".rstrip()
+
+
+def read_events(queue_url: str, *, follow: bool = False, idle_seconds: int = 2) -> Iterator[dict[str, Any]]:
+    """The events on the queue, each deleted once read; until it has been empty for ``idle_seconds``
+    (``follow``: until interrupted). The endpoint is the queue URL's."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(queue_url)
+    settings = Settings(
+        endpoint_url=f"{parts.scheme}://{parts.netloc}", access_key_id="local", secret_access_key="local"
+    )
+    sqs = client("sqs", settings)
+    while True:
+        reply = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=idle_seconds)
+        messages = reply.get("Messages", [])
+        if not messages and not follow:
+            return
+        for message in messages:
+            yield json.loads(message["Body"])
+            sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m resumable.local.events QUEUE_URL [--follow] [--json]``: print the queue's events."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m resumable.local.events", description=main.__doc__)
+    parser.add_argument("queue_url", help="the queue make run printed")
+    parser.add_argument("--follow", action="store_true", help="keep reading until Ctrl-C")
+    parser.add_argument("--json", action="store_true", help="print each event whole, as JSON")
+    options = parser.parse_args(argv)
+    try:
+        for event in read_events(options.queue_url, follow=options.follow):
+            print(json.dumps(event) if options.json else line(event), flush=True)
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

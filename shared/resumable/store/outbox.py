@@ -1,0 +1,218 @@
+"""The outbox: what each change says to the world, written in the change's own transaction, and the
+numbering that gives a session's events their order when the publisher puts them on the bus.
+
+An outbox item is ``entity = "event"``; its ``type`` is the event's detail type, its ``detail`` the
+fields of that type (camelCase, as published). The publisher adds what every event carries: its
+``eventId`` (from the item's key, so every delivery of it has the same), the session, the root turn,
+the session's ``sequence`` number and ``occurredAt``.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+from urllib.parse import quote
+
+from resumable.clock import iso
+from resumable.exceptions import AwsError
+from resumable.runtime.tools import APPROVAL_INTERRUPT
+from resumable.store.codec import key, pk, value
+from resumable.store.records import ActionRecord, InteractionRecord, OutboxEvent, TurnRecord
+from resumable.store.resources import TTL_ATTRIBUTE
+from resumable.store.table import Table, aws_call, condition_failed, refused_item
+
+INTERACTION_REQUESTED = "Interaction Requested"
+INTERACTION_ANSWERED = "Interaction Answered"
+INTERACTION_CLOSED = "Interaction Closed"
+TURN_SETTLED = "Turn Settled"
+ACTION_REPORTED = "Action Reported"
+DETAIL_TYPES = (INTERACTION_REQUESTED, INTERACTION_ANSWERED, INTERACTION_CLOSED, TURN_SETTLED, ACTION_REPORTED)
+
+# A published outbox item is deleted by DynamoDB's TTL this long after it was published: longer than
+# the stream keeps a record (24 hours), so a redelivered record always finds its item (and its number).
+PURGE_AFTER_SECONDS = 3 * 24 * 3600
+
+_EVENT_IDS = uuid.UUID("6f1d0b5e-6c4e-4b43-9a55-3f0d2f4b7a10")
+_SUMMARY_INPUT_CHARS = 400
+
+
+def event_id(session_id: str, sk: str) -> str:
+    """The stable id of the outbox item at ``sk``: the same for every delivery of its event."""
+    return str(uuid.uuid5(_EVENT_IDS, f"{pk(session_id)}\n{sk}"))
+
+
+def answer_path(session_id: str, root_turn_id: str, request_id: str) -> str:
+    """The HTTP API path that answers the interaction (ids percent-encoded)."""
+    return "/sessions/{}/turns/{}/interactions/{}".format(
+        *(quote(part, safe="") for part in (session_id, root_turn_id, request_id))
+    )
+
+
+def _child(interaction: InteractionRecord) -> str | None:
+    return None if interaction.turn_id == interaction.root_turn_id else interaction.turn_id
+
+
+def _tool_call(interaction: InteractionRecord) -> tuple[str | None, Any]:
+    """The tool and input an approval asks about (None for another kind of interrupt)."""
+    reason = interaction.reason
+    if interaction.name == APPROVAL_INTERRUPT and isinstance(reason, dict) and isinstance(reason.get("tool"), str):
+        return reason["tool"], reason.get("input")
+    return None, None
+
+
+def summary(interaction: InteractionRecord) -> str:
+    """One line a person reads: ``orchestrator -> db_admin wants to run delete_record {"name": "prod-db"}``."""
+    path = " -> ".join(interaction.agent_path)
+    tool, tool_input = _tool_call(interaction)
+    if tool is not None:
+        shown = json.dumps(tool_input, ensure_ascii=False)
+        if len(shown) > _SUMMARY_INPUT_CHARS:
+            shown = shown[:_SUMMARY_INPUT_CHARS] + "..."
+        return f"{path} wants to run {tool} {shown}"
+    shown = json.dumps(interaction.reason, ensure_ascii=False)
+    if len(shown) > _SUMMARY_INPUT_CHARS:
+        shown = shown[:_SUMMARY_INPUT_CHARS] + "..."
+    return f"{path} asks ({interaction.name}): {shown}"
+
+
+def interaction_requested(interaction: InteractionRecord) -> OutboxEvent:
+    tool, tool_input = _tool_call(interaction)
+    return OutboxEvent(
+        type=INTERACTION_REQUESTED,
+        turn_id=interaction.root_turn_id,
+        detail={
+            "requestId": interaction.request_id,
+            "childTurnId": _child(interaction),
+            "agentPath": interaction.agent_path,
+            "name": interaction.name,
+            "tool": tool,
+            "input": tool_input,
+            "reason": interaction.reason,
+            "summary": summary(interaction),
+            "expiresAt": iso(interaction.expires_at),
+            "answerPath": answer_path(interaction.session_id, interaction.root_turn_id, interaction.request_id),
+        },
+        created_at=interaction.created_at,
+    )
+
+
+def interaction_answered(
+    root_turn_id: str, request_id: str, response: Any, answered_by: str, now: float
+) -> OutboxEvent:
+    decision = response.get("decision") if isinstance(response, dict) else None
+    return OutboxEvent(
+        type=INTERACTION_ANSWERED,
+        turn_id=root_turn_id,
+        detail={
+            "requestId": request_id,
+            "decision": decision if isinstance(decision, str) else None,
+            "response": response,
+            "answeredBy": answered_by,
+            "answeredAt": iso(now),
+        },
+        created_at=now,
+    )
+
+
+def interaction_closed(interaction: InteractionRecord, why: str) -> OutboxEvent:
+    """``interaction`` as it became: ``superseded`` or ``expired`` (never answered)."""
+    return OutboxEvent(
+        type=INTERACTION_CLOSED,
+        turn_id=interaction.root_turn_id,
+        detail={
+            "requestId": interaction.request_id,
+            "childTurnId": _child(interaction),
+            "status": interaction.status,
+            "why": why,
+        },
+        created_at=interaction.updated_at,
+    )
+
+
+def turn_settled(root: TurnRecord, reason: str | None = None) -> OutboxEvent:
+    """The root turn as it settled."""
+    return OutboxEvent(
+        type=TURN_SETTLED,
+        turn_id=root.turn_id,
+        detail={"status": root.status, "output": root.output, "error": root.error, "reason": reason},
+        created_at=root.updated_at,
+    )
+
+
+def action_reported(root_turn_id: str, action: ActionRecord, outcome: str) -> OutboxEvent:
+    """What became known of an approved action after its runner lost the turn."""
+    return OutboxEvent(
+        type=ACTION_REPORTED,
+        turn_id=root_turn_id,
+        detail={
+            "outcome": outcome,
+            "childTurnId": None if action.turn_id in ("", root_turn_id) else action.turn_id,
+            "tool": action.tool,
+            "agentPath": action.agent_path,
+        },
+        created_at=action.finished_at or action.started_at,
+    )
+
+
+class OutboxItems(Table):
+    """The publisher's side of the outbox: a session's events are numbered 1, 2, 3, ... in the order
+    they are published (the session item keeps the last number given), each number given once."""
+
+    @aws_call
+    def last_sequence(self, session_id: str) -> int:
+        """The last number given to one of the session's events (0: none yet)."""
+        item = self.dynamodb.get_item(
+            TableName=self.table,
+            Key=key(session_id, "SESSION"),
+            ConsistentRead=True,
+            ProjectionExpression="published_sequence",
+        ).get("Item", {})
+        return int(item["published_sequence"]["N"]) if "published_sequence" in item else 0
+
+    @aws_call
+    def number_event(self, session_id: str, sk: str, after: int, now: float) -> int | None:
+        """Give the outbox item at ``sk`` the number ``after + 1`` and its expiry, moving the session's
+        counter from ``after``, in one transaction; or the number it was given before (a redelivery).
+        None: the session's counter was not at ``after`` (read it again)."""
+        counted = "attribute_exists(pk) AND " + (
+            "attribute_not_exists(published_sequence)" if after == 0 else "published_sequence = :after"
+        )
+        counter = {
+            "Update": {
+                "TableName": self.table,
+                "Key": key(session_id, "SESSION"),
+                "UpdateExpression": "SET published_sequence = :next",
+                "ConditionExpression": counted,
+                "ExpressionAttributeValues": {":next": value(after + 1), **({":after": value(after)} if after else {})},
+            }
+        }
+        numbered = {
+            "Update": {
+                "TableName": self.table,
+                "Key": key(session_id, sk),
+                "UpdateExpression": "SET #sequence = :next, #purge = :purge",
+                "ConditionExpression": "attribute_exists(pk) AND attribute_not_exists(#sequence)",
+                "ExpressionAttributeNames": {"#sequence": "sequence", "#purge": TTL_ATTRIBUTE},
+                "ExpressionAttributeValues": {
+                    ":next": value(after + 1),
+                    ":purge": value(int(now + PURGE_AFTER_SECONDS)),
+                },
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
+        try:
+            self._transact_write([counter, numbered])
+        except self._canceled as error:
+            if not condition_failed(error):
+                raise
+            earlier = refused_item(error, 1)
+            if earlier is not None:
+                if "sequence" not in earlier:
+                    raise AwsError(
+                        f"outbox item {sk!r} of session {session_id!r} is gone: its event cannot be numbered or "
+                        "published (was the session deleted?)"
+                    ) from error
+                return int(earlier["sequence"]["N"])
+            return None
+        return after + 1

@@ -1,0 +1,316 @@
+"""Every outbox event is published, at least once, in order per session: the table's stream read as
+the template's event source mapping reads it (resumable.local.events), the Publisher's handler, the
+embedded EventBridge bus, and a queue a rule subscribes to every event."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import jsonschema
+import pytest
+
+from resumable.config import Settings
+from resumable.events.publisher import Publishing
+from resumable.events.schemas import MODELS, SCHEMAS, json_schema, schema_file
+from resumable.exceptions import AwsError
+from resumable.local.events import EventResources, Handler, publishing
+from resumable.local.server import ROOT
+from resumable.service import Service
+from resumable.store import DynamoDBStore
+from resumable.store.codec import encode, key
+from resumable.store.outbox import PURGE_AFTER_SECONDS
+from resumable.store.resources import TTL_ATTRIBUTE
+from tests.clock import FakeClock
+from tests.integration.helpers import APPROVE
+from tests.patience import eventually
+
+Event = dict[str, Any]
+
+
+class Queue:
+    """The queue of every event: what a consumer reads, every delivery kept."""
+
+    def __init__(self, settings: Settings, url: str) -> None:
+        from resumable.aws.clients import client
+
+        self.sqs, self.url = client("sqs", settings), url
+        self.deliveries: list[Event] = []
+
+    def drain(self) -> list[Event]:
+        while True:
+            reply = self.sqs.receive_message(QueueUrl=self.url, MaxNumberOfMessages=10)
+            messages = reply.get("Messages", [])
+            if not messages:
+                return self.deliveries
+            for message in messages:
+                self.deliveries.append(json.loads(message["Body"]))
+                self.sqs.delete_message(QueueUrl=self.url, ReceiptHandle=message["ReceiptHandle"])
+
+    def until(self, count: int) -> list[Event]:
+        """The events once ``count`` distinct ones (by eventId) have arrived."""
+        return eventually(
+            lambda: self.deliveries if len({e["detail"]["eventId"] for e in self.drain()}) >= count else None,
+            f"{count} distinct events on the queue",
+        )
+
+
+def by_session(events: list[Event]) -> dict[str, list[Event]]:
+    """Each session's distinct events, in its sequence order."""
+    distinct = {e["detail"]["eventId"]: e for e in events}
+    sessions: dict[str, list[Event]] = defaultdict(list)
+    for event in distinct.values():
+        sessions[event["detail"]["sessionId"]].append(event)
+    return {s: sorted(found, key=lambda e: e["detail"]["sequence"]) for s, found in sessions.items()}
+
+
+def kinds(events: list[Event]) -> list[str]:
+    def kind(event: Event) -> str:
+        detail = event["detail"]
+        extra = detail.get("status") or detail.get("decision") or ""
+        return f"{event['detail-type']}{':' + extra if extra else ''}"
+
+    return [kind(e) for e in events]
+
+
+@pytest.fixture
+def events_settings(aws: Settings) -> Settings:
+    return aws.model_copy(update={"event_bus_name": f"bus-{uuid.uuid4().hex[:10]}", "api_url": "http://api.test"})
+
+
+@pytest.fixture
+def publisher_clock() -> FakeClock:
+    return FakeClock()
+
+
+@contextmanager
+def start_publishing(
+    settings: Settings, clock: FakeClock, wrap: Callable[[Publishing], Handler] | None = None
+) -> Iterator[tuple[EventResources, Queue]]:
+    def handler(given: Settings) -> Handler:
+        made = Publishing(given, clock)
+        return wrap(made) if wrap else made.handle
+
+    with publishing(settings, handler) as (resources, _):
+        yield resources, Queue(settings, resources.events_queue_url)
+
+
+@pytest.fixture
+def published(events_settings: Settings, publisher_clock: FakeClock) -> Iterator[tuple[EventResources, Queue]]:
+    with start_publishing(events_settings, publisher_clock) as started:
+        yield started
+
+
+def test_start_answer_cancel_and_expire_publish_exactly_the_expected_events_in_order_per_session(
+    make_service: Callable[..., Service],
+    events_settings: Settings,
+    published: tuple[EventResources, Queue],
+    clock: FakeClock,
+) -> None:
+    _, queue = published
+    service = make_service("nested")
+    approved = service.start_turn("approve", "delete")
+    [question] = approved.interactions
+    service.submit_approval("approve", approved.turn_id, question.request_id, APPROVE)
+    denied = service.start_turn("deny", "delete")
+    service.submit_approval(
+        "deny", denied.turn_id, denied.interactions[0].request_id, {"decision": "deny", "message": "no"}
+    )
+    canceled = service.start_turn("cancel", "delete")
+    service.cancel("cancel", canceled.turn_id)
+    expiring = service.start_turn("expire", "delete")
+    clock.advance(service.settings.approval_expiry_seconds + 1)
+    assert service.get_turn("expire", expiring.turn_id).status == "expired"
+
+    sessions = by_session(queue.until(12))
+    assert {s: kinds(e) for s, e in sessions.items()} == {
+        "approve": ["Interaction Requested", "Interaction Answered:approve", "Turn Settled:completed"],
+        "deny": ["Interaction Requested", "Interaction Answered:deny", "Turn Settled:completed"],
+        "cancel": ["Interaction Requested", "Interaction Closed:superseded", "Turn Settled:canceled"],
+        "expire": ["Interaction Requested", "Interaction Closed:expired", "Turn Settled:expired"],
+    }
+    for events in sessions.values():
+        assert [e["detail"]["sequence"] for e in events] == [1, 2, 3]
+    assert len(queue.deliveries) == 12, "without a failure, every event is delivered once"
+
+    requested = sessions["approve"][0]["detail"]
+    assert requested["turnId"] == approved.turn_id
+    assert requested["childTurnId"] == question.turn_id != approved.turn_id
+    assert requested["agentPath"] == ["orchestrator", "db_admin"]
+    assert (requested["tool"], requested["input"]) == ("delete_record", {"name": "prod-db"})
+    assert requested["summary"] == 'orchestrator -> db_admin wants to run delete_record {"name": "prod-db"}'
+    path = f"/sessions/approve/turns/{approved.turn_id}/interactions/{question.request_id}"
+    assert (requested["answerPath"], requested["answerUrl"]) == (path, "http://api.test" + path)
+    answered = sessions["approve"][1]["detail"]
+    assert (answered["requestId"], answered["answeredBy"]) == (question.request_id, "application")
+    assert sessions["approve"][2]["detail"]["output"] == "The record is gone."
+    assert sessions["expire"][2]["detail"]["reason"] == "an interaction expired before it was answered"
+
+
+def test_every_emitted_event_matches_the_published_json_schema_of_its_detail_type(
+    make_service: Callable[..., Service], published: tuple[EventResources, Queue], clock: FakeClock
+) -> None:
+    _, queue = published
+    service = make_service("fan_out")
+    started = service.start_turn("schemas", "go")
+    service.cancel("schemas", started.turn_id)
+    events = queue.until(len(started.interactions) * 2 + 1)
+    schemas = {t: json.loads((SCHEMAS / schema_file(t)).read_text()) for t in MODELS}
+    for event in events:
+        assert event["source"] == "resumable"
+        jsonschema.validate(event["detail"], schemas[event["detail-type"]])
+    assert {e["detail-type"] for e in events} == {"Interaction Requested", "Interaction Closed", "Turn Settled"}
+
+
+def test_the_schema_files_are_the_ones_the_models_make() -> None:
+    for detail_type in MODELS:
+        on_disk = json.loads((SCHEMAS / schema_file(detail_type)).read_text())
+        assert on_disk == json_schema(detail_type), (
+            f"events/schemas/{schema_file(detail_type)} is stale: run .venv/bin/python -m resumable.events.schemas"
+        )
+    assert sorted(p.name for p in SCHEMAS.glob("*.json")) == sorted(schema_file(t) for t in MODELS)
+    assert SCHEMAS.is_relative_to(ROOT)
+
+
+class Killed(BaseException):
+    """The Lambda runtime dying mid-batch: nothing in the handler catches it."""
+
+
+def dies_after(puts: int) -> Callable[[Publishing], Handler]:
+    """A publisher whose first invocation dies once it has put ``puts`` events on the bus."""
+
+    def wrap(made: Publishing) -> Handler:
+        state = {"puts": 0, "died": False}
+        put = made.bus.put
+
+        def counted(*args: Any) -> None:
+            if not state["died"] and state["puts"] == puts:
+                state["died"] = True
+                raise Killed
+            put(*args)
+            state["puts"] += 1
+
+        made.bus.put = counted  # type: ignore[method-assign]
+
+        def handle(event: dict[str, Any], context: Any) -> Any:
+            try:
+                return made.handle(event, context)
+            except Killed:
+                raise RuntimeError("the invocation died mid-batch") from None
+
+        return handle
+
+    return wrap
+
+
+def test_a_publisher_killed_mid_batch_loses_nothing_and_its_duplicates_carry_the_same_event_id_and_sequence(
+    make_service: Callable[..., Service], events_settings: Settings, publisher_clock: FakeClock
+) -> None:
+    service = make_service("nested")
+    for session in ("one", "two"):
+        started = service.start_turn(session, "delete")
+        service.submit_approval(session, started.turn_id, started.interactions[0].request_id, APPROVE)
+    # Publishing starts once all six are in the stream: the first batch holds them all.
+    with publishing(events_settings, lambda s: dies_after(4)(Publishing(s, publisher_clock))) as (resources, _):
+        queue = Queue(events_settings, resources.events_queue_url)
+        deliveries = queue.until(6)
+    sessions = by_session(deliveries)
+    assert {s: kinds(e) for s, e in sessions.items()} == {
+        s: ["Interaction Requested", "Interaction Answered:approve", "Turn Settled:completed"] for s in ("one", "two")
+    }
+    assert [[e["detail"]["sequence"] for e in events] for events in sessions.values()] == [[1, 2, 3], [1, 2, 3]]
+    once = {}
+    for delivery in deliveries:
+        once.setdefault(delivery["detail"]["eventId"], []).append(delivery["detail"])
+    duplicated = [found for found in once.values() if len(found) > 1]
+    assert len(duplicated) == 4, "the four events put before the publisher died are delivered again"
+    assert all(found[0] == found[1] for found in duplicated), "a duplicate is the same event: id, sequence, detail"
+
+
+def test_a_record_that_can_never_be_published_goes_to_the_dead_letter_queue_and_the_rest_go_on(
+    make_service: Callable[..., Service],
+    events_settings: Settings,
+    published: tuple[EventResources, Queue],
+    store: DynamoDBStore,
+) -> None:
+    resources, queue = published
+    service = make_service("nested")
+    first = service.start_turn("poisoned", "delete")
+    store.dynamodb.put_item(
+        TableName=store.table,
+        Item={
+            **key("poisoned", f"TURN#{first.turn_id}#EVENT#bogus"),
+            **encode(
+                {"entity": "event", "type": "Turn Exploded", "turn_id": first.turn_id, "detail": {}, "created_at": 1.0}
+            ),
+        },
+    )
+    service.cancel("poisoned", first.turn_id)
+    sessions = by_session(queue.until(3))
+    assert kinds(sessions["poisoned"]) == [
+        "Interaction Requested",
+        "Interaction Closed:superseded",
+        "Turn Settled:canceled",
+    ]
+    assert [e["detail"]["sequence"] for e in sessions["poisoned"]] == [1, 2, 3], "no number went to the bad record"
+    dead = Queue(events_settings, resources.dead_letter_queue_url)
+    [letter] = eventually(lambda: dead.drain() or None, "the bad record in the dead-letter queue")
+    assert "never publishable" in letter["reason"]
+    assert letter["record"]["dynamodb"]["Keys"]["sk"]["S"].endswith("#EVENT#bogus")
+
+
+def test_a_bus_that_refuses_an_event_holds_back_the_rest_of_its_session_and_no_other(
+    make_service: Callable[..., Service], events_settings: Settings, publisher_clock: FakeClock
+) -> None:
+    refusals = [3]  # fewer than the mapping's retries
+
+    def wrap(made: Publishing) -> Handler:
+        put = made.bus.put
+
+        def flaky(source: str, detail_type: str, detail: str, occurred_at: float) -> None:
+            if refusals[0] and json.loads(detail)["sessionId"] == "held" and detail_type == "Interaction Closed":
+                refusals[0] -= 1
+                raise AwsError("bus refused the event (ThrottlingException: slow down); it was not published")
+            put(source, detail_type, detail, occurred_at)
+
+        made.bus.put = flaky  # type: ignore[method-assign]
+        return made.handle
+
+    service = make_service("nested")
+    for session in ("held", "other"):
+        started = service.start_turn(session, "delete")
+        service.cancel(session, started.turn_id)
+    canceled = ["Interaction Requested", "Interaction Closed:superseded", "Turn Settled:canceled"]
+    with start_publishing(events_settings, publisher_clock, wrap) as (_, queue):
+        deliveries = queue.until(6)
+    assert refusals == [0]
+    sessions = by_session(deliveries)
+    assert kinds(sessions["other"]) == kinds(sessions["held"]) == canceled
+    held = [e["detail"]["sequence"] for e in deliveries if e["detail"]["sessionId"] == "held"]
+    assert held == [1, 2, 3], "held's events reach the queue in order, each once: none overtook the refused one"
+
+
+def test_published_outbox_items_expire(
+    make_service: Callable[..., Service],
+    published: tuple[EventResources, Queue],
+    store: DynamoDBStore,
+    publisher_clock: FakeClock,
+) -> None:
+    _, queue = published
+    service = make_service("nested")
+    started = service.start_turn("expiring", "delete")
+    service.cancel("expiring", started.turn_id)
+    queue.until(3)
+    items = store.dynamodb.query(
+        TableName=store.table,
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": "SESSION#expiring"}},
+    )["Items"]
+    outbox = [i for i in items if i.get("entity") == {"S": "event"}]
+    assert len(outbox) == 3
+    for item in outbox:
+        assert int(item[TTL_ATTRIBUTE]["N"]) == int(publisher_clock.now() + PURGE_AFTER_SECONDS)
