@@ -22,7 +22,8 @@ class Settings(BaseModel):
     (comma-separated IAM principal ARNs, ``*`` wildcards allowed, that may read and answer every
     session, not only their own), ``EVENT_BUS_NAME`` (the bus the publisher puts events on),
     ``API_URL`` (the HTTP API's base URL, for the answer links in events), ``DEAD_LETTER_QUEUE_URL``
-    (where the publisher sends an outbox record it can never publish).
+    (where the publisher sends an outbox record it can never publish), ``CURSOR_SECRET`` (signs the
+    inbox's cursors; without it, a key of the process).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -45,6 +46,7 @@ class Settings(BaseModel):
     event_bus_name: str = "resumable"
     api_url: str | None = None
     dead_letter_queue_url: str | None = None
+    cursor_secret: str | None = Field(default=None, repr=False)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -62,6 +64,7 @@ class Settings(BaseModel):
             "event_bus_name": "EVENT_BUS_NAME",
             "api_url": "API_URL",
             "dead_letter_queue_url": "DEAD_LETTER_QUEUE_URL",
+            "cursor_secret": "CURSOR_SECRET",
         }
         values: dict[str, str] = {field: env[var] for field, var in names.items() if env.get(var)}
         region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")

@@ -24,13 +24,15 @@ EVENTS = sorted((ROOT / "events").glob("*.json"))
 # Direct invocations, as the state machine sends them, by the function they go to.
 DIRECT_EVENTS = sorted((ROOT / "events" / "stepfunctions").glob("*.json"))
 # What each event gets from a store that has never seen its session: the start creates a turn, the
-# reads of ids that do not exist are 404 with {code, message}, the listing too (the session is unknown).
+# reads of ids that do not exist are 404 with {code, message}, the listing too (the session is unknown);
+# the inbox is a page (alice's own sessions' questions: none).
 EXPECTED = {
     "start_turn": 201,
     "get_turn": 404,
     "submit_approval": 404,
     "cancel": 404,
     "list_interactions": 404,
+    "list_inbox": 200,
     "openapi": 200,
 }
 

@@ -22,7 +22,7 @@ def test_a_nested_approval_pauses_then_runs_once_when_approved(
     assert interaction.reason == {"agent": "db_admin", "tool": "delete_record", "input": {"name": "prod-db"}}
     assert [c.agent for c in started.children] == ["db_admin"]
     assert started.children[0].status == "waiting"
-    assert interaction.turn_id == started.children[0].turn_id
+    assert (interaction.turn_id, interaction.child_turn_id) == (started.turn_id, started.children[0].turn_id)
 
     done = make_service().submit_approval(
         session_id, started.turn_id, interaction.request_id, APPROVE, principal="alice"

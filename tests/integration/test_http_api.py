@@ -102,4 +102,5 @@ def test_the_openapi_document_lists_every_route(api: APIGatewayHttpResolver) -> 
         "/sessions/{sessionId}/turns/{turnId}/interactions/{requestId}",
         "/sessions/{sessionId}/turns/{turnId}/cancel",
         "/sessions/{sessionId}/interactions",
+        "/interactions",
     }

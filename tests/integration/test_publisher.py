@@ -139,7 +139,7 @@ def test_start_answer_cancel_and_expire_publish_exactly_the_expected_events_in_o
 
     requested = sessions["approve"][0]["detail"]
     assert requested["turnId"] == approved.turn_id
-    assert requested["childTurnId"] == question.turn_id != approved.turn_id
+    assert requested["childTurnId"] == question.child_turn_id != approved.turn_id
     assert requested["agentPath"] == ["orchestrator", "db_admin"]
     assert (requested["tool"], requested["input"]) == ("delete_record", {"name": "prod-db"})
     assert requested["summary"] == 'orchestrator -> db_admin wants to run delete_record {"name": "prod-db"}'

@@ -7,11 +7,12 @@
 | ``POST /sessions/{sessionId}/turns/{turnId}/interactions/{requestId}`` | ``{"response": <json>}`` | 200 Turn |
 | ``POST /sessions/{sessionId}/turns/{turnId}/cancel`` | | 200 Turn |
 | ``GET /sessions/{sessionId}/interactions?status=requested`` | | 200 ``{"interactions": [...]}`` |
+| ``GET /interactions?status=requested[&limit=N][&cursor=C]`` | | 200 ``{"interactions": [...], "cursor"}`` |
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import Response
@@ -21,7 +22,9 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from resumable.api.observability import count
 from resumable.api.openapi import responses
-from resumable.service import InteractionView, Service, TurnView
+from resumable.service import InboxPage, InteractionView, Service, TurnView
+from resumable.service.cursor import MAX_CURSOR_CHARS
+from resumable.service.inbox import DEFAULT_PAGE, MAX_PAGE
 from resumable.store.records import InteractionStatus
 
 router = APIGatewayHttpRouter()
@@ -165,3 +168,21 @@ def list_interactions(
 ) -> Response[InteractionList]:
     listed = service().list_interactions(_path("sessionId", sessionId), status, principal())
     return _json(InteractionList(interactions=listed))
+
+
+@router.get(
+    "/interactions",
+    operation_id="listInbox",
+    summary="The inbox: open questions you may answer, across sessions, most urgent (earliest expiry) first",
+    responses=responses(200, "A page of the inbox, and the cursor of the next", InboxPage, 422),
+)
+def list_inbox(
+    status: Annotated[
+        Literal["requested"], Query(description="Only requested interactions (an expired one never shows).")
+    ] = "requested",
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description=f"At most this many (1 to {MAX_PAGE}).")] = DEFAULT_PAGE,
+    cursor: Annotated[
+        str | None, Query(max_length=MAX_CURSOR_CHARS, description="The previous page's cursor, as it came.")
+    ] = None,
+) -> Response[InboxPage]:
+    return _json(service().inbox(principal(), status, limit, cursor))

@@ -35,6 +35,7 @@ Paste these into another terminal, in order (bash, curl 7.82 or newer for --json
       # 201 "status": "waiting"; its interaction: orchestrator -> db_admin wants delete_record {"name": "prod-db"}
   TURN=$(echo "$T" | field '["turnId"]'); REQ=$(echo "$T" | field '["interactions"][0]["requestId"]')
   curl -s '@URL/sessions/demo/interactions?status=requested'      # the question, as a person would list it
+  curl -s '@URL/interactions?status=requested'      # the inbox: every session's open questions, most urgent first
 
 2. Approve it: a new invocation rebuilds both agents, runs delete_record once, and finishes the turn.
   curl -s -X POST @URL/sessions/demo/turns/$TURN/interactions/$REQ --json '{"response": {"decision": "approve"}}'

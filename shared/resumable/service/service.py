@@ -14,6 +14,7 @@ from resumable.service.agent_factory import AgentFactory, load_factory
 from resumable.service.cancel import cancel
 from resumable.service.dependencies import Continuation, Dependencies
 from resumable.service.get_turn import get_turn
+from resumable.service.inbox import DEFAULT_PAGE, InboxPage, inbox
 from resumable.service.list_interactions import list_interactions
 from resumable.service.recover import recover
 from resumable.service.start_turn import start_turn
@@ -114,3 +115,12 @@ class Service:
         self, session_id: str, status: InteractionStatus | None = None, principal: str | None = None
     ) -> list[InteractionView]:
         return list_interactions(self.deps, session_id, status, principal)
+
+    def inbox(
+        self,
+        principal: str | None = None,
+        status: str = "requested",
+        limit: int = DEFAULT_PAGE,
+        cursor: str | None = None,
+    ) -> InboxPage:
+        return inbox(self.deps, principal, status, limit, cursor)

@@ -85,7 +85,7 @@ def submit_approval(
             request_id,
             principal,
         )
-    return TurnView.of(advance(deps, load(deps, session_id, root_id)), turn_id)
+    return TurnView.of(advance(deps, load(deps, session_id, root_id)))  # the root turn, whichever turn id was sent
 
 
 def _checked(deps: Dependencies, response: Any) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from resumable.clock import iso
@@ -18,9 +18,11 @@ class View(BaseModel):
 
 
 class InteractionView(View):
+    session_id: str
     request_id: str
     interrupt_id: str
-    turn_id: str
+    turn_id: str = Field(description="The root turn: the one to read and to answer through.")
+    child_turn_id: str | None = Field(description="The sub-agent's turn that asked; null for the root agent.")
     name: str
     reason: Any
     agent_path: list[str]
@@ -36,9 +38,11 @@ class InteractionView(View):
         its turn is settled."""
         overdue = now is not None and record.status == "requested" and record.expires_at <= now
         return cls(
+            session_id=record.session_id,
             request_id=record.request_id,
             interrupt_id=record.interrupt_id,
-            turn_id=record.turn_id,
+            turn_id=record.root_turn_id,
+            child_turn_id=None if record.turn_id == record.root_turn_id else record.turn_id,
             name=record.name,
             reason=record.reason,
             agent_path=record.agent_path,

@@ -145,6 +145,18 @@ class Store(ABC):
     @abstractmethod
     def list_interactions(self, session_id: str, status: InteractionStatus | None) -> list[InteractionRecord]: ...
 
+    @abstractmethod
+    def list_inbox(
+        self, principal: str | None, now: float, limit: int, start: dict[str, Any] | None = None
+    ) -> tuple[list[InteractionRecord], dict[str, Any] | None]:
+        """Up to ``limit`` requested, unexpired interactions, most urgent first, of every session
+        (``principal`` None) or of ``principal``'s sessions; and where the next page starts."""
+
+    @staticmethod
+    @abstractmethod
+    def inbox_partition(principal: str | None) -> tuple[str, str]:
+        """The index and partition a principal's inbox is read from (a page's start must be in it)."""
+
     # the action journal
     @abstractmethod
     def begin_action(

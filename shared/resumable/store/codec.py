@@ -7,11 +7,13 @@ Item layout, all in the session's partition ``pk = SESSION#<sessionId>``:
 | session | ``SESSION`` |
 | root turn | ``TURN#<root>`` |
 | child turn | ``TURN#<root>#CHILD#<turnId>`` |
-| interaction | ``TURN#<root>#INTERACTION#<requestId>`` (GSI1 by status for the session) |
+| interaction | ``TURN#<root>#INTERACTION#<requestId>`` |
 | action journal entry | ``TURN#<root>#ACTION#<sha256 of the key>`` |
 | outbox event | ``TURN#<root>#EVENT#...`` |
 
-So a whole turn tree is one Query. Every change to a tree goes through a condition on the root turn.
+An interaction is also in GSI1 (the session's, by status) and, while requested, in GSI2 and GSI3
+(the inbox: every session's, and its principal's, by expiry). So a whole turn tree is one Query.
+Every change to a tree goes through a condition on the root turn.
 """
 
 from __future__ import annotations
@@ -98,7 +100,32 @@ def turn_item(turn: TurnRecord) -> dict[str, Any]:
     return {**key(turn.session_id, turn_sk(turn)), **encode({"entity": "turn", **turn.model_dump()})}
 
 
+INBOX = "INBOX"
+INBOX_KEYS = ("gsi2pk", "gsi2sk", "gsi3pk", "gsi3sk")
+
+
+def inbox_sort_key(expires_at: float, session_id: str, request_id: str) -> str:
+    """Most urgent first: the expiry, fixed-width so that text order is time order."""
+    return f"{expires_at:020.6f}#{session_id}#{request_id}"
+
+
+def inbox_unexpired_after(now: float) -> str:
+    """Every sort key of an interaction that has not expired at ``now`` (``expires_at > now``) is
+    greater than this: ``$`` sorts right after the ``#`` that follows the expiry."""
+    return f"{now:020.6f}$"
+
+
+def principal_inbox(principal: str) -> str:
+    return f"PRINCIPAL#{principal}"
+
+
 def interaction_item(interaction: InteractionRecord) -> dict[str, Any]:
+    inbox: dict[str, str] = {}
+    if interaction.status == "requested":
+        order = inbox_sort_key(interaction.expires_at, interaction.session_id, interaction.request_id)
+        inbox = {"gsi2pk": INBOX, "gsi2sk": order}
+        if interaction.principal is not None:
+            inbox |= {"gsi3pk": principal_inbox(interaction.principal), "gsi3sk": order}
     return {
         **key(interaction.session_id, interaction_sk(interaction.root_turn_id, interaction.request_id)),
         **encode(
@@ -106,6 +133,7 @@ def interaction_item(interaction: InteractionRecord) -> dict[str, Any]:
                 "entity": "interaction",
                 "gsi1pk": f"SESSION#{interaction.session_id}#INTERACTIONS",
                 "gsi1sk": f"{interaction.status}#{interaction.request_id}",
+                **inbox,
                 **interaction.model_dump(),
             }
         ),

@@ -7,10 +7,21 @@ from typing import Any
 
 from resumable.runtime.tools import APPROVAL_INTERRUPT
 from resumable.store.base import AnswerOutcome
-from resumable.store.codec import decode, event_put, interaction_sk, key, root_sk, value
+from resumable.store.codec import (
+    INBOX,
+    INBOX_KEYS,
+    decode,
+    event_put,
+    inbox_unexpired_after,
+    interaction_sk,
+    key,
+    principal_inbox,
+    root_sk,
+    value,
+)
 from resumable.store.outbox import interaction_answered
 from resumable.store.records import InteractionRecord, InteractionStatus, TurnRecord
-from resumable.store.resources import INTERACTIONS_INDEX
+from resumable.store.resources import INBOX_INDEX, INTERACTIONS_INDEX, PRINCIPAL_INBOX_INDEX
 from resumable.store.table import Table, aws_call, condition_failed, refused_item
 
 
@@ -98,7 +109,8 @@ class InteractionItems(Table):
                 "TableName": self.table,
                 "Key": key(session_id, interaction_sk(root_turn_id, request_id)),
                 "UpdateExpression": "SET #status = :answered, #response = :response, "
-                "answered_by = :by, answered_at = :now, updated_at = :now, gsi1sk = :gsi1sk",
+                "answered_by = :by, answered_at = :now, updated_at = :now, gsi1sk = :gsi1sk "
+                "REMOVE " + ", ".join(INBOX_KEYS),
                 "ConditionExpression": condition,
                 "ExpressionAttributeNames": names,
                 "ExpressionAttributeValues": values,
@@ -146,3 +158,29 @@ class InteractionItems(Table):
             if "LastEvaluatedKey" not in page:
                 return sorted(found, key=lambda i: (i.created_at, i.request_id))
             request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    @aws_call
+    def list_inbox(
+        self, principal: str | None, now: float, limit: int, start: dict[str, Any] | None = None
+    ) -> tuple[list[InteractionRecord], dict[str, Any] | None]:
+        """Up to ``limit`` requested interactions not yet expired at ``now``, most urgent first: every
+        session's (``principal`` None) or those of ``principal``'s sessions; one Query, and where the
+        next page starts (None: this was the last)."""
+        index, partition = self.inbox_partition(principal)
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "IndexName": index,
+            "KeyConditionExpression": f"{index}pk = :pk AND {index}sk > :now",
+            "ExpressionAttributeValues": {":pk": value(partition), ":now": value(inbox_unexpired_after(now))},
+            "Limit": limit,
+        }
+        if start is not None:
+            request["ExclusiveStartKey"] = start
+        page = self.dynamodb.query(**request)
+        found = [InteractionRecord.model_validate(decode(item)) for item in page.get("Items", [])]
+        return found, page.get("LastEvaluatedKey")
+
+    @staticmethod
+    def inbox_partition(principal: str | None) -> tuple[str, str]:
+        """The index and partition key a principal's inbox is read from."""
+        return (INBOX_INDEX, INBOX) if principal is None else (PRINCIPAL_INBOX_INDEX, principal_inbox(principal))

@@ -18,22 +18,34 @@ TABLE_ATTRIBUTES: list[dict[str, Any]] = [
     {"AttributeName": "sk", "AttributeType": "S"},
     {"AttributeName": "gsi1pk", "AttributeType": "S"},
     {"AttributeName": "gsi1sk", "AttributeType": "S"},
+    {"AttributeName": "gsi2pk", "AttributeType": "S"},
+    {"AttributeName": "gsi2sk", "AttributeType": "S"},
+    {"AttributeName": "gsi3pk", "AttributeType": "S"},
+    {"AttributeName": "gsi3sk", "AttributeType": "S"},
 ]
 
 # GSI1 lists a session's interactions by status: gsi1pk = "SESSION#<id>#INTERACTIONS",
 # gsi1sk = "<status>#<requestId>" (GET /sessions/{id}/interactions?status=requested).
 INTERACTIONS_INDEX = "gsi1"
+# The inbox: requested interactions only (sparse: the keys go when an interaction stops being
+# requested), most urgent first. GSI2 holds every session's (gsi2pk = "INBOX"), for approvers; GSI3 a
+# principal's own sessions' (gsi3pk = "PRINCIPAL#<principal>"). Both sort by "<expiresAt>#<session>#<request>".
+INBOX_INDEX = "gsi2"
+PRINCIPAL_INBOX_INDEX = "gsi3"
 
-TABLE_INDEXES: list[dict[str, Any]] = [
-    {
-        "IndexName": INTERACTIONS_INDEX,
+
+def _index(name: str) -> dict[str, Any]:
+    return {
+        "IndexName": name,
         "KeySchema": [
-            {"AttributeName": "gsi1pk", "KeyType": "HASH"},
-            {"AttributeName": "gsi1sk", "KeyType": "RANGE"},
+            {"AttributeName": f"{name}pk", "KeyType": "HASH"},
+            {"AttributeName": f"{name}sk", "KeyType": "RANGE"},
         ],
         "Projection": {"ProjectionType": "ALL"},
     }
-]
+
+
+TABLE_INDEXES: list[dict[str, Any]] = [_index(INTERACTIONS_INDEX), _index(INBOX_INDEX), _index(PRINCIPAL_INBOX_INDEX)]
 
 BILLING_MODE = "PAY_PER_REQUEST"
 

@@ -1,0 +1,64 @@
+"""Inbox cursors: where the next page starts, signed, so that only a cursor this inbox issued, as it
+issued it and for the same inbox, starts a page (any other is refused before anything is read)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import secrets
+from typing import Any
+
+from resumable.exceptions import ValidationFailedError
+
+MAX_CURSOR_CHARS = 2048
+# Without CURSOR_SECRET (locally), cursors are signed with a key of this process.
+_PROCESS_KEY = secrets.token_bytes(32)
+
+
+def _key(secret: str | None) -> bytes:
+    return secret.encode() if secret else _PROCESS_KEY
+
+
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _mac(secret: str | None, partition: str, payload: str) -> str:
+    return _b64(hmac.new(_key(secret), f"{partition}\n{payload}".encode(), hashlib.sha256).digest()[:16])
+
+
+def issue(start: dict[str, Any], partition: str, secret: str | None) -> str:
+    """The cursor of the page that starts after ``start`` in the inbox ``partition``."""
+    payload = _b64(json.dumps(start, sort_keys=True, separators=(",", ":")).encode())
+    return f"{payload}.{_mac(secret, partition, payload)}"
+
+
+def read(cursor: str, partition: str, index: str, secret: str | None) -> dict[str, Any]:
+    """Where the page of ``cursor`` starts; ``ValidationFailedError`` for a cursor this inbox did not
+    issue, one that was changed, or one of another inbox."""
+    refused = ValidationFailedError(
+        "query parameter 'cursor' is not one this inbox issued for you (or it was changed): send the cursor "
+        "of the previous page as it came, or none for the first page; nothing was listed"
+    )
+    payload, _, mac = cursor.partition(".")
+    if len(cursor) > MAX_CURSOR_CHARS or not hmac.compare_digest(mac, _mac(secret, partition, payload)):
+        raise refused
+    try:
+        start = json.loads(_unb64(payload))
+    except (binascii.Error, ValueError) as error:
+        raise refused from error
+    expected = {"pk", "sk", f"{index}pk", f"{index}sk"}
+    if (
+        not isinstance(start, dict)
+        or start.keys() != expected
+        or not all(isinstance(v, dict) and v.keys() == {"S"} and isinstance(v["S"], str) for v in start.values())
+    ):
+        raise refused
+    return start
