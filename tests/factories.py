@@ -7,6 +7,7 @@ are counted across threads and processes alike.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -257,3 +258,48 @@ def fenced(context: AgentContext) -> Agent:
         model=ScriptedModel([calls(("o-1", "db_admin", {"prompt": "delete prod-db"})), says("The record is gone.")]),
         tools=[worker.as_tool()],
     )
+
+
+# -- for tests/integration/test_edits.py --------------------------------------------------------------
+
+
+@tool(approval=True, edits=True, name="delete_record")
+def delete_record_editable(name: str) -> str:
+    """Delete a database record (a person may edit which before approving).
+
+    Args:
+        name: The record to delete.
+    """
+    return str(delete_record(name))
+
+
+def nested_editable(context: AgentContext) -> Agent:
+    """orchestrator -> db_admin -> delete_record (approval, input editable)."""
+    worker = Agent(
+        name="db_admin",
+        model=ScriptedModel([calls(("w-1", "delete_record", {"name": "prod-db"})), says("deleted")]),
+        tools=[delete_record_editable],
+    )
+    return Agent(
+        name="orchestrator",
+        model=ScriptedModel([calls(("o-1", "db_admin", {"prompt": "delete prod-db"})), says("The record is gone.")]),
+        tools=[worker.as_tool()],
+    )
+
+
+def third_party(name: str = "drop_table") -> Callable[[AgentContext], Agent]:
+    """A factory whose tool declares no approval: only a policy can guard it."""
+
+    @tool(name=name)
+    def undeclared(table: str) -> str:
+        """Drop a table."""
+        return str(delete_record(table))
+
+    def build(context: AgentContext) -> Agent:
+        return Agent(
+            name="ops",
+            model=ScriptedModel([calls(("t-1", name, {"table": "users"})), says("dropped")]),
+            tools=[undeclared],
+        )
+
+    return build

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from resumable.runtime.approval import ApprovalPolicy
 
 
 class Settings(BaseModel):
@@ -23,7 +27,8 @@ class Settings(BaseModel):
     session, not only their own), ``EVENT_BUS_NAME`` (the bus the publisher puts events on),
     ``API_URL`` (the HTTP API's base URL, for the answer links in events), ``DEAD_LETTER_QUEUE_URL``
     (where the publisher sends an outbox record it can never publish), ``CURSOR_SECRET`` (signs the
-    inbox's cursors; without it, a key of the process).
+    inbox's cursors; without it, a key of the process), ``APPROVAL_REQUIRED`` and ``APPROVAL_EDITS``
+    (comma-separated tool-name patterns, e.g. ``delete_*,drop_*``: the deployment's approval policy).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -47,6 +52,18 @@ class Settings(BaseModel):
     api_url: str | None = None
     dead_letter_queue_url: str | None = None
     cursor_secret: str | None = Field(default=None, repr=False)
+    approval_required: tuple[str, ...] = ()
+    approval_edits: tuple[str, ...] = ()
+
+    @property
+    def default_approval_policy(self) -> ApprovalPolicy | None:
+        """The deployment's approval policy (tools that need approval, and whose input may be edited,
+        where neither the tool's declaration nor its agent's policy decides); None if it has none."""
+        if not (self.approval_required or self.approval_edits):
+            return None
+        from resumable.runtime.approval import ApprovalPolicy
+
+        return ApprovalPolicy(require=self.approval_required, edits=self.approval_edits)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -70,8 +87,18 @@ class Settings(BaseModel):
         region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
         if region:
             values["region"] = region
-        approvers = tuple(p.strip() for p in env.get("APPROVER_PRINCIPALS", "").split(",") if p.strip())
-        return cls.model_validate({**values, "approver_principals": approvers})
+
+        def listed(variable: str) -> tuple[str, ...]:
+            return tuple(p.strip() for p in env.get(variable, "").split(",") if p.strip())
+
+        return cls.model_validate(
+            {
+                **values,
+                "approver_principals": listed("APPROVER_PRINCIPALS"),
+                "approval_required": listed("APPROVAL_REQUIRED"),
+                "approval_edits": listed("APPROVAL_EDITS"),
+            }
+        )
 
     def environment(self) -> dict[str, str]:
         """The environment variables that make ``from_env`` (and boto3) see these settings: what a

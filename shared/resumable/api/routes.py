@@ -44,7 +44,8 @@ class StartTurnBody(BaseModel):
 
 # The answer's schema: an approval answer, or any JSON but null for an interrupt of another kind.
 _ANSWER_SCHEMA = {
-    "description": "The answer. To an approval: {'decision': 'approve'} or {'decision': 'deny', 'message': '...'}; "
+    "description": "The answer. To an approval: {'decision': 'approve'} (with 'input' to edit the call, where "
+    "the interaction is editable) or {'decision': 'deny', 'message': '...'}; "
     "to an interrupt of another kind, any JSON value but null. At most 8,192 bytes of JSON.",
     "anyOf": [
         {
@@ -53,13 +54,22 @@ _ANSWER_SCHEMA = {
             "properties": {
                 "decision": {"type": "string", "enum": ["approve", "deny"]},
                 "message": {"type": "string", "description": "Why, told to the model (deny)."},
+                "input": {
+                    "type": "object",
+                    "description": "Approve with this input instead (only where the interaction is editable); "
+                    "it must match the tool's input schema.",
+                },
             },
             "required": ["decision"],
             "additionalProperties": False,
         },
         {"not": {"type": "null"}},
     ],
-    "examples": [{"decision": "approve"}, {"decision": "deny", "message": "not prod"}],
+    "examples": [
+        {"decision": "approve"},
+        {"decision": "deny", "message": "not prod"},
+        {"decision": "approve", "input": {"name": "prod-db-replica"}},
+    ],
 }
 
 

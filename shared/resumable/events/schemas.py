@@ -47,6 +47,10 @@ class InteractionRequested(EventDetail):
     name: str = Field(description="The interrupt's name: 'approval' for a tool call that needs approval.")
     tool: str | None = Field(description="The tool an approval is for (null for another interrupt).")
     input: Any = Field(description="The tool input an approval is for.")
+    editable: bool = Field(
+        default=False,  # not in events written before edits existed
+        description="Whether the answer may edit the input: {'decision': 'approve', 'input': {...}}.",
+    )
     reason: Any = Field(description="What the agent said when it asked.")
     summary: str = Field(description="One line a person reads: 'a -> b wants to run tool {...}'.")
     expires_at: str
@@ -57,7 +61,7 @@ class InteractionRequested(EventDetail):
 class InteractionAnswered(EventDetail):
     request_id: str
     decision: str | None = Field(description="'approve' or 'deny' for an approval; null for another answer.")
-    response: Any
+    response: Any = Field(description="The answer as given; an edited approval's holds the input it runs with.")
     answered_by: str
     answered_at: str
 

@@ -5,6 +5,7 @@ It knows nothing about DynamoDB or S3; the store builds on it.
 
 from resumable.runtime.agent import Agent, AgentResult
 from resumable.runtime.agent_as_tool import AgentTool
+from resumable.runtime.approval import ApprovalPolicy
 from resumable.runtime.interrupts import Interrupt
 from resumable.runtime.invocation import FencingToken, Invocation
 from resumable.runtime.models import BedrockModel, Model, ScriptedModel
@@ -16,6 +17,7 @@ __all__ = [
     "AgentResult",
     "AgentTool",
     "ApprovalAnswer",
+    "ApprovalPolicy",
     "BedrockModel",
     "FencingToken",
     "FileSession",

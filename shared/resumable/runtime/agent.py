@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ValidationError
 
 from resumable.exceptions import InvalidInvocationError, ModelError, ResumableError, UnknownInterruptError
+from resumable.runtime.approval import ApprovalPolicy, run_tool
 from resumable.runtime.interrupts import (
     CHECKPOINT_INTERRUPT,
     STEPS_KEY,
@@ -120,6 +121,7 @@ class Agent:
         system_prompt: str | None = None,
         session: Session | None = None,
         max_steps: int = 20,
+        approval_policy: ApprovalPolicy | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError("an agent needs a non-empty name: it keys its snapshot and its interrupts' reasons")
@@ -130,6 +132,7 @@ class Agent:
         self.system_prompt = system_prompt
         self.session = session
         self.max_steps = max_steps
+        self.approval_policy = approval_policy
         self.tools: dict[str, Tool] = {}
         for candidate in tools:
             if not isinstance(candidate, Tool):
@@ -344,7 +347,7 @@ class Agent:
                 interrupts[checkpoint] = Interrupt(checkpoint, CHECKPOINT_INTERRUPT, {"tool": use["name"]})
                 continue
             try:
-                results[tool_use_id] = selected.invoke(use.get("input", {}), ToolContext(self, use, invocation))
+                results[tool_use_id] = run_tool(selected, use.get("input", {}), ToolContext(self, use, invocation))
             except InterruptException as pause:
                 interrupts.update((i.id, i) for i in pause.interrupts)
             except ResumableError:

@@ -60,6 +60,7 @@ class AgentTool(Tool):
 
     # A sub-agent call checkpoints inside, before its own tool calls: resuming it is not progress.
     checkpoints_before = False
+    journals_approved_calls = False
 
     def __init__(self, agent: Agent, *, name: str | None, description: str | None, preserve_context: bool) -> None:
         if not preserve_context and agent.session is not None:

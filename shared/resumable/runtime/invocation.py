@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from resumable.runtime.approval import ApprovalPolicy
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,8 @@ class Invocation:
     journal: ActionJournal | None = None
     observer: SubAgentObserver | None = None
     checkpoint: Callable[[], bool] | None = None
+    default_policy: ApprovalPolicy | None = None
+    """The deployment's approval policy, for tools neither their declaration nor the agent's decides."""
 
     def should_stop(self) -> bool:
         return self.stop is not None and self.stop()

@@ -1,8 +1,10 @@
-"""Tools: plain functions the model may call, and the approval policy that guards them.
+"""Tools: plain functions the model may call.
 
 ``@tool`` builds the tool's input schema from the function's type hints and its description from the
-docstring. ``@tool(approval=True)`` asks a person before the function runs; ``@tool(context=True)``
-passes a ``ToolContext`` so the function can raise interrupts of its own.
+docstring. ``@tool(approval=True)`` asks a person before the function runs (``edits=True``: the person
+may edit its input first; resumable.runtime.approval has the rules, and the policies for tools you did
+not write); ``@tool(context=True)`` passes a ``ToolContext`` so the function can raise interrupts of
+its own.
 """
 
 from __future__ import annotations
@@ -15,23 +17,14 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from resumable.exceptions import ResumableError
+from resumable.runtime.approval import APPROVAL_INTERRUPT, ApprovalAnswer
 from resumable.runtime.interrupts import Interrupt, InterruptException, tool_interrupt_id
-from resumable.runtime.invocation import ApprovedAction, FencingToken, Invocation
+from resumable.runtime.invocation import FencingToken, Invocation
 
 if TYPE_CHECKING:
     from resumable.runtime.agent import Agent
 
-APPROVAL_INTERRUPT = "approval"
-"""The name of the interrupt an approval-guarded tool raises before it runs."""
-
-
-class ApprovalAnswer(BaseModel):
-    """A person's answer to an ``approval`` interrupt."""
-
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-    decision: Literal["approve", "deny"]
-    message: str | None = None
+__all__ = ["APPROVAL_INTERRUPT", "ApprovalAnswer", "FunctionTool", "Tool", "ToolContext", "tool", "tool_result"]
 
 
 def tool_result(tool_use_id: str, output: Any, status: Literal["success", "error"] = "success") -> dict[str, Any]:
@@ -79,6 +72,12 @@ class Tool:
     input_schema: dict[str, Any]
     checkpoints_before: bool = True
     """Whether a turn may checkpoint before a call of this tool (see ``Invocation.checkpoint``)."""
+    approval: bool = False
+    """Declared to need a person's approval before every call (policies cannot exempt it)."""
+    approval_edits: bool = False
+    """Declared to let the person edit the input before approving."""
+    journals_approved_calls: bool = True
+    """Whether an approved call runs through the action journal (not a sub-agent: it may pause)."""
 
     @property
     def spec(self) -> dict[str, Any]:
@@ -88,6 +87,10 @@ class Tool:
     def invoke(self, tool_input: Any, context: ToolContext) -> dict[str, Any]:
         """Run the tool and return a ``toolResult``; raise ``InterruptException`` to pause."""
         raise NotImplementedError
+
+    def invalid_input(self, tool_input: Any) -> str | None:
+        """Why ``tool_input`` cannot be this tool's input (said to the model), or None if it can."""
+        return None
 
     def abandon(self, tool_use_id: str) -> None:
         """The paused call ``tool_use_id`` will never resume (its interrupts were dismissed or the
@@ -135,12 +138,14 @@ class FunctionTool(Tool):
         function: Callable[..., Any],
         *,
         approval: bool = False,
+        edits: bool = False,
         context: bool = False,
         name: str | None = None,
         description: str | None = None,
     ) -> None:
         self.function = function
         self.approval = approval
+        self.approval_edits = edits
         self.takes_context = context
         self.name = name or function.__name__
         doc_description, param_docs = _parse_docstring(function.__doc__ or "")
@@ -174,50 +179,22 @@ class FunctionTool(Tool):
         """Call the undecorated function directly (no approval, no schema check)."""
         return self.function(*args, **kwargs)
 
-    def invoke(self, tool_input: Any, context: ToolContext) -> dict[str, Any]:
-        tool_use_id = context.tool_use_id
+    def invalid_input(self, tool_input: Any) -> str | None:
         try:
-            arguments = dict(self.input_model.model_validate(tool_input))
+            self.input_model.model_validate(tool_input)
         except ValidationError as error:
             problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in error.errors())
-            return tool_result(
-                tool_use_id, f"Invalid input for tool '{self.name}', it did not run: {problems}", "error"
-            )
-        if self.approval:
-            answer = ApprovalAnswer.model_validate(
-                context.interrupt(
-                    APPROVAL_INTERRUPT,
-                    reason={"agent": context.agent.name, "tool": self.name, "input": tool_input},
-                )
-            )
-            if answer.decision == "deny":
-                message = answer.message or "a person denied this action"
-                return tool_result(tool_use_id, f"DENIED: {message}. The tool '{self.name}' did not run.", "error")
+            return f"Invalid input for tool '{self.name}', it did not run: {problems}"
+        return None
+
+    def invoke(self, tool_input: Any, context: ToolContext) -> dict[str, Any]:
+        problem = self.invalid_input(tool_input)
+        if problem is not None:
+            return tool_result(context.tool_use_id, problem, "error")
+        arguments = dict(self.input_model.model_validate(tool_input))
         if self.takes_context:
             arguments["context"] = context
-        journal = context.invocation.journal
-        if not self.approval or journal is None:
-            return tool_result(tool_use_id, self.function(**arguments))
-
-        def perform(token: FencingToken) -> dict[str, Any]:
-            context.fencing_token = token
-            try:
-                return tool_result(tool_use_id, self.function(**arguments))
-            except (InterruptException, ResumableError):
-                raise
-            except Exception as error:
-                return tool_result(tool_use_id, f"Error: {type(error).__name__}: {error}", "error")
-            finally:
-                context.fencing_token = None
-
-        action = ApprovedAction(
-            key=context.invocation.id_prefix + tool_interrupt_id(tool_use_id, APPROVAL_INTERRUPT),
-            tool_use_id=tool_use_id,
-            tool=self.name,
-            input=tool_input,
-            agent_path=context.invocation.agent_path,
-        )
-        return journal.run(action, perform)
+        return tool_result(context.tool_use_id, self.function(**arguments))
 
 
 @overload
@@ -228,6 +205,7 @@ def tool(function: Callable[..., Any], /) -> FunctionTool: ...
 def tool(
     *,
     approval: bool = False,
+    edits: bool = False,
     context: bool = False,
     name: str | None = None,
     description: str | None = None,
@@ -239,13 +217,17 @@ def tool(
     /,
     *,
     approval: bool = False,
+    edits: bool = False,
     context: bool = False,
     name: str | None = None,
     description: str | None = None,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
-    """Make a function a tool: ``@tool`` or ``@tool(approval=True, context=True, name=..., description=...)``."""
+    """Make a function a tool: ``@tool`` or ``@tool(approval=True, edits=True, context=True, name=...,
+    description=...)``. ``edits`` needs ``approval``."""
+    if edits and not approval:
+        raise ValueError("@tool(edits=True) lets a person edit the input of a call they approve: add approval=True")
 
     def decorate(fn: Callable[..., Any]) -> FunctionTool:
-        return FunctionTool(fn, approval=approval, context=context, name=name, description=description)
+        return FunctionTool(fn, approval=approval, edits=edits, context=context, name=name, description=description)
 
     return decorate(function) if function is not None else decorate

@@ -7,12 +7,13 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from resumable.exceptions import AwsError, StaleCommitError
 from resumable.runtime.agent import Agent
 from resumable.runtime.agent_as_tool import call_prefix
+from resumable.runtime.approval import APPROVAL_INTERRUPT
 from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT, Interrupt
 from resumable.service.child_turns import ChildTurns
 from resumable.service.ids import request_id
@@ -171,6 +172,17 @@ def _commit_of(
     )
 
 
+def _edit_terms(interrupt: Interrupt) -> tuple[Any, bool, dict[str, Any] | None]:
+    """The reason shown to people, and whether (and against which schema) an answer may edit the
+    input: an editable approval carries its tool's input schema, which is kept apart from the reason."""
+    reason = interrupt.reason
+    if interrupt.name == APPROVAL_INTERRUPT and isinstance(reason, dict) and reason.get("editable") is True:
+        schema = reason.get("inputSchema")
+        shown = {k: v for k, v in reason.items() if k != "inputSchema"}
+        return shown, True, schema if isinstance(schema, dict) else {}
+    return reason, False, None
+
+
 def _no_longer_pointed_at(root: TurnRecord, snapshot_key: str | None, session: S3Session) -> list[str]:
     """The snapshots the commit of a run replaced: the turn's previous state, the agents' earlier
     saves of this run, and the agents' snapshots of the turn's previous commit (not the session's,
@@ -213,6 +225,7 @@ def _waiting_on(
         if known is None:
             prefix = call_prefix(interrupt.id)
             owner_turn = children.turn_id(prefix)
+            reason, editable, input_schema = _edit_terms(interrupt)
             new.append(
                 InteractionRecord(
                     session_id=root.session_id,
@@ -221,7 +234,9 @@ def _waiting_on(
                     request_id=request_id(root.turn_id, interrupt.id),
                     interrupt_id=interrupt.id,
                     name=interrupt.name,
-                    reason=bounded_json(interrupt.reason, MAX_REASON_BYTES),
+                    reason=bounded_json(reason, MAX_REASON_BYTES),
+                    editable=editable,
+                    input_schema=input_schema,
                     agent_path=children.records[owner_turn].agent_path if prefix else [root.agent],
                     principal=root.principal,
                     status="requested",

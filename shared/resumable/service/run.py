@@ -110,6 +110,7 @@ def run_leased(deps: Dependencies, tree: TurnTree, lease_owner: str) -> TurnTree
         observer=children,
         # Only a run that another invocation can continue checkpoints when its budget is spent.
         checkpoint=budget if deps.continuation else None,
+        default_policy=deps.settings.default_approval_policy,
     )
     try:
         outcome = _run(agent, prompt, invocation, budget)

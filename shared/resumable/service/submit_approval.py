@@ -18,6 +18,7 @@ from resumable.exceptions import (
 )
 from resumable.runtime.tools import APPROVAL_INTERRUPT, ApprovalAnswer
 from resumable.service.access import is_approver, load, may_act_for
+from resumable.service.edits import check_edit
 from resumable.service.ids import root_of, valid_request_id, valid_session_id, valid_turn_id
 from resumable.service.limits import json_utf8
 from resumable.service.run import advance
@@ -46,6 +47,8 @@ def submit_approval(
         raise missing
     approval_shaped = _checked(deps, response)
     root_id = root_of(turn_id)
+    if approval_shaped and response.get("input") is not None:
+        check_edit(deps, session_id, root_id, turn_id, request_id, response["input"], principal, missing)
     answer = deps.store.answer_interaction(
         session_id,
         root_id,

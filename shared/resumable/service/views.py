@@ -27,6 +27,9 @@ class InteractionView(View):
     reason: Any
     agent_path: list[str]
     status: InteractionStatus
+    editable: bool = Field(
+        description="An approval whose answer may edit the input: {'decision': 'approve', 'input': {...}}."
+    )
     response: Any
     answered_by: str | None
     answered_at: str | None
@@ -47,6 +50,7 @@ class InteractionView(View):
             reason=record.reason,
             agent_path=record.agent_path,
             status="expired" if overdue else record.status,
+            editable=record.editable,
             response=record.response,
             answered_by=record.answered_by,
             answered_at=iso(record.answered_at),

@@ -143,6 +143,9 @@ class Store(ABC):
         child turn's; with ``principal``, its session must be that principal's."""
 
     @abstractmethod
+    def get_interaction(self, session_id: str, root_turn_id: str, request_id: str) -> InteractionRecord | None: ...
+
+    @abstractmethod
     def list_interactions(self, session_id: str, status: InteractionStatus | None) -> list[InteractionRecord]: ...
 
     @abstractmethod

@@ -140,6 +140,13 @@ class InteractionItems(Table):
         }
 
     @aws_call
+    def get_interaction(self, session_id: str, root_turn_id: str, request_id: str) -> InteractionRecord | None:
+        item = self.dynamodb.get_item(
+            TableName=self.table, Key=key(session_id, interaction_sk(root_turn_id, request_id)), ConsistentRead=True
+        ).get("Item")
+        return InteractionRecord.model_validate(decode(item)) if item else None
+
+    @aws_call
     def list_interactions(self, session_id: str, status: InteractionStatus | None) -> list[InteractionRecord]:
         condition = "gsi1pk = :pk" + (" AND begins_with(gsi1sk, :status)" if status else "")
         values = {":pk": value(f"SESSION#{session_id}#INTERACTIONS")}

@@ -88,6 +88,7 @@ def interaction_requested(interaction: InteractionRecord) -> OutboxEvent:
             "name": interaction.name,
             "tool": tool,
             "input": tool_input,
+            "editable": interaction.editable,
             "reason": interaction.reason,
             "summary": summary(interaction),
             "expiresAt": iso(interaction.expires_at),

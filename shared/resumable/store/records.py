@@ -78,6 +78,8 @@ class InteractionRecord(Record):
 
     The display detail (name, reason, agent path) never changes; the response is written once.
     ``principal`` is the principal whose session it is (only they, or an approver, may answer it).
+    ``editable``: an approval whose answer may edit the tool's input, which must then match
+    ``input_schema`` (the tool's JSON Schema).
     """
 
     session_id: str
@@ -90,6 +92,8 @@ class InteractionRecord(Record):
     agent_path: list[str]
     principal: str | None = None
     status: InteractionStatus
+    editable: bool = False
+    input_schema: dict[str, Any] | None = None
     response: Any = None
     answered_by: str | None = None
     answered_at: float | None = None

@@ -1,0 +1,181 @@
+"""Approval: which tool calls wait for a person before they run, and running the approved ones.
+
+A call needs approval when any of these says so, in this order:
+
+1. the tool's declaration (``@tool(approval=True)``): always, whatever a policy says;
+2. the calling agent's ``ApprovalPolicy`` (``Agent(approval_policy=...)``): ``exempt`` patterns first,
+   then ``require`` patterns (``fnmatch`` patterns of tool names, e.g. ``delete_*``);
+3. the deployment's default policy (the invocation's ``default_policy``; the service makes it from
+   ``APPROVAL_REQUIRED`` / ``APPROVAL_EXEMPT``), for a tool neither of the above decides.
+
+And whatever they say now, a call that was already asked about (its approval is pending or answered
+in the restored turn) is still asked: a rebuilt agent with another policy never runs, unapproved, a
+call that was waiting for a person. A person may edit the input before approving (``{"decision":
+"approve", "input": {...}}``) where the tool declares ``edits=True`` or a policy's ``edits`` patterns
+name it; the call then runs once with the edited input, and its result tells the model so.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from resumable.exceptions import ResumableError
+from resumable.runtime.interrupts import InterruptException, tool_interrupt_id
+from resumable.runtime.invocation import ApprovedAction, FencingToken
+
+if TYPE_CHECKING:
+    from resumable.runtime.tools import Tool, ToolContext
+
+APPROVAL_INTERRUPT = "approval"
+"""The name of the interrupt raised before a call that needs approval runs."""
+
+
+class ApprovalAnswer(BaseModel):
+    """A person's answer to an ``approval`` interrupt; ``input`` replaces the call's input (an edit)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    decision: Literal["approve", "deny"]
+    message: str | None = None
+    input: dict[str, Any] | None = None
+
+
+def _matches(name: str, patterns: tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+
+
+@dataclass(frozen=True)
+class ApprovalPolicy:
+    """Tool-name patterns: ``require`` approval, ``exempt`` from it (wins over ``require``), and whose
+    input a person may edit before approving (``edits``)."""
+
+    require: tuple[str, ...] = ()
+    exempt: tuple[str, ...] = ()
+    edits: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for field_name in ("require", "exempt", "edits"):
+            value = getattr(self, field_name)
+            if isinstance(value, str) or not all(isinstance(p, str) and p for p in value):
+                raise ValueError(
+                    f"ApprovalPolicy.{field_name} takes tool-name patterns as a tuple of non-empty strings, "
+                    f"got {value!r}"
+                )
+            object.__setattr__(self, field_name, tuple(value))
+
+    def decides(self, tool_name: str) -> bool | None:
+        """True: needs approval; False: exempt; None: this policy does not say."""
+        if _matches(tool_name, self.exempt):
+            return False
+        if _matches(tool_name, self.require):
+            return True
+        return None
+
+    def allows_edits(self, tool_name: str) -> bool:
+        return _matches(tool_name, self.edits)
+
+
+@dataclass(frozen=True)
+class Approval:
+    """What a call's approval allows: whether its input may be edited."""
+
+    edits: bool
+
+
+def approval_for(tool: Tool, context: ToolContext) -> Approval | None:
+    """The approval ``tool``'s call needs (None: none), by the precedence of this module."""
+    agent_policy = context.agent.approval_policy
+    default = context.invocation.default_policy
+    required = tool.approval
+    if not required:
+        said = agent_policy.decides(tool.name) if agent_policy else None
+        if said is None and default is not None:
+            said = default.decides(tool.name)
+        required = bool(said)
+    interrupt_id = tool_interrupt_id(context.tool_use_id, APPROVAL_INTERRUPT)
+    state = context.agent.interrupt_state
+    asked = state.activated and (interrupt_id in state.pending or interrupt_id in state.answers)
+    if not (required or asked):
+        return None
+    edits = (
+        tool.approval_edits
+        or bool(agent_policy and agent_policy.allows_edits(tool.name))
+        or bool(default and default.allows_edits(tool.name))
+    )
+    return Approval(edits=edits)
+
+
+def _edited_note(original: Any, edited: Any) -> dict[str, Any]:
+    return {
+        "text": "A person edited this call's input before approving it: it ran with "
+        f"{json.dumps(edited, ensure_ascii=False)} instead of {json.dumps(original, ensure_ascii=False)}."
+    }
+
+
+def run_tool(tool: Tool, tool_input: Any, context: ToolContext) -> dict[str, Any]:
+    """Run one tool call: ask for approval first where it is needed (the call pauses until answered),
+    then run an approved call once, through the invocation's action journal when there is one."""
+    from resumable.runtime.tools import tool_result
+
+    approval = approval_for(tool, context)
+    if approval is None:
+        return tool.invoke(tool_input, context)
+    problem = tool.invalid_input(tool_input)
+    if problem is not None:  # nobody is asked about a call that cannot run
+        return tool_result(context.tool_use_id, problem, "error")
+    reason: dict[str, Any] = {"agent": context.agent.name, "tool": tool.name, "input": tool_input}
+    if approval.edits:
+        reason |= {"editable": True, "inputSchema": tool.input_schema}
+    answer = ApprovalAnswer.model_validate(context.interrupt(APPROVAL_INTERRUPT, reason=reason))
+    if answer.decision == "deny":
+        message = answer.message or "a person denied this action"
+        return tool_result(context.tool_use_id, f"DENIED: {message}. The tool '{tool.name}' did not run.", "error")
+    run_input = tool_input
+    if answer.input is not None:
+        if not approval.edits:
+            return tool_result(
+                context.tool_use_id,
+                f"The approval edited the input of '{tool.name}', whose input may not be edited (its approval "
+                "policy changed since it was asked): it did not run",
+                "error",
+            )
+        problem = tool.invalid_input(answer.input)
+        if problem is not None:
+            return tool_result(context.tool_use_id, f"The edited input was refused: {problem}", "error")
+        run_input = answer.input
+    result = _run_approved(tool, run_input, context)
+    if run_input is not tool_input:
+        result = {**result, "content": [_edited_note(tool_input, run_input), *result.get("content", [])]}
+    return result
+
+
+def _run_approved(tool: Tool, tool_input: Any, context: ToolContext) -> dict[str, Any]:
+    from resumable.runtime.tools import tool_result
+
+    journal = context.invocation.journal
+    if journal is None or not tool.journals_approved_calls:
+        return tool.invoke(tool_input, context)
+
+    def perform(token: FencingToken) -> dict[str, Any]:
+        context.fencing_token = token
+        try:
+            return tool.invoke(tool_input, context)
+        except (InterruptException, ResumableError):
+            raise
+        except Exception as error:
+            return tool_result(context.tool_use_id, f"Error: {type(error).__name__}: {error}", "error")
+        finally:
+            context.fencing_token = None
+
+    action = ApprovedAction(
+        key=context.invocation.id_prefix + tool_interrupt_id(context.tool_use_id, APPROVAL_INTERRUPT),
+        tool_use_id=context.tool_use_id,
+        tool=tool.name,
+        input=tool_input,
+        agent_path=context.invocation.agent_path,
+    )
+    return journal.run(action, perform)
