@@ -16,6 +16,8 @@ with boto3. ``BENCH_RUNS`` (default 200) sets the runs per operation.
 6. Fan-out and depth: one turn pausing in 1, 10 and 50 concurrent sub-agent calls, and nesting depth 1
    to 5: calls and time per operation (50 calls need more than one TransactWriteItems: shown here).
 7. Layer size (``make layer`` builds it): goal under 10 MB zipped.
+8. Events and the inbox (bench/events.py): commit to bus (p50, p95), publisher events per second, and
+   one inbox page's AWS calls for 1, 100 and 1,000 open questions across sessions.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench import events
 from bench.cold_start import cold_start
 from resumable.aws.clients import client
 from resumable.clock import SystemClock
@@ -553,6 +556,8 @@ def report(results: dict[str, Any]) -> str:
         f"7. layer: {lay['zipped_bytes'] / 1e6:.2f} MB zipped, {lay['unzipped_bytes'] / 1e6:.2f} MB unzipped "
         f"(goal: under {lay['goal_zipped_bytes'] / 2**20:.0f} MB zipped)",
     ]
+    if "events" in results:
+        lines += ["", *events.report(results["events"])]
     return "\n".join(lines)
 
 
@@ -571,6 +576,9 @@ def main() -> int:
         results["tree_scaling"] = tree_scaling(settings)
         print("measuring cold starts...", file=sys.stderr, flush=True)
         results["cold_start"] = cold_start(settings)
+        if not os.environ.get("BENCH_AWS"):  # the publisher runs as make run's: on the embedded AWS only
+            print("measuring events and the inbox...", file=sys.stderr, flush=True)
+            results["events"] = events.events_and_inbox(settings, runs=min(RUNS, 100))
     print("measuring snapshots...", file=sys.stderr, flush=True)
     results["snapshot_growth"] = snapshot_growth()
     results["layer"] = layer()

@@ -1,0 +1,200 @@
+"""Events and the inbox, for ``make bench`` (section 8): how long an event takes from its commit to the
+bus, how many events per second the publisher puts on it, and what one inbox page costs for 1, 100 and
+1,000 open questions across sessions.
+
+On the embedded AWS, with the publisher as ``make run`` runs it (the stream read as Lambda's event
+source mapping would, resumable.local.events); ``python -m bench.events`` runs this section alone.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import threading
+import time
+import uuid
+from typing import Any
+
+from resumable.aws.clients import client
+from resumable.config import Settings
+from resumable.events.publisher import Publishing
+from resumable.local.events import Handler, publishing
+from resumable.service import Service
+from resumable.store import DynamoDBStore
+from resumable.store.codec import interaction_item
+from resumable.store.records import InteractionRecord
+from tests.trees import Shape, factory
+
+APPROVER = "arn:aws:iam::000000000000:user/bench-approver"
+
+
+class PutTimes:
+    """When each event (by eventId) was on the bus: PutEvents returned."""
+
+    def __init__(self) -> None:
+        self.at: dict[str, float] = {}
+        self.occurred: dict[str, float] = {}
+        self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)
+
+    def wrap(self, made: Publishing) -> Handler:
+        put = made.bus.put
+
+        def timed(source: str, detail_type: str, detail: str, occurred_at: float) -> None:
+            put(source, detail_type, detail, occurred_at)
+            event_id = json.loads(detail)["eventId"]
+            with self.changed:
+                self.at.setdefault(event_id, time.time())
+                self.occurred.setdefault(event_id, occurred_at)
+                self.changed.notify_all()
+
+        made.bus.put = timed  # type: ignore[method-assign]
+        return made.handle
+
+    def wait_for(self, count: int) -> None:
+        with self.changed:
+            self.changed.wait_for(lambda: len(self.at) >= count, timeout=600)
+            if len(self.at) < count:
+                raise RuntimeError(f"only {len(self.at)} of {count} events reached the bus in 600 s")
+
+
+def _own(settings: Settings) -> Settings:
+    """A table and bus of this measurement's own (the stream then holds only its events)."""
+    name = f"bench-ev-{uuid.uuid4().hex[:8]}"
+    own = settings.model_copy(update={"table_name": name, "event_bus_name": name})
+    from resumable.store.resources import create_table_request, ttl_request
+
+    dynamodb = client("dynamodb", own)
+    dynamodb.create_table(**create_table_request(name))
+    dynamodb.update_time_to_live(**ttl_request(name))
+    return own
+
+
+def _service(settings: Settings) -> Service:
+    return Service(DynamoDBStore(settings), settings, factory=factory(Shape(fan_out=1, depth=1)))
+
+
+def commit_to_bus(settings: Settings, runs: int) -> dict[str, Any]:
+    """One turn started at a time (its commit writes an Interaction Requested); the time from the commit
+    (the event's occurredAt) to PutEvents returning for it, with the publisher polling as make run's."""
+    own = _own(settings)
+    times = PutTimes()
+    service = _service(own)
+    with publishing(own, lambda s: times.wrap(Publishing(s))):
+        for n in range(runs):
+            service.start_turn(f"latency-{n}", "go")
+            times.wait_for(n + 1)
+    latencies = sorted((times.at[e] - times.occurred[e]) * 1000 for e in times.at)
+    return {
+        "runs": runs,
+        "p50_ms": statistics.median(latencies),
+        "p95_ms": latencies[min(len(latencies) - 1, round(0.95 * (len(latencies) - 1)))],
+    }
+
+
+def publisher_throughput(settings: Settings, sessions: int = 100) -> dict[str, Any]:
+    """Events per second the publisher puts on the bus: a backlog of ``sessions`` paused turns and their
+    cancels (three events each) is in the stream before the publisher starts."""
+    own = _own(settings)
+    service = _service(own)
+    for n in range(sessions):
+        started = service.start_turn(f"throughput-{n}", "go")
+        service.cancel(f"throughput-{n}", started.turn_id)
+    events = sessions * 3
+    times = PutTimes()
+    began = time.perf_counter()
+    with publishing(own, lambda s: times.wrap(Publishing(s))):
+        times.wait_for(events)
+        seconds = time.perf_counter() - began
+    return {"events": events, "sessions": sessions, "seconds": seconds, "events_per_second": events / seconds}
+
+
+def inbox_calls(settings: Settings, sizes: tuple[int, ...] = (1, 100, 1000), repeats: int = 20) -> list[dict[str, Any]]:
+    """The AWS calls and time of the first inbox page (50) with ``n`` open questions, one per session."""
+    rows = []
+    for size in sizes:
+        own = _own(settings).model_copy(update={"approver_principals": (APPROVER,)})
+        store = DynamoDBStore(own)
+        now = time.time()
+        records = [
+            InteractionRecord(
+                session_id=f"inbox-{n:05d}",
+                root_turn_id=f"{n:032x}",
+                turn_id=f"{n:032x}",
+                request_id=f"r{n:024x}",
+                interrupt_id=f"v1:tool:{n}",
+                name="approval",
+                reason={"agent": "a", "tool": "t", "input": {"n": n}},
+                agent_path=["a"],
+                principal=f"arn:aws:iam::000000000000:user/u{n % 7}",
+                status="requested",
+                expires_at=now + 3600 + n,
+                created_at=now,
+                updated_at=now,
+            )
+            for n in range(size)
+        ]
+        for chunk in range(0, size, 25):
+            store.dynamodb.batch_write_item(
+                RequestItems={
+                    own.table_name: [{"PutRequest": {"Item": interaction_item(r)}} for r in records[chunk : chunk + 25]]
+                }
+            )
+        service = Service(store, own, factory=factory(Shape()))
+        calls: list[str] = []
+
+        def count(event_name: str, calls: list[str] = calls, **_: Any) -> None:
+            calls.append(event_name)
+
+        store.dynamodb.meta.events.register("before-call.dynamodb", count)
+        elapsed = []
+        for _ in range(repeats):
+            calls.clear()
+            began = time.perf_counter()
+            page = service.inbox(APPROVER)
+            elapsed.append((time.perf_counter() - began) * 1000)
+        rows.append(
+            {
+                "open_questions": size,
+                "listed": len(page.interactions),
+                "calls": len(calls),
+                "p50_ms": statistics.median(elapsed),
+            }
+        )
+    return rows
+
+
+def events_and_inbox(settings: Settings, runs: int) -> dict[str, Any]:
+    return {
+        "commit_to_bus": commit_to_bus(settings, runs),
+        "publisher": publisher_throughput(settings),
+        "inbox": inbox_calls(settings),
+    }
+
+
+def report(results: dict[str, Any]) -> list[str]:
+    latency, publisher = results["commit_to_bus"], results["publisher"]
+    lines = [
+        "8. events and the inbox (embedded AWS; the publisher as make run runs it, polling the stream every 50 ms)",
+        f"   commit to bus: p50 {latency['p50_ms']:.0f} ms, p95 {latency['p95_ms']:.0f} ms ({latency['runs']} events)",
+        f"   publisher: {publisher['events_per_second']:.0f} events/s ({publisher['events']} events of "
+        f"{publisher['sessions']} sessions in {publisher['seconds']:.2f} s)",
+        f"   {'open questions':>15} {'listed':>6} {'calls':>5} {'p50 ms':>7}  (first inbox page, across sessions)",
+    ]
+    for row in results["inbox"]:
+        lines.append(f"   {row['open_questions']:>15} {row['listed']:>6} {row['calls']:>5} {row['p50_ms']:7.1f}")
+    return lines
+
+
+def main() -> int:
+    from resumable.local import embedded_aws
+
+    with embedded_aws(table_name="bench", bucket_name="bench") as settings:
+        results = events_and_inbox(settings, runs=int(sys.argv[1]) if len(sys.argv) > 1 else 50)
+    print("\n".join(report(results)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
