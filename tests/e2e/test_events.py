@@ -18,6 +18,7 @@ from resumable.local.events import create_event_resources, read_events
 from resumable.local.server import ROOT, LambdaContext, function_arn, functions, load_template, routes
 from resumable.store import DynamoDBStore
 from resumable.store.resources import OUTBOX_FILTER
+from tests.patience import eventually
 from tools.invoke import invoke
 
 EVENTS = sorted((ROOT / "events").glob("*.json"))
@@ -143,8 +144,8 @@ def test_the_sample_stream_event_runs_through_the_publisher_onto_the_bus(handler
     store.dynamodb.put_item(TableName=store.table, Item=image)
     resources = create_event_resources(handler_environment)
     assert invoke("Publisher", event) == {"batchItemFailures": []}
-    [published] = list(read_events(resources.events_queue_url, idle_seconds=0))
+    [published] = eventually(lambda: list(read_events(resources.events_queue_url, idle_seconds=0)) or None, "the event")
     assert (published["detail-type"], published["detail"]["sequence"]) == ("Interaction Requested", 1)
     assert invoke("Publisher", event) == {"batchItemFailures": []}, "a redelivery publishes it again"
-    [again] = list(read_events(resources.events_queue_url, idle_seconds=0))
+    [again] = eventually(lambda: list(read_events(resources.events_queue_url, idle_seconds=0)) or None, "it again")
     assert again["detail"] == published["detail"], "the same event: same eventId, same sequence"

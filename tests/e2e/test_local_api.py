@@ -12,6 +12,7 @@ import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -200,3 +201,44 @@ def test_make_run_on_a_port_in_use_says_which_port_and_how_to_pick_another() -> 
     assert f"port {port} on 127.0.0.1 is already in use" in ran.stderr
     assert f"PORT={port + 1} make run" in ran.stderr
     assert "Traceback" not in ran.stderr
+
+
+def test_query_parameters_reach_the_handler_as_api_gateway_builds_them(url: str) -> None:
+    """Repeated values joined by commas, blank values kept: both refused by the inbox as on AWS."""
+    for query in ("status=answered&status=requested", "limit=1&limit=2", "status=", "limit=", "cursor="):
+        status, body = call(url, "GET", f"/interactions?{query}")
+        assert (status, body["code"]) == (422, "validation_failed"), query
+
+
+def _raw(url: str, request: bytes) -> tuple[int, dict[str, Any]]:
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=HANG_SECONDS) as connection:
+        connection.sendall(request)
+        reply = b""
+        while chunk := connection.recv(65536):
+            reply += chunk
+    head, _, body = reply.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body)
+
+
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        b"GARBAGE\r\n\r\n",
+        b"GET /interactions HTTP/9.9\r\n\r\n",
+        b"POST /sessions/s/turns HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n{}",
+        b"POST /sessions/s/turns HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999\r\n\r\n{}",
+        b"GET /interactions?cursor=" + b"x" * 70_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+    ],
+    ids=[
+        "garbage request line",
+        "unknown HTTP version",
+        "Content-Length not a number",
+        "huge Content-Length",
+        "huge URL",
+    ],
+)
+def test_malformed_http_gets_a_json_error_and_the_server_serves_on(url: str, request_bytes: bytes) -> None:
+    status, body = _raw(url, request_bytes)
+    assert (400 <= status < 500 or status == 505) and body["code"] == "bad_request", body  # 505: HTTP version
+    assert call(url, "GET", "/interactions")[0] == 200

@@ -162,6 +162,7 @@ def test_a_cursor_not_issued_by_the_inbox_changed_or_of_another_inbox_is_refused
         (cursor, BOB),  # alice's cursor, in bob's inbox
         (cursor, APPROVER),  # or in the approvers'
         ("." * 3000, ALICE),
+        ("abc.\u00e9", ALICE),  # not ASCII (API Gateway decodes %C3%A9)
     ]:
         with counted_calls(service.store) as calls, pytest.raises(ValidationFailedError, match="cursor"):  # type: ignore[arg-type]
             service.inbox(whose, limit=1, cursor=bad)
@@ -190,6 +191,7 @@ def test_the_inbox_over_http_pages_and_refuses_bad_parameters_with_code_and_mess
         ("limit=201", "limit"),
         ("limit=ten", "limit"),
         ("cursor=forged.mac", "cursor"),
+        ("cursor=abc.%C3%A9", "cursor"),
         (f"cursor={'x' * 3000}", "cursor"),
     ]:
         status, body = request(api, "GET", "/interactions", query=query)

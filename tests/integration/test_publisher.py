@@ -18,7 +18,7 @@ from resumable.config import Settings
 from resumable.events.publisher import Publishing
 from resumable.events.schemas import MODELS, SCHEMAS, json_schema, schema_file
 from resumable.exceptions import AwsError
-from resumable.local.events import EventResources, Handler, publishing
+from resumable.local.events import EventResources, Handler, create_event_resources, publishing
 from resumable.local.server import ROOT
 from resumable.service import Service
 from resumable.store import DynamoDBStore
@@ -314,3 +314,44 @@ def test_published_outbox_items_expire(
     assert len(outbox) == 3
     for item in outbox:
         assert int(item[TTL_ATTRIBUTE]["N"]) == int(publisher_clock.now() + PURGE_AFTER_SECONDS)
+
+
+def test_the_events_of_one_commit_are_numbered_in_the_commits_order_whatever_order_the_stream_delivers_them(
+    make_service: Callable[..., Service], events_settings: Settings, publisher_clock: FakeClock, store: DynamoDBStore
+) -> None:
+    """DynamoDB Streams does not promise the order of one transaction's records: deliver each commit's
+    reversed (the commits themselves in order)."""
+    service = make_service("fan_out")
+    started = service.start_turn("reversed", "go")
+    service.cancel("reversed", started.turn_id)
+    items = store.dynamodb.query(
+        TableName=store.table,
+        KeyConditionExpression="pk = :pk AND begins_with(sk, :events)",
+        ExpressionAttributeValues={
+            ":pk": {"S": "SESSION#reversed"},
+            ":events": {"S": f"TURN#{started.turn_id}#EVENT#"},
+        },
+    )["Items"]
+    records = [
+        {
+            "eventID": str(n),
+            "eventName": "INSERT",
+            "eventSource": "aws:dynamodb",
+            "dynamodb": {"Keys": {"pk": i["pk"], "sk": i["sk"]}, "NewImage": i, "SequenceNumber": f"{n:030d}"},
+        }
+        for n, i in enumerate(sorted(items, key=lambda i: (i["sk"]["S"].split("#")[3], -items.index(i))))
+    ]
+    resources = create_event_resources(events_settings)
+    settings = events_settings.model_copy(update={"dead_letter_queue_url": resources.dead_letter_queue_url})
+    assert Publishing(settings, publisher_clock).handle({"Records": records}, None) == {"batchItemFailures": []}
+    published = Queue(settings, resources.events_queue_url).until(len(items))
+    in_commit_order = sorted(published, key=lambda e: e["detail"]["sequence"])
+    assert kinds(in_commit_order) == [
+        "Interaction Requested",
+        "Interaction Requested",
+        "Interaction Closed:superseded",
+        "Interaction Closed:superseded",
+        "Turn Settled:canceled",
+    ]
+    assert [e["detail"]["sequence"] for e in in_commit_order] == [1, 2, 3, 4, 5]
+    assert [e["detail"]["sequence"] for e in published] == [2, 1, 5, 4, 3], "published as delivered"

@@ -4,6 +4,7 @@ that dies half way, oversized tool input, a retried snapshot put."""
 
 from __future__ import annotations
 
+import json
 import threading
 import types
 import uuid
@@ -21,7 +22,7 @@ from tests import factories
 from tests.agents import calls, says
 from tests.clock import FakeClock
 from tests.factories import _db_admin, _ThinkingModel, delete_record, executions
-from tests.integration.helpers import root_record
+from tests.integration.helpers import root_record, session_items
 from tests.patience import HANG_SECONDS, eventually
 
 APPROVE = {"decision": "approve"}
@@ -252,6 +253,44 @@ def test_a_commit_split_over_transactions_that_dies_half_way_is_taken_over_and_c
         done = service.submit_approval(session_id, turn_id, interaction.request_id, APPROVE)
     assert done.status == "completed"
     assert len(executions(ledger)) == FAN_OUT
+
+
+def fan_out_fixed_ids(context: AgentContext) -> Agent:
+    """The same toolUseIds on every run: the re-run meets the first attempt's interactions again."""
+    uses = [(f"t-{n}", "db_admin", {"prompt": f"delete {n}"}) for n in range(FAN_OUT)]
+    return Agent(
+        name="orchestrator",
+        model=ScriptedModel([calls(*uses), says("all gone")]),
+        tools=[_db_admin().as_tool()],
+    )
+
+
+def test_a_split_commit_that_dies_before_its_last_transaction_still_announces_every_question_once(
+    aws: Settings, clock: FakeClock, session_id: str, ledger: Path
+) -> None:
+    """The questions landed with the first transaction, their events were to land with the last: the
+    re-run that meets them again announces them."""
+    dying = _service(aws, clock, fan_out_fixed_ids)
+    transactions = {"n": 0}
+
+    def die_before_the_final_transaction(**_: Any) -> None:
+        transactions["n"] += 1
+        if transactions["n"] == 3:
+            raise RuntimeError("Lambda timed out")
+
+    dying.store.dynamodb.meta.events.register(  # type: ignore[attr-defined]
+        "before-call.dynamodb.TransactWriteItems", die_before_the_final_transaction
+    )
+    with pytest.raises(AwsError):
+        dying.start_turn(session_id, "delete fifty")
+    assert [i for i in session_items(DynamoDBStore(aws), session_id) if i.get("entity") == "event"] == []
+    clock.advance(aws.lease_seconds + 1)
+    retaken = _service(aws, clock, fan_out_fixed_ids).recover(session_id, _root_id(aws, session_id))
+    requested = sorted(i.request_id for i in retaken.interactions if i.status == "requested")
+    assert len(requested) == FAN_OUT
+    events = [i for i in session_items(DynamoDBStore(aws), session_id) if i.get("entity") == "event"]
+    announced = sorted(json.loads(e["detail"])["requestId"] for e in events if e["type"] == "Interaction Requested")
+    assert announced == requested, "every open question is announced, once"
 
 
 def _root_id(aws: Settings, session_id: str) -> str:

@@ -154,7 +154,7 @@ def test_an_edited_approval_runs_the_tool_once_with_the_edited_input_and_tells_t
     [result] = [b["toolResult"] for m in built.messages for b in m["content"] if "toolResult" in b]
     assert result["status"] == "success"
     assert result["content"][0]["text"] == (
-        'A person edited this call\'s input before approving it: it ran with {"name": "prod-db-replica"} '
+        'A person edited this call\'s input before approving it: approved with {"name": "prod-db-replica"} '
         'instead of {"name": "prod-db"}.'
     )
     assert result["content"][1] == {"text": "deleted prod-db-replica"}
@@ -185,3 +185,53 @@ def test_a_policy_says_what_is_wrong_with_its_patterns() -> None:
         ApprovalPolicy(require="delete_*")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="add approval=True"):
         tool(edits=True)
+
+
+def test_a_policy_that_newly_guards_a_sub_agent_call_already_paused_inside_lets_it_go_on() -> None:
+    """The sub-agent asked its own question before the policy changed: answering it resumes the
+    sub-agent where it paused (no new question, nothing run twice)."""
+    ran: list[str] = []
+
+    def build(policy: ApprovalPolicy | None) -> Agent:
+        worker = Agent(
+            name="db_admin",
+            model=ScriptedModel([calls(("w-1", "delete_record", {"name": "prod-db"})), says("deleted")]),
+            tools=[_editable_delete(ran, edits=False)],
+        )
+        return Agent(
+            name="orchestrator",
+            model=ScriptedModel([calls(("o-1", "db_admin", {"prompt": "delete"})), says("done")]),
+            tools=[worker.as_tool()],
+            approval_policy=policy,
+        )
+
+    first = build(None)
+    [question] = run(first, "delete").interrupts
+    rebuilt = build(ApprovalPolicy(require=("db_admin",)))
+    rebuilt.restore(first.snapshot())
+    done = run(rebuilt, [approve(question.id)])
+    assert (done.stop_reason, ran) == ("end_turn", ["prod-db"])
+
+
+@pytest.mark.parametrize(
+    ("value", "schema", "said"),
+    [
+        (
+            {"when": "next tuesday"},
+            {"type": "object", "properties": {"when": {"type": "string", "format": "date-time"}}},
+            "date-time",
+        ),
+        ({"t": "x"}, {"$ref": "#/$defs/Missing"}, "not inside it"),
+        ({"t": "x"}, {"$ref": "https://example.invalid/schema.json"}, "not inside it"),
+        ({"t": "x"}, {"type": "nonsense"}, "not valid"),
+        ({"t": "x"}, None, "no input schema"),
+    ],
+    ids=["format", "a $ref that resolves nowhere", "a remote $ref (never fetched)", "an invalid schema", "none"],
+)
+def test_an_edit_is_checked_against_the_schema_without_fetching_anything_and_says_why_not(
+    value: Any, schema: Any, said: str
+) -> None:
+    from resumable.runtime.schema import schema_problem
+
+    problem = schema_problem(value, schema)
+    assert problem is not None and said in problem

@@ -53,7 +53,7 @@ _ANSWER_SCHEMA = {
             "type": "object",
             "properties": {
                 "decision": {"type": "string", "enum": ["approve", "deny"]},
-                "message": {"type": "string", "description": "Why, told to the model (deny)."},
+                "message": {"type": "string", "description": "Told to the model: why (deny), or a note (approve)."},
                 "input": {
                     "type": "object",
                     "description": "Approve with this input instead (only where the interaction is editable); "

@@ -63,7 +63,11 @@ class Publisher:
             except (ValidationError, NotPublishedError, ValueError, TypeError, KeyError) as error:
                 self._dead_letter(record, error)
                 return
-            detail.sequence = self._number(session_id, sk)
+            try:
+                detail.sequence = self._number(session_id, sk)
+            except NotPublishedError as error:  # its item is gone: it can never be numbered
+                self._dead_letter(record, error)
+                return
             self.bus.put(SOURCE, event.type, detail.model_dump_json(by_alias=True), event.created_at)
         except Exception:
             self._failed.add(session_id)
@@ -109,9 +113,9 @@ class Publisher:
         """The event's number in its session: given now, or the one it was given on an earlier delivery."""
         for _ in range(_COUNTER_ATTEMPTS):
             after = self._last[session_id] if session_id in self._last else self.outbox.last_sequence(session_id)
-            number = self.outbox.number_event(session_id, sk, after, self.clock.now())
-            if number is not None:
-                self._last[session_id] = max(after, number)
+            numbered = self.outbox.number_event(session_id, sk, after, self.clock.now())
+            if numbered is not None:
+                number, self._last[session_id] = numbered
                 return number
             self._last.pop(session_id, None)  # another publisher numbered one meanwhile: read the counter again
         raise AwsError(

@@ -157,7 +157,7 @@ def api_event(
         "rawPath": path,
         "rawQueryString": query,
         "headers": {k.lower(): v for k, v in headers.items()},
-        "queryStringParameters": dict(parse_qsl(query)) or None,
+        "queryStringParameters": query_parameters(query),
         "pathParameters": {name: unquote(value) for name, value in match.groupdict().items()} if match else None,
         "requestContext": {
             "accountId": "000000000000",
@@ -193,6 +193,19 @@ def api_event(
     }
 
 
+def query_parameters(query: str) -> dict[str, str] | None:
+    """``queryStringParameters`` as API Gateway v2 builds them: a repeated parameter's values joined
+    by commas, blank values kept."""
+    found: dict[str, list[str]] = {}
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        found.setdefault(name, []).append(value)
+    return {name: ",".join(values) for name, values in found.items()} or None
+
+
+# API Gateway's payload limit; a larger body is refused before it is read.
+MAX_BODY_BYTES = 10 * 1024 * 1024
+
+
 def make_server(host: str = "127.0.0.1", port: int = 3000, principal: str | None = None) -> LocalServer:
     """An HTTP server for every route of template.yaml (the caller starts and stops it)."""
     table = routes(load_template())
@@ -201,7 +214,23 @@ def make_server(host: str = "127.0.0.1", port: int = 3000, principal: str | None
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: Any) -> None:
-            sys.stderr.write(f"{self.command} {self.path} -> {args[1] if len(args) > 1 else ''}\n")
+            # A request line that could not be parsed leaves command and path unset.
+            command, path = getattr(self, "command", None) or "-", getattr(self, "path", None) or "-"
+            sys.stderr.write(f"{command} {path[:200]} -> {args[1] if len(args) > 1 else format % args}\n")
+
+        def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+            """Python's own refusals (a malformed request line, headers too large) in the API's shape."""
+            self.close_connection = True
+            self.request_version = "HTTP/1.1"  # an unparsed request line left 0.9, which gets no headers
+            body = {"code": "bad_request", "message": f"{message or 'the request is malformed'}; nothing was done"}
+            raw = json.dumps(body).encode()
+            self.send_response(code, message)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            if getattr(self, "command", None) != "HEAD" and code >= 200 and code not in (204, 304):
+                self.wfile.write(raw)
 
         def __getattr__(self, name: str) -> Any:
             """Every method is served (``do_TRACE``, ``do_HEAD``, ...): a route answers, or 404/405."""
@@ -211,7 +240,22 @@ def make_server(host: str = "127.0.0.1", port: int = 3000, principal: str | None
 
         def _serve(self) -> None:
             url = urlsplit(self.path)
-            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            declared = self.headers.get("Content-Length") or "0"
+            if not declared.isdigit() or int(declared) > MAX_BODY_BYTES:
+                self.close_connection = True
+                message = (
+                    f"Content-Length {declared[:40]!r} is not a byte count from 0 to {MAX_BODY_BYTES}; nothing was done"
+                )
+                self._reply(400, {"code": "bad_request", "message": message}, {"Connection": "close"})
+                return
+            self.connection.settimeout(30)  # a client that sends less than it declared is not waited on forever
+            try:
+                body = self.rfile.read(int(declared))
+            except TimeoutError:
+                self.close_connection = True
+                message = f"the body ended before the {declared} bytes Content-Length declared; nothing was done"
+                self._reply(400, {"code": "bad_request", "message": message}, {"Connection": "close"})
+                return
             path = unquote(url.path)
             at_path = [r for r in table if r.pattern.match(path)]
             route = next((r for r in at_path if r.method == self.command), None)

@@ -80,6 +80,12 @@ class AgentTool(Tool):
             "additionalProperties": False,
         }
 
+    def paused_inside(self, tool_use_id: str, state: Any) -> bool:
+        prefix = namespace_prefix(tool_use_id)
+        return any(i.startswith(prefix) for i in state.pending) or tool_use_id in state.context.get(
+            STORED_TURNS_KEY, {}
+        )
+
     def invoke(self, tool_input: Any, context: ToolContext) -> dict[str, Any]:
         tool_use_id = context.tool_use_id
         parent = context.agent

@@ -6,11 +6,14 @@ A call needs approval when any of these says so, in this order:
 2. the calling agent's ``ApprovalPolicy`` (``Agent(approval_policy=...)``): ``exempt`` patterns first,
    then ``require`` patterns (``fnmatch`` patterns of tool names, e.g. ``delete_*``);
 3. the deployment's default policy (the invocation's ``default_policy``; the service makes it from
-   ``APPROVAL_REQUIRED`` / ``APPROVAL_EXEMPT``), for a tool neither of the above decides.
+   ``APPROVAL_REQUIRED`` and ``APPROVAL_EDITS``), for a tool neither of the above decides.
 
 And whatever they say now, a call that was already asked about (its approval is pending or answered
 in the restored turn) is still asked: a rebuilt agent with another policy never runs, unapproved, a
-call that was waiting for a person. A person may edit the input before approving (``{"decision":
+call that was waiting for a person. A call that had already started (a sub-agent call paused inside)
+is not newly asked about when a policy changes: it goes on as it was. An approved sub-agent call is
+not journaled (it may pause): approving it guards its start, and its own approved tools are each
+journaled inside it. A person may edit the input before approving (``{"decision":
 "approve", "input": {...}}``) where the tool declares ``edits=True`` or a policy's ``edits`` patterns
 name it; the call then runs once with the edited input, and its result tells the model so.
 """
@@ -36,7 +39,10 @@ APPROVAL_INTERRUPT = "approval"
 
 
 class ApprovalAnswer(BaseModel):
-    """A person's answer to an ``approval`` interrupt; ``input`` replaces the call's input (an edit)."""
+    """A person's answer to an ``approval`` interrupt; ``message`` is told to the model (why a call was
+    denied, or a note with an approval); ``input`` replaces the call's input (an edit). The service
+    refuses a null for either (it would be recorded as the answer, and a later answer without it would
+    then conflict); a stored answer with one still resumes."""
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
     decision: Literal["approve", "deny"]
@@ -99,7 +105,7 @@ def approval_for(tool: Tool, context: ToolContext) -> Approval | None:
     interrupt_id = tool_interrupt_id(context.tool_use_id, APPROVAL_INTERRUPT)
     state = context.agent.interrupt_state
     asked = state.activated and (interrupt_id in state.pending or interrupt_id in state.answers)
-    if not (required or asked):
+    if not asked and (not required or (state.activated and tool.paused_inside(context.tool_use_id, state))):
         return None
     edits = (
         tool.approval_edits
@@ -111,7 +117,7 @@ def approval_for(tool: Tool, context: ToolContext) -> Approval | None:
 
 def _edited_note(original: Any, edited: Any) -> dict[str, Any]:
     return {
-        "text": "A person edited this call's input before approving it: it ran with "
+        "text": "A person edited this call's input before approving it: approved with "
         f"{json.dumps(edited, ensure_ascii=False)} instead of {json.dumps(original, ensure_ascii=False)}."
     }
 

@@ -89,8 +89,16 @@ class Tool:
         raise NotImplementedError
 
     def invalid_input(self, tool_input: Any) -> str | None:
-        """Why ``tool_input`` cannot be this tool's input (said to the model), or None if it can."""
-        return None
+        """Why ``tool_input`` cannot be this tool's input (said to the model), or None if it can: by
+        default, checked against ``input_schema`` (asked only before an approval, and of an edit)."""
+        from resumable.runtime.schema import schema_problem
+
+        problem = schema_problem(tool_input, self.input_schema)
+        return f"Invalid input for tool '{self.name}', it did not run: {problem}" if problem else None
+
+    def paused_inside(self, tool_use_id: str, state: Any) -> bool:
+        """Whether the call ``tool_use_id`` already started and is paused inside (a sub-agent's)."""
+        return False
 
     def abandon(self, tool_use_id: str) -> None:
         """The paused call ``tool_use_id`` will never resume (its interrupts were dismissed or the

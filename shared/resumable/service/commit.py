@@ -4,6 +4,7 @@ commit guarded by the run's lease and the root's version; then the snapshots it 
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ logger = logging.getLogger(__name__)
 MAX_REASON_BYTES = 16 * 1024
 MAX_OUTPUT_BYTES = 64 * 1024
 MAX_ERROR_BYTES = 4 * 1024
+MAX_SCHEMA_BYTES = 16 * 1024
 
 NO_LONGER_AWAITED = (
     "the turn no longer waits on it: an earlier attempt of the run asked it, and that attempt's commit did not finish"
@@ -58,6 +60,8 @@ class Waiting:
     new: list[InteractionRecord] = field(default_factory=list)
     open: int = 0
     no_longer_awaited: list[InteractionRecord] = field(default_factory=list)
+    unannounced: list[InteractionRecord] = field(default_factory=list)
+    """Requested ones an earlier attempt of this commit wrote, whose events never landed."""
 
 
 def commit_run(
@@ -110,7 +114,7 @@ def _waiting(deps: Dependencies, tree: TurnTree, children: ChildTurns, outcome: 
     if outcome.status in SETTLED:
         children.settle_all("canceled" if outcome.status == "canceled" else "failed")
         return Waiting(no_longer_awaited=tree.interactions)
-    new, open_interactions, unapplied = _waiting_on(deps, tree, children, outcome.interrupts, now)
+    new, unannounced, open_interactions, unapplied = _waiting_on(deps, tree, children, outcome.interrupts, now)
     children.show_checkpointed(outcome.interrupts)
     if unapplied:
         outcome.error = (
@@ -121,7 +125,8 @@ def _waiting(deps: Dependencies, tree: TurnTree, children: ChildTurns, outcome: 
     # A requested interaction the run no longer waits on (written by an earlier attempt whose commit
     # did not finish) can never be answered usefully: it is superseded.
     waited = {i.id for i in outcome.interrupts}
-    return Waiting(new, open_interactions, [i for i in tree.interactions if i.interrupt_id not in waited])
+    no_longer = [i for i in tree.interactions if i.interrupt_id not in waited]
+    return Waiting(new, open_interactions, no_longer, unannounced)
 
 
 def _commit_of(
@@ -165,7 +170,7 @@ def _commit_of(
         interaction_changes=changes,
         children=[children.records[t] for t in sorted(children.touched)],
         events=[
-            *(interaction_requested(i) for i in waiting.new),
+            *(interaction_requested(i) for i in [*waiting.unannounced, *waiting.new]),
             *(interaction_closed(i, why) for i, _ in changes),
             *([turn_settled(new_root)] if settled else []),
         ],
@@ -179,7 +184,11 @@ def _edit_terms(interrupt: Interrupt) -> tuple[Any, bool, dict[str, Any] | None]
     if interrupt.name == APPROVAL_INTERRUPT and isinstance(reason, dict) and reason.get("editable") is True:
         schema = reason.get("inputSchema")
         shown = {k: v for k, v in reason.items() if k != "inputSchema"}
-        return shown, True, schema if isinstance(schema, dict) else {}
+        if isinstance(schema, dict) and len(json.dumps(schema).encode()) <= MAX_SCHEMA_BYTES:
+            return shown, True, schema
+        logger.warning("tool %r's input schema is missing or over %d bytes: its approval is not editable",
+                       reason.get("tool"), MAX_SCHEMA_BYTES)  # fmt: skip
+        return {**shown, "editable": False}, False, None
     return reason, False, None
 
 
@@ -209,13 +218,15 @@ def retire(deps: Dependencies, keys: list[str]) -> None:
 
 def _waiting_on(
     deps: Dependencies, tree: TurnTree, children: ChildTurns, interrupts: list[Interrupt], now: float
-) -> tuple[list[InteractionRecord], int, list[str]]:
-    """The interactions to create for the interrupts the turn now waits on, how many of its
-    interactions are then open, and the answered ones that are pending again (their answer could not
-    be applied). An interrupt seen before keeps its interaction (same request id)."""
+) -> tuple[list[InteractionRecord], list[InteractionRecord], int, list[str]]:
+    """The interactions to create for the interrupts the turn now waits on, the requested ones an
+    earlier attempt of this commit wrote (to announce now), how many of its interactions are then
+    open, and the answered ones that are pending again (their answer could not be applied). An
+    interrupt seen before keeps its interaction (same request id)."""
     root = tree.root
     existing = {i.interrupt_id: i for i in tree.interactions}
     new: list[InteractionRecord] = []
+    unannounced: list[InteractionRecord] = []
     unapplied: list[str] = []
     open_interactions = 0
     for interrupt in interrupts:
@@ -237,6 +248,7 @@ def _waiting_on(
                     reason=bounded_json(reason, MAX_REASON_BYTES),
                     editable=editable,
                     input_schema=input_schema,
+                    asked_in_version=root.version + 1,
                     agent_path=children.records[owner_turn].agent_path if prefix else [root.agent],
                     principal=root.principal,
                     status="requested",
@@ -248,6 +260,8 @@ def _waiting_on(
             open_interactions += 1
         elif known.status == "requested":
             open_interactions += 1
+            if known.asked_in_version == root.version + 1:
+                unannounced.append(known)  # an earlier attempt of this commit wrote it; its event never landed
         else:
             unapplied.append(known.request_id)
             logger.error(
@@ -257,4 +271,4 @@ def _waiting_on(
                 root.turn_id,
                 known.request_id,
             )
-    return new, open_interactions, unapplied
+    return new, unannounced, open_interactions, unapplied

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from resumable.exceptions import NotFoundError, ValidationFailedError
+from resumable.runtime.approval import APPROVAL_INTERRUPT
+from resumable.runtime.schema import schema_problem
 from resumable.service.access import may_act_for
 
 if TYPE_CHECKING:
@@ -18,12 +20,15 @@ def check_edit(
     root_id: str,
     turn_id: str,
     request_id: str,
+    decision: str,
     edited: dict[str, Any],
     principal: str | None,
     missing: NotFoundError,
 ) -> None:
-    """Refuse (422) an edited input for an interaction whose tool does not allow edits, or that does
-    not match the tool's input schema; 404 as for any answer if the interaction is not the caller's."""
+    """Refuse (422) an edited input for an approval whose tool does not allow edits, one that denies,
+    or one that does not match the tool's input schema; 404 as for any answer if the interaction is
+    not the caller's. An interaction that is not a requested approval is left to the answer's own
+    checks (another interrupt takes any JSON; a settled one is refused as 409 or 410)."""
     interaction = deps.store.get_interaction(session_id, root_id, request_id)
     if (
         interaction is None
@@ -31,23 +36,21 @@ def check_edit(
         or not may_act_for(deps.settings, interaction.principal, principal)
     ):
         raise missing
+    if interaction.name != APPROVAL_INTERRUPT or interaction.status != "requested":
+        return  # another interrupt's answer is any JSON; a settled interaction's answer is refused as always
     tool = interaction.reason.get("tool") if isinstance(interaction.reason, dict) else None
-    if not interaction.editable:
+    if decision != "approve":
+        raise ValidationFailedError(
+            f"an edited input approves the call: send 'decision': 'approve' with 'input' (or deny without it); "
+            f"interaction {request_id} was not answered"
+        )
+    if not interaction.editable or interaction.input_schema is None:
         raise ValidationFailedError(
             f"interaction {request_id} asks to approve {tool or interaction.name!r} as it is: its input may not be "
             "edited. Approve or deny it without 'input'; nothing was answered"
         )
-    import jsonschema  # type: ignore[import-untyped]  # only an edit pays for its import (no stubs pinned)
-
-    try:
-        jsonschema.validate(edited, interaction.input_schema or {})
-    except jsonschema.ValidationError as error:
-        where = "/".join(str(p) for p in error.absolute_path) or "the input"
+    problem = schema_problem(edited, interaction.input_schema)
+    if problem is not None:
         raise ValidationFailedError(
-            f"the edited input does not fit the input of {tool!r}: at {where}: {error.message}; nothing was answered"
-        ) from error
-    except jsonschema.SchemaError as error:
-        raise ValidationFailedError(
-            f"the edited input cannot be checked: the input schema {tool!r} declared is not valid ({error.message}); "
-            "nothing was answered"
-        ) from error
+            f"the edited input does not fit the input of {tool!r}: {problem}; nothing was answered"
+        )

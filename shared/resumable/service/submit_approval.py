@@ -48,7 +48,9 @@ def submit_approval(
     approval_shaped = _checked(deps, response)
     root_id = root_of(turn_id)
     if approval_shaped and response.get("input") is not None:
-        check_edit(deps, session_id, root_id, turn_id, request_id, response["input"], principal, missing)
+        check_edit(
+            deps, session_id, root_id, turn_id, request_id, response["decision"], response["input"], principal, missing
+        )
     answer = deps.store.answer_interaction(
         session_id,
         root_id,
@@ -109,7 +111,8 @@ def _checked(deps: Dependencies, response: Any) -> bool:
         ApprovalAnswer.model_validate(response)
     except ValidationError:
         return False
-    return True
+    # A null message or input would be recorded as the answer; an approval leaves them out instead.
+    return not any(response.get(k, "") is None for k in ("message", "input"))
 
 
 def _busy(turn: TurnRecord | None, root_id: str, request_id: str) -> ServiceError:
@@ -142,8 +145,9 @@ def _unless_replayed(interaction: InteractionRecord, response: Any, approval_sha
         )
     if interaction.status == "requested" and interaction.name == APPROVAL_INTERRUPT and not approval_shaped:
         raise ValidationFailedError(
-            f"interaction {interaction.request_id} is an approval: answer {{'decision': 'approve'}} or "
-            "{'decision': 'deny', 'message': '...'}; nothing was answered"
+            f"interaction {interaction.request_id} is an approval: answer {{'decision': 'approve'}} (with "
+            "'input': {...} where it is editable) or {'decision': 'deny', 'message': '...'}; 'message' and "
+            "'input' may be left out, not null; nothing was answered"
         )
     raise GoneError(
         f"interaction {interaction.request_id} is {interaction.status} (its turn was canceled, settled or moved "

@@ -56,9 +56,13 @@ class CommitItems(Table):
         if session is not None:
             final.append(session)
         others = self._tree_writes(commit)
+        events = self._event_writes(commit)
         # A tree bigger than one transaction commits in several. The earlier ones each carry a
         # condition check on the root turn, so they apply only while this commit still holds it; items
-        # they write are invisible to answers until the last one moves the root out of its state.
+        # they write are invisible to answers until the last one moves the root out of its state. The
+        # outbox items go in the last one (so no event tells of a commit that did not land), unless
+        # there are more than it holds: then the first of them (the questions asked, which the earlier
+        # transactions write too) go before.
         root = commit.root
         guard = {
             "ConditionCheck": {
@@ -70,6 +74,10 @@ class CommitItems(Table):
             }
         }
         room = MAX_TRANSACTION_ITEMS - len(final)
+        spilled = max(0, len(events) - room)
+        others, events = others + events[:spilled], events[spilled:]
+        final += events
+        room -= len(events)
         while len(others) > room:
             chunk, others = others[: MAX_TRANSACTION_ITEMS - 1], others[MAX_TRANSACTION_ITEMS - 1 :]
             self._transact([guard, *chunk], root)
@@ -124,8 +132,7 @@ class CommitItems(Table):
         }
 
     def _tree_writes(self, commit: Commit) -> list[dict[str, Any]]:
-        """New interactions, changed interactions, child turns and outbox events."""
-        root = commit.root
+        """New interactions, changed interactions and child turns."""
         writes: list[dict[str, Any]] = [
             {
                 "Put": {
@@ -149,11 +156,14 @@ class CommitItems(Table):
             for changed, from_status in commit.interaction_changes
         ]
         writes += [{"Put": {"TableName": self.table, "Item": turn_item(child)}} for child in commit.children]
-        writes += [
+        return writes
+
+    def _event_writes(self, commit: Commit) -> list[dict[str, Any]]:
+        root = commit.root
+        return [
             event_put(self.table, root.session_id, f"TURN#{root.turn_id}#EVENT#{root.version:08d}#{n:05d}", event)
             for n, event in enumerate(commit.events)
         ]
-        return writes
 
     def _transact(self, items: list[dict[str, Any]], root: TurnRecord) -> None:
         try:

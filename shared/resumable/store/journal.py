@@ -34,7 +34,10 @@ class ActionItems(Table):
         """The outbox item that reports what became known of an action after its runner lost the turn."""
         event = action_reported(root_turn_id, action, kind)
         digest = hashlib.sha256(action.key.encode()).hexdigest()
-        return event_put(self.table, session_id, f"TURN#{root_turn_id}#EVENT#action#{kind}#{digest}", event)
+        # The lease generation tells apart two reports of one action (an action found not run, admitted
+        # again by a later holder, and found not run again): each is an event of its own.
+        sk = f"TURN#{root_turn_id}#EVENT#action#{kind}#{digest}#{action.lease_generation:08d}"
+        return event_put(self.table, session_id, sk, event)
 
     @aws_call
     def begin_action(

@@ -10,12 +10,13 @@ the session's ``sequence`` number and ``occurredAt``.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from typing import Any
 from urllib.parse import quote
 
 from resumable.clock import iso
-from resumable.exceptions import AwsError
+from resumable.exceptions import NotPublishedError
 from resumable.runtime.tools import APPROVAL_INTERRUPT
 from resumable.store.codec import key, pk, value
 from resumable.store.records import ActionRecord, InteractionRecord, OutboxEvent, TurnRecord
@@ -33,6 +34,8 @@ DETAIL_TYPES = (INTERACTION_REQUESTED, INTERACTION_ANSWERED, INTERACTION_CLOSED,
 # the stream keeps a record (24 hours), so a redelivered record always finds its item (and its number).
 PURGE_AFTER_SECONDS = 3 * 24 * 3600
 
+# A commit's events: TURN#<root>#EVENT#<root version>#<n> (numbered together, in n's order).
+_COMMIT_EVENT = re.compile(r"^(TURN#[^#]+#EVENT#\d{8}#)\d{5}$")
 _EVENT_IDS = uuid.UUID("6f1d0b5e-6c4e-4b43-9a55-3f0d2f4b7a10")
 _SUMMARY_INPUT_CHARS = 400
 
@@ -172,48 +175,88 @@ class OutboxItems(Table):
         return int(item["published_sequence"]["N"]) if "published_sequence" in item else 0
 
     @aws_call
-    def number_event(self, session_id: str, sk: str, after: int, now: float) -> int | None:
-        """Give the outbox item at ``sk`` the number ``after + 1`` and its expiry, moving the session's
-        counter from ``after``, in one transaction; or the number it was given before (a redelivery).
-        None: the session's counter was not at ``after`` (read it again)."""
-        counted = "attribute_exists(pk) AND " + (
-            "attribute_not_exists(published_sequence)" if after == 0 else "published_sequence = :after"
-        )
-        counter = {
-            "Update": {
-                "TableName": self.table,
-                "Key": key(session_id, "SESSION"),
-                "UpdateExpression": "SET published_sequence = :next",
-                "ConditionExpression": counted,
-                "ExpressionAttributeValues": {":next": value(after + 1), **({":after": value(after)} if after else {})},
-            }
-        }
-        numbered = {
-            "Update": {
-                "TableName": self.table,
-                "Key": key(session_id, sk),
-                "UpdateExpression": "SET #sequence = :next, #purge = :purge",
-                "ConditionExpression": "attribute_exists(pk) AND attribute_not_exists(#sequence)",
-                "ExpressionAttributeNames": {"#sequence": "sequence", "#purge": TTL_ATTRIBUTE},
-                "ExpressionAttributeValues": {
-                    ":next": value(after + 1),
-                    ":purge": value(int(now + PURGE_AFTER_SECONDS)),
-                },
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
-        }
-        try:
-            self._transact_write([counter, numbered])
-        except self._canceled as error:
-            if not condition_failed(error):
-                raise
-            earlier = refused_item(error, 1)
-            if earlier is not None:
-                if "sequence" not in earlier:
-                    raise AwsError(
-                        f"outbox item {sk!r} of session {session_id!r} is gone: its event cannot be numbered or "
-                        "published (was the session deleted?)"
-                    ) from error
-                return int(earlier["sequence"]["N"])
-            return None
-        return after + 1
+    def number_event(self, session_id: str, sk: str, after: int, now: float) -> tuple[int, int] | None:
+        """The number of the outbox item at ``sk``: the one it was given before (a redelivery), or the
+        next of the session's (its counter moved from ``after``), given with its expiry in the same
+        transaction. The events of one commit are numbered together, in the order the commit lists
+        them (DynamoDB Streams does not promise the order of one transaction's records). None: the
+        session's counter was not at ``after`` (read it again and retry). Also returns where the
+        counter is now, as far as this call knows."""
+        commit = _COMMIT_EVENT.match(sk)
+        if commit is None:
+            return self._give(session_id, [sk], sk, after, now)
+        group = self.dynamodb.query(
+            TableName=self.table,
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :commit)",
+            ExpressionAttributeValues={":pk": value(pk(session_id)), ":commit": value(commit.group(1))},
+            ProjectionExpression="sk, #sequence",
+            ExpressionAttributeNames={"#sequence": "sequence"},
+            ConsistentRead=True,
+        ).get("Items", [])
+        numbers = {item["sk"]["S"]: item.get("sequence") for item in group}
+        if sk not in numbers:
+            raise NotPublishedError(
+                f"outbox item {sk!r} of session {session_id!r} is gone: its event cannot be numbered or published "
+                "(was the session deleted?)"
+            )
+        given = numbers[sk]
+        if given is not None:
+            return int(given["N"]), after
+        return self._give(session_id, sorted(s for s, n in numbers.items() if n is None), sk, after, now)
+
+    def _give(self, session_id: str, sks: list[str], wanted: str, after: int, now: float) -> tuple[int, int] | None:
+        """Number ``sks`` ``after + 1``, ``after + 2``, ... (a transaction per 99, each moving the
+        counter); the number ``wanted`` got, or had. None: the counter or an item moved meanwhile."""
+        for start in range(0, len(sks), 99):
+            chunk = sks[start : start + 99]
+            first = after + start
+            counted = "attribute_exists(pk) AND " + (
+                "attribute_not_exists(published_sequence)" if first == 0 else "published_sequence = :after"
+            )
+            writes: list[dict[str, Any]] = [
+                {
+                    "Update": {
+                        "TableName": self.table,
+                        "Key": key(session_id, "SESSION"),
+                        "UpdateExpression": "SET published_sequence = :next",
+                        "ConditionExpression": counted,
+                        "ExpressionAttributeValues": {
+                            ":next": value(first + len(chunk)),
+                            **({":after": value(first)} if first else {}),
+                        },
+                    }
+                }
+            ]
+            writes += [
+                {
+                    "Update": {
+                        "TableName": self.table,
+                        "Key": key(session_id, item_sk),
+                        "UpdateExpression": "SET #sequence = :number, #purge = :purge",
+                        "ConditionExpression": "attribute_exists(pk) AND attribute_not_exists(#sequence)",
+                        "ExpressionAttributeNames": {"#sequence": "sequence", "#purge": TTL_ATTRIBUTE},
+                        "ExpressionAttributeValues": {
+                            ":number": value(first + 1 + n),
+                            ":purge": value(int(now + PURGE_AFTER_SECONDS)),
+                        },
+                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                    }
+                }
+                for n, item_sk in enumerate(chunk)
+            ]
+            try:
+                self._transact_write(writes)
+            except self._canceled as error:
+                if not condition_failed(error):
+                    raise
+                if len(sks) == 1:
+                    earlier = refused_item(error, 1)
+                    if earlier is not None:
+                        if "sequence" not in earlier:
+                            raise NotPublishedError(
+                                f"outbox item {wanted!r} of session {session_id!r} is gone: its event cannot be "
+                                "numbered or published (was the session deleted?)"
+                            ) from error
+                        return int(earlier["sequence"]["N"]), after
+                return None
+        return after + 1 + sks.index(wanted), after + len(sks)

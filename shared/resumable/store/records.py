@@ -79,7 +79,8 @@ class InteractionRecord(Record):
     The display detail (name, reason, agent path) never changes; the response is written once.
     ``principal`` is the principal whose session it is (only they, or an approver, may answer it).
     ``editable``: an approval whose answer may edit the tool's input, which must then match
-    ``input_schema`` (the tool's JSON Schema).
+    ``input_schema`` (the tool's JSON Schema). ``asked_in_version``: the root version of the commit
+    that asked it (a commit attempt that did not land may have written it before its last transaction).
     """
 
     session_id: str
@@ -94,6 +95,7 @@ class InteractionRecord(Record):
     status: InteractionStatus
     editable: bool = False
     input_schema: dict[str, Any] | None = None
+    asked_in_version: int | None = None
     response: Any = None
     answered_by: str | None = None
     answered_at: float | None = None
