@@ -110,3 +110,19 @@ def test_the_event_reader_make_run_prints_prints_one_line_per_event(local_run: t
 
     eventually(settled, "the reader printing the canceled turn")
     assert [p.split("  ")[1] for p in printed if p.startswith("ev-reader ")] == ["#1", "#2", "#3"]
+
+
+def test_the_reader_refuses_a_detail_type_resumable_does_not_publish_and_reads_nothing(
+    local_run: tuple[str, EventResources],
+) -> None:
+    _, resources = local_run
+    ran = subprocess.run(
+        [sys.executable, "-m", "resumable.local.events", resources.events_queue_url, "--type", "Turn Exploded"],
+        capture_output=True,
+        text=True,
+        timeout=HANG_SECONDS,
+        cwd=ROOT,
+        check=False,
+    )
+    assert ran.returncode == 2
+    assert "no detail type 'Turn Exploded'" in ran.stderr and "nothing was read" in ran.stderr

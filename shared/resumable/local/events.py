@@ -270,16 +270,34 @@ def read_events(queue_url: str, *, follow: bool = False, idle_seconds: int = 2) 
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m resumable.local.events QUEUE_URL [--follow] [--json]``: print the queue's events."""
+    """``python -m resumable.local.events QUEUE_URL [--follow] [--json] [--type DETAIL_TYPE ...]``:
+    print the queue's events (each is read once: the reader deletes what it read, of every type)."""
     import argparse
+
+    from resumable.store.outbox import DETAIL_TYPES
 
     parser = argparse.ArgumentParser(prog="python -m resumable.local.events", description=main.__doc__)
     parser.add_argument("queue_url", help="the queue make run printed")
     parser.add_argument("--follow", action="store_true", help="keep reading until Ctrl-C")
     parser.add_argument("--json", action="store_true", help="print each event whole, as JSON")
+    parser.add_argument(
+        "--type",
+        action="append",
+        dest="types",
+        metavar="DETAIL_TYPE",
+        help=f"print only these: {', '.join(DETAIL_TYPES)}",
+    )
     options = parser.parse_args(argv)
+    unknown = sorted(set(options.types or ()) - set(DETAIL_TYPES))
+    if unknown:
+        parser.error(
+            f"no detail type {', '.join(map(repr, unknown))}: resumable publishes {', '.join(DETAIL_TYPES)}; "
+            "nothing was read"
+        )
     try:
         for event in read_events(options.queue_url, follow=options.follow):
+            if options.types and event.get("detail-type") not in options.types:
+                continue
             print(json.dumps(event) if options.json else line(event), flush=True)
     except KeyboardInterrupt:
         pass
