@@ -22,8 +22,7 @@ from resumable.events.publisher import Publishing
 from resumable.local.events import Handler, publishing
 from resumable.service import Service
 from resumable.store import DynamoDBStore
-from resumable.store.codec import interaction_item
-from resumable.store.records import InteractionRecord
+from tests.inbox import open_questions
 from tests.trees import Shape, factory
 
 APPROVER = "arn:aws:iam::000000000000:user/bench-approver"
@@ -116,31 +115,7 @@ def inbox_calls(settings: Settings, sizes: tuple[int, ...] = (1, 100, 1000), rep
     for size in sizes:
         own = _own(settings).model_copy(update={"approver_principals": (APPROVER,)})
         store = DynamoDBStore(own)
-        now = time.time()
-        records = [
-            InteractionRecord(
-                session_id=f"inbox-{n:05d}",
-                root_turn_id=f"{n:032x}",
-                turn_id=f"{n:032x}",
-                request_id=f"r{n:024x}",
-                interrupt_id=f"v1:tool:{n}",
-                name="approval",
-                reason={"agent": "a", "tool": "t", "input": {"n": n}},
-                agent_path=["a"],
-                principal=f"arn:aws:iam::000000000000:user/u{n % 7}",
-                status="requested",
-                expires_at=now + 3600 + n,
-                created_at=now,
-                updated_at=now,
-            )
-            for n in range(size)
-        ]
-        for chunk in range(0, size, 25):
-            store.dynamodb.batch_write_item(
-                RequestItems={
-                    own.table_name: [{"PutRequest": {"Item": interaction_item(r)}} for r in records[chunk : chunk + 25]]
-                }
-            )
+        open_questions(store, size, time.time(), "arn:aws:iam::000000000000:user/u", sooner_later=False)
         service = Service(store, own, factory=factory(Shape()))
         calls: list[str] = []
 

@@ -16,9 +16,8 @@ from resumable.api.app import build_app
 from resumable.exceptions import ValidationFailedError
 from resumable.service import InboxPage, Service
 from resumable.store import DynamoDBStore
-from resumable.store.codec import interaction_item
-from resumable.store.records import InteractionRecord
 from tests.clock import FakeClock
+from tests.inbox import open_questions
 from tests.integration.helpers import ALICE, APPROVE
 from tests.integration.helpers import http as request
 
@@ -44,36 +43,6 @@ def counted_calls(store: DynamoDBStore) -> Iterator[list[str]]:
         yield calls
     finally:
         store.dynamodb.meta.events.unregister("before-call.dynamodb", count)
-
-
-def open_questions(store: DynamoDBStore, sessions: int, now: float, principal: str | None = ALICE) -> list[str]:
-    """``sessions`` requested interactions, one per session, written as a commit writes them; their
-    request ids, most urgent first."""
-    records = [
-        InteractionRecord(
-            session_id=f"many-{n:04d}",
-            root_turn_id=f"{n:032x}",
-            turn_id=f"{n:032x}",
-            request_id=f"r{n:024x}",
-            interrupt_id=f"v1:tool:{n}",
-            name="approval",
-            reason={"agent": "a", "tool": "t", "input": {"n": n}},
-            agent_path=["a"],
-            principal=principal,
-            status="requested",
-            expires_at=now + 1000 - n,  # the later the session, the sooner it expires
-            created_at=now,
-            updated_at=now,
-        )
-        for n in range(sessions)
-    ]
-    for chunk in range(0, len(records), 25):
-        store.dynamodb.batch_write_item(
-            RequestItems={
-                store.table: [{"PutRequest": {"Item": interaction_item(r)}} for r in records[chunk : chunk + 25]]
-            }
-        )
-    return [r.request_id for r in sorted(records, key=lambda r: r.expires_at)]
 
 
 def every_page(service: Service, principal: str | None, limit: int) -> list[InboxPage]:
@@ -121,7 +90,7 @@ def test_answered_canceled_and_expired_questions_are_not_in_the_inbox(service: S
 def test_pages_follow_each_other_by_cursor_to_the_last_and_each_is_one_query(
     service: Service, store: DynamoDBStore, clock: FakeClock
 ) -> None:
-    expected = open_questions(store, 7, clock.now())
+    expected = open_questions(store, 7, clock.now(), ALICE)
     with counted_calls(service.store) as calls:  # type: ignore[arg-type]
         pages = every_page(service, ALICE, limit=3)
     assert [i.request_id for page in pages for i in page.interactions] == expected
@@ -134,7 +103,7 @@ def test_pages_follow_each_other_by_cursor_to_the_last_and_each_is_one_query(
 def test_the_inbox_costs_one_query_per_page_whatever_the_number_of_sessions(
     sessions: int, service: Service, store: DynamoDBStore, clock: FakeClock
 ) -> None:
-    expected = open_questions(store, sessions, clock.now())
+    expected = open_questions(store, sessions, clock.now(), ALICE)
     with counted_calls(service.store) as calls:  # type: ignore[arg-type]
         page = service.inbox(APPROVER, limit=50)
     assert [i.request_id for i in page.interactions] == expected[:50]
@@ -152,7 +121,7 @@ def _tampered(cursor: str) -> str:
 def test_a_cursor_not_issued_by_the_inbox_changed_or_of_another_inbox_is_refused_and_nothing_is_read(
     service: Service, store: DynamoDBStore, clock: FakeClock
 ) -> None:
-    open_questions(store, 3, clock.now())
+    open_questions(store, 3, clock.now(), ALICE)
     cursor = service.inbox(ALICE, limit=1).cursor
     assert cursor is not None
     for bad, whose in [
@@ -177,7 +146,7 @@ def api(service: Service) -> APIGatewayHttpResolver:
 def test_the_inbox_over_http_pages_and_refuses_bad_parameters_with_code_and_message(
     api: APIGatewayHttpResolver, store: DynamoDBStore, clock: FakeClock
 ) -> None:
-    expected = open_questions(store, 3, clock.now())
+    expected = open_questions(store, 3, clock.now(), ALICE)
     status, page = request(api, "GET", "/interactions", query="status=requested&limit=2")
     assert status == 200
     assert [i["requestId"] for i in page["interactions"]] == expected[:2]

@@ -69,14 +69,13 @@ def summary(interaction: InteractionRecord) -> str:
     path = " -> ".join(interaction.agent_path)
     tool, tool_input = _tool_call(interaction)
     if tool is not None:
-        shown = json.dumps(tool_input, ensure_ascii=False)
-        if len(shown) > _SUMMARY_INPUT_CHARS:
-            shown = shown[:_SUMMARY_INPUT_CHARS] + "..."
-        return f"{path} wants to run {tool} {shown}"
-    shown = json.dumps(interaction.reason, ensure_ascii=False)
-    if len(shown) > _SUMMARY_INPUT_CHARS:
-        shown = shown[:_SUMMARY_INPUT_CHARS] + "..."
-    return f"{path} asks ({interaction.name}): {shown}"
+        return f"{path} wants to run {tool} {_shown(tool_input)}"
+    return f"{path} asks ({interaction.name}): {_shown(interaction.reason)}"
+
+
+def _shown(value: object) -> str:
+    shown = json.dumps(value, ensure_ascii=False)
+    return shown if len(shown) <= _SUMMARY_INPUT_CHARS else shown[:_SUMMARY_INPUT_CHARS] + "..."
 
 
 def interaction_requested(interaction: InteractionRecord) -> OutboxEvent:

@@ -1,0 +1,40 @@
+"""Open questions written straight into the table, as a commit writes them: for the inbox's tests and
+its benchmark, which need many sessions' questions without running as many turns."""
+
+from __future__ import annotations
+
+from resumable.store import DynamoDBStore
+from resumable.store.codec import interaction_item
+from resumable.store.records import InteractionRecord
+
+
+def open_questions(
+    store: DynamoDBStore, sessions: int, now: float, principal: str | None, *, sooner_later: bool = True
+) -> list[str]:
+    """``sessions`` requested interactions, one per session, of ``principal``; their request ids, most
+    urgent first. ``sooner_later``: the later a session, the sooner its question expires."""
+    records = [
+        InteractionRecord(
+            session_id=f"many-{n:05d}",
+            root_turn_id=f"{n:032x}",
+            turn_id=f"{n:032x}",
+            request_id=f"r{n:024x}",
+            interrupt_id=f"v1:tool:{n}",
+            name="approval",
+            reason={"agent": "a", "tool": "t", "input": {"n": n}},
+            agent_path=["a"],
+            principal=principal,
+            status="requested",
+            expires_at=now + 3600 + (-n if sooner_later else n),
+            created_at=now,
+            updated_at=now,
+        )
+        for n in range(sessions)
+    ]
+    for chunk in range(0, len(records), 25):
+        store.dynamodb.batch_write_item(
+            RequestItems={
+                store.table: [{"PutRequest": {"Item": interaction_item(r)}} for r in records[chunk : chunk + 25]]
+            }
+        )
+    return [r.request_id for r in sorted(records, key=lambda r: r.expires_at)]
