@@ -63,11 +63,13 @@ class Mapping:
         )
 
 
-@dataclass(frozen=True)
+@dataclass
 class EventResources:
     bus_name: str
     events_queue_url: str
     dead_letter_queue_url: str
+    poller: StreamPoller | None = None
+    """The publisher's stream poller, while ``publishing`` runs."""
 
 
 def create_event_resources(settings: Settings) -> EventResources:
@@ -100,6 +102,8 @@ class StreamPoller:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, name="publisher-stream", daemon=True)
         self.invocations = 0
+        self._empty_rounds = 0
+        self._round_done = threading.Condition()
 
     def start(self) -> None:
         self._thread.start()
@@ -119,7 +123,18 @@ class StreamPoller:
                 logger.exception("reading the table's stream failed; trying again")
                 busy = False
             if not busy:
+                with self._round_done:
+                    self._empty_rounds += 1
+                    self._round_done.notify_all()
                 self._stop.wait(POLL_SECONDS)
+
+    def caught_up(self, timeout: float) -> None:
+        """Return once a whole round over the stream that began after this call found nothing to
+        deliver: everything written before the call has been handed to the publisher (and retried)."""
+        with self._round_done:
+            target = self._empty_rounds + 2  # the round under way may have begun before the call
+            if not self._round_done.wait_for(lambda: self._empty_rounds >= target, timeout):
+                raise TimeoutError(f"the publisher did not catch up with the stream in {timeout:.0f} s")
 
     def _poll_once(self, iterators: dict[str, str]) -> bool:
         """One round over the shards; whether any records were delivered. A shard's position moves on
@@ -232,6 +247,7 @@ def publishing(
         Mapping.of_template(),
     )
     poller.start()
+    resources.poller = poller
     try:
         yield resources, settings
     finally:
