@@ -1,13 +1,14 @@
 """The publisher: the table's stream delivers each new outbox item (an event source mapping filtered
 to them); this numbers it in its session's order and puts it on the bus, at least once.
 
-A record that can never be published (not an outbox item of a known detail type, or a detail that
-breaks its schema) goes to the dead-letter queue whole, before it is numbered (so its session's
-numbers have no gap), and publishing goes on. A record that fails for now (an AWS call) fails alone:
-Powertools' batch processing reports it in ``batchItemFailures``, and every later record of its
-session in the batch fails with it, so a session's events are never published out of order. Lambda
-delivers the batch again from the first failure; what was published before is published again with
-the same ``eventId`` and ``sequence``.
+A record that can never be published (not an outbox item of a known detail type, a detail that
+breaks its schema, an item that is gone) goes to the dead-letter queue whole, before it is numbered
+(so its session's numbers have no gap), and publishing goes on. A record that fails for now (an AWS
+call) fails alone: Powertools' batch processing reports it in ``batchItemFailures``, and every later
+record of its session in the batch fails with it, so within the mapping's retries a session's events
+are never put on the bus out of order. Lambda delivers the batch again from the first failure; what
+was published before is published again with the same ``eventId`` and ``sequence``. (After the last
+retry the mapping moves on: docs/events.md says what that leaves.)
 """
 
 from __future__ import annotations
