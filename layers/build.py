@@ -1,8 +1,9 @@
 """``make layer``: build the Lambda layer (layers/build/python/ and layers/layer.zip) and report its size.
 
 The layer is shared/resumable without its local-only code (``resumable/local/``: the embedded AWS, the
-local server, make run and make demo) plus layers/requirements.txt, installed for python3.11 on arm64
-(manylinux wheels, whatever machine builds it). template.yaml's SharedLayer points at layers/build/.
+local server, make run and make demo) and without the ``resumable`` command (``resumable/cli/``),
+plus layers/requirements.txt, installed for python3.11 on arm64 (manylinux wheels, whatever machine
+builds it). template.yaml's SharedLayer points at layers/build/.
 
 Every module ships compiled (``__pycache__/*.cpython-311.pyc``, unchecked-hash: used whatever the
 files' times). Lambda extracts a layer to a read-only /opt, where Python cannot write bytecode, so a
@@ -26,13 +27,14 @@ BUILD = HERE / "build"
 ZIP = HERE / "layer.zip"
 
 
-# What never ships: local-only code, and caches.
-LOCAL_ONLY = "local"
+# What never ships: local-only code, the command people run in a terminal (a client, not a function's
+# code), and caches.
+NOT_SHIPPED = frozenset({"local", "cli"})
 
 
 def _not_shipped(directory: str, names: list[str]) -> set[str]:
     package = Path(directory) == ROOT / "shared" / "resumable"
-    return {n for n in names if n == "__pycache__" or (package and n == LOCAL_ONLY)}
+    return {n for n in names if n == "__pycache__" or (package and n in NOT_SHIPPED)}
 
 
 # Lambda's runtime: the bytecode is for this Python and no other.

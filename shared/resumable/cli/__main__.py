@@ -1,0 +1,5 @@
+import sys
+
+from resumable.cli.main import main
+
+sys.exit(main())

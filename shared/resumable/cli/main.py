@@ -1,0 +1,216 @@
+"""``resumable``: read the inbox, show a turn, approve (optionally with an edited input), deny, start,
+cancel, and follow the local run's events, against an HTTP API of resumable.
+
+Exit codes: 0 done; 2 bad input (the API's 400 or 422, or the command line's); 3 not found (404);
+4 conflict (409: answered differently, or the turn is busy); 5 gone (410: canceled or expired);
+6 not allowed (401, 403); 1 anything else (an AWS failure, the API unreachable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import sys
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from resumable.cli.client import Api, Reply, UnreachableError, default_url, part, stack_url
+
+EXIT_CODES = {400: 2, 422: 2, 404: 3, 409: 4, 410: 5, 401: 6, 403: 6}
+_WAIT_POLL_SECONDS = 1.0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="resumable", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--url", help=f"the HTTP API (default RESUMABLE_URL, else {default_url()})")
+    parser.add_argument("--stack", help="use this CloudFormation stack's ApiUrl output")
+    parser.add_argument("--region", help="the AWS region to sign for and read the stack in")
+    parser.add_argument(
+        "--token", default=os.environ.get("RESUMABLE_TOKEN"), help="a bearer token (JWT APIs; RESUMABLE_TOKEN)"
+    )
+    parser.add_argument(
+        "--sign",
+        action="store_true",
+        help="sign with SigV4 even for a local URL (a non-local URL always is, unless --token)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the API's reply as JSON")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    inbox = commands.add_parser("inbox", help="the open questions you may answer, most urgent first")
+    inbox.add_argument("--limit", type=int, default=50)
+    inbox.add_argument("--cursor")
+    show = commands.add_parser("show", help="a turn: its status, output and questions")
+    show.add_argument("session"), show.add_argument("turn")
+    approve = commands.add_parser("approve", help="approve a question (--input: with an edited input)")
+    approve.add_argument("session"), approve.add_argument("turn"), approve.add_argument("request")
+    approve.add_argument("--input", help='the edited input, a JSON object: \'{"name": "prod-db-replica"}\'')
+    approve.add_argument("--message", help="a note told to the model")
+    deny = commands.add_parser("deny", help="deny a question, saying why")
+    deny.add_argument("session"), deny.add_argument("turn"), deny.add_argument("request")
+    deny.add_argument("--message", required=True)
+    start = commands.add_parser("start", help="start a turn")
+    start.add_argument("session"), start.add_argument("prompt")
+    start.add_argument("--wait", action="store_true", help="poll while it runs, until it waits or settles")
+    cancel = commands.add_parser("cancel", help="cancel a turn and every child turn")
+    cancel.add_argument("session"), cancel.add_argument("turn")
+    events = commands.add_parser("events", help="follow the local run's event queue (make run prints it)")
+    events.add_argument("--queue", default=os.environ.get("RESUMABLE_EVENTS_QUEUE"), help="RESUMABLE_EVENTS_QUEUE")
+    events.add_argument("--once", action="store_true", help="read what is there, then stop")
+    return parser
+
+
+def _api(options: argparse.Namespace) -> Api:
+    url = options.url or (stack_url(options.stack, options.region) if options.stack else default_url())
+    local = url.startswith(("http://127.0.0.1", "http://localhost"))
+    return Api(url, token=options.token, sign=not options.token and (options.sign or not local), region=options.region)
+
+
+def _until(moment: str | None) -> str:
+    if not moment:
+        return "-"
+    left = datetime.fromisoformat(moment.replace("Z", "+00:00")) - datetime.now(UTC)
+    seconds = int(left.total_seconds())
+    if seconds <= 0:
+        return "expired"
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
+
+
+def _table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in [header, *rows]
+    )
+
+
+def _asked(interaction: dict[str, Any]) -> str:
+    reason = interaction.get("reason")
+    if isinstance(reason, dict) and "tool" in reason:
+        shown = json.dumps(reason.get("input"), ensure_ascii=False)
+        return f"{reason['tool']} {shown[:60] + '...' if len(shown) > 60 else shown}"
+    return f"{interaction.get('name')}: {json.dumps(reason, ensure_ascii=False)[:60]}"
+
+
+def _print_inbox(body: dict[str, Any]) -> None:
+    listed = body.get("interactions", [])
+    if not listed:
+        print("nothing is waiting for you")
+        return
+    rows = [
+        [
+            i["sessionId"],
+            i["turnId"],
+            i["requestId"],
+            " -> ".join(i.get("agentPath", [])),
+            _asked(i) + (" (editable)" if i.get("editable") else ""),
+            _until(i.get("expiresAt")),
+        ]
+        for i in listed
+    ]
+    print(_table(rows, ["SESSION", "TURN", "REQUEST", "AGENTS", "ASKS", "EXPIRES IN"]))
+    if body.get("cursor"):
+        print(f"\nmore: resumable inbox --cursor {body['cursor']}")
+
+
+def _print_turn(turn: dict[str, Any]) -> None:
+    print(f"session {turn['sessionId']}  turn {turn['turnId']}  {turn['status']}")
+    if turn.get("output"):
+        print(f"output: {turn['output']}")
+    if turn.get("error"):
+        print(f"error: {turn['error']}")
+    rows = [
+        [i["requestId"], i["status"], " -> ".join(i.get("agentPath", [])), _asked(i), i.get("answeredBy") or ""]
+        for i in turn.get("interactions", [])
+    ]
+    if rows:
+        print(_table(rows, ["REQUEST", "STATUS", "AGENTS", "ASKS", "ANSWERED BY"]))
+
+
+def _wait(api: Api, reply: Reply) -> Reply:
+    """Poll the turn while it runs, with a progress line on stderr."""
+    spinner = itertools.cycle("|/-\\")
+    started = time.monotonic()
+    while reply.status < 300 and reply.body.get("status") == "running":
+        sys.stderr.write(f"\r{next(spinner)} running for {time.monotonic() - started:.0f} s")
+        sys.stderr.flush()
+        time.sleep(_WAIT_POLL_SECONDS)
+        reply = api.call("GET", f"/sessions/{part(reply.body['sessionId'])}/turns/{part(reply.body['turnId'])}")
+    sys.stderr.write("\r" + " " * 40 + "\r")
+    return reply
+
+
+def _events(options: argparse.Namespace) -> int:
+    if not options.queue:
+        print("resumable events: --queue (or RESUMABLE_EVENTS_QUEUE) names the queue make run printed", file=sys.stderr)
+        return 2
+    try:
+        from resumable.local.events import line, read_events  # the local run's queue: local only
+    except ImportError:
+        print("resumable events reads the local run's queue: install resumable with its local extra", file=sys.stderr)
+        return 1
+    try:
+        for event in read_events(options.queue, follow=not options.once):
+            print(json.dumps(event) if options.json else line(event), flush=True)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = _parser().parse_args(argv)
+    if options.command == "events":
+        return _events(options)
+    try:
+        api = _api(options)
+        reply = _run(api, options)
+    except UnreachableError as error:
+        print(f"resumable: {error}", file=sys.stderr)
+        return 1
+    except ValueError as error:
+        print(f"resumable: {error}; nothing was sent", file=sys.stderr)
+        return 2
+    if reply.status >= 300:
+        body = reply.body if isinstance(reply.body, dict) else {}
+        print(
+            json.dumps(reply.body) if options.json else f"{reply.status} {body.get('code')}: {body.get('message')}",
+            file=sys.stdout if options.json else sys.stderr,
+        )
+        return EXIT_CODES.get(reply.status, 1)
+    if options.json:
+        print(json.dumps(reply.body, indent=2))
+    elif options.command == "inbox":
+        _print_inbox(reply.body)
+    else:
+        _print_turn(reply.body)
+    return 0
+
+
+def _run(api: Api, options: argparse.Namespace) -> Reply:
+    def turn() -> str:
+        return f"/sessions/{part(options.session)}/turns/{part(options.turn)}"
+
+    if options.command == "inbox":
+        query = f"?status=requested&limit={options.limit}" + (
+            f"&cursor={part(options.cursor)}" if options.cursor else ""
+        )
+        return api.call("GET", "/interactions" + query)
+    if options.command == "show":
+        return api.call("GET", turn())
+    if options.command in ("approve", "deny"):
+        response: dict[str, Any] = {"decision": options.command}
+        if getattr(options, "input", None) is not None:
+            try:
+                response["input"] = json.loads(options.input)
+            except ValueError as error:
+                raise ValueError(f"--input is not JSON ({error})") from error
+        if options.message is not None:
+            response["message"] = options.message
+        return api.call("POST", f"{turn()}/interactions/{part(options.request)}", {"response": response})
+    if options.command == "start":
+        reply = api.call("POST", f"/sessions/{part(options.session)}/turns", {"prompt": options.prompt})
+        return _wait(api, reply) if options.wait else reply
+    return api.call("POST", f"{turn()}/cancel")

@@ -1,0 +1,80 @@
+"""The ``resumable`` command against the local run: the inbox, approve, deny, start, cancel and show,
+signed with SigV4 like a client of an IAM API, with exit codes a script can tell apart."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.patience import HANG_SECONDS
+
+SIGNER = {"AWS_ACCESS_KEY_ID": "AKIDLOCAL", "AWS_SECRET_ACCESS_KEY": "local-secret", "AWS_DEFAULT_REGION": "us-east-1"}
+
+
+def resumable(url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "resumable.cli", "--url", url, "--sign", *args],
+        capture_output=True,
+        text=True,
+        timeout=HANG_SECONDS,
+        env={**os.environ, **SIGNER},
+        check=False,
+    )
+
+
+def test_the_console_script_is_installed_with_the_package() -> None:
+    script = Path(sys.executable).parent / "resumable"
+    ran = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=HANG_SECONDS, check=False)
+    assert ran.returncode == 0 and "approve" in ran.stdout
+
+
+def test_start_list_approve_and_the_exit_codes_of_what_did_not_happen(url: str) -> None:
+    started = resumable(url, "--json", "start", "cli-a", "delete the prod-db record", "--wait")
+    assert started.returncode == 0, started.stderr
+    turn = json.loads(started.stdout)
+    assert turn["status"] == "waiting"
+    request = turn["interactions"][0]["requestId"]
+
+    listed = resumable(url, "inbox")
+    assert listed.returncode == 0
+    [row] = [r for r in listed.stdout.splitlines() if r.startswith("cli-a ")]
+    assert turn["turnId"] in row and request in row and "orchestrator -> db_admin" in row
+    assert 'delete_record {"name": "prod-db"}' in row
+
+    edited = resumable(url, "approve", "cli-a", turn["turnId"], request, "--input", '{"name": "x"}')
+    assert (edited.returncode, "may not be edited" in edited.stderr) == (2, True), edited.stderr
+    assert resumable(url, "approve", "cli-a", turn["turnId"], request, "--input", "{not json").returncode == 2
+
+    approved = resumable(url, "approve", "cli-a", turn["turnId"], request)
+    assert approved.returncode == 0, approved.stderr
+    assert "completed" in approved.stdout and "output: record prod-db deleted" in approved.stdout
+    conflict = resumable(url, "deny", "cli-a", turn["turnId"], request, "--message", "no")
+    assert conflict.returncode == 4 and "409 conflict" in conflict.stderr
+    assert resumable(url, "show", "cli-a", "0" * 32).returncode == 3
+    shown = resumable(url, "show", "cli-a", turn["turnId"])
+    assert shown.returncode == 0 and "completed" in shown.stdout
+
+
+def test_a_canceled_question_is_gone_and_denying_says_why(url: str) -> None:
+    first = json.loads(resumable(url, "--json", "start", "cli-b", "delete the test-db record").stdout)
+    assert resumable(url, "cancel", "cli-b", first["turnId"]).returncode == 0
+    late = resumable(url, "approve", "cli-b", first["turnId"], first["interactions"][0]["requestId"])
+    assert late.returncode == 5 and "410 gone" in late.stderr
+    second = json.loads(resumable(url, "--json", "start", "cli-b", "delete the test-db record").stdout)
+    denied = resumable(
+        url, "deny", "cli-b", second["turnId"], second["interactions"][0]["requestId"], "--message", "not test"
+    )
+    assert denied.returncode == 0 and "DENIED: not test" in denied.stdout
+
+
+def test_an_unreachable_api_is_exit_1_and_says_where(url: str) -> None:
+    ran = resumable("http://127.0.0.1:9", "inbox")
+    assert ran.returncode == 1 and "could not reach http://127.0.0.1:9" in ran.stderr
+    env = {k: v for k, v in os.environ.items() if k != "RESUMABLE_EVENTS_QUEUE"}
+    events = subprocess.run(
+        [sys.executable, "-m", "resumable.cli", "events"], capture_output=True, text=True, env=env, check=False
+    )
+    assert events.returncode == 2 and "--queue" in events.stderr
