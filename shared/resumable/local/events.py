@@ -65,7 +65,6 @@ class Mapping:
 
 @dataclass
 class EventResources:
-    bus_name: str
     events_queue_url: str
     dead_letter_queue_url: str
     poller: StreamPoller | None = None
@@ -83,7 +82,7 @@ def create_event_resources(settings: Settings) -> EventResources:
     rule = f"{bus}-every-event"
     events.put_rule(Name=rule, EventBusName=bus, EventPattern=json.dumps({"source": ["resumable"]}))
     events.put_targets(Rule=rule, EventBusName=bus, Targets=[{"Id": "queue", "Arn": queue_arn}])
-    return EventResources(bus, queue_url, dead_letters)
+    return EventResources(queue_url, dead_letters)
 
 
 class StreamPoller:
@@ -101,7 +100,6 @@ class StreamPoller:
         self.stream_arn: str = table["LatestStreamArn"]
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, name="publisher-stream", daemon=True)
-        self.invocations = 0
         self._empty_rounds = 0
         self._round_done = threading.Condition()
 
@@ -171,7 +169,6 @@ class StreamPoller:
         """Invoke the handler with ``records``; on failure, as the mapping says: retry from the first
         record reported failed (or the whole batch, bisected, on a function error) until the retries
         are used up, then send the rest's description to the dead-letter queue."""
-        self.invocations += 1
         context = LambdaContext(function_name=PUBLISHER, aws_request_id=str(uuid.uuid4()))
         try:
             reply = self.handler({"Records": records}, context) or {}

@@ -158,6 +158,13 @@ def action_reported(root_turn_id: str, action: ActionRecord, outcome: str) -> Ou
     )
 
 
+def _gone(session_id: str, sk: str) -> NotPublishedError:
+    return NotPublishedError(
+        f"outbox item {sk!r} of session {session_id!r} is gone: its event cannot be numbered or published "
+        "(was the session deleted?)"
+    )
+
+
 class OutboxItems(Table):
     """The publisher's side of the outbox: a session's events are numbered 1, 2, 3, ... in the order
     they are published (the session item keeps the last number given), each number given once."""
@@ -194,10 +201,7 @@ class OutboxItems(Table):
         ).get("Items", [])
         numbers = {item["sk"]["S"]: item.get("sequence") for item in group}
         if sk not in numbers:
-            raise NotPublishedError(
-                f"outbox item {sk!r} of session {session_id!r} is gone: its event cannot be numbered or published "
-                "(was the session deleted?)"
-            )
+            raise _gone(session_id, sk)
         given = numbers[sk]
         if given is not None:
             return int(given["N"]), after
@@ -252,10 +256,7 @@ class OutboxItems(Table):
                     earlier = refused_item(error, 1)
                     if earlier is not None:
                         if "sequence" not in earlier:
-                            raise NotPublishedError(
-                                f"outbox item {wanted!r} of session {session_id!r} is gone: its event cannot be "
-                                "numbered or published (was the session deleted?)"
-                            ) from error
+                            raise _gone(session_id, wanted) from error
                         return int(earlier["sequence"]["N"]), after
                 return None
         return after + 1 + sks.index(wanted), after + len(sks)
