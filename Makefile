@@ -7,7 +7,7 @@ PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c const
 RUNNABLE := $(VENV)/.installed-run
 INSTALLED := $(VENV)/.installed-dev
 
-.PHONY: run demo invoke layer bench soak test test-fast lint typecheck validate pytest clean constraints
+.PHONY: run demo invoke layer bench soak test test-fast lint typecheck validate pytest clean constraints browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,9 +20,9 @@ $(INSTALLED): pyproject.toml constraints.txt | $(BIN)/python
 	$(PIP) -e '.[dev]'
 	touch $(INSTALLED) $(RUNNABLE)
 
-## run: the embedded AWS and the local HTTP API on 127.0.0.1:3000 (PORT=n for another; prints a walkthrough; Ctrl-C stops)
+## run: the embedded AWS and the local HTTP API on 127.0.0.1:3000 (PORT=n for another; AUTH=jwt for sign-in; Ctrl-C stops)
 run: $(RUNNABLE)
-	$(BIN)/python -m resumable.local.run
+	AUTH=$(AUTH) $(BIN)/python -m resumable.local.run
 
 ## demo: the runtime alone: an approval asked in one process, answered in a new, rebuilt one
 demo: $(RUNNABLE)
@@ -62,10 +62,21 @@ typecheck: $(INSTALLED)
 validate: $(INSTALLED)
 	$(BIN)/python tools/validate_template.py
 
+# The inbox page's browser tests run in Debian's chromium (Playwright's own download cannot reach the internet).
+CHROMIUM := /usr/bin/chromium
+
+## browser: install Debian's chromium for the browser tests (apt-get, as root or with sudo)
+browser: $(CHROMIUM)
+
+$(CHROMIUM):
+	@if [ "$$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi; \
+	 echo "installing Debian's chromium for the browser tests ($$sudo apt-get install chromium)"; \
+	 $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium >/dev/null
+
 # Test workers: each runs its own embedded AWS.
 PYTEST_WORKERS ?= 2
 
-pytest: $(INSTALLED)
+pytest: $(INSTALLED) $(CHROMIUM)
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal
 
 clean:

@@ -3,6 +3,8 @@
 The translation is what ``sam deploy`` asks CloudFormation to do, done here with no AWS account:
 local CodeUri/ContentUri/DefinitionUri paths (which ``sam build``/``sam package`` turn into S3 objects) are
 replaced by placeholder S3 URIs, and no managed policies are looked up (the template uses none).
+CloudFormation runs ``AWS::LanguageExtensions`` first, which resolves every ``Fn::If`` whose condition
+rests on parameters alone; that is done here too, once for each ``AuthMode``.
 """
 
 from __future__ import annotations
@@ -25,15 +27,79 @@ class _NoManagedPolicies:
         return {}
 
 
-def translate(template: dict[str, Any]) -> dict[str, Any]:
-    """The CloudFormation template SAM makes of ``template``, offline."""
+# The parameters each translation is made with (beside the defaults): both ways people are authorized.
+AUTH_MODES: dict[str, dict[str, Any]] = {
+    "IAM": {"AuthMode": "IAM"},
+    "JWT": {"AuthMode": "JWT", "JwtIssuer": "https://issuer.example.com", "JwtAudience": ["inbox-client"]},
+}
+
+
+def _condition(template: dict[str, Any], value: Any, parameters: dict[str, Any]) -> Any:
+    """A condition's truth from parameter values, or None where it rests on something else."""
+
+    def operand(node: Any) -> Any:
+        if isinstance(node, dict) and set(node) == {"Ref"}:
+            return parameters.get(node["Ref"])
+        return node if isinstance(node, str | list) else None
+
+    if isinstance(value, dict) and len(value) == 1:
+        [(name, args)] = value.items()
+        if name == "Condition":
+            return _condition(template, template["Conditions"][args], parameters)
+        if name == "Fn::Equals":
+            left, right = (operand(a) for a in args)
+            return None if left is None or right is None else left == right
+        if name == "Fn::Not":
+            inner = _condition(template, args[0], parameters)
+            return None if inner is None else not inner
+        if name in ("Fn::And", "Fn::Or"):
+            values = [_condition(template, a, parameters) for a in args]
+            if None in values:
+                return None
+            return all(values) if name == "Fn::And" else any(values)
+    return None
+
+
+def resolve_language_extensions(template: dict[str, Any], parameters: dict[str, Any]) -> dict[str, Any]:
+    """``template`` with each ``Fn::If`` on a parameter-only condition replaced by its chosen branch
+    (``AWS::NoValue`` dropping the property), as ``AWS::LanguageExtensions`` does before SAM runs."""
+    values = {name: p.get("Default") for name, p in template.get("Parameters", {}).items()} | parameters
+    for name, declared in template.get("Parameters", {}).items():
+        if declared.get("Type") == "CommaDelimitedList" and isinstance(values.get(name), str):
+            values[name] = [v for v in values[name].split(",") if v]
+    no_value = object()
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            if set(node) == {"Fn::If"}:
+                name, then, otherwise = node["Fn::If"]
+                truth = _condition(template, template["Conditions"][name], values)
+                if truth is not None:
+                    return walk(then if truth else otherwise)
+            if node == {"Ref": "AWS::NoValue"}:
+                return no_value
+            walked = {k: walk(v) for k, v in node.items()}
+            return {k: v for k, v in walked.items() if v is not no_value}
+        if isinstance(node, list):
+            return [w for w in (walk(v) for v in node) if w is not no_value]
+        return node
+
+    resolved: dict[str, Any] = walk(template)
+    resolved["Transform"] = [t for t in resolved.get("Transform", []) if t != "AWS::LanguageExtensions"]
+    return resolved
+
+
+def translate(template: dict[str, Any], parameters: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The CloudFormation template SAM makes of ``template`` with ``parameters`` (beside the
+    defaults), offline."""
+    template = resolve_language_extensions(template, parameters or {})
     for name, resource in template["Resources"].items():
         properties = resource.get("Properties", {})
         for uri in ("CodeUri", "ContentUri", "DefinitionUri"):
             if isinstance(properties.get(uri), str) and not properties[uri].startswith("s3://"):
                 properties[uri] = f"s3://placeholder-bucket/{name}.zip"
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-    translated: dict[str, Any] = transform(template, {}, _NoManagedPolicies())
+    translated: dict[str, Any] = transform(template, parameters or {}, _NoManagedPolicies())
     return translated
 
 
@@ -66,9 +132,13 @@ def main() -> int:
     if lint.returncode != 0:
         print(f"cfn-lint found problems in {TEMPLATE.name} (exit {lint.returncode})")
         return lint.returncode
-    translated = translate(yaml_parse(TEMPLATE.read_text()))
-    kinds = sorted({r["Type"] for r in translated["Resources"].values()})
-    print(f"cfn-lint: clean; SAM translation: {len(translated['Resources'])} resources ({', '.join(kinds)})")
+    for mode, parameters in AUTH_MODES.items():
+        translated = translate(yaml_parse(TEMPLATE.read_text()), parameters)
+        kinds = sorted({r["Type"] for r in translated["Resources"].values()})
+        print(
+            f"cfn-lint: clean; SAM translation with AuthMode={mode}: {len(translated['Resources'])} resources "
+            f"({', '.join(kinds)})"
+        )
     print(f"state machine: {check_state_machine()} states, parsed as Step Functions would, every transition known")
     return 0
 

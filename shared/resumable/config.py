@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,7 +28,10 @@ class Settings(BaseModel):
     ``API_URL`` (the HTTP API's base URL, for the answer links in events), ``DEAD_LETTER_QUEUE_URL``
     (where the publisher sends an outbox record it can never publish), ``CURSOR_SECRET`` (signs the
     inbox's cursors; without it, a key of the process), ``APPROVAL_REQUIRED`` and ``APPROVAL_EDITS``
-    (comma-separated tool-name patterns, e.g. ``delete_*,drop_*``: the deployment's approval policy).
+    (comma-separated tool-name patterns, e.g. ``delete_*,drop_*``: the deployment's approval policy),
+    ``AUTH_MODE`` (``IAM``, or ``JWT`` where people sign in: then ``JWT_ISSUER`` and ``JWT_AUDIENCE``
+    tell the inbox page where to sign in), ``APPROVER_GROUPS`` (comma-separated groups whose members
+    are approvers, read from the token's ``JWT_GROUPS_CLAIM``, default ``cognito:groups``).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -54,6 +57,11 @@ class Settings(BaseModel):
     cursor_secret: str | None = Field(default=None, repr=False)
     approval_required: tuple[str, ...] = ()
     approval_edits: tuple[str, ...] = ()
+    auth_mode: Literal["IAM", "JWT"] = "IAM"
+    jwt_issuer: str | None = None
+    jwt_audience: tuple[str, ...] = ()
+    approver_groups: tuple[str, ...] = ()
+    jwt_groups_claim: str = "cognito:groups"
 
     @property
     def default_approval_policy(self) -> ApprovalPolicy | None:
@@ -82,6 +90,9 @@ class Settings(BaseModel):
             "api_url": "API_URL",
             "dead_letter_queue_url": "DEAD_LETTER_QUEUE_URL",
             "cursor_secret": "CURSOR_SECRET",
+            "auth_mode": "AUTH_MODE",
+            "jwt_issuer": "JWT_ISSUER",
+            "jwt_groups_claim": "JWT_GROUPS_CLAIM",
         }
         values: dict[str, str] = {field: env[var] for field, var in names.items() if env.get(var)}
         region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
@@ -97,6 +108,8 @@ class Settings(BaseModel):
                 "approver_principals": listed("APPROVER_PRINCIPALS"),
                 "approval_required": listed("APPROVAL_REQUIRED"),
                 "approval_edits": listed("APPROVAL_EDITS"),
+                "jwt_audience": listed("JWT_AUDIENCE"),
+                "approver_groups": listed("APPROVER_GROUPS"),
             }
         )
 

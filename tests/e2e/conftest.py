@@ -5,11 +5,13 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from resumable.api.app import forget
 from resumable.config import Settings
+from resumable.local.authorizers import LocalCredentials
 from resumable.local.embedded_aws import embedded_aws
 from resumable.local.server import function_arn, make_server
 
@@ -35,10 +37,27 @@ def handler_environment() -> Iterator[Settings]:
         forget()
 
 
+# The local principals that can sign (each a profile of the `local_credentials` file).
+SIGNERS = {
+    "approver": "arn:aws:iam::000000000000:user/approver-ann",
+    "alice": "arn:aws:iam::000000000000:user/alice",
+    "bob": "arn:aws:iam::000000000000:user/bob",
+}
+
+
 @pytest.fixture(scope="module")
-def url(handler_environment: Settings) -> Iterator[str]:
-    """The local API (`make run`'s server) on a free port, serving the handlers' environment."""
-    server = make_server(port=0)
+def local_credentials(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An AWS shared credentials file whose profiles sign as `SIGNERS` on the local API."""
+    path = tmp_path_factory.mktemp("credentials") / "credentials"
+    LocalCredentials.generate(SIGNERS).write(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def url(handler_environment: Settings, local_credentials: Path) -> Iterator[str]:
+    """The local API (`make run`'s server) on a free port, serving the handlers' environment; its
+    signed requests are checked against `local_credentials`."""
+    server = make_server(port=0, credentials=LocalCredentials.read(local_credentials))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"

@@ -9,18 +9,28 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.patience import HANG_SECONDS
 
-SIGNER = {"AWS_ACCESS_KEY_ID": "AKIDLOCAL", "AWS_SECRET_ACCESS_KEY": "local-secret", "AWS_DEFAULT_REGION": "us-east-1"}
+_CREDENTIALS: list[Path] = []
 
 
-def resumable(url: str, *args: str) -> subprocess.CompletedProcess[str]:
+@pytest.fixture(autouse=True, scope="module")
+def _signers(local_credentials: Path) -> None:
+    _CREDENTIALS[:] = [local_credentials]
+
+
+def resumable(url: str, *args: str, profile: str = "alice") -> subprocess.CompletedProcess[str]:
+    """The command, signing as ``profile`` of the local credentials (the standard credential chain)."""
+    signer = {"AWS_SHARED_CREDENTIALS_FILE": str(_CREDENTIALS[0]), "AWS_PROFILE": profile}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_ACCESS_KEY", "AWS_SECRET", "AWS_SESSION"))}
     return subprocess.run(
         [sys.executable, "-m", "resumable.cli", "--url", url, "--sign", *args],
         capture_output=True,
         text=True,
         timeout=HANG_SECONDS,
-        env={**os.environ, **SIGNER},
+        env=env | signer,
         check=False,
     )
 
@@ -78,3 +88,29 @@ def test_an_unreachable_api_is_exit_1_and_says_where(url: str) -> None:
         [sys.executable, "-m", "resumable.cli", "events"], capture_output=True, text=True, env=env, check=False
     )
     assert events.returncode == 2 and "--queue" in events.stderr
+
+
+def test_signed_requests_act_as_their_signer_and_a_forged_signature_is_refused(url: str, tmp_path: Path) -> None:
+    started = json.loads(resumable(url, "--json", "start", "cli-owned", "delete the own-db record").stdout)
+    turn, request = started["turnId"], started["interactions"][0]["requestId"]
+    # bob signs as bob: alice's session is not his to see, nor in his inbox; the approver sees both.
+    assert resumable(url, "show", "cli-owned", turn, profile="bob").returncode == 3
+    assert "cli-owned" not in resumable(url, "inbox", profile="bob").stdout
+    assert "cli-owned" in resumable(url, "inbox", profile="approver").stdout
+    # A key the local API does not know, or the right key with the wrong secret: 403, as on AWS.
+    forged = tmp_path / "forged"
+    text = _CREDENTIALS[0].read_text()
+    secret = next(line for line in text.splitlines() if line.startswith("aws_secret_access_key"))
+    forged.write_text(text.replace(secret, "aws_secret_access_key = not-the-secret"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_ACCESS_KEY", "AWS_SECRET", "AWS_SESSION"))}
+    env |= {"AWS_SHARED_CREDENTIALS_FILE": str(forged), "AWS_PROFILE": "approver"}
+    ran = subprocess.run(
+        [sys.executable, "-m", "resumable.cli", "--url", url, "--sign", "approve", "cli-owned", turn, request],
+        capture_output=True,
+        text=True,
+        timeout=HANG_SECONDS,
+        env=env,
+        check=False,
+    )
+    assert ran.returncode == 6 and "403 forbidden: The request signature we calculated" in ran.stderr, ran.stderr
+    assert resumable(url, "approve", "cli-owned", turn, request, profile="alice").returncode == 0

@@ -72,3 +72,10 @@ def test_the_layer_holds_no_local_only_code_and_nothing_it_ships_imports_it(laye
         if n.startswith("python/resumable/") and n.endswith(".py") and _LOCAL_IMPORT.search(archive.read(n).decode())
     ]
     assert importing == [], f"shipped modules import local-only code: {importing}"
+
+
+@pytest.mark.slow
+def test_the_layer_ships_the_inbox_page(layer: Built) -> None:
+    """The page's HTML, CSS and JavaScript are package data: shipped beside the code that serves them."""
+    for name in ("inbox.html", "inbox.css", "inbox.js"):
+        assert f"python/resumable/web/{name}" in layer.names

@@ -35,6 +35,7 @@ def test_every_route_of_the_template_is_served() -> None:
         ("GET", "/sessions/{sessionId}/interactions"),
         ("GET", "/interactions"),
         ("GET", "/openapi.json"),
+        ("GET", "/inbox"),
     }
 
 

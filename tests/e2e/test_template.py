@@ -132,3 +132,26 @@ def test_the_template_translates_offline_into_cloudformation() -> None:
     ]
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert [json.loads(f["Pattern"]) for f in mapping["FilterCriteria"]["Filters"]] == [OUTBOX_FILTER]
+
+
+@pytest.mark.parametrize("mode", ["IAM", "JWT"])
+def test_auth_mode_chooses_how_every_route_but_the_inbox_page_is_authorized(mode: str) -> None:
+    from samtranslator.yaml_helper import yaml_parse
+
+    from tools.validate_template import AUTH_MODES, TEMPLATE
+
+    translated = translate(yaml_parse(TEMPLATE.read_text()), AUTH_MODES[mode])
+    body = translated["Resources"]["HttpApi"]["Properties"]["Body"]
+    security = {(path, method): op.get("security") for path, ops in body["paths"].items() for method, op in ops.items()}
+    expected = [{"SignIn": []}] if mode == "JWT" else [{"AWS_IAM": []}]
+    assert security.pop(("/inbox", "get")) == [{"NONE": []}]
+    assert security and all(value == expected for value in security.values()), security
+    schemes = body["components"]["securitySchemes"]
+    if mode == "JWT":
+        assert schemes["SignIn"]["x-amazon-apigateway-authorizer"] == {
+            "type": "jwt",
+            "identitySource": "$request.header.Authorization",
+            "jwtConfiguration": {"issuer": {"Ref": "JwtIssuer"}, "audience": {"Ref": "JwtAudience"}},
+        }
+    else:
+        assert "SignIn" not in schemes

@@ -66,6 +66,24 @@ def build_app(service: Service | None = None) -> APIGatewayHttpResolver:
     def openapi() -> Response[Any]:
         return Response(status_code=200, content_type="application/json", body=json.dumps(document(app)))
 
+    @app.get("/inbox", include_in_schema=False)
+    def inbox() -> Response[Any]:
+        # The page holds no data (the route has no authorizer); what it reads, it reads through the API.
+        from resumable.web import content_security_policy, inbox_page
+
+        settings: Settings = app.context["service"].settings
+        return Response(
+            status_code=200,
+            content_type="text/html; charset=utf-8",
+            body=inbox_page(settings),
+            headers={
+                "Cache-Control": "no-store",
+                "X-Content-Type-Options": "nosniff",
+                "Referrer-Policy": "no-referrer",
+                "Content-Security-Policy": content_security_policy(),
+            },
+        )
+
     @app.exception_handler(ServiceError)
     def service_error(error: ServiceError) -> Response[Any]:
         if isinstance(error, ConflictError):

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 from urllib.parse import unquote
 
@@ -22,7 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from resumable.api.observability import count
 from resumable.api.openapi import responses
+from resumable.exceptions import BadRequestError
 from resumable.service import InboxPage, InteractionView, Service, TurnView
+from resumable.service.access import Principal
 from resumable.service.cursor import MAX_CURSOR_CHARS
 from resumable.service.inbox import DEFAULT_PAGE, MAX_PAGE
 from resumable.store.records import InteractionStatus
@@ -90,9 +93,35 @@ def service() -> Service:
 
 
 def principal() -> str:
-    """The IAM principal that signed the request (API Gateway's IAM authorization)."""
-    iam = router.current_event.request_context.authorizer.iam
+    """Who called: the IAM principal that signed the request (API Gateway's IAM authorization), or the
+    subject of the sign-in token API Gateway's JWT authorizer checked, with the token's groups."""
+    authorizer = router.current_event.request_context.authorizer
+    claims = authorizer.jwt_claim if authorizer else {}
+    if claims:
+        subject = claims.get("sub")
+        if not isinstance(subject, str) or not subject:
+            raise BadRequestError("the sign-in token names no subject (sub); nothing was done: sign in again")
+        groups_claim = service().settings.jwt_groups_claim
+        return Principal(subject, token_groups(claims.get(groups_claim)))
+    iam = authorizer.iam if authorizer else None
     return (iam.user_arn if iam else None) or LOCAL_PRINCIPAL
+
+
+def token_groups(claim: Any) -> tuple[str, ...]:
+    """A token's groups claim as API Gateway hands it on: a list, a JSON list, or (for an array
+    claim) the values in brackets separated by spaces, ``[approvers admins]``."""
+    if isinstance(claim, list):
+        return tuple(str(group) for group in claim)
+    if not isinstance(claim, str) or not claim.strip():
+        return ()
+    text = claim.strip()
+    if text.startswith("["):
+        try:
+            listed = json.loads(text)
+        except ValueError:
+            return tuple(text.strip("[]").replace(",", " ").split())
+        return tuple(str(group) for group in listed) if isinstance(listed, list) else ()
+    return tuple(text.replace(",", " ").split())
 
 
 def _path(name: str, captured: str) -> str:

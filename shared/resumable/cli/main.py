@@ -175,8 +175,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if reply.status >= 300:
         body = reply.body if isinstance(reply.body, dict) else {}
+        # API Gateway's own refusals (a bad signature, a missing token) carry a message and no code.
+        code = body.get("code") or {401: "unauthorized", 403: "forbidden"}.get(reply.status, "error")
         print(
-            json.dumps(reply.body) if options.json else f"{reply.status} {body.get('code')}: {body.get('message')}",
+            json.dumps(reply.body) if options.json else f"{reply.status} {code}: {body.get('message')}",
             file=sys.stdout if options.json else sys.stderr,
         )
         return EXIT_CODES.get(reply.status, 1)

@@ -15,10 +15,13 @@ from __future__ import annotations
 import errno
 import os
 import sys
+from contextlib import ExitStack
 
+from resumable.local.authorizers import JwtVerifier, LocalCredentials
 from resumable.local.embedded_aws import embedded_aws
 from resumable.local.events import publishing
-from resumable.local.server import DEFAULT_PRINCIPAL, LocalServer, function_arn, make_server
+from resumable.local.issuer import GROUPS_CLAIM, LocalIssuer
+from resumable.local.server import DEFAULT_PRINCIPAL, ROOT, LocalServer, function_arn, make_server
 from resumable.local.template import create_state_machine, functions_in_process
 
 # Every line of the walkthrough runs as printed, in order, in bash with curl >= 7.82 (tests/e2e follow it).
@@ -74,11 +77,52 @@ event once; --follow keeps reading, --json prints each event whole):
 The OpenAPI document: @URL/openapi.json
 """
 
+# What the walkthrough adds for each way of signing in. @CREDENTIALS, @ISSUER are filled in.
+IAM_SIGN_IN = r"""
+The inbox page, to answer in a browser (unsigned requests are you, an approver: approve with one click):
+  @URL/inbox
 
-def _listen(port: int) -> LocalServer:
+Signed requests mean what they mean on AWS: each profile of @CREDENTIALS signs as its principal_arn
+(local: an approver; alice and bob: only their own sessions); a bad signature is a 403.
+  export AWS_SHARED_CREDENTIALS_FILE=@CREDENTIALS
+  AWS_PROFILE=resumable-alice @PYTHON -m resumable.cli --url @URL --sign inbox
+"""
+
+JWT_WALKTHROUGH = r"""resumable is serving @URL with AUTH=jwt  (Ctrl-C stops it and forgets everything)
+
+Every request needs a sign-in token from the local issuer @ISSUER, checked as API Gateway's JWT
+authorizer would (no token, an expired one or one for another audience: 401). Its users: alice (group
+"approvers": answers every session), bob and carol (only their own sessions).
+
+1. Ask a risky step as bob (the local issuer hands out tokens for curl at /local/token):
+  TOKEN=$(curl -s '@ISSUER/local/token?user=bob')
+  curl -s -X POST @URL/sessions/demo/turns -H "Authorization: Bearer $TOKEN" \
+       --json '{"prompt": "delete the prod-db record"}'
+
+2. Open the inbox page, sign in as alice and approve it (or sign in as bob: he sees only his own):
+  @URL/inbox
+
+The resumable command takes the same token: @PYTHON -m resumable.cli --url @URL --token "$TOKEN" inbox
+"""
+
+
+# Where make run writes the local credentials (anew each run; ignored by git).
+CREDENTIALS = ROOT / ".resumable" / "credentials"
+
+
+def local_signers(default: str) -> dict[str, str]:
+    """The profiles of the local credentials and the principals they sign as."""
+    return {
+        "resumable-local": default,
+        "resumable-alice": "arn:aws:iam::000000000000:user/alice",
+        "resumable-bob": "arn:aws:iam::000000000000:user/bob",
+    }
+
+
+def _listen(port: int, credentials: LocalCredentials | None, jwt: JwtVerifier | None) -> LocalServer:
     """The local API's server on ``port``, or exit saying which port is taken and how to pick another."""
     try:
-        return make_server(port=port)
+        return make_server(port=port, credentials=credentials, jwt=jwt)
     except OSError as error:
         if error.errno != errno.EADDRINUSE:
             raise
@@ -90,18 +134,41 @@ def _listen(port: int) -> LocalServer:
 
 def main() -> None:
     port = int(os.environ.get("PORT", "3000"))
-    with embedded_aws() as settings, functions_in_process():
+    auth = os.environ.get("AUTH", "iam").strip().lower() or "iam"
+    if auth not in ("iam", "jwt"):
+        sys.exit(f"make run: AUTH={auth!r} is not a way to sign in; use AUTH=iam (the default) or AUTH=jwt")
+    with ExitStack() as stack:
+        settings = stack.enter_context(embedded_aws())
+        stack.enter_context(functions_in_process())
         os.environ.update(settings.environment())
-        os.environ.setdefault("APPROVER_PRINCIPALS", os.environ.get("RESUMABLE_LOCAL_PRINCIPAL", DEFAULT_PRINCIPAL))
+        default = os.environ.get("RESUMABLE_LOCAL_PRINCIPAL", DEFAULT_PRINCIPAL)
+        os.environ.setdefault("APPROVER_PRINCIPALS", default)
         os.environ.setdefault("CONTINUE_FUNCTION", function_arn("SubmitApprovalFunction"))
         machine = create_state_machine(settings)
-        server = _listen(port)
+        credentials, verifier = None, None
+        if auth == "jwt":
+            issuer = LocalIssuer().start()
+            stack.callback(issuer.stop)
+            os.environ.update(
+                AUTH_MODE="JWT",
+                JWT_ISSUER=issuer.url,
+                JWT_AUDIENCE=issuer.client_id,
+                APPROVER_GROUPS="approvers",
+                JWT_GROUPS_CLAIM=GROUPS_CLAIM,
+            )
+            verifier = JwtVerifier(issuer.url, (issuer.client_id,))
+            walkthrough = JWT_WALKTHROUGH.replace("@ISSUER", issuer.url)
+        else:
+            credentials = LocalCredentials.generate(local_signers(default))
+            credentials.write(CREDENTIALS)
+            walkthrough = WALKTHROUGH + IAM_SIGN_IN.replace("@CREDENTIALS", str(CREDENTIALS))
+        server = _listen(port, credentials, verifier)
         url = f"http://127.0.0.1:{server.server_address[1]}"
         os.environ["API_URL"] = url  # the answer links in events
         with publishing(settings) as (resources, _):
             execution = machine.replace(":stateMachine:", ":execution:") + ":wf-1"
             walkthrough = (
-                WALKTHROUGH.replace("@URL", url)
+                walkthrough.replace("@URL", url)
                 .replace("@AWS", str(settings.endpoint_url))
                 .replace("@MACHINE", machine)
                 .replace("@EXECUTION", execution)

@@ -2,9 +2,12 @@
 
 Each request becomes an API Gateway HTTP API (payload v2) event and goes to the handler of the
 function that template.yaml routes it to, imported from ``functions/<dir>/app.py`` in this process,
-against the embedded AWS. A route added to the template works here without code changes. IAM
-authorization is stood in for by a principal: ``RESUMABLE_LOCAL_PRINCIPAL``, or the
-``x-resumable-principal`` header of a request.
+against the embedded AWS. A route added to the template works here without code changes.
+Authorization is API Gateway's (``resumable.local.authorizers``): a SigV4 signature is checked against
+the local credentials (``RESUMABLE_LOCAL_CREDENTIALS`` names their file) and makes its key's principal
+the caller; an unsigned request is ``RESUMABLE_LOCAL_PRINCIPAL`` (or its ``x-resumable-principal``
+header); with a JWT verifier, a bearer token from its issuer is required instead. A route whose
+template event says ``Authorizer: NONE`` is served to anyone.
 """
 
 from __future__ import annotations
@@ -27,6 +30,15 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 import yaml
+
+from resumable.local.authorizers import (
+    JwtVerifier,
+    LocalCredentials,
+    RefusedError,
+    iam_identity,
+    jwt_identity,
+    verify_sigv4,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 ACCOUNT = "123456789012"
@@ -73,6 +85,7 @@ class Route:
     function: str
     code_uri: str
     handler: str
+    authorized: bool = True
 
     @property
     def pattern(self) -> re.Pattern[str]:
@@ -106,6 +119,7 @@ def routes(template: dict[str, Any]) -> list[Route]:
                         function=function.name,
                         code_uri=function.code_uri,
                         handler=function.handler,
+                        authorized=event["Properties"].get("Auth", {}).get("Authorizer") != "NONE",
                     )
                 )
     return found
@@ -144,7 +158,13 @@ class LambdaContext:
 
 
 def api_event(
-    route: Route, method: str, path: str, query: str, headers: dict[str, str], body: bytes, principal: str
+    route: Route,
+    method: str,
+    path: str,
+    query: str,
+    headers: dict[str, str],
+    body: bytes,
+    authorizer: dict[str, Any] | None,
 ) -> dict[str, Any]:
     """The API Gateway HTTP API (payload v2) event API Gateway would send for this request."""
     # API Gateway decodes the path to route it, then decodes each path parameter it hands on.
@@ -162,17 +182,7 @@ def api_event(
         "requestContext": {
             "accountId": "000000000000",
             "apiId": "local",
-            "authorizer": {
-                "iam": {
-                    "accessKey": "LOCAL",
-                    "accountId": "000000000000",
-                    "callerId": "LOCAL",
-                    "principalOrgId": None,
-                    "userArn": principal,
-                    "userId": "LOCAL",
-                    "cognitoIdentity": None,
-                }
-            },
+            **({"authorizer": authorizer} if authorizer else {}),
             "domainName": "localhost",
             "domainPrefix": "localhost",
             "http": {
@@ -206,11 +216,38 @@ def query_parameters(query: str) -> dict[str, str] | None:
 MAX_BODY_BYTES = 10 * 1024 * 1024
 
 
-def make_server(host: str = "127.0.0.1", port: int = 3000, principal: str | None = None) -> LocalServer:
-    """An HTTP server for every route of template.yaml (the caller starts and stops it)."""
+def make_server(
+    host: str = "127.0.0.1",
+    port: int = 3000,
+    principal: str | None = None,
+    *,
+    credentials: LocalCredentials | None = None,
+    jwt: JwtVerifier | None = None,
+    refuse_unsigned: bool = False,
+) -> LocalServer:
+    """An HTTP server for every route of template.yaml (the caller starts and stops it).
+
+    ``credentials``: the keys whose signatures are good (default: the file ``RESUMABLE_LOCAL_CREDENTIALS``
+    names, else none); ``refuse_unsigned``: answer an unsigned request 403, as AWS does; ``jwt``:
+    authorize by sign-in token instead of by signature (AuthMode JWT)."""
     table = routes(load_template())
     handlers = {route.function: load_handler(route) for route in table}
     default_principal = principal or os.environ.get("RESUMABLE_LOCAL_PRINCIPAL", DEFAULT_PRINCIPAL)
+    if credentials is None:
+        named = os.environ.get("RESUMABLE_LOCAL_CREDENTIALS")
+        credentials = LocalCredentials.read(Path(named)) if named else LocalCredentials()
+    known: LocalCredentials = credentials
+
+    def authorize(method: str, target: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:
+        """``requestContext.authorizer`` for this request, or ``RefusedError`` as API Gateway would."""
+        if jwt is not None:
+            return jwt_identity(jwt.claims(headers.get("authorization")))
+        if "authorization" in headers or "x-amz-date" in headers:
+            key = verify_sigv4(known, method, target, headers, body)
+            return iam_identity(key.principal, key.access_key_id)
+        if refuse_unsigned:
+            raise RefusedError(403, "Forbidden")
+        return iam_identity(headers.get(PRINCIPAL_HEADER) or default_principal)
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: Any) -> None:
@@ -267,8 +304,14 @@ def make_server(host: str = "127.0.0.1", port: int = 3000, principal: str | None
             if route is None:
                 self._reply(404, {"code": "not_found", "message": f"no route {self.command} {url.path}"}, {})
                 return
-            caller = self.headers.get(PRINCIPAL_HEADER) or default_principal
-            event = api_event(route, self.command, url.path, url.query, dict(self.headers), body, caller)
+            authorizer = None
+            if route.authorized:
+                try:
+                    authorizer = authorize(self.command, self.path, _headers(self.headers), body)
+                except RefusedError as refusal:
+                    self._reply(refusal.status, {"message": refusal.message}, {})
+                    return
+            event = api_event(route, self.command, url.path, url.query, dict(self.headers), body, authorizer)
             context = LambdaContext(
                 route.function, event["requestContext"]["requestId"], invoked_function_arn=function_arn(route.function)
             )
@@ -300,6 +343,16 @@ def make_server(host: str = "127.0.0.1", port: int = 3000, principal: str | None
                 self.wfile.write(raw)
 
     return LocalServer((host, port), Handler)
+
+
+def _headers(message: Any) -> dict[str, str]:
+    """A request's headers by their lower-case names; a repeated header's values joined by commas, as
+    SigV4 canonicalizes them."""
+    found: dict[str, str] = {}
+    for raw_name, value in message.items():
+        name = raw_name.lower()
+        found[name] = f"{found[name]},{value}" if name in found else value
+    return found
 
 
 class LocalServer(ThreadingHTTPServer):

@@ -12,9 +12,26 @@ from resumable.service.ids import root_of, valid_session_id, valid_turn_id
 from resumable.store.records import TurnTree
 
 
+class Principal(str):
+    """A caller's identity, as the sessions it starts store it (an IAM ARN, or a sign-in token's
+    subject), with the groups its token named (none for IAM). It is a ``str``: stored, compared and
+    logged as the identity alone; the groups only decide whether it is an approver."""
+
+    groups: frozenset[str]
+
+    def __new__(cls, identity: str, groups: frozenset[str] | tuple[str, ...] = ()) -> Principal:
+        made = super().__new__(cls, identity)
+        made.groups = frozenset(groups)
+        return made
+
+
 def is_approver(settings: Settings, principal: str) -> bool:
-    """Whether ``principal`` matches one of the configured approver principals (``*`` wildcards)."""
-    return any(fnmatch.fnmatchcase(principal, pattern) for pattern in settings.approver_principals)
+    """Whether ``principal`` matches one of the configured approver principals (``*`` wildcards), or
+    its token names one of the approver groups."""
+    groups: frozenset[str] = getattr(principal, "groups", frozenset())
+    return any(fnmatch.fnmatchcase(principal, pattern) for pattern in settings.approver_principals) or bool(
+        groups & set(settings.approver_groups)
+    )
 
 
 def may_act_for(settings: Settings, session_principal: str | None, principal: str | None) -> bool:

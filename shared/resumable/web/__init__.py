@@ -1,0 +1,51 @@
+"""The inbox page (``GET /inbox``): one HTML document with its CSS and JavaScript inlined, shipped in
+the package, so it needs no build step, no CDN and no internet. It holds no data: every call it makes
+is authorized like any other."""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import json
+from importlib.resources import files
+
+from resumable.config import Settings
+
+
+@functools.cache
+def _parts() -> tuple[str, str, str]:
+    folder = files(__package__)
+    return tuple((folder / name).read_text(encoding="utf-8") for name in ("inbox.html", "inbox.css", "inbox.js"))  # type: ignore[return-value]
+
+
+def page_config(settings: Settings) -> dict[str, object]:
+    """What the page needs to know of the deployment: how people are authorized, and where they sign in."""
+    return {
+        "authMode": settings.auth_mode,
+        "issuer": settings.jwt_issuer,
+        "clientId": settings.jwt_audience[0] if settings.jwt_audience else None,
+        "scope": "openid",
+    }
+
+
+def inbox_page(settings: Settings) -> str:
+    """The page, configured for ``settings``."""
+    html, css, js = _parts()
+    # Inside <script>, "</" would end the element: JSON allows "<\/" for it.
+    config = json.dumps(page_config(settings)).replace("</", "<\\/")
+    return html.replace("/*@CSS*/", css).replace("/*@CONFIG*/", config).replace("/*@JS*/", js)
+
+
+def content_security_policy() -> str:
+    """The page's Content-Security-Policy: only its own inlined script and style run (by their hashes);
+    it talks to the API and, in JWT mode, the issuer."""
+    _, css, js = _parts()
+
+    def digest(text: str) -> str:
+        return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+    return (
+        f"default-src 'none'; script-src {digest(js)}; style-src {digest(css)}; connect-src *; "
+        "img-src data:; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
+    )

@@ -1,0 +1,388 @@
+"use strict";
+// The inbox page: the open questions of GET /interactions, answered with POST .../interactions/{id}.
+// Plain JavaScript, no build step and nothing fetched from elsewhere. In JWT mode the person signs in
+// with the OpenID Connect authorization-code flow with PKCE; the token is kept in memory only.
+
+const config = JSON.parse(document.getElementById("config").textContent);
+const base = location.origin + location.pathname.replace(/\/inbox\/?$/, "");
+const params = new URLSearchParams(location.search);
+const refreshSeconds = params.has("refresh") ? Math.max(0, Number(params.get("refresh")) || 0) : 3;
+const $ = (id) => document.getElementById(id);
+const cards = new Map(); // requestId -> {element, item}
+let token = null;
+let refreshes = 0;
+let timer = null;
+let stopped = false;
+let lastRefresh = null;
+
+// ---- calling the API ----
+
+async function call(method, path, body) {
+  const headers = { accept: "application/json" };
+  if (body !== undefined) headers["content-type"] = "application/json";
+  if (token) headers.authorization = "Bearer " + token;
+  let reply;
+  try {
+    reply = await fetch(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  } catch (error) {
+    return { status: 0, data: { message: "could not reach the API (" + error.message + "); nothing was done" } };
+  }
+  let data = null;
+  try { data = await reply.json(); } catch (_) { data = null; }
+  return { status: reply.status, data };
+}
+
+const part = (value) => encodeURIComponent(value);
+const interactionPath = (item) =>
+  "/sessions/" + part(item.sessionId) + "/turns/" + part(item.turnId) + "/interactions/" + part(item.requestId);
+const turnPath = (item) => "/sessions/" + part(item.sessionId) + "/turns/" + part(item.turnId);
+
+function message(reply) {
+  return (reply.data && (reply.data.message || reply.data.Message)) || "the API answered " + reply.status;
+}
+
+// ---- notices: IAM mode, sign-in problems, the API unreachable ----
+
+function notice(html, bad) {
+  const box = $("notice");
+  box.innerHTML = html;
+  box.classList.toggle("bad", Boolean(bad));
+  box.hidden = !html;
+}
+
+function refused(reply) {
+  // 401: the token is missing, expired, or for another audience; 403 on an IAM API: a browser cannot sign.
+  if (reply.status === 401 && config.authMode === "JWT") {
+    token = null;
+    $("who").hidden = true;
+    notice("Your sign-in has expired or is not accepted by this API (401: " + escapeHtml(message(reply)) +
+      "). Nothing was done. Sign in again to go on.", true);
+    showSignIn();
+    return true;
+  }
+  if ((reply.status === 401 || reply.status === 403) && config.authMode !== "JWT") {
+    notice("This API uses IAM authorization (<code>AuthMode=IAM</code>), which a browser cannot sign, so this page " +
+      "cannot read the inbox. Answer from a terminal with <code>resumable inbox</code> and " +
+      "<code>resumable approve</code>, or deploy the stack with <code>AuthMode=JWT</code>, <code>JwtIssuer</code> " +
+      "and <code>JwtAudience</code> to sign in here.", true);
+    stop();
+    return true;
+  }
+  return false;
+}
+
+// ---- the list ----
+
+async function refresh() {
+  if (stopped || (config.authMode === "JWT" && !token)) return;
+  const reply = await call("GET", "/interactions?status=requested&limit=200");
+  refreshes += 1;
+  document.body.dataset.refreshes = String(refreshes);
+  if (reply.status !== 200) {
+    if (!refused(reply)) $("status").textContent = "Could not load the inbox: " + message(reply) + ". Trying again.";
+    return;
+  }
+  notice("");
+  const items = reply.data.interactions || [];
+  const seen = new Set(items.map((item) => item.requestId));
+  for (const [id, card] of cards) {
+    if (!seen.has(id) && !card.busy) removeCard(id);
+  }
+  items.forEach((item, index) => {
+    let card = cards.get(item.requestId);
+    if (!card) {
+      card = { element: buildCard(item), item, busy: false };
+      cards.set(item.requestId, card);
+    }
+    const list = $("cards");
+    if (list.children[index] !== card.element) list.insertBefore(card.element, list.children[index] || null);
+  });
+  lastRefresh = new Date();
+  showCount();
+  tick();
+}
+
+function showCount() {
+  const count = cards.size;
+  $("empty").hidden = count > 0;
+  $("status").textContent = (count === 0 ? "No questions are waiting" : count === 1 ? "1 question is waiting" :
+    count + " questions are waiting") + (lastRefresh ? " · refreshed " + lastRefresh.toLocaleTimeString() : "");
+}
+
+function schedule() {
+  clearTimeout(timer);
+  if (refreshSeconds > 0 && !stopped) {
+    timer = setTimeout(async () => { await refresh(); schedule(); }, refreshSeconds * 1000);
+  }
+}
+
+function stop() {
+  stopped = true;
+  clearTimeout(timer);
+  $("status").textContent = "The inbox is not loaded.";
+}
+
+function removeCard(id) {
+  const card = cards.get(id);
+  if (!card) return;
+  card.element.remove();
+  cards.delete(id);
+  if (!stopped) showCount();
+}
+
+function toolOf(item) {
+  const reason = item.reason && typeof item.reason === "object" ? item.reason : null;
+  if (item.name === "approval" && reason && typeof reason.tool === "string") {
+    return { title: reason.tool, shown: reason.input, note: reason.message || "" };
+  }
+  return { title: item.name, shown: item.reason, note: "" };
+}
+
+function buildCard(item) {
+  const element = $("card-template").content.firstElementChild.cloneNode(true);
+  const id = "q-" + item.requestId.replace(/[^A-Za-z0-9_-]/g, "_");
+  const tool = toolOf(item);
+  element.id = id;
+  element.dataset.requestId = item.requestId;
+  const article = element.querySelector("article");
+  const heading = element.querySelector(".tool");
+  heading.id = id + "-title";
+  heading.textContent = tool.title;
+  article.setAttribute("aria-labelledby", heading.id);
+  for (const agent of item.agentPath || []) {
+    const li = document.createElement("li");
+    li.textContent = agent;
+    element.querySelector(".path ol").append(li);
+  }
+  const asker = (item.agentPath || []).slice(-1)[0] || "the agent";
+  element.querySelector(".reason").textContent = tool.note ||
+    (item.name === "approval" ? asker + " wants to run " + tool.title + " with this input:" : asker + " asks (" + item.name + "):");
+  const input = element.querySelector(".input");
+  input.textContent = JSON.stringify(tool.shown, null, 2);
+  input.setAttribute("aria-label", "input of " + tool.title);
+  element.querySelector(".session").textContent = item.sessionId;
+  element.querySelector(".turn").textContent = item.turnId;
+  if (item.childTurnId) {
+    element.querySelector(".child").textContent = item.childTurnId;
+    element.querySelector(".child-row").hidden = false;
+  }
+  const countdown = element.querySelector(".countdown");
+  if (item.expiresAt) countdown.dateTime = item.expiresAt;
+
+  const approve = element.querySelector(".approve");
+  approve.setAttribute("aria-label", "Approve " + tool.title + " in session " + item.sessionId);
+  approve.addEventListener("click", () => answer(item, { decision: "approve" }));
+
+  const denyForm = element.querySelector(".deny-form");
+  const editForm = element.querySelector(".edit-form");
+  const opener = (form, focus) => () => {
+    denyForm.hidden = form !== denyForm;
+    editForm.hidden = form !== editForm;
+    form.querySelector(focus).focus();
+  };
+  element.querySelector(".deny-open").addEventListener("click", opener(denyForm, "textarea"));
+  denyForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    answer(item, { decision: "deny", message: denyForm.querySelector("textarea").value.trim() });
+  });
+  const editOpen = element.querySelector(".edit-open");
+  if (item.editable) {
+    editOpen.hidden = false;
+    editForm.querySelector("textarea").value = JSON.stringify(tool.shown, null, 2);
+    editOpen.addEventListener("click", opener(editForm, "textarea"));
+  }
+  editForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const error = editForm.querySelector(".edit-error");
+    let edited;
+    try {
+      edited = JSON.parse(editForm.querySelector("textarea").value);
+    } catch (problem) {
+      error.textContent = "This is not JSON (" + problem.message + "); nothing was sent.";
+      error.hidden = false;
+      return;
+    }
+    answer(item, { decision: "approve", input: edited }, error);
+  });
+  for (const close of element.querySelectorAll(".close")) {
+    close.addEventListener("click", () => {
+      denyForm.hidden = true;
+      editForm.hidden = true;
+      approve.focus();
+    });
+  }
+  element.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") { denyForm.hidden = true; editForm.hidden = true; approve.focus(); }
+  });
+  return element;
+}
+
+// ---- answering ----
+
+async function answer(item, response, errorPlace) {
+  const card = cards.get(item.requestId);
+  if (!card || card.busy) return;
+  card.busy = true;
+  const buttons = card.element.querySelectorAll("button");
+  buttons.forEach((button) => { button.disabled = true; });
+  const place = errorPlace || card.element.querySelector(".card-error");
+  place.hidden = true;
+  const reply = await call("POST", interactionPath(item), { response });
+  card.busy = false;
+  buttons.forEach((button) => { button.disabled = false; });
+  const title = toolOf(item).title;
+  if (reply.status === 200) {
+    const turn = reply.data;
+    const verb = response.decision === "deny" ? "Denied" : response.input ? "Approved with your edit" : "Approved";
+    outcome(verb + ": " + title + " in session " + item.sessionId, "the turn is " + turn.status +
+      (turn.output ? ": " + turn.output : turn.error ? ": " + turn.error : ""), false);
+    removeCard(item.requestId);
+    return;
+  }
+  if (reply.status === 409 && reply.data && reply.data.code === "conflict") {
+    const theirs = await othersAnswer(item);
+    outcome("Someone else answered " + title + " in session " + item.sessionId + " first",
+      theirs + ". Your answer was not recorded.", true);
+    removeCard(item.requestId);
+    return;
+  }
+  if (reply.status === 410) {
+    outcome("Too late for " + title + " in session " + item.sessionId,
+      "the question was canceled or expired (410): " + message(reply), true);
+    removeCard(item.requestId);
+    return;
+  }
+  if (refused(reply)) return;
+  place.textContent = "Not answered (" + reply.status + "): " + message(reply);
+  place.hidden = false;
+  (errorPlace ? errorPlace.closest("form").querySelector("textarea") : place).focus();
+}
+
+async function othersAnswer(item) {
+  const reply = await call("GET", turnPath(item));
+  const found = reply.status === 200 && (reply.data.interactions || []).find((i) => i.requestId === item.requestId);
+  if (!found || !found.response) return "their answer could not be read";
+  const decision = found.response.decision || JSON.stringify(found.response);
+  const said = found.response.message ? " (\"" + found.response.message + "\")" : "";
+  return "their answer: " + decision + said + (found.answeredBy ? " by " + found.answeredBy : "") +
+    (found.answeredAt ? " at " + new Date(found.answeredAt).toLocaleString() : "");
+}
+
+function outcome(headline, detail, bad) {
+  const li = document.createElement("li");
+  li.className = bad ? "refused" : "done";
+  const strong = document.createElement("strong");
+  strong.textContent = headline;
+  const text = document.createElement("div");
+  text.className = "output";
+  text.textContent = detail;
+  li.append(strong, text);
+  $("outcomes").prepend(li);
+  $("answered").hidden = false;
+}
+
+// ---- countdowns ----
+
+function tick() {
+  const now = Date.now();
+  for (const { element, item } of cards.values()) {
+    const countdown = element.querySelector(".countdown");
+    if (!item.expiresAt) { countdown.textContent = "never"; continue; }
+    const left = Math.max(0, Math.round((Date.parse(item.expiresAt) - now) / 1000));
+    const h = Math.floor(left / 3600), m = Math.floor((left % 3600) / 60), s = left % 60;
+    countdown.textContent = left === 0 ? "expired" : "in " + (h ? h + "h " : "") + String(m).padStart(2, "0") + "m " +
+      String(s).padStart(2, "0") + "s";
+    element.classList.toggle("urgent", left < 300);
+  }
+}
+
+// ---- signing in (JWT mode): authorization code with PKCE ----
+
+const b64url = (bytes) => btoa(String.fromCharCode(...new Uint8Array(bytes)))
+  .replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+const randomText = () => b64url(crypto.getRandomValues(new Uint8Array(32)));
+const redirectUri = () => location.origin + location.pathname;
+
+async function discovery() {
+  const reply = await fetch(config.issuer.replace(/\/$/, "") + "/.well-known/openid-configuration");
+  if (!reply.ok) throw new Error("the issuer's discovery document answered " + reply.status);
+  return reply.json();
+}
+
+async function signIn() {
+  const found = await discovery();
+  const verifier = randomText();
+  const state = randomText();
+  sessionStorage.setItem("resumable.pkce", JSON.stringify({ verifier, state, search: location.search }));
+  const challenge = b64url(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier)));
+  const query = new URLSearchParams({
+    response_type: "code", client_id: config.clientId, redirect_uri: redirectUri(), scope: config.scope,
+    state, code_challenge: challenge, code_challenge_method: "S256",
+  });
+  location.assign(found.authorization_endpoint + "?" + query.toString());
+}
+
+async function finishSignIn() {
+  const code = params.get("code");
+  const pending = JSON.parse(sessionStorage.getItem("resumable.pkce") || "null");
+  sessionStorage.removeItem("resumable.pkce");
+  if (params.get("error")) throw new Error("the issuer refused the sign-in: " + params.get("error"));
+  if (!pending || params.get("state") !== pending.state) throw new Error("the sign-in reply does not match a sign-in this page started");
+  history.replaceState(null, "", redirectUri() + (pending.search || ""));
+  const found = await discovery();
+  const reply = await fetch(found.token_endpoint, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({
+      grant_type: "authorization_code", code, redirect_uri: redirectUri(), client_id: config.clientId,
+      code_verifier: pending.verifier,
+    }),
+  });
+  const tokens = await reply.json().catch(() => ({}));
+  if (!reply.ok) throw new Error("the issuer would not give a token: " + (tokens.error_description || tokens.error || reply.status));
+  const jwt = (value) => typeof value === "string" && value.split(".").length === 3;
+  token = jwt(tokens.access_token) ? tokens.access_token : tokens.id_token;
+  if (!token) throw new Error("the issuer's reply holds no JWT (access_token or id_token)");
+  const claims = JSON.parse(atob(token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/")));
+  $("who-name").textContent = "signed in as " + (claims.email || claims.name || claims.username || claims.sub);
+  $("who").hidden = false;
+}
+
+function showSignIn() {
+  $("sign-in").hidden = false;
+  $("status").textContent = "Not signed in.";
+}
+
+// ---- start ----
+
+function escapeHtml(text) {
+  return String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+}
+
+async function start() {
+  $("refresh").addEventListener("click", async () => { stopped = false; await refresh(); schedule(); });
+  $("sign-in-button").addEventListener("click", () => signIn().catch((error) => notice(escapeHtml(error.message), true)));
+  $("sign-out").addEventListener("click", () => {
+    token = null;
+    for (const id of [...cards.keys()]) removeCard(id);
+    $("who").hidden = true;
+    $("empty").hidden = true;
+    showSignIn();
+  });
+  setInterval(tick, 1000);
+  if (config.authMode === "JWT") {
+    if (params.has("code") || params.has("error")) {
+      try {
+        await finishSignIn();
+      } catch (error) {
+        notice("Not signed in: " + escapeHtml(error.message) + ". Sign in again.", true);
+      }
+    }
+    if (!token) { showSignIn(); return; }
+    $("sign-in").hidden = true;
+  }
+  await refresh();
+  schedule();
+}
+
+start();

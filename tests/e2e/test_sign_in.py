@@ -1,0 +1,173 @@
+"""Sign-in for people (AuthMode JWT) in a real headless Chromium: the inbox page signs in with the
+authorization-code flow with PKCE against the local issuer, sends the token as a bearer token, and
+says so when the API answers 401 (an expired token, one for another audience); a non-approver sees
+only their own sessions; the local API checks tokens as API Gateway's JWT authorizer does."""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+from playwright.sync_api import expect
+
+from resumable.api.app import forget
+from resumable.config import Settings
+from resumable.local.authorizers import JwtVerifier
+from resumable.local.issuer import GROUPS_CLAIM, LocalIssuer
+from resumable.local.server import make_server
+from tests.e2e.browser import chromium, screenshot
+from tests.patience import HANG_SECONDS
+
+pytestmark = pytest.mark.slow
+WAIT_MS = 120_000  # only stops a hang
+
+
+@pytest.fixture(scope="module")
+def issuer() -> Iterator[LocalIssuer]:
+    started = LocalIssuer().start()
+    yield started
+    started.stop()
+
+
+@pytest.fixture(scope="module")
+def jwt_url(handler_environment: Settings, issuer: LocalIssuer) -> Iterator[str]:
+    """The local API in JWT mode: the page is told where to sign in, and the group approvers approve."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("AUTH_MODE", "JWT")
+        env.setenv("JWT_ISSUER", issuer.url)
+        env.setenv("JWT_AUDIENCE", issuer.client_id)
+        env.setenv("APPROVER_GROUPS", "approvers")
+        env.setenv("JWT_GROUPS_CLAIM", GROUPS_CLAIM)
+        forget()
+        server = make_server(port=0, jwt=JwtVerifier(issuer.url, (issuer.client_id,)))
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+        server.shutdown()
+        server.server_close()
+    forget()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    expect.set_options(timeout=WAIT_MS)
+    with chromium() as launched:
+        yield launched
+
+
+def call(url: str, method: str, path: str, token: str | None, body: Any = None) -> tuple[int, Any]:
+    headers = {"content-type": "application/json"} | ({"authorization": f"Bearer {token}"} if token else {})
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url + path, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=HANG_SECONDS) as reply:
+            return reply.status, json.loads(reply.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def sign_in(browser: Any, url: str, user: str) -> Any:
+    """A new browser (no cookies, no token) that opens the inbox and signs in as ``user``."""
+    page = browser.new_context().new_page()
+    page.set_default_timeout(WAIT_MS)
+    page.goto(f"{url}/inbox?refresh=0")
+    expect(page.get_by_role("button", name="Sign in")).to_be_visible()
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_role("button", name=user, exact=False).first.click()  # the issuer's sign-in page
+    page.wait_for_url(f"{url}/inbox?refresh=0")  # back, the URL cleaned of the code
+    page.wait_for_function("() => Number(document.body.dataset.refreshes || 0) >= 1")  # token in hand, API asked
+    return page
+
+
+def card(page: Any, session: str) -> Any:
+    return page.locator("li.card", has=page.locator("dd.session", has_text=session))
+
+
+def test_the_api_checks_tokens_as_api_gateway_does(jwt_url: str, issuer: LocalIssuer) -> None:
+    assert call(jwt_url, "GET", "/interactions", None) == (401, {"message": "Unauthorized"})
+    assert call(jwt_url, "GET", "/interactions", "not-a-jwt")[0] == 401
+    assert call(jwt_url, "GET", "/interactions", issuer.mint("bob", audience="another-app"))[0] == 401
+    assert call(jwt_url, "GET", "/interactions", issuer.mint("bob", lifetime_seconds=-60))[0] == 401
+    forged = LocalIssuer().start()  # the same claims, signed by a key the issuer does not publish
+    try:
+        assert call(jwt_url, "GET", "/interactions", _reissued(forged, issuer))[0] == 401
+    finally:
+        forged.stop()
+    assert call(jwt_url, "GET", "/interactions", issuer.mint("bob"))[0] == 200
+    # The page itself needs no token (it holds no data).
+    with urllib.request.urlopen(f"{jwt_url}/inbox", timeout=HANG_SECONDS) as reply:
+        assert reply.status == 200 and b'"authMode": "JWT"' in reply.read()
+
+
+def _reissued(forger: LocalIssuer, issuer: LocalIssuer) -> str:
+    """A token naming ``issuer`` as its issuer, signed with ``forger``'s key."""
+    import jwt
+
+    claims = jwt.decode(issuer.mint("alice"), options={"verify_signature": False})
+    return jwt.encode(claims, forger._key, algorithm="RS256", headers={"kid": issuer._kid})
+
+
+def test_the_token_endpoint_insists_on_pkce(issuer: LocalIssuer) -> None:
+    query = {
+        "response_type": "code",
+        "client_id": issuer.client_id,
+        "redirect_uri": "http://127.0.0.1:1/inbox",
+        "state": "s",
+        "code_challenge": "x" * 43,
+        "code_challenge_method": "S256",
+    }
+    code = issuer.authorize(query, "alice").split("code=")[1].split("&")[0]
+    form = {"grant_type": "authorization_code", "code": code, "client_id": issuer.client_id}
+    form |= {"redirect_uri": query["redirect_uri"], "code_verifier": "the wrong verifier"}
+    request = urllib.request.Request(f"{issuer.url}/token", data=urlencode(form).encode(), method="POST")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=HANG_SECONDS)
+    assert json.loads(refused.value.read())["error"] == "invalid_grant"
+    with pytest.raises(ValueError, match="PKCE is required"):
+        issuer.authorize(query | {"code_challenge_method": "plain"}, "alice")
+
+
+def test_people_sign_in_and_see_what_is_theirs_to_answer(jwt_url: str, issuer: LocalIssuer, browser: Any) -> None:
+    for user, record in (("bob", "test-db"), ("carol", "dev-db")):
+        status, turn = call(
+            jwt_url, "POST", f"/sessions/jwt-{user}/turns", issuer.mint(user), {"prompt": f"delete the {record} record"}
+        )
+        assert (status, turn["status"]) == (201, "waiting"), turn
+
+    bob = sign_in(browser, jwt_url, "bob")
+    expect(bob.locator("#who-name")).to_have_text("signed in as bob@example.local")
+    expect(card(bob, "jwt-bob")).to_have_count(1)
+    expect(bob.locator("li.card")).to_have_count(1)  # carol's session is not bob's to see
+    assert "code=" not in bob.url
+
+    alice = sign_in(browser, jwt_url, "alice")  # an approver: every session's questions
+    expect(card(alice, "jwt-bob")).to_have_count(1)
+    expect(card(alice, "jwt-carol")).to_have_count(1)
+    screenshot(alice, "inbox-signed-in")
+    card(alice, "jwt-carol").get_by_role("button", name="Approve").click()
+    expect(alice.locator("#outcomes li").first).to_contain_text("the turn is completed: record dev-db deleted")
+    status, turn = call(jwt_url, "GET", "/sessions/jwt-carol/interactions", issuer.mint("carol"))
+    assert status == 200 and turn["interactions"][0]["answeredBy"] == "alice"
+
+
+@pytest.mark.parametrize("shape", ["expired", "another audience"])
+def test_a_token_the_api_refuses_asks_the_person_to_sign_in_again(
+    jwt_url: str, issuer: LocalIssuer, browser: Any, shape: str
+) -> None:
+    if shape == "expired":
+        issuer.lifetime_seconds = -60
+    else:
+        issuer.token_audience = "another-app"
+    try:
+        page = sign_in(browser, jwt_url, "alice")
+    finally:
+        issuer.lifetime_seconds, issuer.token_audience = 3600, None
+    notice = page.locator("#notice")
+    expect(notice).to_contain_text("Your sign-in has expired or is not accepted by this API (401")
+    expect(page.get_by_role("button", name="Sign in")).to_be_visible()
+    expect(page.locator("li.card")).to_have_count(0)
