@@ -171,3 +171,27 @@ def test_a_token_the_api_refuses_asks_the_person_to_sign_in_again(
     expect(notice).to_contain_text("Your sign-in has expired or is not accepted by this API (401")
     expect(page.get_by_role("button", name="Sign in")).to_be_visible()
     expect(page.locator("li.card")).to_have_count(0)
+
+
+def test_with_jwt_the_caller_is_the_token_subject_and_nobody_stands_in_for_a_missing_token(
+    jwt_url: str, issuer: LocalIssuer
+) -> None:
+    """What API Gateway hands the function: the claims as strings (an array claim in brackets)."""
+    from resumable.local.server import ROOT
+    from tools.invoke import invoke
+
+    event = json.loads((ROOT / "events" / "start_turn.json").read_text())
+    event["pathParameters"] = {"sessionId": "jwt-claims"}
+    event["rawPath"] = event["requestContext"]["http"]["path"] = "/sessions/jwt-claims/turns"
+    event["body"] = json.dumps({"prompt": "delete the staging-db record"})
+    event["requestContext"]["authorizer"] = {
+        "jwt": {"claims": {"sub": "dave", GROUPS_CLAIM: "[approvers admins]"}, "scopes": None}
+    }
+    started = invoke("StartTurnFunction", event)
+    assert started["statusCode"] == 201, started
+    turn = json.loads(started["body"])
+    # The session is dave's (the token's sub): bob may not see it.
+    assert call(jwt_url, "GET", f"/sessions/jwt-claims/turns/{turn['turnId']}", issuer.mint("bob"))[0] == 404
+    del event["requestContext"]["authorizer"]
+    refused = invoke("StartTurnFunction", event | {"pathParameters": {"sessionId": "jwt-nobody"}})
+    assert refused["statusCode"] == 400 and "no sign-in token's claims" in refused["body"]

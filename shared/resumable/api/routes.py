@@ -103,6 +103,10 @@ def principal() -> str:
             raise BadRequestError("the sign-in token names no subject (sub); nothing was done: sign in again")
         groups_claim = service().settings.jwt_groups_claim
         return Principal(subject, token_groups(claims.get(groups_claim)))
+    if service().settings.auth_mode == "JWT":
+        # API Gateway's JWT authorizer hands on the claims of every request it lets through: none
+        # means the request did not come through it, and nobody may stand in for a person.
+        raise BadRequestError("the request carries no sign-in token's claims; nothing was done: sign in and retry")
     iam = authorizer.iam if authorizer else None
     return (iam.user_arn if iam else None) or LOCAL_PRINCIPAL
 
