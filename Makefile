@@ -70,7 +70,7 @@ browser: $(CHROMIUM)
 
 $(CHROMIUM):
 	@if [ "$$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi; \
-	 echo "installing Debian's chromium for the browser tests ($$sudo apt-get install chromium)"; \
+	 echo "installing Debian's chromium for the browser tests ($${sudo:+sudo }apt-get install chromium)"; \
 	 $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium >/dev/null
 
 # Test workers: each runs its own embedded AWS.

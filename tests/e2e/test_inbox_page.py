@@ -48,6 +48,17 @@ def page(browser: Any) -> Iterator[Any]:
     context.close()
 
 
+@pytest.fixture
+def own_url(handler_environment: Settings, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A local API whose unsigned callers (the page) are a principal of this test's own: its inbox
+    holds only the questions this test asks as that principal."""
+    server = make_server(port=0, principal=f"arn:aws:iam::000000000000:user/{request.node.name[:40]}")
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
 def start(url: str, session: str, target: str) -> dict[str, Any]:
     status, turn = call(url, "POST", f"/sessions/{session}/turns", {"prompt": f"delete the {target} record"})
     assert status == 201 and turn["status"] == "waiting", turn
@@ -58,7 +69,8 @@ def card(page: Any, session: str) -> Any:
     return page.locator("li.card", has=page.locator("dd.session", has_text=session))
 
 
-def test_cards_appear_and_a_person_approves_denies_and_edits(url: str, page: Any) -> None:
+def test_cards_appear_and_a_person_approves_denies_and_edits(own_url: str, page: Any) -> None:
+    url = own_url
     page.goto(f"{url}/inbox?refresh=1")
     expect(page.locator("#empty")).to_be_visible()
     expect(page.locator("#empty")).to_contain_text("Nothing is waiting")
@@ -188,3 +200,44 @@ def test_on_an_iam_api_the_page_says_a_browser_cannot_sign_and_how_to_switch(
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_question_that_goes_while_someone_types_keeps_their_text_and_says_why(url: str, page: Any) -> None:
+    turn = start(url, "page-typing", "dev-db")
+    page.goto(f"{url}/inbox?refresh=1")
+    typing = card(page, "page-typing")
+    typing.get_by_role("button", name="Deny…").click()
+    typing.get_by_label("Why (the agent is told)").fill("half a thought")
+    assert call(url, "POST", f"/sessions/page-typing/turns/{turn['turnId']}/cancel")[0] == 200
+    expect(typing.locator(".card-error")).to_contain_text("This question is no longer waiting")
+    expect(typing.get_by_label("Why (the agent is told)")).to_have_value("half a thought")
+    expect(typing.get_by_role("button", name="Deny", exact=True)).to_be_disabled()
+    expect(page.locator("#outcomes li").first).to_contain_text(
+        "delete_record in session page-typing is no longer waiting"
+    )
+    typing.get_by_role("button", name="Cancel").click()
+    expect(card(page, "page-typing")).to_have_count(0)
+
+
+def test_a_list_read_before_an_answer_never_brings_the_answered_question_back(own_url: str, page: Any) -> None:
+    start(own_url, "page-stale", "prod-db")
+    stale: dict[str, Any] = {}
+
+    def remember(response: Any) -> None:
+        if "/interactions?" in response.url and not stale:
+            stale["body"] = response.text()
+
+    page.on("response", remember)
+    page.goto(f"{own_url}/inbox?refresh=1")
+    expect(card(page, "page-stale")).to_have_count(1)
+    page.wait_for_function("() => Number(document.body.dataset.refreshes || 0) >= 1")
+    assert "page-stale" in stale["body"]
+    card(page, "page-stale").get_by_role("button", name="Approve").click()
+    expect(page.locator("#outcomes li").first).to_contain_text("Approved: delete_record in session page-stale")
+    # Every later list is the one read before the answer (as a slow read that finishes late would be).
+    page.route(
+        "**/interactions?*",
+        lambda route: route.fulfill(status=200, body=stale["body"], content_type="application/json"),
+    )
+    refreshed(page, 2)
+    expect(card(page, "page-stale")).to_have_count(0)

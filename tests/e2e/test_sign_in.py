@@ -185,7 +185,7 @@ def test_with_jwt_the_caller_is_the_token_subject_and_nobody_stands_in_for_a_mis
     event["rawPath"] = event["requestContext"]["http"]["path"] = "/sessions/jwt-claims/turns"
     event["body"] = json.dumps({"prompt": "delete the staging-db record"})
     event["requestContext"]["authorizer"] = {
-        "jwt": {"claims": {"sub": "dave", GROUPS_CLAIM: "[approvers admins]"}, "scopes": None}
+        "jwt": {"claims": {"sub": "dave", GROUPS_CLAIM: "[approvers admins]"}, "scopes": None}  # flattened
     }
     started = invoke("StartTurnFunction", event)
     assert started["statusCode"] == 201, started

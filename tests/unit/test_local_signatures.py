@@ -3,6 +3,7 @@ whole request signed (method, path, query, signed headers, body), within 15 minu
 
 from __future__ import annotations
 
+import hashlib
 import time
 
 import pytest
@@ -78,3 +79,28 @@ def test_the_credentials_file_is_an_aws_profile_per_principal(tmp_path, monkeypa
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(path))
     found = boto3.Session(profile_name="alice").get_credentials()
     assert found is not None and found.access_key == ALICE.access_key_id
+
+
+def test_the_body_is_signed_whatever_x_amz_content_sha256_claims() -> None:
+    """botocore takes the header's word for the body's hash; the check must hash what was sent."""
+    for claimed in ("UNSIGNED-PAYLOAD", hashlib.sha256(b'{"prompt": "hi"}').hexdigest()):
+        request = AWSRequest(
+            method="POST",
+            url=f"http://{HOST}/sessions/s/turns?x=1",
+            data=b'{"prompt": "hi"}',
+            headers={"x-amz-content-sha256": claimed},
+        )
+        SigV4Auth(Credentials(ALICE.access_key_id, ALICE.secret_access_key), "execute-api", "us-east-1").add_auth(
+            request
+        )
+        headers = {name.lower(): value for name, value in request.headers.items()} | {"host": HOST}
+        with pytest.raises(RefusedError, match="x-amz-content-sha256"):
+            verify(headers, body=b'{"prompt": "rm -rf"}')
+
+
+def test_a_signature_for_another_service_is_refused() -> None:
+    request = AWSRequest(method="POST", url=f"http://{HOST}/sessions/s/turns?x=1", data=b'{"prompt": "hi"}')
+    SigV4Auth(Credentials(ALICE.access_key_id, ALICE.secret_access_key), "s3", "us-east-1").add_auth(request)
+    headers = {name.lower(): value for name, value in request.headers.items()} | {"host": HOST}
+    with pytest.raises(RefusedError, match="scoped to correct service"):
+        verify(headers)

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Annotated, Any, Literal
 from urllib.parse import unquote
@@ -95,14 +96,15 @@ def service() -> Service:
 def principal() -> str:
     """Who called: the IAM principal that signed the request (API Gateway's IAM authorization), or the
     subject of the sign-in token API Gateway's JWT authorizer checked, with the token's groups."""
-    authorizer = router.current_event.request_context.authorizer
+    event = router.current_event
+    authorizer = event.request_context.authorizer
     claims = authorizer.jwt_claim if authorizer else {}
     if claims:
         subject = claims.get("sub")
         if not isinstance(subject, str) or not subject:
             raise BadRequestError("the sign-in token names no subject (sub); nothing was done: sign in again")
         groups_claim = service().settings.jwt_groups_claim
-        return Principal(subject, token_groups(claims.get(groups_claim)))
+        return Principal(subject, token_groups(event.headers.get("authorization"), subject, groups_claim))
     if service().settings.auth_mode == "JWT":
         # API Gateway's JWT authorizer hands on the claims of every request it lets through: none
         # means the request did not come through it, and nobody may stand in for a person.
@@ -111,21 +113,28 @@ def principal() -> str:
     return (iam.user_arn if iam else None) or LOCAL_PRINCIPAL
 
 
-def token_groups(claim: Any) -> tuple[str, ...]:
-    """A token's groups claim as API Gateway hands it on: a list, a JSON list, or (for an array
-    claim) the values in brackets separated by spaces, ``[approvers admins]``."""
-    if isinstance(claim, list):
-        return tuple(str(group) for group in claim)
-    if not isinstance(claim, str) or not claim.strip():
+def token_groups(authorization: str | None, subject: str, claim: str) -> tuple[str, ...]:
+    """The groups the sign-in token names in ``claim``, read from the token itself: API Gateway hands an
+    array claim on flattened (``[Backup approvers]``), where a group's name could not be told from
+    two. Its JWT authorizer has checked the token (its identity source is this header); only one for
+    ``subject`` is read, and only a list of strings is groups. Anything else names none."""
+    token = (authorization or "").strip()
+    token = token[7:].strip() if token[:7].lower() == "bearer " else token
+    parts = token.split(".")
+    if len(parts) != 3:
         return ()
-    text = claim.strip()
-    if text.startswith("["):
-        try:
-            listed = json.loads(text)
-        except ValueError:
-            return tuple(text.strip("[]").replace(",", " ").split())
-        return tuple(str(group) for group in listed) if isinstance(listed, list) else ()
-    return tuple(text.replace(",", " ").split())
+    try:
+        payload = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except (ValueError, UnicodeDecodeError):
+        return ()
+    if not isinstance(payload, dict) or payload.get("sub") != subject:
+        return ()
+    groups = payload.get(claim)
+    if isinstance(groups, str):
+        groups = [groups]
+    if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
+        return ()
+    return tuple(groups)
 
 
 def _path(name: str, captured: str) -> str:

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import calendar
 import configparser
+import hashlib
 import hmac
 import json
+import os
 import re
 import secrets
 import string
@@ -94,8 +96,9 @@ class LocalCredentials:
                 "region = us-east-1",
             ]
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("\n".join(lines) + "\n")
-        path.chmod(0o600)
+        path.unlink(missing_ok=True)
+        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as file:
+            file.write("\n".join(lines) + "\n")
 
     def by_access_key(self, access_key_id: str) -> Key | None:
         return next((k for k in self.keys.values() if hmac.compare_digest(k.access_key_id, access_key_id)), None)
@@ -151,6 +154,14 @@ def verify_sigv4(
     now = time.time() if now is None else now
     if abs(now - signed_at) > SIGNATURE_WINDOW_SECONDS or not stamp.startswith(match["date"]):
         raise RefusedError(403, f"Signature expired: {stamp} is not within 15 minutes of the server's time.")
+    if match["service"] != "execute-api":
+        raise RefusedError(
+            403, f"Credential should be scoped to correct service: 'execute-api', not {match['service']!r}."
+        )
+    declared = lowered.get("x-amz-content-sha256")
+    if declared is not None and declared != hashlib.sha256(body).hexdigest():
+        # botocore would take the header's word for the body; API Gateway signs what was sent.
+        raise RefusedError(403, "The provided 'x-amz-content-sha256' header does not match what was computed.")
     signed = match["signed"].split(";")
     if "host" not in signed or any(name not in lowered for name in signed):
         raise RefusedError(403, "The request signature names headers the request does not carry, or not 'host'.")
@@ -185,11 +196,12 @@ class JwtVerifier:
             token = token[7:].strip()
         if not token:
             raise RefusedError(401, "Unauthorized")
-        if self._keys is None:
-            with urllib.request.urlopen(self.issuer.rstrip("/") + "/.well-known/openid-configuration", timeout=10) as r:
-                discovery = json.load(r)
-            self._keys = jwt.PyJWKClient(discovery["jwks_uri"], cache_keys=True, timeout=10)
         try:
+            if self._keys is None:
+                discovery_url = self.issuer.rstrip("/") + "/.well-known/openid-configuration"
+                with urllib.request.urlopen(discovery_url, timeout=10) as reply:
+                    discovery = json.load(reply)
+                self._keys = jwt.PyJWKClient(discovery["jwks_uri"], cache_keys=True, timeout=10)
             key = self._keys.get_signing_key_from_jwt(token)
             claims: dict[str, Any] = jwt.decode(
                 token,
@@ -198,11 +210,11 @@ class JwtVerifier:
                 issuer=self.issuer,
                 options={"verify_aud": False, "require": ["exp", "iss", "sub"]},
             )
-        except jwt.PyJWTError:
+        except Exception:  # a bad token, or an issuer that cannot be read: API Gateway answers 401 for both
             raise RefusedError(401, "Unauthorized") from None
         audiences = claims.get("aud", claims.get("client_id"))
-        audiences = [audiences] if isinstance(audiences, str) else audiences or []
-        if not set(audiences) & set(self.audiences):
+        audiences = [audiences] if isinstance(audiences, str) else audiences
+        if not isinstance(audiences, list) or not {a for a in audiences if isinstance(a, str)} & set(self.audiences):
             raise RefusedError(401, "Unauthorized")
         return claims
 

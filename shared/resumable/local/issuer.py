@@ -224,14 +224,16 @@ def _handler(issuer: LocalIssuer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-        def _send(self, status: int, body: str, content_type: str, headers: dict[str, str] | None = None) -> None:
+        def _send(
+            self, status: int, body: str, content_type: str, headers: dict[str, str] | None = None, cors: bool = True
+        ) -> None:
             raw = body.encode()
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(raw)))
             self.send_header("Cache-Control", "no-store")
-            # The inbox page reads discovery, keys and tokens from another origin.
-            self.send_header("Access-Control-Allow-Origin", "*")
+            if cors:  # the inbox page reads discovery, keys and tokens from another origin
+                self.send_header("Access-Control-Allow-Origin", "*")
             for name, value in (headers or {}).items():
                 self.send_header(name, value)
             self.end_headers()
@@ -265,7 +267,8 @@ def _handler(issuer: LocalIssuer) -> type[BaseHTTPRequestHandler]:
                 if user not in issuer.users:
                     self._json(400, {"error": "invalid_request", "error_description": f"users: {sorted(issuer.users)}"})
                 else:
-                    self._send(200, issuer.mint(user), "text/plain")
+                    # No CORS: no web page a developer visits may read a token for curl.
+                    self._send(200, issuer.mint(user), "text/plain", cors=False)
             elif url.path == "/authorize":
                 query = {k: v[0] for k, v in parse_qs(url.query).items()}
                 problem = issuer._request_problem(query)

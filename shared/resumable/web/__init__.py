@@ -8,6 +8,7 @@ import base64
 import functools
 import hashlib
 import json
+import re
 from importlib.resources import files
 
 from resumable.config import Settings
@@ -34,7 +35,9 @@ def inbox_page(settings: Settings) -> str:
     html, css, js = _parts()
     # Inside <script>, "</" would end the element: JSON allows "<\/" for it.
     config = json.dumps(page_config(settings)).replace("</", "<\\/")
-    return html.replace("/*@CSS*/", css).replace("/*@CONFIG*/", config).replace("/*@JS*/", js)
+    parts = {"CSS": css, "CONFIG": config, "JS": js}
+    # One pass: a value (an issuer URL, say) that spells a placeholder is never expanded itself.
+    return re.sub(r"/\*@(CSS|CONFIG|JS)\*/", lambda found: parts[found.group(1)], html)
 
 
 def content_security_policy() -> str:

@@ -14,6 +14,8 @@ let refreshes = 0;
 let timer = null;
 let stopped = false;
 let lastRefresh = null;
+let generation = 0;
+const answered = new Set(); // answered here: never shown again, whatever a stale list says
 
 // ---- calling the API ----
 
@@ -75,31 +77,51 @@ function refused(reply) {
 
 async function refresh() {
   if (stopped || (config.authMode === "JWT" && !token)) return;
+  const asked = generation; // an answer or a sign-out since the request makes its reply stale
   const reply = await call("GET", "/interactions?status=requested&limit=200");
   refreshes += 1;
   document.body.dataset.refreshes = String(refreshes);
-  if (reply.status !== 200) {
+  if (asked !== generation) return;
+  if (reply.status !== 200 || !reply.data || !Array.isArray(reply.data.interactions)) {
     if (!refused(reply)) $("status").textContent = "Could not load the inbox: " + message(reply) + ". Trying again.";
     return;
   }
   notice("");
-  const items = reply.data.interactions || [];
+  const items = reply.data.interactions.filter((item) => item && item.requestId && !answered.has(item.requestId));
   const seen = new Set(items.map((item) => item.requestId));
   for (const [id, card] of cards) {
-    if (!seen.has(id) && !card.busy) removeCard(id);
+    if (!seen.has(id) && !card.busy && !card.closed) leftWithoutUs(id);
   }
-  items.forEach((item, index) => {
+  let index = 0;
+  for (const item of items) {
     let card = cards.get(item.requestId);
     if (!card) {
-      card = { element: buildCard(item), item, busy: false };
+      card = { element: buildCard(item), item, busy: false, closed: false };
       cards.set(item.requestId, card);
     }
     const list = $("cards");
     if (list.children[index] !== card.element) list.insertBefore(card.element, list.children[index] || null);
-  });
+    index += 1;
+  }
   lastRefresh = new Date();
   showCount();
   tick();
+}
+
+function leftWithoutUs(id) {
+  // Answered elsewhere, canceled or expired. Someone typing in it keeps the text, with nothing to send.
+  const card = cards.get(id);
+  const title = toolOf(card.item).title;
+  outcome(title + " in session " + card.item.sessionId + " is no longer waiting",
+    "it was answered elsewhere, canceled or expired", true);
+  const typing = [...card.element.querySelectorAll("form")].some((form) => !form.hidden);
+  if (!typing) { removeCard(id); return; }
+  card.closed = true;
+  card.element.querySelectorAll("button:not(.close)").forEach((button) => { button.disabled = true; });
+  const note = card.element.querySelector(".card-error");
+  note.textContent = "This question is no longer waiting (answered elsewhere, canceled or expired): nothing can be " +
+    "sent. Your text is kept until you close the form.";
+  note.hidden = false;
 }
 
 function showCount() {
@@ -112,7 +134,9 @@ function showCount() {
 function schedule() {
   clearTimeout(timer);
   if (refreshSeconds > 0 && !stopped) {
-    timer = setTimeout(async () => { await refresh(); schedule(); }, refreshSeconds * 1000);
+    timer = setTimeout(async () => {
+      try { await refresh(); } finally { schedule(); }
+    }, refreshSeconds * 1000);
   }
 }
 
@@ -206,6 +230,7 @@ function buildCard(item) {
   });
   for (const close of element.querySelectorAll(".close")) {
     close.addEventListener("click", () => {
+      if (cards.get(item.requestId)?.closed) { removeCard(item.requestId); return; }
       denyForm.hidden = true;
       editForm.hidden = true;
       approve.focus();
@@ -227,10 +252,13 @@ async function answer(item, response, errorPlace) {
   buttons.forEach((button) => { button.disabled = true; });
   const place = errorPlace || card.element.querySelector(".card-error");
   place.hidden = true;
+  generation += 1;
   const reply = await call("POST", interactionPath(item), { response });
+  generation += 1;
   card.busy = false;
   buttons.forEach((button) => { button.disabled = false; });
   const title = toolOf(item).title;
+  if ([200, 409, 410].includes(reply.status)) answered.add(item.requestId);
   if (reply.status === 200) {
     const turn = reply.data;
     const verb = response.decision === "deny" ? "Denied" : response.input ? "Approved with your edit" : "Approved";
@@ -253,14 +281,36 @@ async function answer(item, response, errorPlace) {
     return;
   }
   if (refused(reply)) return;
+  if (reply.status === 0 || reply.status >= 500) {
+    // The answer may have been written before the reply was lost: read what the turn holds.
+    const found = await recorded(item);
+    if (found && found.status !== "requested") {
+      answered.add(item.requestId);
+      const theirs = found.response ? (found.response.decision || JSON.stringify(found.response)) : found.status;
+      outcome("The answer to " + title + " in session " + item.sessionId + " was recorded",
+        "it stands as " + theirs + (found.answeredBy ? " by " + found.answeredBy : "") + "; the reply was lost (" +
+        message(reply) + ")", false);
+      removeCard(item.requestId);
+      return;
+    }
+    place.textContent = (found ? "Not recorded: the question still waits. " : "Not known whether your answer was " +
+      "recorded; reload to see. ") + "(" + (reply.status || "no reply") + ": " + message(reply) + ")";
+    place.hidden = false;
+    return;
+  }
   place.textContent = "Not answered (" + reply.status + "): " + message(reply);
   place.hidden = false;
   (errorPlace ? errorPlace.closest("form").querySelector("textarea") : place).focus();
 }
 
-async function othersAnswer(item) {
+async function recorded(item) {
   const reply = await call("GET", turnPath(item));
-  const found = reply.status === 200 && (reply.data.interactions || []).find((i) => i.requestId === item.requestId);
+  if (reply.status !== 200 || !reply.data) return null;
+  return (reply.data.interactions || []).find((i) => i.requestId === item.requestId) || null;
+}
+
+async function othersAnswer(item) {
+  const found = await recorded(item);
   if (!found || !found.response) return "their answer could not be read";
   const decision = found.response.decision || JSON.stringify(found.response);
   const said = found.response.message ? " (\"" + found.response.message + "\")" : "";
@@ -364,6 +414,7 @@ async function start() {
   $("sign-in-button").addEventListener("click", () => signIn().catch((error) => notice(escapeHtml(error.message), true)));
   $("sign-out").addEventListener("click", () => {
     token = null;
+    generation += 1;
     for (const id of [...cards.keys()]) removeCard(id);
     $("who").hidden = true;
     $("empty").hidden = true;
