@@ -114,3 +114,11 @@ def test_signed_requests_act_as_their_signer_and_a_forged_signature_is_refused(u
     )
     assert ran.returncode == 6 and "403 forbidden: The request signature we calculated" in ran.stderr, ran.stderr
     assert resumable(url, "approve", "cli-owned", turn, request, profile="alice").returncode == 0
+
+
+def test_a_url_that_is_no_address_and_a_profile_that_does_not_exist_are_bad_input(url: str) -> None:
+    bad = resumable("notaurl", "inbox")
+    assert bad.returncode == 2 and "is not an http:// or https:// address" in bad.stderr, bad.stderr
+    missing = resumable(url, "inbox", profile="resumable-nobody")
+    assert missing.returncode == 2 and "cannot sign: The config profile (resumable-nobody)" in missing.stderr
+    assert "Traceback" not in missing.stderr

@@ -89,7 +89,7 @@ def test_cards_appear_and_a_person_approves_denies_and_edits(own_url: str, page:
 
     # What a person types survives the refreshes that bring in new questions.
     denied = card(page, "page-deny")
-    denied.get_by_role("button", name="Deny…").click()
+    denied.get_by_role("button", name="Deny delete_record in session page-deny…").click()
     denied.get_by_label("Why (the agent is told)").fill("not staging")
     start(url, "page-later", "later-db")
     expect(page.locator("li.card")).to_have_count(4)
@@ -112,7 +112,7 @@ def test_cards_appear_and_a_person_approves_denies_and_edits(own_url: str, page:
     expect(card(page, "page-deny")).to_have_count(0)
 
     edited = card(page, "page-edit")
-    edited.get_by_role("button", name="Edit…").click()
+    edited.get_by_role("button", name="Edit the input of delete_record in session page-edit…").click()
     editor = edited.get_by_label("Input to approve with (JSON)")
     expect(editor).to_have_value('{\n  "name": "test-db"\n}')
     editor.fill('{"name": 7}')
@@ -143,7 +143,7 @@ def test_a_question_answered_in_another_tab_is_a_409_that_shows_their_answer(url
         tab.set_default_timeout(WAIT_MS)
         tab.goto(f"{url}/inbox?refresh=0")  # loaded once: the card stays until someone answers here
         expect(card(tab, "page-race")).to_have_count(1)
-    card(theirs, "page-race").get_by_role("button", name="Deny…").click()
+    card(theirs, "page-race").locator(".deny-open").click()
     card(theirs, "page-race").get_by_label("Why (the agent is told)").fill("they said no")
     card(theirs, "page-race").get_by_role("button", name="Deny", exact=True).click()
     expect(theirs.locator("#outcomes li").first).to_contain_text("Denied")
@@ -206,7 +206,7 @@ def test_a_question_that_goes_while_someone_types_keeps_their_text_and_says_why(
     turn = start(url, "page-typing", "dev-db")
     page.goto(f"{url}/inbox?refresh=1")
     typing = card(page, "page-typing")
-    typing.get_by_role("button", name="Deny…").click()
+    typing.locator(".deny-open").click()
     typing.get_by_label("Why (the agent is told)").fill("half a thought")
     assert call(url, "POST", f"/sessions/page-typing/turns/{turn['turnId']}/cancel")[0] == 200
     expect(typing.locator(".card-error")).to_contain_text("This question is no longer waiting")
@@ -241,3 +241,19 @@ def test_a_list_read_before_an_answer_never_brings_the_answered_question_back(ow
     )
     refreshed(page, 2)
     expect(card(page, "page-stale")).to_have_count(0)
+
+
+def test_from_the_keyboard_closing_a_form_never_leaves_focus_on_approve(own_url: str, page: Any) -> None:
+    start(own_url, "page-keys", "prod-db")
+    page.goto(f"{own_url}/inbox?refresh=0")
+    page.get_by_role("button", name="Deny delete_record in session page-keys…").focus()
+    page.keyboard.press("Enter")
+    why = card(page, "page-keys").get_by_label("Why (the agent is told)")
+    expect(why).to_be_focused()
+    page.keyboard.type("not yet")
+    page.keyboard.press("Escape")  # closes the form: focus goes back to Deny…, and Enter opens it again
+    assert page.evaluate("document.activeElement.classList.contains('deny-open')")
+    page.keyboard.press("Enter")
+    expect(why).to_be_focused()
+    expect(why).to_have_value("not yet")
+    expect(card(page, "page-keys")).to_have_count(1)  # nothing was approved

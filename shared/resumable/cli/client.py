@@ -60,9 +60,13 @@ class Api:
         import boto3
         from botocore.auth import SigV4Auth
         from botocore.awsrequest import AWSRequest
+        from botocore.exceptions import BotoCoreError
 
-        session = boto3.Session()
-        credentials = session.get_credentials()
+        try:
+            session = boto3.Session()
+            credentials = session.get_credentials()
+        except BotoCoreError as error:  # a profile that does not exist, a credentials file it cannot read
+            raise ValueError(f"cannot sign: {error}") from None
         if credentials is None:
             raise UnreachableError(
                 "no AWS credentials found to sign with (set AWS_PROFILE or AWS_ACCESS_KEY_ID, or pass --token "

@@ -16,8 +16,9 @@ import sys
 import time
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
-from resumable.cli.client import Api, Reply, UnreachableError, default_url, part, stack_url
+from resumable.cli.client import LOCAL_URL, Api, Reply, UnreachableError, default_url, part, stack_url
 
 EXIT_CODES = {400: 2, 422: 2, 404: 3, 409: 4, 410: 5, 401: 6, 403: 6}
 _WAIT_POLL_SECONDS = 1.0
@@ -65,6 +66,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def _api(options: argparse.Namespace) -> Api:
     url = options.url or (stack_url(options.stack, options.region) if options.stack else default_url())
+    parsed = urlsplit(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ValueError(f"--url {url!r} is not an http:// or https:// address, such as {LOCAL_URL}")
     local = url.startswith(("http://127.0.0.1", "http://localhost"))
     return Api(url, token=options.token, sign=not options.token and (options.sign or not local), region=options.region)
 
@@ -161,6 +165,14 @@ def _events(options: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # the reader went away (| head): what it did not read is not an error
+        sys.stderr.close()
+        return 0
+
+
+def _main(argv: list[str] | None = None) -> int:
     options = _parser().parse_args(argv)
     if options.command == "events":
         return _events(options)

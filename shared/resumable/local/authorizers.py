@@ -83,7 +83,7 @@ class LocalCredentials:
 
     def write(self, path: Path) -> None:
         lines = [
-            "# The local API's credentials (make run writes them anew each run): each profile signs as its",
+            "# The local API's credentials (make run writes them once and reuses them): each profile signs as its",
             "# principal_arn. Use one with AWS_SHARED_CREDENTIALS_FILE=<this file> AWS_PROFILE=<profile>.",
         ]
         for profile, key in self.keys.items():

@@ -106,7 +106,7 @@ The resumable command takes the same token: @PYTHON -m resumable.cli --url @URL 
 """
 
 
-# Where make run writes the local credentials (anew each run; ignored by git).
+# Where make run writes the local credentials (once; later runs reuse them; ignored by git).
 CREDENTIALS = ROOT / ".resumable" / "credentials"
 
 
@@ -117,6 +117,22 @@ def local_signers(default: str) -> dict[str, str]:
         "resumable-alice": "arn:aws:iam::000000000000:user/alice",
         "resumable-bob": "arn:aws:iam::000000000000:user/bob",
     }
+
+
+def _local_credentials(default: str) -> LocalCredentials:
+    """The local credentials: those an earlier make run wrote, so that runs side by side (and shells
+    that exported the file) keep signing; new ones where there are none or they name other principals."""
+    wanted = local_signers(default)
+    if CREDENTIALS.exists():
+        try:
+            found = LocalCredentials.read(CREDENTIALS)
+        except (KeyError, ValueError, OSError):
+            found = LocalCredentials()
+        if {profile: key.principal for profile, key in found.keys.items()} == wanted:
+            return found
+    made = LocalCredentials.generate(wanted)
+    made.write(CREDENTIALS)
+    return made
 
 
 def _listen(port: int, credentials: LocalCredentials | None, jwt: JwtVerifier | None) -> LocalServer:
@@ -159,8 +175,7 @@ def main() -> None:
             verifier = JwtVerifier(issuer.url, (issuer.client_id,))
             walkthrough = JWT_WALKTHROUGH.replace("@ISSUER", issuer.url)
         else:
-            credentials = LocalCredentials.generate(local_signers(default))
-            credentials.write(CREDENTIALS)
+            credentials = _local_credentials(default)
             walkthrough = WALKTHROUGH + IAM_SIGN_IN.replace("@CREDENTIALS", str(CREDENTIALS))
         server = _listen(port, credentials, verifier)
         url = f"http://127.0.0.1:{server.server_address[1]}"

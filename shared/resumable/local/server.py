@@ -269,6 +269,14 @@ def make_server(
             if getattr(self, "command", None) != "HEAD" and code >= 200 and code not in (204, 304):
                 self.wfile.write(raw)
 
+        def handle(self) -> None:
+            """A client that goes away (or stalls past the timeout) mid-request is no error of ours:
+            nothing is left to answer, so the connection is closed without a traceback."""
+            try:
+                super().handle()
+            except (BrokenPipeError, ConnectionResetError, TimeoutError):
+                self.close_connection = True
+
         def __getattr__(self, name: str) -> Any:
             """Every method is served (``do_TRACE``, ``do_HEAD``, ...): a route answers, or 404/405."""
             if name.startswith("do_"):

@@ -6,7 +6,12 @@
 const config = JSON.parse(document.getElementById("config").textContent);
 const base = location.origin + location.pathname.replace(/\/inbox\/?$/, "");
 const params = new URLSearchParams(location.search);
-const refreshSeconds = params.has("refresh") ? Math.max(0, Number(params.get("refresh")) || 0) : 3;
+// ?refresh=N: every N seconds, 1 to 300 (0 or less: load once, then on Refresh); anything else: 3.
+const refreshSeconds = (() => {
+  const asked = params.has("refresh") ? Number(params.get("refresh")) : 3;
+  if (!Number.isFinite(asked)) return 3;
+  return asked <= 0 ? 0 : Math.min(300, Math.max(1, asked));
+})();
 const $ = (id) => document.getElementById(id);
 const cards = new Map(); // requestId -> {element, item}
 let token = null;
@@ -199,12 +204,22 @@ function buildCard(item) {
 
   const denyForm = element.querySelector(".deny-form");
   const editForm = element.querySelector(".edit-form");
-  const opener = (form, focus) => () => {
+  let openedBy = approve;
+  const opener = (form, button) => () => {
     denyForm.hidden = form !== denyForm;
     editForm.hidden = form !== editForm;
-    form.querySelector(focus).focus();
+    openedBy = button;
+    form.querySelector("textarea").focus();
   };
-  element.querySelector(".deny-open").addEventListener("click", opener(denyForm, "textarea"));
+  // Closing a form gives focus back to the button that opened it, never to Approve.
+  const closeForms = () => {
+    denyForm.hidden = true;
+    editForm.hidden = true;
+    openedBy.focus();
+  };
+  const denyOpen = element.querySelector(".deny-open");
+  denyOpen.setAttribute("aria-label", "Deny " + tool.title + " in session " + item.sessionId + "…");
+  denyOpen.addEventListener("click", opener(denyForm, denyOpen));
   denyForm.addEventListener("submit", (event) => {
     event.preventDefault();
     answer(item, { decision: "deny", message: denyForm.querySelector("textarea").value.trim() });
@@ -213,7 +228,8 @@ function buildCard(item) {
   if (item.editable) {
     editOpen.hidden = false;
     editForm.querySelector("textarea").value = JSON.stringify(tool.shown, null, 2);
-    editOpen.addEventListener("click", opener(editForm, "textarea"));
+    editOpen.setAttribute("aria-label", "Edit the input of " + tool.title + " in session " + item.sessionId + "…");
+    editOpen.addEventListener("click", opener(editForm, editOpen));
   }
   editForm.addEventListener("submit", (event) => {
     event.preventDefault();
@@ -231,13 +247,11 @@ function buildCard(item) {
   for (const close of element.querySelectorAll(".close")) {
     close.addEventListener("click", () => {
       if (cards.get(item.requestId)?.closed) { removeCard(item.requestId); return; }
-      denyForm.hidden = true;
-      editForm.hidden = true;
-      approve.focus();
+      closeForms();
     });
   }
   element.addEventListener("keydown", (event) => {
-    if (event.key === "Escape") { denyForm.hidden = true; editForm.hidden = true; approve.focus(); }
+    if (event.key === "Escape" && !(denyForm.hidden && editForm.hidden)) closeForms();
   });
   return element;
 }
@@ -262,9 +276,10 @@ async function answer(item, response, errorPlace) {
   if (reply.status === 200) {
     const turn = reply.data;
     const verb = response.decision === "deny" ? "Denied" : response.input ? "Approved with your edit" : "Approved";
-    outcome(verb + ": " + title + " in session " + item.sessionId, "the turn is " + turn.status +
+    const done = outcome(verb + ": " + title + " in session " + item.sessionId, "the turn is " + turn.status +
       (turn.output ? ": " + turn.output : turn.error ? ": " + turn.error : ""), false);
     removeCard(item.requestId);
+    done.focus(); // where the person's focus was is gone: read what happened next
     return;
   }
   if (reply.status === 409 && reply.data && reply.data.code === "conflict") {
@@ -327,8 +342,10 @@ function outcome(headline, detail, bad) {
   text.className = "output";
   text.textContent = detail;
   li.append(strong, text);
+  li.tabIndex = -1;
   $("outcomes").prepend(li);
   $("answered").hidden = false;
+  return li;
 }
 
 // ---- countdowns ----
