@@ -13,6 +13,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = Path(os.environ.get("SCREENSHOTS", ROOT / ".screenshots"))
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+# How long a browser step may take before it counts as a hang: every wait is for something to happen.
+WAIT_MS = 120_000
 
 
 @contextmanager

@@ -6,6 +6,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -63,3 +64,15 @@ def url(handler_environment: Settings, local_credentials: Path) -> Iterator[str]
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """A headless Chromium (Debian's), for the inbox page's tests."""
+    from playwright.sync_api import expect
+
+    from tests.e2e.browser import WAIT_MS, chromium
+
+    expect.set_options(timeout=WAIT_MS)
+    with chromium() as launched:
+        yield launched

@@ -14,9 +14,12 @@ MALLORY = "arn:aws:iam::000000000000:user/mallory"
 APPROVER = "arn:aws:iam::000000000000:user/approver-ann"
 
 
-def call(url: str, method: str, path: str, body: Any = None, principal: str | None = None) -> tuple[int, Any]:
-    """The status and JSON body of one request."""
+def call(
+    url: str, method: str, path: str, body: Any = None, principal: str | None = None, token: str | None = None
+) -> tuple[int, Any]:
+    """The status and JSON body of one request (as ``principal``, or with a sign-in ``token``)."""
     headers = {"content-type": "application/json"} | ({PRINCIPAL_HEADER: principal} if principal else {})
+    headers |= {"authorization": f"Bearer {token}"} if token else {}
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(url + path, data=data, method=method, headers=headers)
     try:

@@ -15,11 +15,10 @@ from playwright.sync_api import expect
 from resumable.api.app import forget
 from resumable.config import Settings
 from resumable.local.server import make_server
-from tests.e2e.browser import chromium, refreshed, screenshot
+from tests.e2e.browser import WAIT_MS, refreshed, screenshot
 from tests.e2e.local_api import call
 
 pytestmark = pytest.mark.slow
-WAIT_MS = 120_000  # only stops a hang: every wait below is for something to happen
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -30,13 +29,6 @@ def _editable(handler_environment: Settings) -> Iterator[None]:
         forget()
         yield
     forget()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    expect.set_options(timeout=WAIT_MS)
-    with chromium() as launched:
-        yield launched
 
 
 @pytest.fixture

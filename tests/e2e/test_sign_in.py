@@ -21,11 +21,11 @@ from resumable.config import Settings
 from resumable.local.authorizers import JwtVerifier
 from resumable.local.issuer import GROUPS_CLAIM, LocalIssuer
 from resumable.local.server import make_server
-from tests.e2e.browser import chromium, screenshot
+from tests.e2e.browser import WAIT_MS, screenshot
+from tests.e2e.local_api import call as local_call
 from tests.patience import HANG_SECONDS
 
 pytestmark = pytest.mark.slow
-WAIT_MS = 120_000  # only stops a hang
 
 
 @pytest.fixture(scope="module")
@@ -53,22 +53,8 @@ def jwt_url(handler_environment: Settings, issuer: LocalIssuer) -> Iterator[str]
     forget()
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    expect.set_options(timeout=WAIT_MS)
-    with chromium() as launched:
-        yield launched
-
-
 def call(url: str, method: str, path: str, token: str | None, body: Any = None) -> tuple[int, Any]:
-    headers = {"content-type": "application/json"} | ({"authorization": f"Bearer {token}"} if token else {})
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url + path, data=data, method=method, headers=headers)
-    try:
-        with urllib.request.urlopen(request, timeout=HANG_SECONDS) as reply:
-            return reply.status, json.loads(reply.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
+    return local_call(url, method, path, body, token=token)
 
 
 def sign_in(browser: Any, url: str, user: str) -> Any:
