@@ -19,6 +19,7 @@ let refreshes = 0;
 let timer = null;
 let stopped = false;
 let lastRefresh = null;
+let more = false;
 let generation = 0;
 const answered = new Set(); // answered here: never shown again, whatever a stale list says
 
@@ -109,6 +110,7 @@ async function refresh() {
     index += 1;
   }
   lastRefresh = new Date();
+  more = Boolean(reply.data.cursor);
   showCount();
   tick();
 }
@@ -133,7 +135,8 @@ function showCount() {
   const count = cards.size;
   $("empty").hidden = count > 0;
   $("status").textContent = (count === 0 ? "No questions are waiting" : count === 1 ? "1 question is waiting" :
-    count + " questions are waiting") + (lastRefresh ? " · refreshed " + lastRefresh.toLocaleTimeString() : "");
+    count + " questions are waiting") + (more ? " (the most urgent 200; more wait behind them)" : "") +
+    (lastRefresh ? " · refreshed " + lastRefresh.toLocaleTimeString() : "");
 }
 
 function schedule() {
