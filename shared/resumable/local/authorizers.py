@@ -22,6 +22,7 @@ import os
 import re
 import secrets
 import string
+import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -96,9 +97,12 @@ class LocalCredentials:
                 "region = us-east-1",
             ]
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.unlink(missing_ok=True)
-        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as file:
+        # Readable by its owner only from the start (mkstemp makes 0600), and in place at once: a
+        # second make run beside this one reads the old file or the new one, never half of one.
+        descriptor, written = tempfile.mkstemp(dir=path.parent, prefix=".credentials-")
+        with os.fdopen(descriptor, "w") as file:
             file.write("\n".join(lines) + "\n")
+        os.replace(written, path)
 
     def by_access_key(self, access_key_id: str) -> Key | None:
         return next((k for k in self.keys.values() if hmac.compare_digest(k.access_key_id, access_key_id)), None)
