@@ -7,7 +7,7 @@ PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c const
 RUNNABLE := $(VENV)/.installed-run
 INSTALLED := $(VENV)/.installed-dev
 
-.PHONY: run demo invoke layer bench soak test test-fast lint typecheck validate pytest clean constraints browser
+.PHONY: run demo invoke layer bench soak test test-fast lint typecheck validate pytest clean constraints browser deploy
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -73,10 +73,25 @@ $(CHROMIUM):
 	 echo "installing Debian's chromium for the browser tests ($${sudo:+sudo }apt-get install chromium)"; \
 	 $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium >/dev/null
 
+# The SAM CLI in an environment of its own (its pins conflict with the project's): tools/sam-requirements.txt.
+SAM := $(VENV)/sam/bin/sam
+
+$(SAM): tools/sam-requirements.txt | $(BIN)/python
+	$(PYTHON) -m venv $(VENV)/sam
+	$(VENV)/sam/bin/python -m pip install --quiet --disable-pip-version-check -r tools/sam-requirements.txt
+	touch $(SAM)
+
+## deploy: sam build and sam deploy (guided the first time) to the AWS account of your credentials; prints the outputs
+deploy: $(INSTALLED) $(SAM)
+	@$(BIN)/python tools/deploy_check.py
+	$(SAM) build
+	@if [ -f .aws-sam/deployed ]; then $(SAM) deploy; else $(SAM) deploy --guided && touch .aws-sam/deployed; fi
+	$(SAM) list stack-outputs --output table
+
 # Test workers: each runs its own embedded AWS.
 PYTEST_WORKERS ?= 2
 
-pytest: $(INSTALLED) $(CHROMIUM)
+pytest: $(INSTALLED) $(CHROMIUM) $(SAM)
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal
 
 clean:

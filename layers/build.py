@@ -3,7 +3,9 @@
 The layer is shared/resumable without its local-only code (``resumable/local/``: the embedded AWS, the
 local server, make run and make demo) and without the ``resumable`` command (``resumable/cli/``),
 plus layers/requirements.txt, installed for python3.11 on arm64 (manylinux wheels, whatever machine
-builds it). template.yaml's SharedLayer points at layers/build/.
+builds it). template.yaml's SharedLayer is built by ``sam build`` through layers/Makefile, which
+calls this same build (``--artifacts DIR``); ``make layer`` builds it into layers/build/ and
+layers/layer.zip for the benchmark and the tests.
 
 Every module ships compiled (``__pycache__/*.cpython-311.pyc``, unchecked-hash: used whatever the
 files' times). Lambda extracts a layer to a read-only /opt, where Python cannot write bytecode, so a
@@ -80,7 +82,20 @@ def build(into: Path = HERE) -> tuple[int, int]:
     return unzipped, archive_path.stat().st_size
 
 
+def build_artifacts(artifacts: Path) -> None:
+    """``sam build`` (layers/Makefile, the layer's makefile build method): the layer's files, built as
+    ``make layer`` builds them, into the directory sam build names."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as scratch:
+        build(Path(scratch))
+        shutil.copytree(Path(scratch) / "build" / "python", artifacts / "python", dirs_exist_ok=True)
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--artifacts"]:
+        build_artifacts(Path(sys.argv[2]))
+        return
     unzipped, zipped = build()
     print(f"layer: {ZIP.relative_to(ROOT)} {zipped / 1e6:.1f} MB zipped, {unzipped / 1e6:.1f} MB unzipped")
 
