@@ -155,3 +155,20 @@ def test_auth_mode_chooses_how_every_route_but_the_inbox_page_is_authorized(mode
         }
     else:
         assert "SignIn" not in schemes
+
+
+def test_a_continuation_that_fails_every_attempt_goes_to_a_dead_letter_queue() -> None:
+    from samtranslator.yaml_helper import yaml_parse
+
+    from tools.validate_template import TEMPLATE
+
+    translated = translate(yaml_parse(TEMPLATE.read_text()))["Resources"]
+    [config] = [r["Properties"] for r in translated.values() if r["Type"] == "AWS::Lambda::EventInvokeConfig"]
+    assert config["FunctionName"] == {"Ref": "SubmitApprovalFunction"}
+    assert (config["MaximumRetryAttempts"], config["MaximumEventAgeInSeconds"]) == (2, 3600)
+    assert config["DestinationConfig"]["OnFailure"]["Destination"] == {
+        "Fn::GetAtt": ["ContinuationDeadLetterQueue", "Arn"]
+    }
+    role = translated["SubmitApprovalFunctionRole"]["Properties"]
+    statements = [s for p in role.get("Policies", []) for s in p["PolicyDocument"]["Statement"]]
+    assert any("sqs:SendMessage" in str(s.get("Action")) for s in statements), "the function may not send to it"
