@@ -172,3 +172,12 @@ def test_a_continuation_that_fails_every_attempt_goes_to_a_dead_letter_queue() -
     role = translated["SubmitApprovalFunctionRole"]["Properties"]
     statements = [s for p in role.get("Policies", []) for s in p["PolicyDocument"]["Statement"]]
     assert any("sqs:SendMessage" in str(s.get("Action")) for s in statements), "the function may not send to it"
+
+
+def test_every_function_logs_to_a_group_of_its_own_kept_log_retention_days(resources: dict[str, Any]) -> None:
+    functions = [name for name, r in resources.items() if r["Type"] == "AWS::Serverless::Function"]
+    groups = [resources[name]["Properties"]["LoggingConfig"]["LogGroup"] for name in functions]
+    assert len(functions) == 5 and len(set(groups)) == 5
+    for group in groups:
+        assert resources[group]["Type"] == "AWS::Logs::LogGroup"
+        assert resources[group]["Properties"]["RetentionInDays"] == "LogRetentionDays"  # !Ref, as read here
