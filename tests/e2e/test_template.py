@@ -181,3 +181,19 @@ def test_every_function_logs_to_a_group_of_its_own_kept_log_retention_days(resou
     for group in groups:
         assert resources[group]["Type"] == "AWS::Logs::LogGroup"
         assert resources[group]["Properties"]["RetentionInDays"] == "LogRetentionDays"  # !Ref, as read here
+
+
+def test_alarms_watch_every_function_both_dead_letter_queues_and_the_table(resources: dict[str, Any]) -> None:
+    alarms = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::CloudWatch::Alarm"]
+    # What each watches, as this reader keeps the template's !Ref and !GetAtt: the name they point at.
+    watched = {(a["Namespace"], a["MetricName"], a["Dimensions"][0]["Value"]) for a in alarms}
+    functions = [name for name, r in resources.items() if r["Type"] == "AWS::Serverless::Function"]
+    for function in functions:
+        assert ("AWS/Lambda", "Errors", function) in watched and ("AWS/Lambda", "Throttles", function) in watched
+    for queue in ("PublisherDeadLetterQueue", "ContinuationDeadLetterQueue"):
+        assert ("AWS/SQS", "ApproximateNumberOfMessagesVisible", f"{queue}.QueueName") in watched
+    assert {m for n, m, _ in watched if n == "AWS/DynamoDB"} == {"ReadThrottleEvents", "WriteThrottleEvents"}
+    # Each goes off on the first occurrence, and tells the alarm topic where there is one.
+    for alarm in alarms:
+        assert (alarm["Threshold"], alarm["ComparisonOperator"]) == (1, "GreaterThanOrEqualToThreshold")
+        assert alarm["AlarmActions"] == ["HasAlarmEmail", ["AlarmTopic"], "AWS::NoValue"]  # !If, as read here
