@@ -38,9 +38,11 @@ def _condition(template: dict[str, Any], value: Any, parameters: dict[str, Any])
     """A condition's truth from parameter values, or None where it rests on something else."""
 
     def operand(node: Any) -> Any:
+        # CloudFormation compares parameter values as the strings they are passed as.
         if isinstance(node, dict) and set(node) == {"Ref"}:
-            return parameters.get(node["Ref"])
-        return node if isinstance(node, str | list) else None
+            value = parameters.get(node["Ref"])
+            return None if value is None else value if isinstance(value, list) else str(value)
+        return str(node) if isinstance(node, str | int | float) else node if isinstance(node, list) else None
 
     if isinstance(value, dict) and len(value) == 1:
         [(name, args)] = value.items()
@@ -76,6 +78,8 @@ def resolve_language_extensions(template: dict[str, Any], parameters: dict[str, 
                 truth = _condition(template, template["Conditions"][name], values)
                 if truth is not None:
                     return walk(then if truth else otherwise)
+                kept = [walk(branch) for branch in (then, otherwise)]  # for CloudFormation to choose
+                return {"Fn::If": [name, *({"Ref": "AWS::NoValue"} if b is no_value else b for b in kept)]}
             if node == {"Ref": "AWS::NoValue"}:
                 return no_value
             walked = {k: walk(v) for k, v in node.items()}

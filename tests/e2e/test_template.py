@@ -197,3 +197,28 @@ def test_alarms_watch_every_function_both_dead_letter_queues_and_the_table(resou
     for alarm in alarms:
         assert (alarm["Threshold"], alarm["ComparisonOperator"]) == (1, "GreaterThanOrEqualToThreshold")
         assert alarm["AlarmActions"] == ["HasAlarmEmail", ["AlarmTopic"], "AWS::NoValue"]  # !If, as read here
+
+
+def test_the_api_is_throttled_and_logs_who_called_and_functions_can_be_capped() -> None:
+    from samtranslator.yaml_helper import yaml_parse
+
+    from tools.validate_template import TEMPLATE
+
+    translated = translate(yaml_parse(TEMPLATE.read_text()), {"FunctionConcurrencyLimit": 20})["Resources"]
+    [stage] = [r["Properties"] for r in translated.values() if r["Type"] == "AWS::ApiGatewayV2::Stage"]
+    assert stage["DefaultRouteSettings"] == {
+        "ThrottlingRateLimit": {"Ref": "ApiRateLimit"},
+        "ThrottlingBurstLimit": {"Ref": "ApiBurstLimit"},
+    }
+    logged = json.loads(stage["AccessLogSettings"]["Format"])
+    assert {"requestId", "route", "status", "principal", "subject"} <= set(logged)
+    assert stage["AccessLogSettings"]["DestinationArn"] == {"Fn::GetAtt": ["ApiAccessLogGroup", "Arn"]}
+    functions = [r["Properties"] for r in translated.values() if r["Type"] == "AWS::Lambda::Function"]
+    assert len(functions) == 5
+    assert all(f["ReservedConcurrentExecutions"] == {"Ref": "FunctionConcurrencyLimit"} for f in functions)
+    uncapped = translate(yaml_parse(TEMPLATE.read_text()))["Resources"]
+    assert not any(
+        "ReservedConcurrentExecutions" in r["Properties"]
+        for r in uncapped.values()
+        if r["Type"] == "AWS::Lambda::Function"
+    )
