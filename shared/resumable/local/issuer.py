@@ -147,7 +147,7 @@ class LocalIssuer:
     def authorize(self, query: dict[str, str], user: str) -> str:
         """The redirect that answers an authorization request with a code (``ValueError`` saying what
         is wrong with the request instead)."""
-        problem = self._request_problem(query)
+        problem = self.request_problem(query)
         if problem:
             raise ValueError(problem)
         if user not in self.users:
@@ -165,7 +165,8 @@ class LocalIssuer:
         answer = {"code": code} | ({"state": query["state"]} if "state" in query else {})
         return query["redirect_uri"] + ("&" if "?" in query["redirect_uri"] else "?") + urlencode(answer)
 
-    def _request_problem(self, query: dict[str, str]) -> str | None:
+    def request_problem(self, query: dict[str, str]) -> str | None:
+        """What is wrong with an authorization request, or None."""
         if query.get("response_type") != "code":
             return "response_type must be 'code' (the authorization-code flow)"
         if query.get("client_id") != self.client_id:
@@ -271,7 +272,7 @@ def _handler(issuer: LocalIssuer) -> type[BaseHTTPRequestHandler]:
                     self._send(200, issuer.mint(user), "text/plain", cors=False)
             elif url.path == "/authorize":
                 query = {k: v[0] for k, v in parse_qs(url.query).items()}
-                problem = issuer._request_problem(query)
+                problem = issuer.request_problem(query)
                 if problem:
                     self._send(400, f"<p>Cannot sign in: {html.escape(problem)}</p>", "text/html; charset=utf-8")
                 else:

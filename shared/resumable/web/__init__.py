@@ -40,6 +40,7 @@ def inbox_page(settings: Settings) -> str:
     return re.sub(r"/\*@(CSS|CONFIG|JS)\*/", lambda found: parts[found.group(1)], html)
 
 
+@functools.cache
 def content_security_policy() -> str:
     """The page's Content-Security-Policy: only its own inlined script and style run (by their hashes);
     it talks to the API and, in JWT mode, the issuer."""
