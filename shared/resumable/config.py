@@ -21,7 +21,7 @@ class Settings(BaseModel):
     long one invocation runs a turn before it checkpoints it and continues it asynchronously, when
     it can), ``CONTINUE_FUNCTION`` (the Lambda function that continues turns: SubmitApproval),
     ``STALL_SECONDS`` (how long a checkpointed or fully answered turn may sit before a read asks for
-    another continuation),
+    another continuation), ``SWEEP_LIMIT`` (how many turns one run of the sweeper looks at, at most),
     ``APPROVER_PRINCIPALS``
     (comma-separated IAM principal ARNs, ``*`` wildcards allowed, that may read and answer every
     session, not only their own), ``EVENT_BUS_NAME`` (the bus the publisher puts events on),
@@ -48,6 +48,7 @@ class Settings(BaseModel):
     turn_budget_seconds: float = Field(default=15, ge=0)
     continue_function: str | None = None
     stall_seconds: float = Field(default=10, ge=0)
+    sweep_limit: int = Field(default=100, gt=0)
     max_prompt_chars: int = Field(default=16_000, gt=0)
     max_response_bytes: int = Field(default=8_192, gt=0)
     approver_principals: tuple[str, ...] = ()
@@ -86,6 +87,7 @@ class Settings(BaseModel):
             "turn_budget_seconds": "TURN_BUDGET_SECONDS",
             "continue_function": "CONTINUE_FUNCTION",
             "stall_seconds": "STALL_SECONDS",
+            "sweep_limit": "SWEEP_LIMIT",
             "event_bus_name": "EVENT_BUS_NAME",
             "api_url": "API_URL",
             "dead_letter_queue_url": "DEAD_LETTER_QUEUE_URL",

@@ -129,6 +129,26 @@ def test_answers_and_cancels_come_only_through_the_http_api(
         invoke(function, event)
 
 
+def test_the_sample_schedule_event_runs_the_sweeper_and_it_refuses_anything_else(
+    handler_environment: Settings,
+) -> None:
+    """events/schedules/sweep.json, as EventBridge's schedule sends it: one run of the sweeper (an
+    empty table: nothing due). Any other event is refused, saying what it takes."""
+    declared = {name for name, r in load_template()["Resources"].items() if "Schedule" in str(r.get("Properties"))}
+    assert "SweeperFunction" in declared
+    event: dict[str, Any] = json.loads((ROOT / "events" / "schedules" / "sweep.json").read_text())
+    assert invoke("Sweeper", event) == {
+        "looked": 0,
+        "moved": {},
+        "notYet": 0,
+        "givenUp": 0,
+        "stuck": 0,
+        "failed": 0,
+    }
+    with pytest.raises(ValidationFailedError, match="Scheduled Event"):
+        invoke("Sweeper", {"sessionId": "s", "turnId": "t"})
+
+
 def test_without_continue_function_only_the_continuing_function_checkpoints() -> None:
     """StartTurn refuses continueTurn, so it must not ask itself for one: without CONTINUE_FUNCTION
     its runs never checkpoint; SubmitApproval (which takes continuations) continues through itself."""

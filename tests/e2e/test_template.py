@@ -177,7 +177,7 @@ def test_a_continuation_that_fails_every_attempt_goes_to_a_dead_letter_queue() -
 def test_every_function_logs_to_a_group_of_its_own_kept_log_retention_days(resources: dict[str, Any]) -> None:
     functions = [name for name, r in resources.items() if r["Type"] == "AWS::Serverless::Function"]
     groups = [resources[name]["Properties"]["LoggingConfig"]["LogGroup"] for name in functions]
-    assert len(functions) == 5 and len(set(groups)) == 5
+    assert len(set(groups)) == len(functions) == 6
     for group in groups:
         assert resources[group]["Type"] == "AWS::Logs::LogGroup"
         assert resources[group]["Properties"]["RetentionInDays"] == "LogRetentionDays"  # !Ref, as read here
@@ -199,6 +199,22 @@ def test_alarms_watch_every_function_both_dead_letter_queues_and_the_table(resou
         assert alarm["AlarmActions"] == ["HasAlarmEmail", ["AlarmTopic"], "AWS::NoValue"]  # !If, as read here
 
 
+def test_the_sweeper_runs_on_its_schedule_reads_its_index_and_an_alarm_watches_what_it_gives_up_on(
+    resources: dict[str, Any],
+) -> None:
+    sweeper = resources["SweeperFunction"]["Properties"]
+    [event] = sweeper["Events"].values()
+    assert (event["Type"], event["Properties"]["Schedule"]) == ("Schedule", "SweepSchedule")
+    assert load_template()["Parameters"]["SweepSchedule"]["Default"] == "rate(1 minute)"
+    [statement] = [s for s in sweeper["Policies"][0]["Statement"] if "dynamodb:Query" in s["Action"]]
+    assert "${TurnsTable.Arn}/index/gsi4" in statement["Resource"]
+    alarm = resources["StuckTurnsAlarm"]["Properties"]
+    assert (alarm["Namespace"], alarm["MetricName"], alarm["Statistic"]) == ("resumable", "StuckTurns", "Maximum")
+    globals_ = load_template()["Globals"]["Function"]["Environment"]["Variables"]
+    assert alarm["Namespace"] == globals_["POWERTOOLS_METRICS_NAMESPACE"]
+    assert alarm["Dimensions"] == [{"Name": "service", "Value": globals_["POWERTOOLS_SERVICE_NAME"]}]
+
+
 def test_the_api_is_throttled_and_logs_who_called_and_functions_can_be_capped() -> None:
     from samtranslator.yaml_helper import yaml_parse
 
@@ -214,7 +230,7 @@ def test_the_api_is_throttled_and_logs_who_called_and_functions_can_be_capped() 
     assert {"requestId", "route", "status", "principal", "subject"} <= set(logged)
     assert stage["AccessLogSettings"]["DestinationArn"] == {"Fn::GetAtt": ["ApiAccessLogGroup", "Arn"]}
     functions = [r["Properties"] for r in translated.values() if r["Type"] == "AWS::Lambda::Function"]
-    assert len(functions) == 5
+    assert len(functions) == 6
     assert all(f["ReservedConcurrentExecutions"] == {"Ref": "FunctionConcurrencyLimit"} for f in functions)
     uncapped = translate(yaml_parse(TEMPLATE.read_text()))["Resources"]
     assert not any(

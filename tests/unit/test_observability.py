@@ -13,7 +13,8 @@ from tests.patience import HANG_SECONDS
 
 EMIT = """
 import json
-from resumable.api.observability import count, logger, metrics
+from resumable.api.observability import logger
+from resumable.metrics import count, metrics
 logger.info("hello")
 count("Requests")
 metrics.flush_metrics()

@@ -17,7 +17,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from resumable.api.bodies import read_json_object
 from resumable.api.direct import Direct
 from resumable.api.errors import error_response
-from resumable.api.observability import count, logger, metrics
+from resumable.api.observability import logger
 from resumable.api.openapi import document
 from resumable.api.routes import router
 from resumable.aws.lambdas import Lambdas
@@ -30,6 +30,7 @@ from resumable.exceptions import (
     ServiceError,
     ValidationFailedError,
 )
+from resumable.metrics import count, metrics
 from resumable.service import Service
 from resumable.service.dependencies import Continuation
 

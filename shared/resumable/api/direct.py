@@ -4,11 +4,12 @@
 |---|---|
 | StartTurn | ``{"sessionId", "prompt", "principal", "workflow": bool}`` (``workflow``: a state machine waits on it) |
 | GetTurn | ``{"sessionId", "turnId"}`` (settles it first if it is overdue, and requests a continuation if it stalled) |
+| Sweeper | the schedule's event (``"detail-type": "Scheduled Event"``): one run of the sweeper |
 
-The reply is ``{"turn": Turn, "waitSeconds": int}``: the Turn in the API's JSON shape (cut to fit a
-Step Functions payload if it must be: ``"truncated": true``), and how long the workflow should wait
-before reading it again (until its earliest open interaction expires, or the approval expiry). A
-refused request raises its service error, so the Lambda error type is its class name
+The state machine's functions reply ``{"turn": Turn, "waitSeconds": int}``: the Turn in the API's
+JSON shape (cut to fit a Step Functions payload if it must be: ``"truncated": true``), and how long
+the workflow should wait before reading it again (until its earliest open interaction expires, or
+the approval expiry). A refused request raises its service error, so the Lambda error type is its class name
 (``NotFoundError``, ``TurnBusyError``, ``ValidationFailedError``, ``AwsError``, ...).
 
 Whoever may invoke these functions directly (in the template: the state machine) is trusted like
@@ -84,3 +85,24 @@ def start_turn(service: Service, event: dict[str, Any]) -> dict[str, Any]:
 def get_turn(service: Service, event: dict[str, Any]) -> dict[str, Any]:
     e = _parse(TurnEvent, event)
     return _reply(service, service.get_turn(e.session_id, e.turn_id))
+
+
+SCHEDULED_EVENT = "Scheduled Event"
+
+
+def sweep(service: Service, event: dict[str, Any]) -> dict[str, Any]:
+    """One run of the sweeper, on the schedule's event; what it found and did."""
+    if event.get("detail-type") != SCHEDULED_EVENT:
+        raise ValidationFailedError(
+            f"the Sweeper runs on its schedule's events (detail-type {SCHEDULED_EVENT!r}), got "
+            f"{str(event.get('detail-type'))[:80]!r}; nothing was swept"
+        )
+    report = service.sweep(service.settings.sweep_limit)
+    return {
+        "looked": report.looked,
+        "moved": dict(report.moved),
+        "notYet": report.not_yet,
+        "givenUp": report.given_up,
+        "stuck": report.stuck,
+        "failed": report.failed,
+    }

@@ -22,9 +22,9 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
-from resumable.api.observability import count
 from resumable.api.openapi import responses
 from resumable.exceptions import BadRequestError
+from resumable.metrics import count
 from resumable.service import InboxPage, InteractionView, Service, TurnView
 from resumable.service.access import Principal
 from resumable.service.cursor import MAX_CURSOR_CHARS

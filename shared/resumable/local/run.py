@@ -3,11 +3,11 @@
 No Docker and no AWS account: moto serves DynamoDB, S3, Step Functions, EventBridge and SQS on
 loopback, the table, bucket and state machine are created as template.yaml declares them,
 template.yaml's routes call the same handlers Lambda would, Lambda invocations (the state machine's,
-a turn's continuation) run those handlers in this process, and the Publisher reads the table's
+a turn's continuation) run those handlers in this process, the Publisher reads the table's
 stream and puts every event on the embedded bus (a rule copies them to a queue the walkthrough
-reads). Locally you are an approver principal, so you can answer the sessions a workflow owns. The
-default agent factory is the offline demo (set ``MODEL_ID`` and AWS credentials to use Bedrock; set
-``AGENT_FACTORY`` to use your own).
+reads), and the Sweeper runs on its schedule. Locally you are an approver principal, so you can
+answer the sessions a workflow owns. The default agent factory is the offline demo (set ``MODEL_ID``
+and AWS credentials to use Bedrock; set ``AGENT_FACTORY`` to use your own).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from resumable.local.authorizers import JwtVerifier, LocalCredentials
 from resumable.local.embedded_aws import embedded_aws
 from resumable.local.events import publishing
 from resumable.local.issuer import GROUPS_CLAIM, LocalIssuer
+from resumable.local.schedules import running_schedules
 from resumable.local.server import DEFAULT_PRINCIPAL, ROOT, LocalServer, function_arn, make_server
 from resumable.local.template import create_state_machine, functions_in_process
 
@@ -180,7 +181,7 @@ def main() -> None:
         server = _listen(port, credentials, verifier)
         url = f"http://127.0.0.1:{server.server_address[1]}"
         os.environ["API_URL"] = url  # the answer links in events
-        with publishing(settings) as (resources, _):
+        with publishing(settings) as (resources, _), running_schedules():
             execution = machine.replace(":stateMachine:", ":execution:") + ":wf-1"
             walkthrough = (
                 walkthrough.replace("@URL", url)

@@ -1,5 +1,5 @@
 """The service: a thin facade over the use cases (start-turn, submit-approval, cancel, get-turn,
-recover, list-interactions), each a plain function of the ``Dependencies`` it needs.
+recover, list-interactions, inbox, sweep), each a plain function of the ``Dependencies`` it needs.
 
 Agents are built afresh from the application's agent factory on every call and never cached.
 """
@@ -19,6 +19,7 @@ from resumable.service.list_interactions import list_interactions
 from resumable.service.recover import recover
 from resumable.service.start_turn import start_turn
 from resumable.service.submit_approval import submit_approval
+from resumable.service.sweep import DEFAULT_LIMIT, SweepReport, sweep
 from resumable.service.views import InteractionView, TurnView
 from resumable.store.base import Snapshots, Store
 from resumable.store.records import InteractionStatus
@@ -124,3 +125,7 @@ class Service:
         cursor: str | None = None,
     ) -> InboxPage:
         return inbox(self.deps, principal, status, limit, cursor)
+
+    def sweep(self, limit: int = DEFAULT_LIMIT) -> SweepReport:
+        """Move on the turns nobody is moving (the sweeper's scheduled run)."""
+        return sweep(self.deps, limit)

@@ -60,6 +60,16 @@ class Commit:
         )
 
 
+@dataclass(frozen=True)
+class DueTurn:
+    """An unsettled root turn as the sweeper's index holds it: when it was due a look (``due_at``), and
+    whether the sweeper had given up on it (``stuck``)."""
+
+    root: TurnRecord
+    due_at: float
+    stuck: bool = False
+
+
 @dataclass
 class AnswerOutcome:
     """What happened when an answer was offered for an interaction.
@@ -121,6 +131,22 @@ class Store(ABC):
     @abstractmethod
     def commit(self, commit: Commit) -> None:
         """Apply ``commit`` atomically. Raises ``StaleCommitError`` when its expectations do not hold."""
+
+    # the sweeper's index of unsettled root turns
+    @abstractmethod
+    def due_turns(self, now: float, limit: int, *, stuck: bool = False) -> list[DueTurn]:
+        """Up to ``limit`` unsettled root turns due a look by ``now``, earliest first (``stuck``: of
+        those the sweeper gave up on, due another try)."""
+
+    @abstractmethod
+    def count_stuck(self) -> int:
+        """How many turns the sweeper has given up on."""
+
+    @abstractmethod
+    def reschedule(self, found: DueTurn, due_at: float, *, swept: bool = False, stuck: bool = False) -> bool:
+        """Make ``found`` due its next look at ``due_at`` (``swept``: count one more move of the
+        sweeper's; ``stuck``: among those it gave up on), if nothing wrote its due time since it was
+        found. False when something did (that due time stands)."""
 
     # interactions
     @abstractmethod

@@ -12,14 +12,16 @@ Item layout, all in the session's partition ``pk = SESSION#<sessionId>``:
 | outbox event | ``TURN#<root>#EVENT#...`` |
 
 An interaction is also in GSI1 (the session's, by status) and, while requested, in GSI2 and GSI3
-(the inbox: every session's, and its principal's, by expiry). So a whole turn tree is one Query.
-Every change to a tree goes through a condition on the root turn.
+(the inbox: every session's, and its principal's, by expiry). An unsettled root turn is in GSI4 (the
+sweeper's, by when it is due a look: ``due``). So a whole turn tree is one Query. Every change to a
+tree goes through a condition on the root turn.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from resumable.store.records import InteractionRecord, OutboxEvent, TurnRecord
@@ -97,7 +99,31 @@ def action_sk(root_turn_id: str, action_key: str) -> str:
 
 
 def turn_item(turn: TurnRecord) -> dict[str, Any]:
-    return {**key(turn.session_id, turn_sk(turn)), **encode({"entity": "turn", **turn.model_dump()})}
+    due_at = due(turn)
+    index = {} if due_at is None else {"gsi4pk": UNSETTLED, "gsi4sk": due_at}
+    return {**key(turn.session_id, turn_sk(turn)), **encode({"entity": "turn", **index, **turn.model_dump()})}
+
+
+UNSETTLED = "UNSETTLED"
+STUCK = "STUCK"
+DUE_KEYS = ("gsi4pk", "gsi4sk")
+
+
+def due(turn: TurnRecord, asked: Iterable[InteractionRecord] = ()) -> float | None:
+    """When the sweeper should look at root turn ``turn`` next if nothing else writes it: the earliest
+    moment it could need moving on (its lease's expiry; its first question's expiry, of those just
+    ``asked``; otherwise at once, and the sweeper finds out when). Never later than that: a look that
+    comes early costs one look, and the sweeper sets the next. None: settled, or a child turn (not
+    in the index)."""
+    if turn.settled or turn.parent_turn_id is not None:
+        return None
+    if turn.status == "running" and turn.lease_owner is not None and turn.lease_expires_at is not None:
+        return turn.lease_expires_at
+    if turn.status == "waiting" and not turn.cancel_requested:
+        expiries = [i.expires_at for i in asked if i.status == "requested"]
+        if expiries and len(expiries) >= turn.open_interactions > 0:
+            return min(expiries)
+    return turn.updated_at
 
 
 INBOX = "INBOX"

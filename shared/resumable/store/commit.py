@@ -7,7 +7,18 @@ from typing import Any
 
 from resumable.exceptions import StaleCommitError
 from resumable.store.base import Commit
-from resumable.store.codec import encode, event_put, interaction_item, key, turn_item, turn_sk, value
+from resumable.store.codec import (
+    DUE_KEYS,
+    UNSETTLED,
+    due,
+    encode,
+    event_put,
+    interaction_item,
+    key,
+    turn_item,
+    turn_sk,
+    value,
+)
 from resumable.store.records import TurnRecord
 from resumable.store.table import MAX_TRANSACTION_ITEMS, Table, aws_call, condition_failed, reasons
 
@@ -85,13 +96,19 @@ class CommitItems(Table):
 
     def _root_update(self, commit: Commit, condition: str, expected: dict[str, Any]) -> dict[str, Any]:
         root = commit.root
-        fields = root.model_dump(include=_ROOT_FIELDS)
+        # A commit moves the turn on: the sweeper's count of its attempts starts again, and the turn
+        # is due a look as its new state says (or leaves the sweeper's index, settled).
+        fields = {**root.model_dump(include=_ROOT_FIELDS), "sweeps": 0}
+        due_at = due(root, commit.new_interactions)
+        if due_at is not None:
+            fields |= {"gsi4pk": UNSETTLED, "gsi4sk": due_at}
         # Every attribute through a placeholder: several of these names are DynamoDB reserved words.
         names = {"#status": "status", **{f"#{f}": f for f in fields}}
         sets = ", ".join(f"#{f} = :{f}" for f in fields)
-        update = f"SET {sets}" + (
-            " REMOVE lease_owner, lease_expires_at" if root.lease_owner is None else ", lease_expires_at = :lease"
-        )
+        removed = [] if root.lease_owner is not None else ["lease_owner", "lease_expires_at"]
+        removed += list(DUE_KEYS) if due_at is None else []
+        update = f"SET {sets}" + ("" if root.lease_owner is None else ", lease_expires_at = :lease")
+        update += f" REMOVE {', '.join(removed)}" if removed else ""
         values = {f":{f}": v for f, v in encode(fields).items()}
         if root.lease_owner is not None:
             values[":lease"] = value(root.lease_expires_at)

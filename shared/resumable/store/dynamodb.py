@@ -1,5 +1,5 @@
 """The store on one DynamoDB table: the only code that calls DynamoDB. Each record's reads and writes
-live in a module of their own (turns, interactions, journal, commit); items are coded in codec."""
+live in a module of their own (turns, interactions, journal, commit, unsettled); items are coded in codec."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from resumable.store.commit import CommitItems
 from resumable.store.interactions import InteractionItems
 from resumable.store.journal import ActionItems
 from resumable.store.turns import TurnItems
+from resumable.store.unsettled import UnsettledTurns
 
 
-class DynamoDBStore(TurnItems, InteractionItems, ActionItems, CommitItems, Store):
+class DynamoDBStore(TurnItems, InteractionItems, ActionItems, CommitItems, UnsettledTurns, Store):
     """``Store`` on one DynamoDB table (``Table`` takes the settings and, optionally, a client)."""

@@ -10,6 +10,7 @@ from resumable.store.base import AnswerOutcome
 from resumable.store.codec import (
     INBOX,
     INBOX_KEYS,
+    UNSETTLED,
     decode,
     event_put,
     inbox_unexpired_after,
@@ -119,12 +120,14 @@ class InteractionItems(Table):
         }
 
     def _one_answer_fewer(self, session_id: str, root_turn_id: str, now: float) -> dict[str, Any]:
-        """The root turn waits on one answer fewer; it must be waiting, and not being canceled."""
+        """The root turn waits on one answer fewer; it must be waiting, and not being canceled. It is due
+        the sweeper's look at once (should its resume be lost, the sweeper resumes it)."""
         return {
             "Update": {
                 "TableName": self.table,
                 "Key": key(session_id, root_sk(root_turn_id)),
-                "UpdateExpression": "SET updated_at = :now ADD open_interactions :minus, version :one",
+                "UpdateExpression": "SET updated_at = :now, gsi4pk = :unsettled, gsi4sk = :now "
+                "ADD open_interactions :minus, version :one",
                 "ConditionExpression": "#status = :waiting AND cancel_requested = :false AND open_interactions > :zero",
                 "ExpressionAttributeNames": {"#status": "status"},
                 "ExpressionAttributeValues": {
@@ -134,6 +137,7 @@ class InteractionItems(Table):
                     ":waiting": value("waiting"),
                     ":false": value(False),
                     ":zero": value(0),
+                    ":unsettled": value(UNSETTLED),
                 },
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }

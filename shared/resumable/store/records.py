@@ -38,7 +38,8 @@ class TurnRecord(Record):
     snapshots of the context-preserving agents this turn has reached (``base_agent_snapshots``: the
     session's, when it began; None for a turn begun before resumable recorded them). ``workflow``: a
     Step Functions workflow started the turn and waits for it to settle on ``task_token``, which the
-    workflow writes itself (no commit touches it).
+    workflow writes itself (no commit touches it). ``sweeps``: how many times the sweeper moved the
+    root on since its last commit (see service.sweep).
     """
 
     session_id: str
@@ -65,6 +66,7 @@ class TurnRecord(Record):
     principal: str | None = None
     workflow: bool = False
     task_token: str | None = None
+    sweeps: int = 0
     created_at: float
     updated_at: float
 

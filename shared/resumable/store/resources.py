@@ -22,6 +22,8 @@ TABLE_ATTRIBUTES: list[dict[str, Any]] = [
     {"AttributeName": "gsi2sk", "AttributeType": "S"},
     {"AttributeName": "gsi3pk", "AttributeType": "S"},
     {"AttributeName": "gsi3sk", "AttributeType": "S"},
+    {"AttributeName": "gsi4pk", "AttributeType": "S"},
+    {"AttributeName": "gsi4sk", "AttributeType": "N"},
 ]
 
 # GSI1 lists a session's interactions by status: gsi1pk = "SESSION#<id>#INTERACTIONS",
@@ -32,6 +34,10 @@ INTERACTIONS_INDEX = "gsi1"
 # principal's own sessions' (gsi3pk = "PRINCIPAL#<principal>"). Both sort by "<expiresAt>#<session>#<request>".
 INBOX_INDEX = "gsi2"
 PRINCIPAL_INBOX_INDEX = "gsi3"
+# The sweeper's: unsettled root turns only (sparse: the keys go when a turn settles), by when the
+# sweeper should next look at each (gsi4sk, seconds since the epoch: "due"). gsi4pk is "UNSETTLED",
+# or "STUCK" for a turn the sweeper gave up on (it tried as often as it may, and the turn did not move).
+UNSETTLED_INDEX = "gsi4"
 
 
 def _index(name: str) -> dict[str, Any]:
@@ -45,7 +51,12 @@ def _index(name: str) -> dict[str, Any]:
     }
 
 
-TABLE_INDEXES: list[dict[str, Any]] = [_index(INTERACTIONS_INDEX), _index(INBOX_INDEX), _index(PRINCIPAL_INBOX_INDEX)]
+TABLE_INDEXES: list[dict[str, Any]] = [
+    _index(INTERACTIONS_INDEX),
+    _index(INBOX_INDEX),
+    _index(PRINCIPAL_INBOX_INDEX),
+    _index(UNSETTLED_INDEX),
+]
 
 BILLING_MODE = "PAY_PER_REQUEST"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from resumable.exceptions import LeaseLostError
-from resumable.store.codec import decode, encode, key, pk, python, root_sk, turn_item, turn_sk, value
+from resumable.store.codec import UNSETTLED, decode, encode, key, pk, python, root_sk, turn_item, turn_sk, value
 from resumable.store.records import (
     ActionRecord,
     InteractionRecord,
@@ -137,7 +137,7 @@ class TurnItems(Table):
                 TableName=self.table,
                 Key=key(session_id, root_sk(root_turn_id)),
                 UpdateExpression="SET #status = :running, lease_owner = :owner, lease_expires_at = :until, "
-                "updated_at = :now ADD lease_generation :one",
+                "updated_at = :now, gsi4pk = :unsettled, gsi4sk = :until ADD lease_generation :one",
                 ConditionExpression=condition,
                 ExpressionAttributeNames={"#status": "status"},
                 ExpressionAttributeValues={
@@ -147,6 +147,7 @@ class TurnItems(Table):
                     ":now": value(now),
                     ":false": value(False),
                     ":one": value(1),
+                    ":unsettled": value(UNSETTLED),
                     **({} if takeover else {":waiting": value("waiting"), ":zero": value(0)}),
                 },
                 ReturnValues="ALL_NEW",
@@ -186,8 +187,8 @@ class TurnItems(Table):
             self.dynamodb.update_item(
                 TableName=self.table,
                 Key=key(turn.session_id, turn_sk(turn)),
-                UpdateExpression="SET #status = :status, updated_at = :now, #error = :error "
-                "REMOVE lease_owner, lease_expires_at",
+                UpdateExpression="SET #status = :status, updated_at = :now, #error = :error, "
+                "gsi4pk = :unsettled, gsi4sk = :now REMOVE lease_owner, lease_expires_at",
                 ConditionExpression="lease_owner = :owner AND #status = :running",
                 ExpressionAttributeNames={"#status": "status", "#error": "error"},
                 ExpressionAttributeValues={
@@ -196,6 +197,7 @@ class TurnItems(Table):
                     ":owner": value(lease_owner),
                     ":running": value("running"),
                     ":error": value(error),
+                    ":unsettled": value(UNSETTLED),
                 },
             )
         except self._conditional_failure as lost:
@@ -210,7 +212,8 @@ class TurnItems(Table):
             item = self.dynamodb.update_item(
                 TableName=self.table,
                 Key=key(session_id, root_sk(root_turn_id)),
-                UpdateExpression="SET cancel_requested = :true, updated_at = :now",
+                # Due a look at once: a cancel that dies before it settles the tree is the sweeper's.
+                UpdateExpression="SET cancel_requested = :true, updated_at = :now, gsi4pk = :unsettled, gsi4sk = :now",
                 ConditionExpression="#status IN (:running, :waiting)",
                 ExpressionAttributeNames={"#status": "status"},
                 ExpressionAttributeValues={
@@ -218,6 +221,7 @@ class TurnItems(Table):
                     ":now": value(now),
                     ":running": value("running"),
                     ":waiting": value("waiting"),
+                    ":unsettled": value(UNSETTLED),
                 },
                 ReturnValues="ALL_NEW",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",

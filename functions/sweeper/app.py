@@ -1,0 +1,14 @@
+"""Sweeper: on its schedule, move on the turns nobody is moving (an expired lease, a lost
+continuation or resume, an expired question, a cancel that died before it settled the tree).
+
+Thin: resumable.service.sweep does the work; its continuations run on SubmitApproval.
+"""
+
+from typing import Any
+
+from resumable.api import direct
+from resumable.api.app import handle
+
+
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return handle(event, context, direct.sweep)

@@ -1,0 +1,151 @@
+"""sweep: move on the turns nobody is moving, so that nothing waits for somebody to poll.
+
+The sweeper runs on a schedule. It reads the unsettled root turns that are due a look from the
+store's index (no scan: every write that could make a turn need moving on sets when it is due, and
+the sweeper sets the next look of those it finds not stalled yet), and moves each stalled one on
+through the use cases a reader would (``service.stall`` names the cases): it settles a turn whose
+question expired or whose cancel died before it settled the tree, and asks for a continuation of a
+turn whose runner is gone, that was checkpointed and not continued, or whose every answer is
+recorded but whose resume was lost (with no continuation to ask for, it runs the turn itself, as
+``recover`` does).
+
+Bounded: at most ``limit`` turns a run, the earliest due first. Safe to run twice at once: before it
+moves a turn the sweeper sets the turn's next look, on condition that nothing set it since it was
+read, so of two sweepers that found the same turn one moves it and the other leaves it. A turn the
+sweeper moved ``ATTEMPTS`` times without it committing anything is given up on (stuck): it is kept
+apart, counted (the ``StuckTurns`` metric, which an alarm watches), tried once more every
+``STUCK_RECHECK_SECONDS``, and shown by ``resumable admin stuck``; it rejoins the others as soon as
+anything moves it (an answer, a cancel, a recover).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from resumable.exceptions import AwsError, StaleCommitError
+from resumable.metrics import count
+from resumable.service.continuation import continue_later
+from resumable.service.run import advance
+from resumable.service.settlement import settle_stalled
+from resumable.service.stall import SETTLES, Stall, idle, stall
+from resumable.store.base import DueTurn
+from resumable.store.records import TurnTree
+
+if TYPE_CHECKING:
+    from resumable.service.dependencies import Dependencies
+
+logger = logging.getLogger(__name__)
+
+ATTEMPTS = 3
+"""How many times the sweeper moves a turn on that then commits nothing, before giving up on it."""
+STUCK_RECHECK_SECONDS = 3600.0
+"""How long a turn the sweeper gave up on waits for its next try."""
+DEFAULT_LIMIT = 100
+
+
+@dataclass
+class SweepReport:
+    """What one run of the sweeper found and did."""
+
+    looked: int = 0
+    moved: Counter[Stall] = field(default_factory=Counter)
+    """The stalled turns it moved on, by why they were stalled (its finds)."""
+    not_yet: int = 0
+    """Turns it found not stalled yet, and set to be looked at again when they could be."""
+    given_up: int = 0
+    """Turns it gave up on in this run."""
+    stuck: int = 0
+    """Turns given up on, in all, after this run."""
+    failed: int = 0
+    """Turns it could not act on for an AWS failure (looked at again in the next run)."""
+
+
+def sweep(deps: Dependencies, limit: int = DEFAULT_LIMIT) -> SweepReport:
+    """One run of the sweeper (see the module): at most ``limit`` turns, the earliest due first."""
+    now, report = deps.clock.now(), SweepReport()
+    found = deps.store.due_turns(now, limit)
+    if len(found) < limit:
+        found += deps.store.due_turns(now, limit - len(found), stuck=True)
+    for turn in found:
+        report.looked += 1
+        try:
+            _look(deps, turn, now, report)
+        except AwsError as error:
+            report.failed += 1
+            logger.error(
+                "session_id=<%s>, turn_id=<%s> | the sweeper could not move the turn on (next run tries again): %s",
+                turn.root.session_id,
+                turn.root.turn_id,
+                error,
+            )
+    report.stuck = deps.store.count_stuck()
+    for why, moved in report.moved.items():
+        count("SweeperFinds", moved, Stall=why)
+    count("StuckTurns", report.stuck)
+    logger.info(
+        "looked=<%d>, moved=<%s>, not_yet=<%d>, given_up=<%d>, stuck=<%d>, failed=<%d> | swept",
+        report.looked,
+        dict(report.moved),
+        report.not_yet,
+        report.given_up,
+        report.stuck,
+        report.failed,
+    )
+    return report
+
+
+def _look(deps: Dependencies, found: DueTurn, now: float, report: SweepReport) -> None:
+    root = found.root
+    tree = deps.store.load_tree(root.session_id, root.turn_id)
+    if tree is None or tree.root.settled:
+        return  # it settled since it was found (settling takes it out of the index)
+    why = stall(tree, now)
+    waits_to_be_taken_up = why in ("checkpointed", "answered_unresumed") and not idle(
+        tree, now, deps.settings.stall_seconds
+    )
+    if why is None or waits_to_be_taken_up:
+        report.not_yet += deps.store.reschedule(found, _next_look(deps, tree, now))
+        return
+    if not found.stuck and tree.root.sweeps >= ATTEMPTS:
+        if deps.store.reschedule(found, now + STUCK_RECHECK_SECONDS, stuck=True):
+            report.given_up += 1
+            logger.error(
+                "session_id=<%s>, turn_id=<%s>, stall=<%s> | the sweeper moved the turn on %d times and it did not "
+                "move: given up on (stuck; see docs/runbook.md)",
+                root.session_id,
+                root.turn_id,
+                why,
+                tree.root.sweeps,
+            )
+        return
+    # Set the next look first, as found: of two sweepers that found this turn, only one goes on.
+    next_look = now + (STUCK_RECHECK_SECONDS if found.stuck else deps.settings.stall_seconds)
+    if not deps.store.reschedule(found, next_look, swept=True, stuck=found.stuck):
+        return
+    report.moved[why] += 1
+    logger.warning("session_id=<%s>, turn_id=<%s>, stall=<%s> | the sweeper moves the turn on", root.session_id,
+                   root.turn_id, why)  # fmt: skip
+    if why in SETTLES:
+        try:
+            settle_stalled(deps, tree, why)
+        except StaleCommitError:
+            logger.info("turn_id=<%s> | the turn changed while the sweeper settled it", root.turn_id)
+    elif deps.continuation is not None:
+        continue_later(deps, tree.root)
+    else:
+        advance(deps, tree)
+
+
+def _next_look(deps: Dependencies, tree: TurnTree, now: float) -> float:
+    """When a turn found not stalled could next be: its lease's expiry, its first question's expiry,
+    or (checkpointed, or answered, and taken up by nobody yet) once it has been idle long enough."""
+    root = tree.root
+    if root.status == "running" and root.lease_owner is not None and (root.lease_expires_at or 0) > now:
+        return float(root.lease_expires_at or now)
+    expiries = [i.expires_at for i in tree.interactions if i.status == "requested" and i.expires_at > now]
+    if root.status == "waiting" and root.open_interactions > 0 and expiries:
+        return min(expiries)
+    return max(now, root.updated_at + deps.settings.stall_seconds)

@@ -1,0 +1,271 @@
+"""The sweeper moves on every turn nobody is moving, found through the index of unsettled turns, with
+an injected clock: a runner that died, a checkpoint whose continuation was lost, a question past its
+expiry, a cancel whose runner died, an answer whose resume was lost. Bounded, safe to run twice at
+once, counted, and it gives up (loudly) on a turn that does not move."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from resumable.metrics import metrics
+from resumable.service import Service, TurnView
+from resumable.service.sweep import ATTEMPTS, STUCK_RECHECK_SECONDS
+from resumable.store import DynamoDBStore
+from tests.clock import FakeClock
+from tests.factories import executions
+from tests.integration.helpers import (
+    APPROVE,
+    answered_but_not_resumed,
+    at_once,
+    leased_by_a_dead_runner,
+    root_record,
+    session_items,
+    store_of,
+)
+from tests.integration.test_unloadable_snapshot import Breakage
+
+
+def _sweeper(make_service: Callable[..., Service], factory: str = "nested", **settings: Any) -> Service:
+    """The sweeper's service: a process of its own, with no continuation to ask for (so it moves a
+    turn that needs a run on itself, as recover does)."""
+    return make_service(factory, **settings)
+
+
+def _index_entry(store: DynamoDBStore, session_id: str, turn_id: str) -> tuple[str, float] | None:
+    """The turn's entry in the sweeper's index: its partition and when it is due, or None."""
+    [root] = [i for i in session_items(store, session_id) if i["sk"] == f"TURN#{turn_id}"]
+    return (root["gsi4pk"], float(root["gsi4sk"])) if "gsi4pk" in root else None
+
+
+def test_a_turn_whose_runner_died_is_taken_over_once_its_lease_expires(
+    make_service: Callable[..., Service], session_id: str, clock: FakeClock, ledger: Path
+) -> None:
+    service = make_service()
+    started, leased = leased_by_a_dead_runner(service, session_id, clock)
+    assert _index_entry(store_of(service), session_id, started.turn_id) == ("UNSETTLED", leased.lease_expires_at)
+
+    assert _sweeper(make_service).sweep().looked == 0, "a live lease is nobody's business"
+    clock.advance(service.settings.lease_seconds + 1)
+    report = _sweeper(make_service).sweep()
+
+    assert (report.looked, dict(report.moved)) == (1, {"runner_gone": 1})
+    assert service.get_turn(session_id, started.turn_id).status == "completed"
+    assert executions(ledger) == ["delete prod-db"]
+    assert _index_entry(store_of(service), session_id, started.turn_id) is None, "settled: out of the index"
+
+
+def test_a_checkpointed_turn_whose_continuation_was_lost_is_continued(
+    make_service: Callable[..., Service], session_id: str, clock: FakeClock
+) -> None:
+    lost: list[tuple[str, str]] = []
+    service = make_service("looks_then_deletes", turn_budget_seconds=0).continued_by(lambda s, t: lost.append((s, t)))
+    started = service.start_turn(session_id, "delete the prod-db record")
+    assert started.status == "running" and lost == [(session_id, started.turn_id)]  # asked for, never run
+
+    assert dict(_sweeper(make_service, "looks_then_deletes").sweep().moved) == {}, "its continuation may be on its way"
+    clock.advance(service.settings.stall_seconds)
+    report = _sweeper(make_service, "looks_then_deletes").sweep()
+
+    assert dict(report.moved) == {"checkpointed": 1}
+    moved = service.get_turn(session_id, started.turn_id)
+    assert moved.status == "waiting" and [i.reason["tool"] for i in moved.interactions] == ["delete_record"]
+
+
+def test_a_question_past_its_expiry_settles_its_turn_expired(
+    make_service: Callable[..., Service], session_id: str, clock: FakeClock
+) -> None:
+    service = make_service()
+    started = service.start_turn(session_id, "delete the prod-db record")
+    [asked] = started.interactions
+    expiry = service.settings.approval_expiry_seconds
+    assert _index_entry(store_of(service), session_id, started.turn_id) == ("UNSETTLED", clock.now() + expiry)
+
+    clock.advance(expiry - 1)
+    assert _sweeper(make_service).sweep().looked == 0, "not due before the question expires"
+    clock.advance(1)
+    report = _sweeper(make_service).sweep()
+
+    assert dict(report.moved) == {"question_expired": 1}
+    settled = root_record(service.store, session_id, started.turn_id)
+    assert settled.status == "expired"
+    assert service.store.get_interaction(session_id, started.turn_id, asked.request_id).status == "expired"  # type: ignore[union-attr]
+    kinds = [i["type"] for i in session_items(store_of(service), session_id) if i.get("entity") == "event"]
+    assert kinds.count("Interaction Closed") == 1 and kinds.count("Turn Settled") == 1
+
+
+def test_a_canceled_turn_whose_runner_died_is_settled_interrupted(
+    make_service: Callable[..., Service], session_id: str, clock: FakeClock, ledger: Path
+) -> None:
+    service = make_service()
+    started, _ = leased_by_a_dead_runner(service, session_id, clock)
+    assert service.cancel(session_id, started.turn_id).status == "running", "the runner is told; it never answers"
+
+    clock.advance(service.settings.lease_seconds + 1)
+    report = _sweeper(make_service).sweep()
+
+    assert dict(report.moved) == {"cancel_unsettled": 1}
+    turn = service.get_turn(session_id, started.turn_id)
+    assert (turn.status, [c.status for c in turn.children]) == ("interrupted", ["interrupted"])
+    assert executions(ledger) == []
+
+
+def test_an_answer_whose_resume_was_lost_is_resumed(
+    make_service: Callable[..., Service], session_id: str, clock: FakeClock, ledger: Path
+) -> None:
+    service = make_service()
+    started = answered_but_not_resumed(service, session_id, clock)
+    entry = _index_entry(store_of(service), session_id, started.turn_id)
+    assert entry == ("UNSETTLED", clock.now()), "the last answer makes the turn due at once"
+
+    clock.advance(service.settings.stall_seconds)
+    report = _sweeper(make_service).sweep()
+
+    assert dict(report.moved) == {"answered_unresumed": 1}
+    assert service.get_turn(session_id, started.turn_id).status == "completed"
+    assert executions(ledger) == ["delete prod-db"]
+
+
+def test_a_turn_found_early_is_looked_at_again_when_it_could_need_a_move(
+    make_service: Callable[..., Service], session_id: str, clock: FakeClock
+) -> None:
+    """A fan-out turn answered in part is due at once (the answer could have been its last); the
+    sweeper finds it waiting on the others and sets its next look to their expiry."""
+    service = make_service("fan_out")
+    started = service.start_turn(session_id, "delete three records")
+    first, *others = started.interactions
+    assert others
+    service.submit_approval(session_id, started.turn_id, first.request_id, APPROVE)
+
+    report = _sweeper(make_service, "fan_out").sweep()
+
+    assert (report.looked, report.not_yet, dict(report.moved)) == (1, 1, {})
+    due = _index_entry(store_of(service), session_id, started.turn_id)
+    expiry = min(i.expires_at for i in service.store.list_interactions(session_id, "requested"))
+    assert due == ("UNSETTLED", expiry)
+    assert _sweeper(make_service, "fan_out").sweep().looked == 0
+
+
+def test_a_run_looks_at_no_more_turns_than_its_limit_the_earliest_due_first(
+    make_service: Callable[..., Service], clock: FakeClock
+) -> None:
+    service = make_service()
+    turns = []
+    for n in range(5):
+        turns.append(service.start_turn(f"s-limit-{n}", "delete the prod-db record"))
+        clock.advance(1)
+    clock.advance(service.settings.approval_expiry_seconds)
+
+    first = _sweeper(make_service).sweep(limit=2)
+    assert (first.looked, dict(first.moved)) == (2, {"question_expired": 2})
+    statuses = [root_record(service.store, t.session_id, t.turn_id).status for t in turns]
+    assert statuses == ["expired", "expired", "waiting", "waiting", "waiting"]
+    second = _sweeper(make_service).sweep(limit=2)
+    third = _sweeper(make_service).sweep(limit=2)
+    assert (second.looked, third.looked) == (2, 1)
+    assert {root_record(service.store, t.session_id, t.turn_id).status for t in turns} == {"expired"}
+
+
+def test_two_sweepers_at_once_move_each_turn_on_once(
+    make_service: Callable[..., Service], clock: FakeClock, ledger: Path
+) -> None:
+    service = make_service()
+    started = [answered_but_not_resumed(service, f"s-twice-{n}", clock) for n in range(4)]
+    clock.advance(service.settings.stall_seconds)
+
+    reports = at_once([_sweeper(make_service).sweep, _sweeper(make_service).sweep])
+
+    assert not [r for r in reports if isinstance(r, Exception)]
+    assert sum(sum(r.moved.values()) for r in reports) == 4  # type: ignore[union-attr]
+    assert sorted(executions(ledger)) == ["delete prod-db"] * 4
+    assert {service.get_turn(t.session_id, t.turn_id).status for t in started} == {"completed"}
+
+
+def test_a_turn_that_does_not_move_is_given_up_on_counted_and_rejoins_once_repaired(
+    make_service: Callable[..., Service],
+    session_id: str,
+    clock: FakeClock,
+    ledger: Path,
+    aws: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    service = make_service()
+    started = answered_but_not_resumed(service, session_id, clock)
+    breakage = Breakage(aws, session_id, started.turn_id)
+    breakage.corrupt_root_snapshot()
+
+    for _ in range(ATTEMPTS):
+        clock.advance(service.settings.stall_seconds)
+        assert dict(_sweeper(make_service).sweep().moved) == {"answered_unresumed": 1}
+    clock.advance(service.settings.stall_seconds)
+    _forget_metrics(capsys)
+    gave_up = _sweeper(make_service).sweep()
+
+    assert (gave_up.moved, gave_up.given_up, gave_up.stuck) == ({}, 1, 1)
+    assert _index_entry(store_of(service), session_id, started.turn_id) == (
+        "STUCK",
+        clock.now() + STUCK_RECHECK_SECONDS,
+    )
+    assert _metrics(capsys)["StuckTurns"] == [1]
+    assert _sweeper(make_service).sweep().looked == 0, "a stuck turn waits for its next try"
+    assert executions(ledger) == []
+
+    breakage.repair()
+    clock.advance(STUCK_RECHECK_SECONDS)
+    tried_again = _sweeper(make_service).sweep()
+    assert (dict(tried_again.moved), tried_again.stuck) == ({"answered_unresumed": 1}, 0)
+    assert service.get_turn(session_id, started.turn_id).status == "completed"
+    assert executions(ledger) == ["delete prod-db"]
+
+
+def test_its_finds_are_counted_by_why_the_turn_was_stalled(
+    make_service: Callable[..., Service], session_id: str, clock: FakeClock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    service = make_service()
+    service.start_turn(session_id, "delete the prod-db record")
+    clock.advance(service.settings.approval_expiry_seconds)
+    _forget_metrics(capsys)
+
+    _sweeper(make_service).sweep()
+
+    found = _metrics(capsys)
+    assert found["SweeperFinds{Stall=question_expired}"] == [1]
+    assert found["StuckTurns"] == [0]
+
+
+def test_settled_turns_leave_the_index(make_service: Callable[..., Service], session_id: str) -> None:
+    service = make_service()
+    started = service.start_turn(session_id, "delete the prod-db record")
+    assert _index_entry(store_of(service), session_id, started.turn_id) is not None
+    done: TurnView = service.submit_approval(session_id, started.turn_id, started.interactions[0].request_id, APPROVE)
+    assert done.status == "completed"
+    assert _index_entry(store_of(service), session_id, started.turn_id) is None
+
+
+def _forget_metrics(capsys: pytest.CaptureFixture[str]) -> None:
+    """Drop what was counted and printed so far (the process's metrics are shared, as in Lambda)."""
+    metrics.clear_metrics()
+    capsys.readouterr()
+
+
+def _metrics(capsys: pytest.CaptureFixture[str]) -> dict[str, list[float]]:
+    """The metrics printed since the last read, in CloudWatch's embedded metric format, once flushed as
+    the handler flushes them when it returns: by name (with their own dimensions beside the service's,
+    as ``name{Dimension=value}``)."""
+    metrics.flush_metrics()
+    found: dict[str, list[float]] = {}
+    for line in capsys.readouterr().out.splitlines():
+        if not line.startswith("{") or "_aws" not in line:
+            continue
+        emitted = json.loads(line)
+        [directive] = emitted["_aws"]["CloudWatchMetrics"]
+        own = sorted({d for group in directive["Dimensions"] for d in group} - {"service"})
+        suffix = "{" + ",".join(f"{d}={emitted[d]}" for d in own) + "}" if own else ""
+        for metric in directive["Metrics"]:
+            value = emitted[metric["Name"]]
+            found.setdefault(metric["Name"] + suffix, []).extend(value if isinstance(value, list) else [value])
+    return found
