@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
 
 from resumable.local.events import Mapping
 from resumable.local.server import load_template
+from resumable.metrics import METRICS
 from resumable.store.resources import (
     BILLING_MODE,
     BUCKET_LIFECYCLE_RULES,
@@ -213,6 +215,23 @@ def test_the_sweeper_runs_on_its_schedule_reads_its_index_and_an_alarm_watches_w
     globals_ = load_template()["Globals"]["Function"]["Environment"]["Variables"]
     assert alarm["Namespace"] == globals_["POWERTOOLS_METRICS_NAMESPACE"]
     assert alarm["Dimensions"] == [{"Name": "service", "Value": globals_["POWERTOOLS_SERVICE_NAME"]}]
+
+
+def test_the_dashboard_shows_every_metric_resumable_writes(resources: dict[str, Any]) -> None:
+    body = resources["Dashboard"]["Properties"]["DashboardBody"]  # !Sub, as read here: its text
+    referenced = set(re.findall(r"\$\{([^}]+)\}", body))
+    assert {r.split(".")[0] for r in referenced} - {"AWS::Region"} <= set(resources)
+    shown = [
+        metric
+        for widget in json.loads(re.sub(r"\$\{[^}]+\}", "x", body))["widgets"]
+        for metric in widget["properties"]["metrics"]
+    ]
+    ours = {(m[1], *[v for v in m[4:6] if isinstance(v, str)]) for m in shown if m[0] == "resumable"}
+    for name, dimension in METRICS.items():
+        expected = {(name,)} if dimension is None else {(name, dimension[0], v) for v in dimension[1]}
+        assert expected <= ours, f"the dashboard does not show {name}"
+    functions = {name for name, r in resources.items() if r["Type"] == "AWS::Serverless::Function"}
+    assert functions <= referenced
 
 
 def test_the_api_is_throttled_and_logs_who_called_and_functions_can_be_capped() -> None:

@@ -27,6 +27,7 @@ from resumable.store.outbox import PURGE_AFTER_SECONDS
 from resumable.store.resources import TTL_ATTRIBUTE
 from tests.clock import FakeClock
 from tests.integration.helpers import APPROVE
+from tests.metrics import forget_metrics, printed_metrics
 from tests.patience import HANG_SECONDS, eventually
 
 Event = dict[str, Any]
@@ -267,7 +268,10 @@ def test_a_record_that_can_never_be_published_goes_to_the_dead_letter_queue_and_
 
 
 def test_a_bus_that_refuses_an_event_holds_back_the_rest_of_its_session_and_no_other(
-    make_service: Callable[..., Service], events_settings: Settings, publisher_clock: FakeClock
+    make_service: Callable[..., Service],
+    events_settings: Settings,
+    publisher_clock: FakeClock,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     refusals = [3]  # fewer than the mapping's retries
 
@@ -288,9 +292,15 @@ def test_a_bus_that_refuses_an_event_holds_back_the_rest_of_its_session_and_no_o
         started = service.start_turn(session, "delete")
         service.cancel(session, started.turn_id)
     canceled = ["Interaction Requested", "Interaction Closed:superseded", "Turn Settled:canceled"]
+    forget_metrics(capsys)
     with start_publishing(events_settings, publisher_clock, wrap) as (_, queue):
         deliveries = queue.until(6)
     assert refusals == [0]
+    counted = printed_metrics(capsys)
+    # Each refusal is a failure; what a retry delivers again (the batch from the refused record on, the
+    # other session's events too) is published again, and counted again.
+    assert sum(counted["PublisherFailures"]) == 3
+    assert sum(counted["EventsPublished"]) >= 6
     sessions = by_session(deliveries)
     assert kinds(sessions["other"]) == kinds(sessions["held"]) == canceled
     held = [e["detail"]["sequence"] for e in deliveries if e["detail"]["sessionId"] == "held"]

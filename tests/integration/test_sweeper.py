@@ -5,14 +5,12 @@ once, counted, and it gives up (loudly) on a turn that does not move."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from resumable.metrics import metrics
 from resumable.service import Service, TurnView
 from resumable.service.sweep import ATTEMPTS, STUCK_RECHECK_SECONDS
 from resumable.store import DynamoDBStore
@@ -28,6 +26,7 @@ from tests.integration.helpers import (
     store_of,
 )
 from tests.integration.test_unloadable_snapshot import Breakage
+from tests.metrics import forget_metrics, printed_metrics
 
 
 def _sweeper(make_service: Callable[..., Service], factory: str = "nested", **settings: Any) -> Service:
@@ -202,7 +201,7 @@ def test_a_turn_that_does_not_move_is_given_up_on_counted_and_rejoins_once_repai
         clock.advance(service.settings.stall_seconds)
         assert dict(_sweeper(make_service).sweep().moved) == {"answered_unresumed": 1}
     clock.advance(service.settings.stall_seconds)
-    _forget_metrics(capsys)
+    forget_metrics(capsys)
     gave_up = _sweeper(make_service).sweep()
 
     assert (gave_up.moved, gave_up.given_up, gave_up.stuck) == ({}, 1, 1)
@@ -210,7 +209,7 @@ def test_a_turn_that_does_not_move_is_given_up_on_counted_and_rejoins_once_repai
         "STUCK",
         clock.now() + STUCK_RECHECK_SECONDS,
     )
-    assert _metrics(capsys)["StuckTurns"] == [1]
+    assert printed_metrics(capsys)["StuckTurns"] == [1]
     assert _sweeper(make_service).sweep().looked == 0, "a stuck turn waits for its next try"
     assert executions(ledger) == []
 
@@ -228,11 +227,11 @@ def test_its_finds_are_counted_by_why_the_turn_was_stalled(
     service = make_service()
     service.start_turn(session_id, "delete the prod-db record")
     clock.advance(service.settings.approval_expiry_seconds)
-    _forget_metrics(capsys)
+    forget_metrics(capsys)
 
     _sweeper(make_service).sweep()
 
-    found = _metrics(capsys)
+    found = printed_metrics(capsys)
     assert found["SweeperFinds{Stall=question_expired}"] == [1]
     assert found["StuckTurns"] == [0]
 
@@ -246,26 +245,30 @@ def test_settled_turns_leave_the_index(make_service: Callable[..., Service], ses
     assert _index_entry(store_of(service), session_id, started.turn_id) is None
 
 
-def _forget_metrics(capsys: pytest.CaptureFixture[str]) -> None:
-    """Drop what was counted and printed so far (the process's metrics are shared, as in Lambda)."""
-    metrics.clear_metrics()
-    capsys.readouterr()
+def test_with_a_continuation_to_ask_for_it_asks_rather_than_runs_and_gives_up_if_none_ever_comes(
+    make_service: Callable[..., Service], session_id: str, clock: FakeClock, ledger: Path
+) -> None:
+    """On AWS the sweeper does not run turns itself: it asks SubmitApproval to continue each (bounded
+    work per run). A continuation that never arrives is asked for again; after ATTEMPTS the turn is
+    given up on, and it rejoins the others once a continuation does run it."""
+    service = make_service()
+    started, _ = leased_by_a_dead_runner(service, session_id, clock)
+    clock.advance(service.settings.lease_seconds + 1)
+    asked: list[tuple[str, str]] = []
 
+    def sweeper() -> Service:
+        return _sweeper(make_service).continued_by(lambda s, t: asked.append((s, t)))
 
-def _metrics(capsys: pytest.CaptureFixture[str]) -> dict[str, list[float]]:
-    """The metrics printed since the last read, in CloudWatch's embedded metric format, once flushed as
-    the handler flushes them when it returns: by name (with their own dimensions beside the service's,
-    as ``name{Dimension=value}``)."""
-    metrics.flush_metrics()
-    found: dict[str, list[float]] = {}
-    for line in capsys.readouterr().out.splitlines():
-        if not line.startswith("{") or "_aws" not in line:
-            continue
-        emitted = json.loads(line)
-        [directive] = emitted["_aws"]["CloudWatchMetrics"]
-        own = sorted({d for group in directive["Dimensions"] for d in group} - {"service"})
-        suffix = "{" + ",".join(f"{d}={emitted[d]}" for d in own) + "}" if own else ""
-        for metric in directive["Metrics"]:
-            value = emitted[metric["Name"]]
-            found.setdefault(metric["Name"] + suffix, []).extend(value if isinstance(value, list) else [value])
-    return found
+    assert dict(sweeper().sweep().moved) == {"runner_gone": 1}
+    assert asked == [(session_id, started.turn_id)] and executions(ledger) == []
+    assert sweeper().sweep().looked == 0, "its continuation may be on its way"
+    for _ in range(ATTEMPTS - 1):
+        clock.advance(service.settings.stall_seconds)
+        assert dict(sweeper().sweep().moved) == {"runner_gone": 1}
+    clock.advance(service.settings.stall_seconds)
+    assert sweeper().sweep().given_up == 1
+    assert len(asked) == ATTEMPTS
+
+    assert service.recover(session_id, started.turn_id).status == "completed"  # the continuation, at last
+    assert _index_entry(store_of(service), session_id, started.turn_id) is None
+    assert executions(ledger) == ["delete prod-db"]

@@ -14,10 +14,10 @@ from tests.patience import HANG_SECONDS
 EMIT = """
 import json
 from resumable.api.observability import logger
-from resumable.metrics import count, metrics
+from resumable.metrics import count, flush
 logger.info("hello")
 count("Requests")
-metrics.flush_metrics()
+flush()
 """
 
 

@@ -30,7 +30,7 @@ from resumable.exceptions import (
     ServiceError,
     ValidationFailedError,
 )
-from resumable.metrics import count, metrics
+from resumable.metrics import count, flushing
 from resumable.service import Service
 from resumable.service.dependencies import Continuation
 
@@ -149,7 +149,7 @@ _resolving = threading.Lock()
 
 
 @logger.inject_lambda_context(clear_state=True)
-@metrics.log_metrics(raise_on_empty_metrics=False)
+@flushing
 def handle(
     event: dict[str, Any], context: Any, direct: Direct | None = None, *, continues: bool = False
 ) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from resumable.clock import Clock, SystemClock, iso
 from resumable.config import Settings
 from resumable.events.schemas import MODELS, SOURCE, EventDetail
 from resumable.exceptions import AwsError, NotPublishedError
+from resumable.metrics import count, flush
 from resumable.store.codec import decode
 from resumable.store.outbox import OutboxItems, event_id
 from resumable.store.records import OutboxEvent
@@ -70,8 +71,10 @@ class Publisher:
                 self._dead_letter(record, error)
                 return
             self.bus.put(SOURCE, event.type, detail.model_dump_json(by_alias=True), event.created_at)
+            count("EventsPublished")
         except Exception:
             self._failed.add(session_id)
+            count("PublisherFailures")
             raise
 
     def _dead_letter(self, record: DynamoDBRecord, error: Exception) -> None:
@@ -79,6 +82,7 @@ class Publisher:
             "outbox record %s can never be published, sent to the dead-letter queue: %s", record.event_id, error
         )
         self.dead_letters.send({"reason": f"never publishable: {error}", "record": record.raw_event})
+        count("EventsDeadLettered")
 
     @staticmethod
     def _keys(change: dict[str, Any]) -> tuple[str, str]:
@@ -139,7 +143,10 @@ class Publishing:
         """One batch of stream records: ``{"batchItemFailures": [...]}`` for those not published."""
         publisher = Publisher(self.settings, self.outbox, self.bus, self.dead_letters, self.clock)
         processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
-        reply = process_partial_response(
-            event=event, record_handler=publisher.publish, processor=processor, context=context
-        )
+        try:
+            reply = process_partial_response(
+                event=event, record_handler=publisher.publish, processor=processor, context=context
+            )
+        finally:
+            flush()
         return dict(reply)

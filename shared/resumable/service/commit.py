@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from resumable.exceptions import AwsError, StaleCommitError
+from resumable.metrics import count_commit
 from resumable.runtime.agent import Agent
 from resumable.runtime.agent_as_tool import call_prefix
 from resumable.runtime.approval import APPROVAL_INTERRUPT
@@ -84,6 +85,7 @@ def commit_run(
     except StaleCommitError:
         retire(deps, [k for k in [snapshot_key, *session.written] if k])  # nothing points at them
         raise
+    count_commit(commit)
     retire(deps, _no_longer_pointed_at(root, snapshot_key, session))
     logger.info(
         "session_id=<%s>, turn_id=<%s>, status=<%s>, version=<%d> | turn committed",

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from resumable.clock import Clock
 from resumable.exceptions import AwsError
+from resumable.metrics import count
 
 if TYPE_CHECKING:
     from resumable.service.dependencies import Dependencies
@@ -48,9 +49,11 @@ def continue_later(deps: Dependencies, root: TurnRecord) -> None:
     """Ask for another invocation to continue ``root`` (checkpointed, or stalled: see get_turn)."""
     if deps.continuation is None:
         return
+    count("ContinuationsRequested")
     try:
         deps.continuation(root.session_id, root.turn_id)
     except AwsError as error:
+        count("ContinuationsFailed")
         logger.error(
             "session_id=<%s>, turn_id=<%s> | a continuation of the turn could not be requested: %s. Reading the "
             "turn (get-turn) requests it again",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from resumable.metrics import count_commit
 from resumable.service.stall import SETTLES, Stall, stall
 from resumable.service.workflow import tell_workflow
 from resumable.store.base import Commit
@@ -77,6 +78,7 @@ def settle_tree(
         events=[*(interaction_closed(i, reason) for i, _ in changes), turn_settled(new_root, reason)],
     )
     deps.store.commit(commit)
+    count_commit(commit)
     logger.info(
         "session_id=<%s>, turn_id=<%s>, status=<%s> | turn settled: %s", root.session_id, root.turn_id, status, reason
     )

@@ -16,6 +16,7 @@ from resumable.exceptions import (
     TurnBusyError,
     ValidationFailedError,
 )
+from resumable.metrics import count_answer
 from resumable.runtime.tools import APPROVAL_INTERRUPT, ApprovalAnswer
 from resumable.service.access import is_approver, load, may_act_for
 from resumable.service.edits import check_edit
@@ -82,7 +83,8 @@ def submit_approval(
                 "nothing was answered"
             )
         _unless_replayed(interaction, response, approval_shaped)
-    else:
+    tree = load(deps, session_id, root_id)
+    if answer.outcome == "answered":
         logger.info(
             "session_id=<%s>, turn_id=<%s>, request_id=<%s> | interaction answered by %s",
             session_id,
@@ -90,7 +92,10 @@ def submit_approval(
             request_id,
             principal,
         )
-    return TurnView.of(advance(deps, load(deps, session_id, root_id)))  # the root turn, whichever turn id was sent
+        recorded = next((i for i in tree.interactions if i.request_id == request_id), None)
+        if recorded is not None:
+            count_answer(recorded)
+    return TurnView.of(advance(deps, tree))  # the root turn, whichever turn id was sent
 
 
 def _checked(deps: Dependencies, response: Any) -> bool:
