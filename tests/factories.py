@@ -303,3 +303,43 @@ def third_party(name: str = "drop_table") -> Callable[[AgentContext], Agent]:
         )
 
     return build
+
+
+# -- for tests/integration/test_retention.py --------------------------------------------------------------
+
+
+def deletes_twice(context: AgentContext) -> Agent:
+    """orchestrator -> db_admin, which deletes a-db, then b-db (each waits for its approval): once the
+    first is approved and run, the turn waits again with a finished action in its journal."""
+    db_admin = Agent(
+        name="db_admin",
+        model=ScriptedModel(
+            [
+                calls(("w-1", "delete_record", {"name": "a-db"})),
+                calls(("w-2", "delete_record", {"name": "b-db"})),
+                says("both are deleted"),
+            ]
+        ),
+        tools=[delete_record],
+    )
+    return Agent(
+        name="orchestrator",
+        model=ScriptedModel([calls(("o-1", "db_admin", {"prompt": "delete a-db and b-db"})), says("Done.")]),
+        tools=[db_admin.as_tool()],
+    )
+
+
+def nested_twice(context: AgentContext) -> Agent:
+    """``nested`` for two turns of one session: each asks db_admin (ephemeral) to delete prod-db."""
+    return Agent(
+        name="orchestrator",
+        model=ScriptedModel(
+            [
+                calls(("o-1", "db_admin", {"prompt": "delete prod-db"})),
+                says("The record is gone."),
+                calls(("o-2", "db_admin", {"prompt": "delete prod-db again"})),
+                says("It is gone again."),
+            ]
+        ),
+        tools=[_db_admin().as_tool()],
+    )

@@ -22,6 +22,8 @@ class Settings(BaseModel):
     it can), ``CONTINUE_FUNCTION`` (the Lambda function that continues turns: SubmitApproval),
     ``STALL_SECONDS`` (how long a checkpointed or fully answered turn may sit before a read asks for
     another continuation), ``SWEEP_LIMIT`` (how many turns one run of the sweeper looks at, at most),
+    ``RETENTION_DAYS`` (how long a settled turn's records, and a session's after its last turn, are
+    kept; a deleted session's, from its deletion),
     ``APPROVER_PRINCIPALS``
     (comma-separated IAM principal ARNs, ``*`` wildcards allowed, that may read and answer every
     session, not only their own), ``EVENT_BUS_NAME`` (the bus the publisher puts events on),
@@ -49,6 +51,7 @@ class Settings(BaseModel):
     continue_function: str | None = None
     stall_seconds: float = Field(default=10, ge=0)
     sweep_limit: int = Field(default=100, gt=0)
+    retention_days: float = Field(default=30, gt=0)
     max_prompt_chars: int = Field(default=16_000, gt=0)
     max_response_bytes: int = Field(default=8_192, gt=0)
     approver_principals: tuple[str, ...] = ()
@@ -63,6 +66,10 @@ class Settings(BaseModel):
     jwt_audience: tuple[str, ...] = ()
     approver_groups: tuple[str, ...] = ()
     jwt_groups_claim: str = "cognito:groups"
+
+    @property
+    def retention_seconds(self) -> float:
+        return self.retention_days * 86400
 
     @property
     def default_approval_policy(self) -> ApprovalPolicy | None:
@@ -88,6 +95,7 @@ class Settings(BaseModel):
             "continue_function": "CONTINUE_FUNCTION",
             "stall_seconds": "STALL_SECONDS",
             "sweep_limit": "SWEEP_LIMIT",
+            "retention_days": "RETENTION_DAYS",
             "event_bus_name": "EVENT_BUS_NAME",
             "api_url": "API_URL",
             "dead_letter_queue_url": "DEAD_LETTER_QUEUE_URL",

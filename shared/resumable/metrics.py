@@ -57,6 +57,7 @@ METRICS: dict[str, tuple[str, tuple[str, ...]] | None] = {
         ("question_expired", "cancel_unsettled", "answered_unresumed", "runner_gone", "checkpointed"),
     ),
     "StuckTurns": None,
+    "RecordsExpired": ("Record", ("turn", "session")),
     # the publisher
     "EventsPublished": None,
     "PublisherFailures": None,

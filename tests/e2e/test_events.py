@@ -144,6 +144,7 @@ def test_the_sample_schedule_event_runs_the_sweeper_and_it_refuses_anything_else
         "givenUp": 0,
         "stuck": 0,
         "failed": 0,
+        "expired": 0,
     }
     with pytest.raises(ValidationFailedError, match="Scheduled Event"):
         invoke("Sweeper", {"sessionId": "s", "turnId": "t"})

@@ -244,3 +244,23 @@ def late_commit(leased: TurnRecord, now: float, status: TurnStatus = "completed"
         expected_lease_owner=leased.lease_owner,
         settle_session=status == "completed",
     )
+
+
+# -- what DynamoDB's TTL does ----------------------------------------------------------------------------
+
+
+def ttl_deletes_expired(store: DynamoDBStore, now: float) -> int:
+    """Delete every item of the table whose ``purge_at`` has passed at ``now``, as DynamoDB's TTL does
+    (some time after it passed: the embedded AWS has no TTL process); how many."""
+    deleted = 0
+    scan: dict[str, Any] = {"TableName": store.table, "ConsistentRead": True}
+    while True:
+        page = store.dynamodb.scan(**scan)
+        for item in page.get("Items", []):
+            purge_at = item.get("purge_at", {}).get("N")
+            if purge_at is not None and float(purge_at) <= now:
+                store.dynamodb.delete_item(TableName=store.table, Key={"pk": item["pk"], "sk": item["sk"]})
+                deleted += 1
+        if "LastEvaluatedKey" not in page:
+            return deleted
+        scan["ExclusiveStartKey"] = page["LastEvaluatedKey"]

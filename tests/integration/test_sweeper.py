@@ -41,6 +41,12 @@ def _index_entry(store: DynamoDBStore, session_id: str, turn_id: str) -> tuple[s
     return (root["gsi4pk"], float(root["gsi4sk"])) if "gsi4pk" in root else None
 
 
+def _settled_entry(service: Service, session_id: str, turn_id: str) -> bool:
+    """Whether the settled turn is in the index as a record whose retention ends when its record says."""
+    purge_at = root_record(service.store, session_id, turn_id).purge_at
+    return purge_at is not None and _index_entry(store_of(service), session_id, turn_id) == ("EXPIRING", purge_at)
+
+
 def test_a_turn_whose_runner_died_is_taken_over_once_its_lease_expires(
     make_service: Callable[..., Service], session_id: str, clock: FakeClock, ledger: Path
 ) -> None:
@@ -55,7 +61,7 @@ def test_a_turn_whose_runner_died_is_taken_over_once_its_lease_expires(
     assert (report.looked, dict(report.moved)) == (1, {"runner_gone": 1})
     assert service.get_turn(session_id, started.turn_id).status == "completed"
     assert executions(ledger) == ["delete prod-db"]
-    assert _index_entry(store_of(service), session_id, started.turn_id) is None, "settled: out of the index"
+    assert _settled_entry(service, session_id, started.turn_id), "settled: in the index until its retention ends"
 
 
 def test_a_checkpointed_turn_whose_continuation_was_lost_is_continued(
@@ -236,13 +242,13 @@ def test_its_finds_are_counted_by_why_the_turn_was_stalled(
     assert found["StuckTurns"] == [0]
 
 
-def test_settled_turns_leave_the_index(make_service: Callable[..., Service], session_id: str) -> None:
+def test_settled_turns_leave_the_turns_due_a_look(make_service: Callable[..., Service], session_id: str) -> None:
     service = make_service()
     started = service.start_turn(session_id, "delete the prod-db record")
     assert _index_entry(store_of(service), session_id, started.turn_id) is not None
     done: TurnView = service.submit_approval(session_id, started.turn_id, started.interactions[0].request_id, APPROVE)
     assert done.status == "completed"
-    assert _index_entry(store_of(service), session_id, started.turn_id) is None
+    assert _settled_entry(service, session_id, started.turn_id)
 
 
 def test_with_a_continuation_to_ask_for_it_asks_rather_than_runs_and_gives_up_if_none_ever_comes(
@@ -270,5 +276,5 @@ def test_with_a_continuation_to_ask_for_it_asks_rather_than_runs_and_gives_up_if
     assert len(asked) == ATTEMPTS
 
     assert service.recover(session_id, started.turn_id).status == "completed"  # the continuation, at last
-    assert _index_entry(store_of(service), session_id, started.turn_id) is None
+    assert _settled_entry(service, session_id, started.turn_id)
     assert executions(ledger) == ["delete prod-db"]

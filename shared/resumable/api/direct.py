@@ -105,4 +105,5 @@ def sweep(service: Service, event: dict[str, Any]) -> dict[str, Any]:
         "givenUp": report.given_up,
         "stuck": report.stuck,
         "failed": report.failed,
+        "expired": report.expired,
     }

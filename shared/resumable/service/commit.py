@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from resumable.exceptions import AwsError, StaleCommitError
+from resumable.exceptions import StaleCommitError
 from resumable.metrics import count_commit
 from resumable.runtime.agent import Agent
 from resumable.runtime.agent_as_tool import call_prefix
@@ -20,11 +20,12 @@ from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT, Interrupt
 from resumable.service.child_turns import ChildTurns
 from resumable.service.ids import request_id
 from resumable.service.limits import bounded_json, bounded_text
+from resumable.service.retention import purge_time, retire
 from resumable.service.settlement import superseded
 from resumable.service.workflow import tell_workflow
 from resumable.store.base import Commit
 from resumable.store.outbox import interaction_closed, interaction_requested, turn_settled
-from resumable.store.records import SETTLED, InteractionRecord, TurnRecord, TurnStatus, TurnTree
+from resumable.store.records import SETTLED, ActionRecord, InteractionRecord, TurnRecord, TurnStatus, TurnTree
 from resumable.store.s3_session import S3Session
 
 if TYPE_CHECKING:
@@ -73,13 +74,18 @@ def commit_run(
     session: S3Session,
     children: ChildTurns,
     outcome: Outcome,
+    actions: list[ActionRecord],
 ) -> TurnTree:
-    """Commit the run's ``outcome`` (see the module); return the tree as committed. Raises
-    ``StaleCommitError`` (having retired the snapshots it wrote) if the run no longer holds the turn."""
+    """Commit the run's ``outcome`` (see the module); return the tree as committed. ``actions``: the
+    action journal's entries the run wrote (they expire with the tree). Raises ``StaleCommitError``
+    (having retired the snapshots it wrote) if the run no longer holds the turn."""
     root, now = tree.root, deps.clock.now()
     snapshot_key = _write_snapshot(deps, root, agent, outcome)
     waiting = _waiting(deps, tree, children, outcome, now)
-    commit = _commit_of(tree, lease_owner, session, children, outcome, waiting, snapshot_key, now)
+    purge_at = purge_time(deps, now) if outcome.status in SETTLED else None
+    commit = _commit_of(tree, lease_owner, session, children, outcome, waiting, snapshot_key, now, purge_at)
+    if commit.expiring is not None:
+        commit.expiring = tree.model_copy(update={"actions": [*tree.actions, *actions]})
     try:
         deps.store.commit(commit)
     except StaleCommitError:
@@ -140,6 +146,7 @@ def _commit_of(
     waiting: Waiting,
     snapshot_key: str | None,
     now: float,
+    purge_at: float | None,
 ) -> Commit:
     root = tree.root
     settled, completed = outcome.status in SETTLED, outcome.status == "completed"
@@ -154,6 +161,7 @@ def _commit_of(
             "open_interactions": waiting.open,
             "lease_owner": None,
             "lease_expires_at": None,
+            "purge_at": purge_at,
             "updated_at": now,
         }
     )
@@ -176,6 +184,7 @@ def _commit_of(
             *(interaction_closed(i, why) for i, _ in changes),
             *([turn_settled(new_root)] if settled else []),
         ],
+        expiring=tree if settled else None,
     )
 
 
@@ -205,17 +214,6 @@ def _no_longer_pointed_at(root: TurnRecord, snapshot_key: str | None, session: S
         sessions = set(root.base_agent_snapshots.values())
         replaced += [key for key in root.agent_snapshots.values() if key not in current and key not in sessions]
     return replaced
-
-
-def retire(deps: Dependencies, keys: list[str]) -> None:
-    """Retire ``keys`` (tag them for the bucket's lifecycle). Best effort: an untagged snapshot is only
-    kept longer."""
-    if not keys:
-        return
-    try:
-        deps.snapshots.retire(keys)
-    except AwsError as error:
-        logger.warning("snapshots %s were not retired (they are kept): %s", keys, error)
 
 
 def _waiting_on(

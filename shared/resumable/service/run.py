@@ -21,10 +21,11 @@ from resumable.runtime.invocation import Invocation
 from resumable.service.access import load
 from resumable.service.agent_factory import AgentContext, build
 from resumable.service.child_turns import ChildTurns
-from resumable.service.commit import Outcome, commit_run, retire
+from resumable.service.commit import Outcome, commit_run
 from resumable.service.continuation import Budget, continue_later
 from resumable.service.journal import LeasedActionJournal
 from resumable.service.lease import LeaseGuard
+from resumable.service.retention import retire
 from resumable.service.settlement import CANCELED_ON_REQUEST, settle_stalled, settle_tree
 from resumable.service.stall import SETTLES, stall
 from resumable.store.records import TurnTree
@@ -121,7 +122,7 @@ def run_leased(deps: Dependencies, tree: TurnTree, lease_owner: str) -> TurnTree
         retire(deps, session.written)
         return _after_refused_commit(deps, tree, lease_owner)
     try:
-        committed = commit_run(deps, tree, lease_owner, agent, session, children, outcome)
+        committed = commit_run(deps, tree, lease_owner, agent, session, children, outcome, list(journal.known.values()))
     except StaleCommitError:
         return _after_refused_commit(deps, tree, lease_owner)
     if journal.known:

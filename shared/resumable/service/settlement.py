@@ -6,6 +6,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from resumable.metrics import count_commit
+from resumable.service.retention import purge_time
 from resumable.service.stall import SETTLES, Stall, stall
 from resumable.service.workflow import tell_workflow
 from resumable.store.base import Commit
@@ -60,6 +61,7 @@ def settle_tree(
             "open_interactions": 0,
             "lease_owner": None,
             "lease_expires_at": None,
+            "purge_at": purge_time(deps, now),
             "updated_at": now,
         }
     )
@@ -76,6 +78,7 @@ def settle_tree(
             c.model_copy(update={"status": status, "updated_at": now}) for c in tree.children if c.status not in SETTLED
         ],
         events=[*(interaction_closed(i, reason) for i, _ in changes), turn_settled(new_root, reason)],
+        expiring=tree,
     )
     deps.store.commit(commit)
     count_commit(commit)

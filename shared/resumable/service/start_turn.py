@@ -9,6 +9,7 @@ from resumable.exceptions import NotFoundError, TurnBusyError, ValidationFailedE
 from resumable.service.access import may_act_for
 from resumable.service.ids import new_root_turn_id, valid_session_id
 from resumable.service.limits import text_utf8
+from resumable.service.retention import retire
 from resumable.service.run import run_leased
 from resumable.service.views import TurnView
 from resumable.store.records import SessionRecord, TurnRecord, TurnTree
@@ -37,6 +38,8 @@ def start_turn(deps: Dependencies, session_id: str, prompt: Any, principal: str 
 
     store, now = deps.store, deps.clock.now()
     seen = store.get_session(session_id)
+    # A session whose retention ended is gone: its id starts a new one, in its place.
+    replaced, seen = (seen, None) if seen is not None and seen.expired(now) else (None, seen)
     if seen is not None and not may_act_for(deps.settings, seen.principal, principal):
         raise NotFoundError(f"there is no session {session_id!r} you may use; nothing was started")
     if seen is not None and seen.active_turn_id is not None:
@@ -74,4 +77,7 @@ def start_turn(deps: Dependencies, session_id: str, prompt: Any, principal: str 
             f"session {session_id!r} started another turn at the same moment: nothing was started; "
             "get the session's turn and answer or cancel it"
         )
+    if replaced is not None:
+        # Its conversation is no record's any more (its turns' retention ended before its own).
+        retire(deps, sorted(replaced.snapshots))
     return TurnView.of(run_leased(deps, TurnTree(root=root, children=[], interactions=[]), lease_owner))

@@ -24,7 +24,7 @@ from resumable.service.ids import root_of, valid_request_id, valid_session_id, v
 from resumable.service.limits import json_utf8
 from resumable.service.run import advance
 from resumable.service.views import TurnView
-from resumable.store.records import InteractionRecord, TurnRecord
+from resumable.store.records import InteractionRecord, TurnRecord, expired
 
 if TYPE_CHECKING:
     from resumable.service.dependencies import Dependencies
@@ -73,6 +73,7 @@ def submit_approval(
             interaction is None
             or turn_id not in (root_id, interaction.turn_id)
             or not may_act_for(deps.settings, interaction.principal, principal)
+            or expired(interaction.purge_at, deps.clock.now())
         ):
             raise missing
         if _expired_unanswered(interaction, approval_shaped):

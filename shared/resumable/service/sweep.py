@@ -9,7 +9,11 @@ turn whose runner is gone, that was checkpointed and not continued, or whose eve
 recorded but whose resume was lost (with no continuation to ask for, it runs the turn itself, as
 ``recover`` does).
 
-Bounded: at most ``limit`` turns a run, the earliest due first. Safe to run twice at once: before it
+It also ends the retention of records whose time has come (service.retention): it retires the
+snapshots only they pointed at.
+
+Bounded: at most ``limit`` turns (and then records whose retention ended) a run, the earliest due
+first. Safe to run twice at once: before it
 moves a turn the sweeper sets the turn's next look, on condition that nothing set it since it was
 read, so of two sweepers that found the same turn one moves it and the other leaves it. A turn the
 sweeper moved ``ATTEMPTS`` times without it committing anything is given up on (stuck): it is kept
@@ -28,6 +32,7 @@ from typing import TYPE_CHECKING
 from resumable.exceptions import AwsError, StaleCommitError
 from resumable.metrics import count
 from resumable.service.continuation import continue_later
+from resumable.service.retention import expire
 from resumable.service.run import advance
 from resumable.service.settlement import settle_stalled
 from resumable.service.stall import SETTLES, Stall, idle, stall
@@ -61,6 +66,8 @@ class SweepReport:
     """Turns given up on, in all, after this run."""
     failed: int = 0
     """Turns it could not act on for an AWS failure (looked at again in the next run)."""
+    expired: int = 0
+    """Records whose retention ended, whose snapshots it retired (see service.retention)."""
 
 
 def sweep(deps: Dependencies, limit: int = DEFAULT_LIMIT) -> SweepReport:
@@ -81,18 +88,21 @@ def sweep(deps: Dependencies, limit: int = DEFAULT_LIMIT) -> SweepReport:
                 turn.root.turn_id,
                 error,
             )
+    if report.looked < limit:
+        report.expired = expire(deps, now, limit - report.looked)
     report.stuck = deps.store.count_stuck()
     for why, moved in report.moved.items():
         count("SweeperFinds", moved, Stall=why)
     count("StuckTurns", report.stuck)
     logger.info(
-        "looked=<%d>, moved=<%s>, not_yet=<%d>, given_up=<%d>, stuck=<%d>, failed=<%d> | swept",
+        "looked=<%d>, moved=<%s>, not_yet=<%d>, given_up=<%d>, stuck=<%d>, failed=<%d>, expired=<%d> | swept",
         report.looked,
         dict(report.moved),
         report.not_yet,
         report.given_up,
         report.stuck,
         report.failed,
+        report.expired,
     )
     return report
 

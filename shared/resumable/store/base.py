@@ -29,6 +29,9 @@ class Commit:
     a runner that never confirmed). ``refuse_if_canceling`` rejects the commit if a cancel was
     requested meanwhile (a run must not leave a canceling tree waiting). ``settle_session`` frees
     the session for its next turn and points it at ``session_snapshot_key`` and ``agent_snapshots``.
+    A commit that settles the root sets ``root.purge_at``, when the tree's retention ends: then every
+    item of ``expiring`` (the tree as it was loaded) and every item this commit writes expires (and the
+    session it frees, with it), by DynamoDB's TTL.
     """
 
     root: TurnRecord
@@ -44,6 +47,7 @@ class Commit:
     interaction_changes: list[tuple[InteractionRecord, InteractionStatus]] = field(default_factory=list)
     children: list[TurnRecord] = field(default_factory=list)
     events: list[OutboxEvent] = field(default_factory=list)
+    expiring: TurnTree | None = None
 
     def applied_to(self, tree: TurnTree) -> TurnTree:
         """``tree`` as it is once this commit is written (so no read is needed to show it)."""
@@ -68,6 +72,17 @@ class DueTurn:
     root: TurnRecord
     due_at: float
     stuck: bool = False
+
+
+@dataclass(frozen=True)
+class Expiring:
+    """A record whose retention has ended, as the sweeper's index holds it: a root turn (``turn_id``)
+    or a session (``turn_id`` None), the snapshots it points at, and when its retention ended."""
+
+    session_id: str
+    turn_id: str | None
+    snapshots: frozenset[str]
+    purge_at: float
 
 
 @dataclass
@@ -147,6 +162,19 @@ class Store(ABC):
         """Make ``found`` due its next look at ``due_at`` (``swept``: count one more move of the
         sweeper's; ``stuck``: among those it gave up on), if nothing wrote its due time since it was
         found. False when something did (that due time stands)."""
+
+    @abstractmethod
+    def due_expiries(self, now: float, limit: int) -> list[Expiring]:
+        """Up to ``limit`` root turns and sessions whose retention ended by ``now``, earliest first."""
+
+    @abstractmethod
+    def live_snapshots(self, session_id: str, now: float) -> set[str]:
+        """The snapshots that the session's records whose retention has not ended point at."""
+
+    @abstractmethod
+    def forget_expiry(self, expiring: Expiring) -> bool:
+        """Take ``expiring`` out of the sweeper's index (its snapshots retired), if its retention still
+        ends when it did (a restore did not change it). False otherwise."""
 
     # interactions
     @abstractmethod

@@ -99,24 +99,31 @@ def action_sk(root_turn_id: str, action_key: str) -> str:
 
 
 def turn_item(turn: TurnRecord) -> dict[str, Any]:
-    due_at = due(turn)
-    index = {} if due_at is None else {"gsi4pk": UNSETTLED, "gsi4sk": due_at}
+    index = sweeper_keys(turn) or {}
     return {**key(turn.session_id, turn_sk(turn)), **encode({"entity": "turn", **index, **turn.model_dump()})}
 
 
 UNSETTLED = "UNSETTLED"
 STUCK = "STUCK"
+EXPIRING = "EXPIRING"
 DUE_KEYS = ("gsi4pk", "gsi4sk")
 
 
-def due(turn: TurnRecord, asked: Iterable[InteractionRecord] = ()) -> float | None:
-    """When the sweeper should look at root turn ``turn`` next if nothing else writes it: the earliest
-    moment it could need moving on (its lease's expiry; its first question's expiry, of those just
-    ``asked``; otherwise at once, and the sweeper finds out when). Never later than that: a look that
-    comes early costs one look, and the sweeper sets the next. None: settled, or a child turn (not
-    in the index)."""
-    if turn.settled or turn.parent_turn_id is not None:
+def sweeper_keys(turn: TurnRecord, asked: Iterable[InteractionRecord] = ()) -> dict[str, Any] | None:
+    """Where a root turn is in the sweeper's index: unsettled, by when it is due a look (``due``);
+    settled, by when its retention ends. None for a child turn (or a settled root with no retention)."""
+    if turn.parent_turn_id is not None:
         return None
+    if turn.settled:
+        return None if turn.purge_at is None else {"gsi4pk": EXPIRING, "gsi4sk": turn.purge_at}
+    return {"gsi4pk": UNSETTLED, "gsi4sk": due(turn, asked)}
+
+
+def due(turn: TurnRecord, asked: Iterable[InteractionRecord] = ()) -> float:
+    """When the sweeper should look at unsettled root turn ``turn`` next if nothing else writes it: the
+    earliest moment it could need moving on (its lease's expiry; its first question's expiry, of those
+    just ``asked``; otherwise at once, and the sweeper finds out when). Never later than that: a look
+    that comes early costs one look, and the sweeper sets the next."""
     if turn.status == "running" and turn.lease_owner is not None and turn.lease_expires_at is not None:
         return turn.lease_expires_at
     if turn.status == "waiting" and not turn.cancel_requested:

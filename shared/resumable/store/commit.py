@@ -3,23 +3,27 @@ status and lease; split over several transactions when the tree is bigger than o
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from resumable.exceptions import StaleCommitError
 from resumable.store.base import Commit
 from resumable.store.codec import (
     DUE_KEYS,
-    UNSETTLED,
-    due,
+    EXPIRING,
+    action_sk,
     encode,
     event_put,
     interaction_item,
+    interaction_sk,
     key,
+    sweeper_keys,
     turn_item,
     turn_sk,
     value,
 )
-from resumable.store.records import TurnRecord
+from resumable.store.records import TurnRecord, TurnTree
+from resumable.store.resources import TTL_ATTRIBUTE
 from resumable.store.table import MAX_TRANSACTION_ITEMS, Table, aws_call, condition_failed, reasons
 
 # The root turn's attributes a commit writes.
@@ -33,6 +37,7 @@ _ROOT_FIELDS = {
     "output",
     "error",
     "open_interactions",
+    "purge_at",
     "updated_at",
 }
 
@@ -97,16 +102,15 @@ class CommitItems(Table):
     def _root_update(self, commit: Commit, condition: str, expected: dict[str, Any]) -> dict[str, Any]:
         root = commit.root
         # A commit moves the turn on: the sweeper's count of its attempts starts again, and the turn
-        # is due a look as its new state says (or leaves the sweeper's index, settled).
+        # is due a look as its new state says (or, settled, when its retention ends).
         fields = {**root.model_dump(include=_ROOT_FIELDS), "sweeps": 0}
-        due_at = due(root, commit.new_interactions)
-        if due_at is not None:
-            fields |= {"gsi4pk": UNSETTLED, "gsi4sk": due_at}
+        index = sweeper_keys(root, commit.new_interactions)
+        fields |= index or {}
         # Every attribute through a placeholder: several of these names are DynamoDB reserved words.
         names = {"#status": "status", **{f"#{f}": f for f in fields}}
         sets = ", ".join(f"#{f} = :{f}" for f in fields)
         removed = [] if root.lease_owner is not None else ["lease_owner", "lease_expires_at"]
-        removed += list(DUE_KEYS) if due_at is None else []
+        removed += list(DUE_KEYS) if index is None else []
         update = f"SET {sets}" + ("" if root.lease_owner is None else ", lease_expires_at = :lease")
         update += f" REMOVE {', '.join(removed)}" if removed else ""
         values = {f":{f}": v for f, v in encode(fields).items()}
@@ -130,6 +134,10 @@ class CommitItems(Table):
         root = commit.root
         sets = ["updated_at = :now"]
         values: dict[str, Any] = {":now": value(root.updated_at), ":turn": value(root.turn_id)}
+        if commit.settle_session and root.purge_at is not None:
+            # No turn is active: the session's retention counts from now, as its last turn's does.
+            sets += ["purge_at = :purge", "gsi4pk = :expiring", "gsi4sk = :purge"]
+            values |= {":purge": value(root.purge_at), ":expiring": value(EXPIRING)}
         if commit.session_snapshot_key is not None:
             sets.append("snapshot_key = :snapshot")
             values[":snapshot"] = value(commit.session_snapshot_key)
@@ -149,7 +157,18 @@ class CommitItems(Table):
         }
 
     def _tree_writes(self, commit: Commit) -> list[dict[str, Any]]:
-        """New interactions, changed interactions and child turns."""
+        """New interactions, changed interactions and child turns; settling, the retention of every
+        other item of the tree."""
+        purge_at = commit.root.purge_at if commit.root.settled else None
+        if purge_at is not None:
+            commit = replace(
+                commit,
+                new_interactions=[i.model_copy(update={"purge_at": purge_at}) for i in commit.new_interactions],
+                interaction_changes=[
+                    (i.model_copy(update={"purge_at": purge_at}), s) for i, s in commit.interaction_changes
+                ],
+                children=[c.model_copy(update={"purge_at": purge_at}) for c in commit.children],
+            )
         writes: list[dict[str, Any]] = [
             {
                 "Put": {
@@ -173,7 +192,34 @@ class CommitItems(Table):
             for changed, from_status in commit.interaction_changes
         ]
         writes += [{"Put": {"TableName": self.table, "Item": turn_item(child)}} for child in commit.children]
+        if purge_at is not None and commit.expiring is not None:
+            writes += self._expiry_writes(commit, purge_at, commit.expiring)
         return writes
+
+    def _expiry_writes(self, commit: Commit, purge_at: float, tree: TurnTree) -> list[dict[str, Any]]:
+        """The retention of the tree's items that the commit does not write otherwise (DynamoDB's TTL)."""
+        root = commit.root
+        written = {turn_sk(c) for c in commit.children}
+        written |= {interaction_sk(root.turn_id, i.request_id) for i in commit.new_interactions}
+        written |= {interaction_sk(root.turn_id, i.request_id) for i, _ in commit.interaction_changes}
+        items = [turn_sk(c) for c in tree.children]
+        items += [interaction_sk(root.turn_id, i.request_id) for i in tree.interactions]
+        items += [action_sk(root.turn_id, a.key) for a in tree.actions]
+        return [
+            {
+                "Update": {
+                    "TableName": self.table,
+                    "Key": key(root.session_id, sk),
+                    # Unconditional: an entry deleted meanwhile (an action abandoned) leaves a stub that
+                    # expires by itself, rather than refusing the commit.
+                    "UpdateExpression": "SET #purge = :purge",
+                    "ExpressionAttributeNames": {"#purge": TTL_ATTRIBUTE},
+                    "ExpressionAttributeValues": {":purge": value(purge_at)},
+                }
+            }
+            for sk in dict.fromkeys(items)
+            if sk not in written
+        ]
 
     def _event_writes(self, commit: Commit) -> list[dict[str, Any]]:
         root = commit.root

@@ -18,15 +18,31 @@ class Record(BaseModel):
 
 class SessionRecord(Record):
     """A conversation with one root agent. ``snapshot_key`` is the root agent's latest committed state;
-    ``agent_snapshots`` are the latest committed snapshots of agents that keep their own (S3Session)."""
+    ``agent_snapshots`` are the latest committed snapshots of agents that keep their own (S3Session).
+    ``purge_at``: while no turn is active, when the session's retention ends (see service.retention)."""
 
     session_id: str
     principal: str | None = None
     active_turn_id: str | None = None
     snapshot_key: str | None = None
     agent_snapshots: dict[str, str] = Field(default_factory=dict)
+    purge_at: float | None = None
     created_at: float
     updated_at: float
+
+    def expired(self, now: float) -> bool:
+        return expired(self.purge_at, now)
+
+    @property
+    def snapshots(self) -> set[str]:
+        """The snapshots it points at."""
+        return {k for k in [self.snapshot_key, *self.agent_snapshots.values()] if k}
+
+
+def expired(purge_at: float | None, now: float) -> bool:
+    """Whether a record whose retention ends at ``purge_at`` is past it: gone, for every reader, before
+    DynamoDB's TTL deletes it."""
+    return purge_at is not None and purge_at <= now
 
 
 class TurnRecord(Record):
@@ -39,7 +55,8 @@ class TurnRecord(Record):
     session's, when it began; None for a turn begun before resumable recorded them). ``workflow``: a
     Step Functions workflow started the turn and waits for it to settle on ``task_token``, which the
     workflow writes itself (no commit touches it). ``sweeps``: how many times the sweeper moved the
-    root on since its last commit (see service.sweep).
+    root on since its last commit (see service.sweep). ``purge_at``: once settled, when its retention
+    ends (see service.retention).
     """
 
     session_id: str
@@ -67,12 +84,23 @@ class TurnRecord(Record):
     workflow: bool = False
     task_token: str | None = None
     sweeps: int = 0
+    purge_at: float | None = None
     created_at: float
     updated_at: float
 
     @property
     def settled(self) -> bool:
         return self.status in SETTLED
+
+    def expired(self, now: float) -> bool:
+        return expired(self.purge_at, now)
+
+    @property
+    def snapshots(self) -> set[str]:
+        """The snapshots it points at."""
+        keys = [self.snapshot_key, self.base_snapshot_key, *self.agent_snapshots.values()]
+        keys += list((self.base_agent_snapshots or {}).values())
+        return {k for k in keys if k}
 
 
 class InteractionRecord(Record):
@@ -102,6 +130,7 @@ class InteractionRecord(Record):
     answered_by: str | None = None
     answered_at: float | None = None
     expires_at: float
+    purge_at: float | None = None
     created_at: float
     updated_at: float
 

@@ -39,20 +39,22 @@ class TurnItems(Table):
         return True
 
     def _session_write(self, seen: SessionRecord | None, session: SessionRecord, turn: TurnRecord) -> dict[str, Any]:
-        """Create the session, or make ``turn`` its active turn if it is still as ``seen``."""
+        """Create the session (in place of one whose retention ended), or make ``turn`` its active turn
+        if it is still as ``seen`` (and, active, it has no retention end)."""
         if seen is None:
             return {
                 "Put": {
                     "TableName": self.table,
                     "Item": {**key(session.session_id, "SESSION"), **encode(session.model_dump())},
-                    "ConditionExpression": "attribute_not_exists(pk)",
+                    "ConditionExpression": "attribute_not_exists(pk) OR purge_at <= :now",
+                    "ExpressionAttributeValues": {":now": value(session.created_at)},
                 }
             }
         return {
             "Update": {
                 "TableName": self.table,
                 "Key": key(session.session_id, "SESSION"),
-                "UpdateExpression": "SET active_turn_id = :turn, updated_at = :now",
+                "UpdateExpression": "SET active_turn_id = :turn, updated_at = :now REMOVE purge_at, gsi4pk, gsi4sk",
                 # The conversation the new turn continues must still be the session's.
                 "ConditionExpression": "attribute_not_exists(active_turn_id) AND "
                 + ("snapshot_key = :seen" if seen.snapshot_key else "attribute_type(snapshot_key, :null)"),
@@ -73,20 +75,15 @@ class TurnItems(Table):
         request: dict[str, Any] = {
             "TableName": self.table,
             "KeyConditionExpression": "pk = :pk AND begins_with(sk, :tree)",
-            # The turns and interactions, and the approved actions that did not finish in time (a
-            # settled turn shows them in doubt; see TurnView).
-            "FilterExpression": "entity IN (:turn, :interaction) OR (entity = :action AND (#status <> :finished "
-            "OR late = :true OR attribute_type(outcome_unknown_at, :number)))",
-            "ExpressionAttributeNames": {"#status": "status"},
+            # The turns, interactions and approved actions (a settled turn shows those in doubt; see
+            # TurnView), not the outbox.
+            "FilterExpression": "entity IN (:turn, :interaction, :action)",
             "ExpressionAttributeValues": {
                 ":pk": value(pk(session_id)),
                 ":tree": value(root_sk(root_turn_id)),
                 ":turn": value("turn"),
                 ":interaction": value("interaction"),
                 ":action": value("action"),
-                ":finished": value("finished"),
-                ":true": value(True),
-                ":number": {"S": "N"},
             },
             "ConsistentRead": True,
         }

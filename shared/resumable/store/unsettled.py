@@ -1,19 +1,20 @@
-"""The sweeper's index of unsettled root turns (GSI4) in DynamoDB: which are due a look, and when each
-is due the next one.
+"""The sweeper's index (GSI4) in DynamoDB: the unsettled root turns, by when each is due a look; and
+the settled root turns and free sessions, by when their retention ends.
 
 Every write that could make a turn need moving on sooner sets its due time (``codec.due``); the
 sweeper reads the turns whose time has come and sets the next one itself, for a turn it found not
 stalled yet (or moved on). A turn it gave up on is kept apart (``STUCK``), looked at again now and
-then, and counted.
+then, and counted. A record whose retention ended (``EXPIRING``) leaves the index once the sweeper
+retired the snapshots only it pointed at; DynamoDB's TTL deletes it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from resumable.store.base import DueTurn
-from resumable.store.codec import STUCK, UNSETTLED, decode, key, root_sk, value
-from resumable.store.records import TurnRecord
+from resumable.store.base import DueTurn, Expiring
+from resumable.store.codec import EXPIRING, STUCK, UNSETTLED, decode, key, pk, root_sk, value
+from resumable.store.records import SessionRecord, TurnRecord
 from resumable.store.resources import UNSETTLED_INDEX
 from resumable.store.table import Table, aws_call
 
@@ -69,6 +70,70 @@ class UnsettledTurns(Table):
                     ":seen_due": value(found.due_at),
                     **({":one": value(1)} if swept else {}),
                 },
+            )
+        except self._conditional_failure:
+            return False
+        return True
+
+    @aws_call
+    def due_expiries(self, now: float, limit: int) -> list[Expiring]:
+        page = self.dynamodb.query(
+            TableName=self.table,
+            IndexName=UNSETTLED_INDEX,
+            KeyConditionExpression="gsi4pk = :expiring AND gsi4sk <= :now",
+            ExpressionAttributeValues={":expiring": value(EXPIRING), ":now": value(now)},
+            Limit=limit,
+        )
+        found = []
+        for item in page.get("Items", []):
+            fields = decode(item)
+            record: TurnRecord | SessionRecord = (
+                TurnRecord.model_validate(fields)
+                if fields.get("entity") == "turn"
+                else SessionRecord.model_validate(fields)
+            )
+            turn_id = record.turn_id if isinstance(record, TurnRecord) else None
+            found.append(Expiring(record.session_id, turn_id, frozenset(record.snapshots), float(fields["gsi4sk"])))
+        return found
+
+    @aws_call
+    def live_snapshots(self, session_id: str, now: float) -> set[str]:
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            # The records that point at snapshots: the session, and its turns.
+            "KeyConditionExpression": "pk = :pk",
+            "FilterExpression": "(sk = :session OR entity = :turn) "
+            "AND (attribute_not_exists(purge_at) OR attribute_type(purge_at, :null) OR purge_at > :now)",
+            "ExpressionAttributeValues": {
+                ":pk": value(pk(session_id)),
+                ":session": value("SESSION"),
+                ":turn": value("turn"),
+                ":null": {"S": "NULL"},
+                ":now": value(now),
+            },
+            "ConsistentRead": True,
+        }
+        live: set[str] = set()
+        while True:
+            page = self.dynamodb.query(**request)
+            for item in page.get("Items", []):
+                fields = decode(item)
+                record = TurnRecord.model_validate(fields) if fields.get("entity") == "turn" else None
+                live |= record.snapshots if record else SessionRecord.model_validate(fields).snapshots
+            if "LastEvaluatedKey" not in page:
+                return live
+            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    @aws_call
+    def forget_expiry(self, expiring: Expiring) -> bool:
+        sk = "SESSION" if expiring.turn_id is None else root_sk(expiring.turn_id)
+        try:
+            self.dynamodb.update_item(
+                TableName=self.table,
+                Key=key(expiring.session_id, sk),
+                UpdateExpression="REMOVE gsi4pk, gsi4sk",
+                ConditionExpression="gsi4pk = :expiring AND gsi4sk = :purge",
+                ExpressionAttributeValues={":expiring": value(EXPIRING), ":purge": value(expiring.purge_at)},
             )
         except self._conditional_failure:
             return False
