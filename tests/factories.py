@@ -343,3 +343,8 @@ def nested_twice(context: AgentContext) -> Agent:
         ),
         tools=[_db_admin().as_tool()],
     )
+
+
+def chatty_forever(context: AgentContext) -> Agent:
+    """No tools, a reply for each of up to 200 turns of one session."""
+    return Agent(name="chatty", model=ScriptedModel([says(f"answer {n}") for n in range(200)]))

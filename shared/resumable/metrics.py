@@ -43,6 +43,8 @@ METRICS: dict[str, tuple[str, tuple[str, ...]] | None] = {
     "Expiries": None,
     "AwsFailures": None,
     "Continuations": None,
+    "SessionsDeleted": None,
+    "SessionsRestored": None,
     # interactions and turns (the service's commits and answers)
     "InteractionsRequested": None,
     "InteractionsAnswered": ("Decision", ("approve", "approve_edited", "deny", "other")),

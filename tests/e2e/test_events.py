@@ -32,6 +32,8 @@ EXPECTED = {
     "get_turn": 404,
     "submit_approval": 404,
     "cancel": 404,
+    "delete_session": 404,
+    "restore_session": 404,
     "list_interactions": 404,
     "list_inbox": 200,
     "openapi": 200,

@@ -36,6 +36,8 @@ def test_every_route_of_the_template_is_served() -> None:
         ("GET", "/interactions"),
         ("GET", "/openapi.json"),
         ("GET", "/inbox"),
+        ("DELETE", "/sessions/{sessionId}"),
+        ("POST", "/sessions/{sessionId}/restore"),
     }
 
 

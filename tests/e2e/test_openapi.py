@@ -25,7 +25,16 @@ from tests.e2e.local_api import call
 
 EXAMPLES = 40
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
-OPERATIONS = ["startTurn", "getTurn", "submitApproval", "cancelTurn", "listInteractions", "listInbox"]
+OPERATIONS = [
+    "startTurn",
+    "getTurn",
+    "submitApproval",
+    "cancelTurn",
+    "listInteractions",
+    "listInbox",
+    "deleteSession",
+    "restoreSession",
+]
 
 
 @pytest.fixture(scope="module")

@@ -103,4 +103,6 @@ def test_the_openapi_document_lists_every_route(api: APIGatewayHttpResolver) -> 
         "/sessions/{sessionId}/turns/{turnId}/cancel",
         "/sessions/{sessionId}/interactions",
         "/interactions",
+        "/sessions/{sessionId}",
+        "/sessions/{sessionId}/restore",
     }

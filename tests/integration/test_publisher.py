@@ -170,6 +170,31 @@ def test_every_emitted_event_matches_the_published_json_schema_of_its_detail_typ
     assert {e["detail-type"] for e in events} == {"Interaction Requested", "Interaction Closed", "Turn Settled"}
 
 
+def test_a_deleted_and_restored_session_publishes_its_cancel_then_its_deletion_then_its_restore(
+    make_service: Callable[..., Service], published: tuple[EventResources, Queue]
+) -> None:
+    _, queue = published
+    service = make_service("nested")
+    started = service.start_turn("forgotten", "delete", "arn:aws:iam::1:user/owner")
+    service.delete_session("forgotten", "arn:aws:iam::1:user/owner")
+    service.restore_session("forgotten", "arn:aws:iam::1:user/owner")
+    events = by_session(queue.until(5))["forgotten"]
+    assert kinds(events) == [
+        "Interaction Requested",
+        "Interaction Closed:superseded",
+        "Turn Settled:canceled",
+        "Session Deleted",
+        "Session Restored",
+    ]
+    schemas = {t: json.loads((SCHEMAS / schema_file(t)).read_text()) for t in MODELS}
+    for event in events:
+        jsonschema.validate(event["detail"], schemas[event["detail-type"]])
+    deleted, restored = events[3]["detail"], events[4]["detail"]
+    assert (deleted["turnId"], deleted["generation"], deleted["deletedBy"]) == (None, 1, "arn:aws:iam::1:user/owner")
+    assert (restored["generation"], restored["restoredBy"]) == (1, "arn:aws:iam::1:user/owner")
+    assert started.turn_id == events[0]["detail"]["turnId"]
+
+
 def test_the_schema_files_are_the_ones_the_models_make() -> None:
     for detail_type in MODELS:
         on_disk = json.loads((SCHEMAS / schema_file(detail_type)).read_text())

@@ -8,6 +8,8 @@
 | ``POST /sessions/{sessionId}/turns/{turnId}/cancel`` | | 200 Turn |
 | ``GET /sessions/{sessionId}/interactions?status=requested`` | | 200 ``{"interactions": [...]}`` |
 | ``GET /interactions?status=requested[&limit=N][&cursor=C]`` | | 200 ``{"interactions": [...], "cursor"}`` |
+| ``DELETE /sessions/{sessionId}`` | | 200 Session (deleted) |
+| ``POST /sessions/{sessionId}/restore`` | | 200 Session (restored) |
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from resumable.api.openapi import responses
 from resumable.exceptions import BadRequestError
 from resumable.metrics import count
-from resumable.service import InboxPage, InteractionView, Service, TurnView
+from resumable.service import InboxPage, InteractionView, Service, SessionView, TurnView
 from resumable.service.access import Principal
 from resumable.service.cursor import MAX_CURSOR_CHARS
 from resumable.service.inbox import DEFAULT_PAGE, MAX_PAGE
@@ -238,3 +240,25 @@ def list_inbox(
     ] = None,
 ) -> Response[InboxPage]:
     return _json(service().inbox(principal(), status, limit, cursor))
+
+
+@router.delete(
+    "/sessions/<sessionId>",
+    operation_id="deleteSession",
+    summary="Delete a session: cancel its active turn, then hide all of it (restorable until its retention ends)",
+    responses=responses(200, "The Session, deleted (or as an earlier deletion left it)", SessionView, 404, 409),
+)
+def delete_session(sessionId: str) -> Response[SessionView]:  # noqa: N803
+    count("SessionsDeleted")
+    return _json(service().delete_session(_path("sessionId", sessionId), principal()))
+
+
+@router.post(
+    "/sessions/<sessionId>/restore",
+    operation_id="restoreSession",
+    summary="Restore a deleted session, exactly as it was, while its retention lasts",
+    responses=responses(200, "The Session, restored (or as it was, if it was not deleted)", SessionView, 404, 409),
+)
+def restore_session(sessionId: str) -> Response[SessionView]:  # noqa: N803
+    count("SessionsRestored")
+    return _json(service().restore_session(_path("sessionId", sessionId), principal()))

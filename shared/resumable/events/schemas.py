@@ -22,6 +22,8 @@ from resumable.store.outbox import (
     INTERACTION_ANSWERED,
     INTERACTION_CLOSED,
     INTERACTION_REQUESTED,
+    SESSION_DELETED,
+    SESSION_RESTORED,
     TURN_SETTLED,
 )
 
@@ -33,7 +35,10 @@ class EventDetail(BaseModel):
 
     event_id: str = Field(description="The same on every delivery of this event: drop duplicates by it.")
     session_id: str
-    turn_id: str = Field(description="The root turn: the one a client reads (GET) and answers.")
+    turn_id: str | None = Field(
+        description="The root turn: the one a client reads (GET) and answers; null for an event of the whole "
+        "session (Session Deleted, Session Restored)."
+    )
     sequence: int = Field(ge=1, description="The session's events are numbered 1, 2, 3, ... in publishing order.")
     occurred_at: str = Field(description="When the change was committed, ISO 8601 UTC.")
 
@@ -91,12 +96,30 @@ class ActionReported(EventDetail):
     agent_path: list[str]
 
 
+class SessionDeleted(EventDetail):
+    """The session was deleted by its owner (or an approver): none of its turns, interactions or events
+    shows any more. Drop what you keep of it; it may come back (Session Restored) until restorableUntil."""
+
+    generation: int = Field(ge=1, description="Which deletion of the session this is (1, 2, ...).")
+    deleted_by: str
+    restorable_until: str = Field(description="Until then POST /sessions/{sessionId}/restore brings it back.")
+
+
+class SessionRestored(EventDetail):
+    """The deleted session is back, exactly as it was when deleted."""
+
+    generation: int = Field(ge=1, description="The deletion undone.")
+    restored_by: str
+
+
 MODELS: dict[str, type[EventDetail]] = {
     INTERACTION_REQUESTED: InteractionRequested,
     INTERACTION_ANSWERED: InteractionAnswered,
     INTERACTION_CLOSED: InteractionClosed,
     TURN_SETTLED: TurnSettled,
     ACTION_REPORTED: ActionReported,
+    SESSION_DELETED: SessionDeleted,
+    SESSION_RESTORED: SessionRestored,
 }
 
 SCHEMAS = Path(__file__).resolve().parents[3] / "events" / "schemas"

@@ -256,7 +256,7 @@ def line(event: dict[str, Any]) -> str:
     detail = event.get("detail", {})
     said = detail.get("summary") or " ".join(
         str(detail[k])
-        for k in ("status", "decision", "answeredBy", "why", "reason", "output", "error")
+        for k in ("status", "decision", "answeredBy", "why", "reason", "output", "error", "deletedBy", "restoredBy")
         if detail.get(k)
     )
     return f"{detail.get('sessionId')}  #{detail.get('sequence')}  {event.get('detail-type')}  {said}".rstrip()

@@ -1,8 +1,9 @@
-"""The use cases: start-turn, submit-approval, cancel, get-turn, list-interactions, inbox and recover."""
+"""The use cases: start-turn, submit-approval, cancel, get-turn, list-interactions, inbox, recover,
+delete-session, restore-session and sweep."""
 
 from resumable.service.agent_factory import AgentContext
 from resumable.service.inbox import InboxPage
 from resumable.service.service import Service
-from resumable.service.views import ChildView, InteractionView, TurnView
+from resumable.service.views import ChildView, InteractionView, SessionView, TurnView
 
-__all__ = ["AgentContext", "ChildView", "InboxPage", "InteractionView", "Service", "TurnView"]
+__all__ = ["AgentContext", "ChildView", "InboxPage", "InteractionView", "Service", "SessionView", "TurnView"]

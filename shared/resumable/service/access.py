@@ -48,15 +48,17 @@ def may_act_for(settings: Settings, session_principal: str | None, principal: st
 
 def load(deps: Dependencies, session_id: str, turn_id: str, principal: str | None = None) -> TurnTree:
     """The tree of ``turn_id`` (a root or child turn id) in ``session_id``, or 404 (also when the
-    session is another principal's: its existence is not revealed; and when its retention ended)."""
+    session is another principal's: its existence is not revealed; and when it was deleted or its
+    retention ended)."""
     missing = f"there is no turn {turn_id!r} in session {session_id!r}; nothing was done"
     if not valid_session_id(session_id) or not valid_turn_id(turn_id):
         raise NotFoundError(missing)
     tree = deps.store.load_tree(session_id, root_of(turn_id))
     if tree is None or (turn_id != tree.root.turn_id and all(c.turn_id != turn_id for c in tree.children)):
         raise NotFoundError(missing)
-    if tree.root.expired(deps.clock.now()):
-        raise NotFoundError(missing)  # its retention ended: gone, though DynamoDB's TTL may not have deleted it yet
+    # Deleted, or past its retention: gone (though DynamoDB's TTL may not have deleted it yet).
+    if tree.root.expired(deps.clock.now()) or tree.root.deleted_generation is not None:
+        raise NotFoundError(missing)
     if not may_act_for(deps.settings, tree.root.principal, principal):
         raise NotFoundError(missing)
     return tree

@@ -22,14 +22,19 @@ def list_interactions(
     found = deps.store.list_interactions(session_id, status)
     if status == "expired":
         found += deps.store.list_interactions(session_id, "requested")
-    found = [i for i in found if not expired(i.purge_at, now)]  # their retention ended: gone
+    found = [i for i in found if not expired(i.purge_at, now) and i.deleted_generation is None]  # gone
     if not all(may_act_for(deps.settings, i.principal, principal) for i in found):
         raise missing
     if not found:
         # Nothing listed says whose session it is: read it, so that an unknown session and another
         # principal's look the same (404), and only its principal (or an approver) sees it empty.
         session = deps.store.get_session(session_id)
-        if session is None or session.expired(now) or not may_act_for(deps.settings, session.principal, principal):
+        if (
+            session is None
+            or session.expired(now)
+            or session.deleted
+            or not may_act_for(deps.settings, session.principal, principal)
+        ):
             raise missing
     views = [InteractionView.of(i, now) for i in found]
     return [v for v in views if status is None or v.status == status]

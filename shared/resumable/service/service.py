@@ -1,5 +1,6 @@
 """The service: a thin facade over the use cases (start-turn, submit-approval, cancel, get-turn,
-recover, list-interactions, inbox, sweep), each a plain function of the ``Dependencies`` it needs.
+recover, list-interactions, inbox, delete-session, restore-session, sweep), each a plain function of
+the ``Dependencies`` it needs.
 
 Agents are built afresh from the application's agent factory on every call and never cached.
 """
@@ -12,6 +13,7 @@ from resumable.clock import Clock, SystemClock
 from resumable.config import Settings
 from resumable.service.agent_factory import AgentFactory, load_factory
 from resumable.service.cancel import cancel
+from resumable.service.deletion import delete_session, restore_session
 from resumable.service.dependencies import Continuation, Dependencies
 from resumable.service.get_turn import get_turn
 from resumable.service.inbox import DEFAULT_PAGE, InboxPage, inbox
@@ -20,7 +22,7 @@ from resumable.service.recover import recover
 from resumable.service.start_turn import start_turn
 from resumable.service.submit_approval import submit_approval
 from resumable.service.sweep import DEFAULT_LIMIT, SweepReport, sweep
-from resumable.service.views import InteractionView, TurnView
+from resumable.service.views import InteractionView, SessionView, TurnView
 from resumable.store.base import Snapshots, Store
 from resumable.store.records import InteractionStatus
 
@@ -129,3 +131,9 @@ class Service:
     def sweep(self, limit: int = DEFAULT_LIMIT) -> SweepReport:
         """Move on the turns nobody is moving (the sweeper's scheduled run)."""
         return sweep(self.deps, limit)
+
+    def delete_session(self, session_id: str, principal: str | None = None) -> SessionView:
+        return delete_session(self.deps, session_id, principal)
+
+    def restore_session(self, session_id: str, principal: str | None = None) -> SessionView:
+        return restore_session(self.deps, session_id, principal)

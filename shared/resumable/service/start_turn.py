@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from resumable.clock import iso
 from resumable.exceptions import NotFoundError, TurnBusyError, ValidationFailedError
 from resumable.service.access import may_act_for
 from resumable.service.ids import new_root_turn_id, valid_session_id
@@ -42,6 +43,11 @@ def start_turn(deps: Dependencies, session_id: str, prompt: Any, principal: str 
     replaced, seen = (seen, None) if seen is not None and seen.expired(now) else (None, seen)
     if seen is not None and not may_act_for(deps.settings, seen.principal, principal):
         raise NotFoundError(f"there is no session {session_id!r} you may use; nothing was started")
+    if seen is not None and seen.deleted:
+        raise TurnBusyError(
+            f"session {session_id!r} was deleted (it can be restored until {iso(seen.purge_at)}): restore it with "
+            f"POST /sessions/{session_id}/restore, or use another session id; nothing was started"
+        )
     if seen is not None and seen.active_turn_id is not None:
         raise TurnBusyError(
             f"session {session_id!r} has a turn that is not settled yet ({seen.active_turn_id}): answer its "

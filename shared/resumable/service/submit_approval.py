@@ -74,6 +74,7 @@ def submit_approval(
             or turn_id not in (root_id, interaction.turn_id)
             or not may_act_for(deps.settings, interaction.principal, principal)
             or expired(interaction.purge_at, deps.clock.now())
+            or interaction.deleted_generation is not None
         ):
             raise missing
         if _expired_unanswered(interaction, approval_shaped):

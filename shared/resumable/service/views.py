@@ -8,7 +8,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from resumable.clock import iso
-from resumable.store.records import ActionRecord, InteractionRecord, InteractionStatus, TurnRecord, TurnStatus, TurnTree
+from resumable.store.records import (
+    ActionRecord,
+    InteractionRecord,
+    InteractionStatus,
+    SessionRecord,
+    TurnRecord,
+    TurnStatus,
+    TurnTree,
+)
 
 
 class View(BaseModel):
@@ -165,4 +173,33 @@ class TurnView(View):
             actions_in_doubt=[ActionView.of(a) for a in actions],
             created_at=iso(turn.created_at),
             updated_at=iso(turn.updated_at),
+        )
+
+
+class SessionView(View):
+    """A session as its deletion and restore leave it."""
+
+    session_id: str
+    deleted: bool
+    deletion_generation: int | None = Field(description="Which deletion of the session (1, 2, ...); null if live.")
+    deleted_at: str | None
+    deleted_by: str | None
+    restorable_until: str | None = Field(
+        description="A deleted session can be restored until then (POST /sessions/{sessionId}/restore)."
+    )
+    purge_at: str | None = Field(
+        description="When its records' retention ends (null while a turn is active); a deleted session's is "
+        "restorableUntil."
+    )
+
+    @classmethod
+    def of(cls, record: SessionRecord) -> SessionView:
+        return cls(
+            session_id=record.session_id,
+            deleted=record.deleted,
+            deletion_generation=record.deleted_generation,
+            deleted_at=iso(record.deleted_at),
+            deleted_by=record.deleted_by,
+            restorable_until=iso(record.purge_at) if record.deleted else None,
+            purge_at=iso(record.purge_at),
         )

@@ -176,6 +176,21 @@ class Store(ABC):
         """Take ``expiring`` out of the sweeper's index (its snapshots retired), if its retention still
         ends when it did (a restore did not change it). False otherwise."""
 
+    # a session's deletion
+    @abstractmethod
+    def mark_deleted(
+        self,
+        session: SessionRecord,
+        generation: int | None,
+        now: float,
+        purge_at: float,
+        by: str,
+        event: OutboxEvent,
+    ) -> bool:
+        """Mark every item of ``session`` (as read, with no active turn) deleted by ``generation``, or
+        (None) restore it, its retention ending at ``purge_at``, with ``event``, in one commit. False
+        when the session changed since it was read: nothing was written."""
+
     # interactions
     @abstractmethod
     def answer_interaction(

@@ -1,15 +1,16 @@
 """The store on one DynamoDB table: the only code that calls DynamoDB. Each record's reads and writes
-live in a module of their own (turns, interactions, journal, commit, unsettled); items are coded in codec."""
+live in a module of their own (turns, interactions, journal, commit, unsettled, deletion); items are coded in codec."""
 
 from __future__ import annotations
 
 from resumable.store.base import Store
 from resumable.store.commit import CommitItems
+from resumable.store.deletion import DeletionItems
 from resumable.store.interactions import InteractionItems
 from resumable.store.journal import ActionItems
 from resumable.store.turns import TurnItems
 from resumable.store.unsettled import UnsettledTurns
 
 
-class DynamoDBStore(TurnItems, InteractionItems, ActionItems, CommitItems, UnsettledTurns, Store):
+class DynamoDBStore(TurnItems, InteractionItems, ActionItems, CommitItems, UnsettledTurns, DeletionItems, Store):
     """``Store`` on one DynamoDB table (``Table`` takes the settings and, optionally, a client)."""

@@ -28,7 +28,17 @@ INTERACTION_ANSWERED = "Interaction Answered"
 INTERACTION_CLOSED = "Interaction Closed"
 TURN_SETTLED = "Turn Settled"
 ACTION_REPORTED = "Action Reported"
-DETAIL_TYPES = (INTERACTION_REQUESTED, INTERACTION_ANSWERED, INTERACTION_CLOSED, TURN_SETTLED, ACTION_REPORTED)
+SESSION_DELETED = "Session Deleted"
+SESSION_RESTORED = "Session Restored"
+DETAIL_TYPES = (
+    INTERACTION_REQUESTED,
+    INTERACTION_ANSWERED,
+    INTERACTION_CLOSED,
+    TURN_SETTLED,
+    ACTION_REPORTED,
+    SESSION_DELETED,
+    SESSION_RESTORED,
+)
 
 # A published outbox item is deleted by DynamoDB's TTL this long after it was published: longer than
 # the stream keeps a record (24 hours), so a redelivered record always finds its item (and its number).
@@ -155,6 +165,23 @@ def action_reported(root_turn_id: str, action: ActionRecord, outcome: str) -> Ou
             "agentPath": action.agent_path,
         },
         created_at=action.finished_at or action.started_at,
+    )
+
+
+def session_deleted(generation: int, by: str, now: float, purge_at: float) -> OutboxEvent:
+    """The session was deleted: nothing of it shows any more; it can be restored until ``purge_at``."""
+    return OutboxEvent(
+        type=SESSION_DELETED,
+        turn_id=None,
+        detail={"generation": generation, "deletedBy": by, "restorableUntil": iso(purge_at)},
+        created_at=now,
+    )
+
+
+def session_restored(generation: int, by: str, now: float) -> OutboxEvent:
+    """The deleted session ``generation`` is back, as it was."""
+    return OutboxEvent(
+        type=SESSION_RESTORED, turn_id=None, detail={"generation": generation, "restoredBy": by}, created_at=now
     )
 
 

@@ -19,7 +19,9 @@ class Record(BaseModel):
 class SessionRecord(Record):
     """A conversation with one root agent. ``snapshot_key`` is the root agent's latest committed state;
     ``agent_snapshots`` are the latest committed snapshots of agents that keep their own (S3Session).
-    ``purge_at``: while no turn is active, when the session's retention ends (see service.retention)."""
+    ``purge_at``: while no turn is active, when the session's retention ends (see service.retention).
+    ``deletions`` counts its deletions; while it is deleted, ``deleted_generation`` is the latest (every
+    item of the session carries it too), with when and by whom (see service.deletion)."""
 
     session_id: str
     principal: str | None = None
@@ -27,11 +29,19 @@ class SessionRecord(Record):
     snapshot_key: str | None = None
     agent_snapshots: dict[str, str] = Field(default_factory=dict)
     purge_at: float | None = None
+    deletions: int = 0
+    deleted_generation: int | None = None
+    deleted_at: float | None = None
+    deleted_by: str | None = None
     created_at: float
     updated_at: float
 
     def expired(self, now: float) -> bool:
         return expired(self.purge_at, now)
+
+    @property
+    def deleted(self) -> bool:
+        return self.deleted_generation is not None
 
     @property
     def snapshots(self) -> set[str]:
@@ -56,7 +66,7 @@ class TurnRecord(Record):
     Step Functions workflow started the turn and waits for it to settle on ``task_token``, which the
     workflow writes itself (no commit touches it). ``sweeps``: how many times the sweeper moved the
     root on since its last commit (see service.sweep). ``purge_at``: once settled, when its retention
-    ends (see service.retention).
+    ends (see service.retention). ``deleted_generation``: its session was deleted (service.deletion).
     """
 
     session_id: str
@@ -85,6 +95,7 @@ class TurnRecord(Record):
     task_token: str | None = None
     sweeps: int = 0
     purge_at: float | None = None
+    deleted_generation: int | None = None
     created_at: float
     updated_at: float
 
@@ -131,6 +142,7 @@ class InteractionRecord(Record):
     answered_at: float | None = None
     expires_at: float
     purge_at: float | None = None
+    deleted_generation: int | None = None
     created_at: float
     updated_at: float
 
@@ -166,7 +178,8 @@ class OutboxEvent(Record):
     """An event written in the same transaction as the state change it describes."""
 
     type: str
-    turn_id: str
+    turn_id: str | None
+    """The root turn it is about; None for an event of the whole session."""
     detail: dict[str, Any] = Field(default_factory=dict)
     created_at: float
 

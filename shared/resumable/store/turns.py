@@ -55,13 +55,15 @@ class TurnItems(Table):
                 "TableName": self.table,
                 "Key": key(session.session_id, "SESSION"),
                 "UpdateExpression": "SET active_turn_id = :turn, updated_at = :now REMOVE purge_at, gsi4pk, gsi4sk",
-                # The conversation the new turn continues must still be the session's.
+                # The conversation the new turn continues must still be the session's (and not deleted).
                 "ConditionExpression": "attribute_not_exists(active_turn_id) AND "
+                "(attribute_not_exists(deleted_generation) OR attribute_type(deleted_generation, :null)) AND "
                 + ("snapshot_key = :seen" if seen.snapshot_key else "attribute_type(snapshot_key, :null)"),
                 "ExpressionAttributeValues": {
                     ":turn": value(turn.turn_id),
                     ":now": value(session.updated_at),
-                    **({":seen": value(seen.snapshot_key)} if seen.snapshot_key else {":null": {"S": "NULL"}}),
+                    ":null": {"S": "NULL"},
+                    **({":seen": value(seen.snapshot_key)} if seen.snapshot_key else {}),
                 },
             }
         }
