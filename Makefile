@@ -7,7 +7,7 @@ PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c const
 RUNNABLE := $(VENV)/.installed-run
 INSTALLED := $(VENV)/.installed-dev
 
-.PHONY: run demo invoke layer bench soak test test-fast lint typecheck validate pytest clean constraints browser deploy
+.PHONY: run demo invoke layer bench soak test test-fast lint typecheck validate scan pytest clean constraints browser deploy
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,8 +44,8 @@ bench: layer
 soak: $(INSTALLED)
 	$(BIN)/python -m tests.soak
 
-## test: lint, format check, type check, template validation and the whole test suite (unit, integration, e2e)
-test: lint typecheck validate pytest
+## test: lint, format check, type check, template validation, the security scan and the whole test suite
+test: lint typecheck validate scan pytest
 
 ## test-fast: the unit tier alone (no embedded AWS, no servers): seconds
 test-fast: $(INSTALLED)
@@ -61,6 +61,18 @@ typecheck: $(INSTALLED)
 ## validate: cfn-lint on template.yaml (no suppressions) and an offline SAM translation
 validate: $(INSTALLED)
 	$(BIN)/python tools/validate_template.py
+
+# Checkov in an environment of its own (its pins conflict with the project's): tools/checkov-requirements.txt.
+CHECKOV := $(VENV)/checkov/bin/checkov
+
+$(CHECKOV): tools/checkov-requirements.txt | $(BIN)/python
+	$(PYTHON) -m venv $(VENV)/checkov
+	$(VENV)/checkov/bin/python -m pip install --quiet --disable-pip-version-check -r tools/checkov-requirements.txt
+	touch $(CHECKOV)
+
+## scan: Checkov's security scan of template.yaml (pinned, offline): every finding fixed, or skipped with its reason
+scan: $(CHECKOV)
+	$(CHECKOV) --file template.yaml --framework cloudformation --compact --quiet --skip-download
 
 # The inbox page's browser tests run in Debian's chromium (Playwright's own download cannot reach the internet).
 CHROMIUM := /usr/bin/chromium

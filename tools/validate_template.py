@@ -4,7 +4,9 @@ The translation is what ``sam deploy`` asks CloudFormation to do, done here with
 local CodeUri/ContentUri/DefinitionUri paths (which ``sam build``/``sam package`` turn into S3 objects) are
 replaced by placeholder S3 URIs, and no managed policies are looked up (the template uses none).
 CloudFormation runs ``AWS::LanguageExtensions`` first, which resolves every ``Fn::If`` whose condition
-rests on parameters alone; that is done here too, once for each ``AuthMode``.
+rests on parameters alone; that is done here too, once for each ``AuthMode`` and once with every
+optional hardening parameter given (a customer-managed key, a VPC, access logs, alarm and notify
+emails, a concurrency limit).
 """
 
 from __future__ import annotations
@@ -32,6 +34,15 @@ AUTH_MODES: dict[str, dict[str, Any]] = {
     "IAM": {"AuthMode": "IAM"},
     "JWT": {"AuthMode": "JWT", "JwtIssuer": "https://issuer.example.com", "JwtAudience": ["inbox-client"]},
 }
+HARDENED: dict[str, Any] = {
+    "KmsKeyArn": "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+    "SubnetIds": ["subnet-0a", "subnet-0b"],
+    "SecurityGroupIds": ["sg-0a"],
+    "AccessLogBucket": "access-logs-bucket",
+    "AlarmEmail": "ops@example.com",
+    "NotifyEmail": "approvers@example.com",
+    "FunctionConcurrencyLimit": 20,
+}
 
 
 def _condition(template: dict[str, Any], value: Any, parameters: dict[str, Any]) -> Any:
@@ -42,6 +53,10 @@ def _condition(template: dict[str, Any], value: Any, parameters: dict[str, Any])
         if isinstance(node, dict) and set(node) == {"Ref"}:
             value = parameters.get(node["Ref"])
             return None if value is None else value if isinstance(value, list) else str(value)
+        if isinstance(node, dict) and set(node) == {"Fn::Join"}:
+            separator, joined = node["Fn::Join"]
+            parts = operand(joined)
+            return separator.join(str(p) for p in parts) if isinstance(parts, list) else None
         return str(node) if isinstance(node, str | int | float) else node if isinstance(node, list) else None
 
     if isinstance(value, dict) and len(value) == 1:
@@ -136,7 +151,7 @@ def main() -> int:
     if lint.returncode != 0:
         print(f"cfn-lint found problems in {TEMPLATE.name} (exit {lint.returncode})")
         return lint.returncode
-    for mode, parameters in AUTH_MODES.items():
+    for mode, parameters in [*AUTH_MODES.items(), ("IAM and every hardening parameter", HARDENED)]:
         translated = translate(yaml_parse(TEMPLATE.read_text()), parameters)
         kinds = sorted({r["Type"] for r in translated["Resources"].values()})
         print(
