@@ -63,6 +63,13 @@ class BadRequestError(ServiceError):
     code = "bad_request"
 
 
+class ForbiddenError(ServiceError):
+    """The caller may not use this route at all: an operator's route, and the caller is not an
+    approver (403)."""
+
+    code = "forbidden"
+
+
 class NotFoundError(ServiceError):
     """No such session, turn or interaction, or it belongs to another session (404)."""
 

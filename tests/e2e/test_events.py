@@ -33,6 +33,11 @@ EXPECTED = {
     "submit_approval": 404,
     "cancel": 404,
     "delete_session": 404,
+    # The operator's routes, called by alice, who is no approver.
+    "admin_stuck": 403,
+    "admin_inspect": 403,
+    "admin_recover": 403,
+    "admin_republish": 403,
     "restore_session": 404,
     "list_interactions": 404,
     "list_inbox": 200,

@@ -38,6 +38,10 @@ def test_every_route_of_the_template_is_served() -> None:
         ("GET", "/inbox"),
         ("DELETE", "/sessions/{sessionId}"),
         ("POST", "/sessions/{sessionId}/restore"),
+        ("GET", "/admin/stuck"),
+        ("GET", "/admin/sessions/{sessionId}/turns/{turnId}"),
+        ("POST", "/admin/sessions/{sessionId}/turns/{turnId}/recover"),
+        ("POST", "/admin/sessions/{sessionId}/republish"),
     }
 
 

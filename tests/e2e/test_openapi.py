@@ -34,6 +34,10 @@ OPERATIONS = [
     "listInbox",
     "deleteSession",
     "restoreSession",
+    "listStalledTurns",
+    "inspectTurn",
+    "recoverTurn",
+    "republishEvents",
 ]
 
 

@@ -15,6 +15,7 @@ from resumable.store.resources import (
     BILLING_MODE,
     BUCKET_LIFECYCLE_RULES,
     OUTBOX_FILTER,
+    REPUBLISH_FILTER,
     TABLE_ATTRIBUTES,
     TABLE_INDEXES,
     TABLE_KEY_SCHEMA,
@@ -54,7 +55,7 @@ def test_the_publisher_reads_only_outbox_items_from_the_stream_and_dead_letters_
     mapping = source["Properties"]
     assert source["Type"] == "DynamoDB"
     assert mapping["Stream"] == "TurnsTable.StreamArn"
-    assert [json.loads(f["Pattern"]) for f in mapping["FilterCriteria"]["Filters"]] == [OUTBOX_FILTER]
+    assert [json.loads(f["Pattern"]) for f in mapping["FilterCriteria"]["Filters"]] == [OUTBOX_FILTER, REPUBLISH_FILTER]
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert mapping["BisectBatchOnFunctionError"] is True  # (the local loader keeps !GetAtt and !Ref as their text)
     assert 0 <= mapping["MaximumRetryAttempts"] <= 10, "a bounded retry count"
@@ -137,7 +138,7 @@ def test_the_template_translates_offline_into_cloudformation() -> None:
         r["Properties"] for r in translated["Resources"].values() if r["Type"] == "AWS::Lambda::EventSourceMapping"
     ]
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
-    assert [json.loads(f["Pattern"]) for f in mapping["FilterCriteria"]["Filters"]] == [OUTBOX_FILTER]
+    assert [json.loads(f["Pattern"]) for f in mapping["FilterCriteria"]["Filters"]] == [OUTBOX_FILTER, REPUBLISH_FILTER]
 
 
 @pytest.mark.parametrize("mode", ["IAM", "JWT"])

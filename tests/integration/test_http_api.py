@@ -105,4 +105,8 @@ def test_the_openapi_document_lists_every_route(api: APIGatewayHttpResolver) -> 
         "/interactions",
         "/sessions/{sessionId}",
         "/sessions/{sessionId}/restore",
+        "/admin/stuck",
+        "/admin/sessions/{sessionId}/turns/{turnId}",
+        "/admin/sessions/{sessionId}/turns/{turnId}/recover",
+        "/admin/sessions/{sessionId}/republish",
     }

@@ -351,6 +351,7 @@ def test_published_outbox_items_expire(
     outbox = [i for i in items if i.get("entity") == {"S": "event"}]
     assert len(outbox) == 3
     for item in outbox:
+        assert float(item["published_at"]["N"]) == publisher_clock.now()
         assert int(item[TTL_ATTRIBUTE]["N"]) == int(publisher_clock.now() + PURGE_AFTER_SECONDS)
 
 

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 ErrorCode = Literal[
     "bad_request",
+    "forbidden",
     "not_found",
     "method_not_allowed",
     "conflict",
@@ -23,6 +24,7 @@ ErrorCode = Literal[
 # The HTTP status of each error code: the one place it is decided.
 HTTP_STATUS: dict[str, int] = {
     "bad_request": 400,
+    "forbidden": 403,
     "not_found": 404,
     "method_not_allowed": 405,
     "conflict": 409,

@@ -27,9 +27,12 @@ DESCRIPTION = (
 
 
 class GatewayRefusal(BaseModel):
-    """API Gateway's own reply when IAM authorization refuses a request (before any function runs)."""
+    """API Gateway's own reply when IAM authorization refuses a request (before any function runs); or
+    resumable's, ``forbidden``, when an operator's route (/admin/...) is called by one who is not an
+    approver."""
 
     model_config = ConfigDict(defer_build=True)
+    code: str | None = None
     message: str
 
 
@@ -42,7 +45,10 @@ ERRORS: dict[int, str] = {
     422: "validation_failed: a JSON object of the wrong shape, too large, too deep, or text UTF-8 cannot hold",
     500: "aws_failed: an AWS call failed; what was written before it stands and the turn is resumable: retry",
 }
-FORBIDDEN = "API Gateway refused the request's SigV4 signature or IAM denied it (no function ran)"
+FORBIDDEN = (
+    "API Gateway refused the request's SigV4 signature or IAM denied it (no function ran); or, on /admin/..., "
+    "forbidden: the caller is not an approver"
+)
 
 # The path parameters' alphabets (resumable.service.ids): an id outside them is simply not found.
 PATH_PARAMETERS: dict[str, dict[str, Any]] = {

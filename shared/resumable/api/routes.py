@@ -10,6 +10,10 @@
 | ``GET /interactions?status=requested[&limit=N][&cursor=C]`` | | 200 ``{"interactions": [...], "cursor"}`` |
 | ``DELETE /sessions/{sessionId}`` | | 200 Session (deleted) |
 | ``POST /sessions/{sessionId}/restore`` | | 200 Session (restored) |
+| ``GET /admin/stuck[?limit=N]`` | | 200 ``{"turns": [...]}``: stuck and stalled turns (approvers) |
+| ``GET /admin/sessions/{sessionId}/turns/{turnId}`` | | 200 the turn's records (approvers) |
+| ``POST /admin/sessions/{sessionId}/turns/{turnId}/recover`` | | 200 Turn (approvers) |
+| ``POST /admin/sessions/{sessionId}/republish`` | | 200 ``{"sessionId", "republished"}`` (approvers) |
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from resumable.exceptions import BadRequestError
 from resumable.metrics import count
 from resumable.service import InboxPage, InteractionView, Service, SessionView, TurnView
 from resumable.service.access import Principal
+from resumable.service.admin import Republished, StalledTurns, TurnRecords
 from resumable.service.cursor import MAX_CURSOR_CHARS
 from resumable.service.inbox import DEFAULT_PAGE, MAX_PAGE
 from resumable.store.records import InteractionStatus
@@ -262,3 +267,48 @@ def delete_session(sessionId: str) -> Response[SessionView]:  # noqa: N803
 def restore_session(sessionId: str) -> Response[SessionView]:  # noqa: N803
     count("SessionsRestored")
     return _json(service().restore_session(_path("sessionId", sessionId), principal()))
+
+
+# -- the operator's routes (resumable admin; docs/runbook.md): approvers only, 403 for anyone else ----------
+
+
+@router.get(
+    "/admin/stuck",
+    operation_id="listStalledTurns",
+    summary="Turns the sweeper gave up on, and turns stalled now (approvers only)",
+    responses=responses(200, "The stuck turns, then the stalled ones", StalledTurns, 422),
+)
+def list_stalled(
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description=f"At most this many of each (1 to {MAX_PAGE}).")] = 50,
+) -> Response[StalledTurns]:
+    return _json(service().stalled(principal(), limit))
+
+
+@router.get(
+    "/admin/sessions/<sessionId>/turns/<turnId>",
+    operation_id="inspectTurn",
+    summary="A turn's records as stored: turns, interactions, journal, outbox, snapshots (approvers only)",
+    responses=responses(200, "The turn tree's records", TurnRecords, 404),
+)
+def inspect_turn(sessionId: str, turnId: str) -> Response[TurnRecords]:  # noqa: N803
+    return _json(service().inspect(_path("sessionId", sessionId), _path("turnId", turnId), principal()))
+
+
+@router.post(
+    "/admin/sessions/<sessionId>/turns/<turnId>/recover",
+    operation_id="recoverTurn",
+    summary="Move a turn on now, as the sweeper would (approvers only); safe at any time",
+    responses=responses(200, "The Turn as it then is", TurnView, 404),
+)
+def recover_turn(sessionId: str, turnId: str) -> Response[TurnView]:  # noqa: N803
+    return _json(service().recover_turn(_path("sessionId", sessionId), _path("turnId", turnId), principal()))
+
+
+@router.post(
+    "/admin/sessions/<sessionId>/republish",
+    operation_id="republishEvents",
+    summary="Give the publisher the session's unpublished events again (approvers only)",
+    responses=responses(200, "How many were given again", Republished, 404),
+)
+def republish(sessionId: str) -> Response[Republished]:  # noqa: N803
+    return _json(service().republish(_path("sessionId", sessionId), principal()))

@@ -1,5 +1,6 @@
 """``resumable``: read the inbox, show a turn, approve (optionally with an edited input), deny, start,
-cancel, and follow the local run's events, against an HTTP API of resumable.
+cancel, delete and restore a session, follow the local run's events, and the operator's commands
+(``resumable admin``; docs/runbook.md), against an HTTP API of resumable.
 
 Exit codes: 0 done; 2 bad input (the API's 400 or 422, or the command line's); 3 not found (404);
 4 conflict (409: answered differently, or the turn is busy); 5 gone (410: canceled or expired);
@@ -18,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+from resumable.cli import admin
 from resumable.cli.client import LOCAL_URL, Api, Reply, UnreachableError, default_url, part, stack_url
 
 EXIT_CODES = {400: 2, 422: 2, 404: 3, 409: 4, 410: 5, 401: 6, 403: 6}
@@ -58,6 +60,11 @@ def _parser() -> argparse.ArgumentParser:
     start.add_argument("--wait", action="store_true", help="poll while it runs, until it waits or settles")
     cancel = commands.add_parser("cancel", help="cancel a turn and every child turn")
     cancel.add_argument("session"), cancel.add_argument("turn")
+    delete = commands.add_parser("delete", help="delete a session (its active turn canceled first); restorable")
+    delete.add_argument("session")
+    restore = commands.add_parser("restore", help="bring a deleted session back, as it was")
+    restore.add_argument("session")
+    admin.add_commands(commands)
     events = commands.add_parser("events", help="follow the local run's event queue (make run prints it)")
     events.add_argument("--queue", default=os.environ.get("RESUMABLE_EVENTS_QUEUE"), help="RESUMABLE_EVENTS_QUEUE")
     events.add_argument("--once", action="store_true", help="read what is there, then stop")
@@ -178,6 +185,8 @@ def _main(argv: list[str] | None = None) -> int:
         return _events(options)
     try:
         api = _api(options)
+        if options.command == "admin" and options.verb == "dead-letters":
+            return admin.dead_letters(api, options)
         reply = _run(api, options)
     except UnreachableError as error:
         print(f"resumable: {error}", file=sys.stderr)
@@ -198,9 +207,25 @@ def _main(argv: list[str] | None = None) -> int:
         print(json.dumps(reply.body, indent=2))
     elif options.command == "inbox":
         _print_inbox(reply.body)
+    elif options.command in ("delete", "restore"):
+        _print_session(reply.body)
+    elif options.command == "admin":
+        admin.show(options, reply.body, _table, _print_turn)
     else:
         _print_turn(reply.body)
     return 0
+
+
+def _print_session(session: dict[str, Any]) -> None:
+    if session["deleted"]:
+        print(
+            f"session {session['sessionId']}  deleted (generation {session['deletionGeneration']}) by "
+            f"{session['deletedBy']}; restorable until {session['restorableUntil']}: resumable restore "
+            f"{session['sessionId']}"
+        )
+    else:
+        kept = f"until {session['purgeAt']}" if session.get("purgeAt") else "while a turn is active"
+        print(f"session {session['sessionId']}  not deleted; its records are kept {kept}")
 
 
 def _run(api: Api, options: argparse.Namespace) -> Reply:
@@ -227,4 +252,10 @@ def _run(api: Api, options: argparse.Namespace) -> Reply:
     if options.command == "start":
         reply = api.call("POST", f"/sessions/{part(options.session)}/turns", {"prompt": options.prompt})
         return _wait(api, reply) if options.wait else reply
+    if options.command == "delete":
+        return api.call("DELETE", f"/sessions/{part(options.session)}")
+    if options.command == "restore":
+        return api.call("POST", f"/sessions/{part(options.session)}/restore")
+    if options.command == "admin":
+        return admin.call(api, options)
     return api.call("POST", f"{turn()}/cancel")

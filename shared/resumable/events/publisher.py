@@ -71,6 +71,7 @@ class Publisher:
                 self._dead_letter(record, error)
                 return
             self.bus.put(SOURCE, event.type, detail.model_dump_json(by_alias=True), event.created_at)
+            self.outbox.mark_published(session_id, sk, self.clock.now())
             count("EventsPublished")
         except Exception:
             self._failed.add(session_id)

@@ -5,10 +5,11 @@ shape, and the events on an embedded EventBridge bus.
 ``publishing(settings)`` creates the bus, a dead-letter queue for what the publisher could not
 publish, and an SQS queue that a rule subscribes to every ``resumable`` event (what ``make run``
 prints how to read), then polls the stream on a thread until it ends. The mapping's settings are
-read from template.yaml: its batch size, its filter (applied by moto's EventBridge pattern matcher:
-Lambda's filter syntax is the same), ``ReportBatchItemFailures`` (delivery goes on from the first
-record reported failed), ``BisectBatchOnFunctionError`` and ``MaximumRetryAttempts`` (then the
-batch's description goes to the dead-letter queue, and the mapping moves on, as Lambda does).
+read from template.yaml: its batch size, its filters (a record any of them matches, by moto's
+EventBridge pattern matcher: Lambda's filter syntax is the same), ``ReportBatchItemFailures``
+(delivery goes on from the first record reported failed), ``BisectBatchOnFunctionError`` and
+``MaximumRetryAttempts`` (then the batch's description goes to the dead-letter queue, and the
+mapping moves on, as Lambda does).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ class Mapping:
     """The publisher's event source mapping, as template.yaml declares it."""
 
     batch_size: int
-    filter_pattern: str
+    filter_patterns: tuple[str, ...]
     report_item_failures: bool
     bisect: bool
     retries: int
@@ -53,10 +54,10 @@ class Mapping:
             for e in template["Resources"][PUBLISHER]["Properties"]["Events"].values()
             if e["Type"] == "DynamoDB"
         ]
-        [pattern] = [f["Pattern"] for f in source["FilterCriteria"]["Filters"]]
+        patterns = tuple(f["Pattern"] for f in source["FilterCriteria"]["Filters"])
         return cls(
             batch_size=int(source.get("BatchSize", 100)),
-            filter_pattern=pattern,
+            filter_patterns=patterns,
             report_item_failures="ReportBatchItemFailures" in source.get("FunctionResponseTypes", []),
             bisect=bool(source.get("BisectBatchOnFunctionError", False)),
             retries=int(source.get("MaximumRetryAttempts", -1)),
@@ -93,7 +94,7 @@ class StreamPoller:
 
         self.settings, self.handler, self.mapping = settings, handler, mapping
         self.dead_letter_queue_url = dead_letter_queue_url
-        self._pattern = EventPattern.load(mapping.filter_pattern)
+        self._patterns = [EventPattern.load(p) for p in mapping.filter_patterns]
         self._streams = client("dynamodbstreams", settings)
         self._sqs = client("sqs", settings)
         table = client("dynamodb", settings).describe_table(TableName=settings.table_name)["Table"]
@@ -149,7 +150,7 @@ class StreamPoller:
             records = [
                 r
                 for r in map(self._as_lambda_sees_it, page["Records"])
-                if self._pattern.matches_event(r)  # type: ignore[arg-type]
+                if any(p.matches_event(r) for p in self._patterns)  # type: ignore[arg-type]
             ]
             if records:
                 busy = True

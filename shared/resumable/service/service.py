@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from resumable.clock import Clock, SystemClock
 from resumable.config import Settings
+from resumable.service import admin
 from resumable.service.agent_factory import AgentFactory, load_factory
 from resumable.service.cancel import cancel
 from resumable.service.deletion import delete_session, restore_session
@@ -137,3 +138,16 @@ class Service:
 
     def restore_session(self, session_id: str, principal: str | None = None) -> SessionView:
         return restore_session(self.deps, session_id, principal)
+
+    # the operator's (resumable admin; approvers only)
+    def stalled(self, principal: str | None = None, limit: int = DEFAULT_LIMIT) -> admin.StalledTurns:
+        return admin.stalled(self.deps, principal, limit)
+
+    def inspect(self, session_id: str, turn_id: str, principal: str | None = None) -> admin.TurnRecords:
+        return admin.inspect(self.deps, session_id, turn_id, principal)
+
+    def recover_turn(self, session_id: str, turn_id: str, principal: str | None = None) -> TurnView:
+        return admin.recover_turn(self.deps, session_id, turn_id, principal)
+
+    def republish(self, session_id: str, principal: str | None = None) -> admin.Republished:
+        return admin.republish(self.deps, session_id, principal)

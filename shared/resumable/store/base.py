@@ -115,6 +115,15 @@ class Store(ABC):
     def load_tree(self, session_id: str, root_turn_id: str) -> TurnTree | None: ...
 
     @abstractmethod
+    def tree_items(self, session_id: str, root_turn_id: str) -> list[dict[str, Any]]:
+        """Every item of the turn tree as stored (turns, interactions, journal entries, outbox items),
+        decoded: what an operator inspects."""
+
+    @abstractmethod
+    def republish(self, session_id: str, now: float) -> int:
+        """Have the session's unpublished outbox items delivered to the publisher again; how many."""
+
+    @abstractmethod
     def get_task_token(self, session_id: str, root_turn_id: str) -> str | None:
         """The task token a Step Functions workflow stored on the root turn to wait for it to settle
         (read strongly consistent: a workflow may have stored it a moment ago)."""

@@ -8,9 +8,12 @@ from resumable.store.commit import CommitItems
 from resumable.store.deletion import DeletionItems
 from resumable.store.interactions import InteractionItems
 from resumable.store.journal import ActionItems
+from resumable.store.outbox import OutboxItems
 from resumable.store.turns import TurnItems
 from resumable.store.unsettled import UnsettledTurns
 
 
-class DynamoDBStore(TurnItems, InteractionItems, ActionItems, CommitItems, UnsettledTurns, DeletionItems, Store):
+class DynamoDBStore(
+    TurnItems, InteractionItems, ActionItems, CommitItems, UnsettledTurns, DeletionItems, OutboxItems, Store
+):
     """``Store`` on one DynamoDB table (``Table`` takes the settings and, optionally, a client)."""

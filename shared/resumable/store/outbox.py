@@ -9,6 +9,7 @@ the session's ``sequence`` number and ``occurredAt``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import uuid
@@ -40,8 +41,9 @@ DETAIL_TYPES = (
     SESSION_RESTORED,
 )
 
-# A published outbox item is deleted by DynamoDB's TTL this long after it was published: longer than
-# the stream keeps a record (24 hours), so a redelivered record always finds its item (and its number).
+# A published outbox item is deleted by DynamoDB's TTL this long after it was put on the bus: longer
+# than the stream keeps a record (24 hours), so a redelivered record always finds its item (and its
+# number). One the bus never took has no expiry: it waits to be published again.
 PURGE_AFTER_SECONDS = 3 * 24 * 3600
 
 # A commit's events: TURN#<root>#EVENT#<root version>#<n> (numbered together, in n's order).
@@ -262,13 +264,10 @@ class OutboxItems(Table):
                     "Update": {
                         "TableName": self.table,
                         "Key": key(session_id, item_sk),
-                        "UpdateExpression": "SET #sequence = :number, #purge = :purge",
+                        "UpdateExpression": "SET #sequence = :number",
                         "ConditionExpression": "attribute_exists(pk) AND attribute_not_exists(#sequence)",
-                        "ExpressionAttributeNames": {"#sequence": "sequence", "#purge": TTL_ATTRIBUTE},
-                        "ExpressionAttributeValues": {
-                            ":number": value(first + 1 + n),
-                            ":purge": value(int(now + PURGE_AFTER_SECONDS)),
-                        },
+                        "ExpressionAttributeNames": {"#sequence": "sequence"},
+                        "ExpressionAttributeValues": {":number": value(first + 1 + n)},
                         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                     }
                 }
@@ -287,3 +286,49 @@ class OutboxItems(Table):
                         return int(earlier["sequence"]["N"]), after
                 return None
         return after + 1 + sks.index(wanted), after + len(sks)
+
+    @aws_call
+    def mark_published(self, session_id: str, sk: str, now: float) -> None:
+        """The outbox item at ``sk`` is on the bus: it is deleted (DynamoDB's TTL) ``PURGE_AFTER_SECONDS``
+        from now. (An item the bus never took keeps no expiry: it waits to be published again.)"""
+        with contextlib.suppress(self._conditional_failure):  # gone meanwhile: nothing is left to expire
+            self.dynamodb.update_item(
+                TableName=self.table,
+                Key=key(session_id, sk),
+                UpdateExpression="SET published_at = :now, #purge = :purge",
+                ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeNames={"#purge": TTL_ATTRIBUTE},
+                ExpressionAttributeValues={":now": value(now), ":purge": value(int(now + PURGE_AFTER_SECONDS))},
+            )
+
+    @aws_call
+    def republish(self, session_id: str, now: float) -> int:
+        """Have the stream deliver the session's unpublished outbox items again (those the bus never
+        took: the publisher never got to them, or the mapping gave up on them): each is marked
+        ``republish_at``, a change the publisher's filter lets in once more. How many."""
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :pk",
+            "FilterExpression": "entity = :event AND attribute_not_exists(published_at)",
+            "ProjectionExpression": "sk",
+            "ExpressionAttributeValues": {":pk": value(pk(session_id)), ":event": value("event")},
+            "ConsistentRead": True,
+        }
+        marked = 0
+        while True:
+            page = self.dynamodb.query(**request)
+            for item in page.get("Items", []):
+                try:
+                    self.dynamodb.update_item(
+                        TableName=self.table,
+                        Key=key(session_id, item["sk"]["S"]),
+                        UpdateExpression="SET republish_at = :now",
+                        ConditionExpression="attribute_exists(pk) AND attribute_not_exists(published_at)",
+                        ExpressionAttributeValues={":now": value(now)},
+                    )
+                    marked += 1
+                except self._conditional_failure:
+                    pass  # published meanwhile
+            if "LastEvaluatedKey" not in page:
+                return marked
+            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]

@@ -67,8 +67,19 @@ TABLE_STREAM = {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"}
 # outbox items. (Not ``expires_at``: that is when an interaction's question expires.)
 TTL_ATTRIBUTE = "purge_at"
 
-# The publisher's event source mapping lets in only new outbox items (Lambda's filter syntax).
+# The publisher's event source mapping lets in only new outbox items (Lambda's filter syntax), and
+# those an operator asked to publish again (resumable admin republish) until the bus took them.
 OUTBOX_FILTER: dict[str, Any] = {"eventName": ["INSERT"], "dynamodb": {"NewImage": {"entity": {"S": ["event"]}}}}
+REPUBLISH_FILTER: dict[str, Any] = {
+    "eventName": ["MODIFY"],
+    "dynamodb": {
+        "NewImage": {
+            "entity": {"S": ["event"]},
+            "republish_at": {"N": [{"exists": True}]},
+            "published_at": {"N": [{"exists": False}]},
+        }
+    },
+}
 
 
 def create_table_request(table_name: str) -> dict[str, Any]:

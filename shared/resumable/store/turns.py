@@ -229,3 +229,19 @@ class TurnItems(Table):
             old = getattr(error, "response", {}).get("Item")
             return TurnRecord.model_validate(decode(old)) if old else None
         return TurnRecord.model_validate(decode(item))
+
+    @aws_call
+    def tree_items(self, session_id: str, root_turn_id: str) -> list[dict[str, Any]]:
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :tree)",
+            "ExpressionAttributeValues": {":pk": value(pk(session_id)), ":tree": value(root_sk(root_turn_id))},
+            "ConsistentRead": True,
+        }
+        found: list[dict[str, Any]] = []
+        while True:
+            page = self.dynamodb.query(**request)
+            found += [decode(item) for item in page.get("Items", [])]
+            if "LastEvaluatedKey" not in page:
+                return found
+            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]

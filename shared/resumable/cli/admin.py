@@ -1,0 +1,192 @@
+"""``resumable admin``: the operator's commands, as docs/runbook.md uses them.
+
+``stuck``, ``inspect``, ``recover`` and ``republish`` call the API's /admin routes (approvers only).
+``dead-letters`` reads a dead-letter queue itself, with the caller's AWS credentials, says what each
+message is and the command that deals with it, and with ``--redrive`` runs that command and deletes
+each message it dealt with.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+from urllib.parse import urlsplit
+
+from resumable.cli.client import Api, Reply, part
+
+
+def add_commands(commands: Any) -> None:
+    admin = commands.add_parser("admin", help="the operator's commands (docs/runbook.md)")
+    verbs = admin.add_subparsers(dest="verb", required=True, metavar="VERB")
+    stuck = verbs.add_parser("stuck", help="turns the sweeper gave up on, then turns stalled now")
+    stuck.add_argument("--limit", type=int, default=50)
+    inspect = verbs.add_parser("inspect", help="a turn's records: turns, interactions, journal, outbox, snapshots")
+    inspect.add_argument("session"), inspect.add_argument("turn")
+    recover = verbs.add_parser("recover", help="move a turn on now, as the sweeper would (safe at any time)")
+    recover.add_argument("session"), recover.add_argument("turn")
+    republish = verbs.add_parser("republish", help="give the publisher a session's unpublished events again")
+    republish.add_argument("session")
+    dead = verbs.add_parser("dead-letters", help="what a dead-letter queue holds, and what deals with each message")
+    dead.add_argument("queue_url", metavar="QUEUE_URL", help="the queue (stack outputs *DeadLetterQueueUrl)")
+    dead.add_argument("--redrive", action="store_true", help="deal with each message, then delete it")
+
+
+def call(api: Api, options: argparse.Namespace) -> Reply:
+    """The API call of ``stuck``, ``inspect``, ``recover`` or ``republish``."""
+    if options.verb == "stuck":
+        return api.call("GET", f"/admin/stuck?limit={options.limit}")
+    if options.verb == "republish":
+        return api.call("POST", f"/admin/sessions/{part(options.session)}/republish")
+    turn = f"/admin/sessions/{part(options.session)}/turns/{part(options.turn)}"
+    return api.call("POST", f"{turn}/recover") if options.verb == "recover" else api.call("GET", turn)
+
+
+def show(options: argparse.Namespace, body: dict[str, Any], table: Any, print_turn: Any) -> None:
+    """Print a reply of ``call`` as a person reads it."""
+    if options.verb == "stuck":
+        rows = [
+            [t["sessionId"], t["turnId"], t["status"], t.get("why") or "-", "yes" if t["stuck"] else "no",
+             str(t["sweeps"]), t.get("dueAt") or "-", (t.get("error") or "")[:60]]
+            for t in body.get("turns", [])
+        ]  # fmt: skip
+        if not rows:
+            print("no turn is stalled or stuck")
+            return
+        print(table(rows, ["SESSION", "TURN", "STATUS", "WHY", "STUCK", "SWEEPS", "DUE", "ERROR"]))
+    elif options.verb == "republish":
+        print(f"session {body['sessionId']}: {body['republished']} unpublished event(s) given to the publisher again")
+    elif options.verb == "recover":
+        print_turn(body)
+    else:
+        _print_records(body, table)
+
+
+def _print_records(body: dict[str, Any], table: Any) -> None:
+    turns = [
+        [t["turn_id"], t["status"], str(t.get("version", "")), t.get("lease_owner") or "-",
+         str(t.get("lease_expires_at") or "-"), str(t.get("sweeps", 0)), (t.get("error") or "")[:60]]
+        for t in body["turns"]
+    ]  # fmt: skip
+    print(table(turns, ["TURN", "STATUS", "VERSION", "LEASE OWNER", "LEASE EXPIRES", "SWEEPS", "ERROR"]))
+    index = body.get("index")
+    print(f"\nsweeper's index: {index['partition']}, due {index['dueAt']}" if index else "\nsweeper's index: not in it")
+    if body["interactions"]:
+        rows = [[i["request_id"], i["status"], i["name"], i.get("answered_by") or "-"] for i in body["interactions"]]
+        print("\n" + table(rows, ["REQUEST", "STATUS", "NAME", "ANSWERED BY"]))
+    if body["journal"]:
+        rows = [
+            [a.get("tool", ""), a["status"], str(a.get("lease_generation", "")), "late" if a.get("late") else "",
+             "unknown" if a.get("outcome_unknown_at") else ""]
+            for a in body["journal"]
+        ]  # fmt: skip
+        print("\n" + table(rows, ["JOURNAL: TOOL", "STATUS", "LEASE GEN", "LATE", "OUTCOME"]))
+    if body["outbox"]:
+        rows = [
+            [e["type"], str(e.get("sequence") or "-"), "published" if e["published"] else "unpublished", e["sk"]]
+            for e in body["outbox"]
+        ]
+        print("\n" + table(rows, ["OUTBOX: EVENT", "SEQUENCE", "STATE", "KEY"]))
+    if body["snapshots"]:
+        rows = [[s["key"], ", ".join(s["pointedAtBy"]), s["state"][:80]] for s in body["snapshots"]]
+        print("\n" + table(rows, ["SNAPSHOT", "POINTED AT BY", "STATE"]))
+
+
+def dead_letters(api: Api, options: argparse.Namespace) -> int:
+    """List (and with ``--redrive``, deal with) the messages of a dead-letter queue."""
+    sqs = _client("sqs", options.queue_url, options.region)
+    handled = 0
+    seen: set[str] = set()
+    kept: list[str] = []  # the receipts of the messages left: visible again once all were read
+    while True:
+        reply = sqs.receive_message(QueueUrl=options.queue_url, MaxNumberOfMessages=10, VisibilityTimeout=60)
+        messages = [m for m in reply.get("Messages", []) if m["MessageId"] not in seen]
+        if not messages:
+            break
+        for message in messages:
+            seen.add(message["MessageId"])
+            what, fix = _what(json.loads(message["Body"]), options.queue_url, options.region)
+            print(f"{message['MessageId']}  {what}")
+            if fix is None:
+                print("    left: nothing resumable can redrive (docs/runbook.md: messages in a dead-letter queue)")
+                kept.append(message["ReceiptHandle"])
+                continue
+            print(f"    deal with it: resumable admin {' '.join(fix)}")
+            if options.redrive:
+                done = api.call("POST", _fix_path(fix))
+                if done.status >= 300:
+                    print(f"    not done ({done.status}): {done.body}; the message is kept")
+                    kept.append(message["ReceiptHandle"])
+                    continue
+                sqs.delete_message(QueueUrl=options.queue_url, ReceiptHandle=message["ReceiptHandle"])
+                print("    done; the message is deleted")
+                handled += 1
+            else:
+                kept.append(message["ReceiptHandle"])
+    for receipt in kept:
+        sqs.change_message_visibility(QueueUrl=options.queue_url, ReceiptHandle=receipt, VisibilityTimeout=0)
+    print(f"{len(seen)} message(s): {handled} dealt with and deleted, {len(kept)} left in the queue")
+    return 0
+
+
+def _fix_path(fix: list[str]) -> str:
+    if fix[0] == "recover":
+        return f"/admin/sessions/{part(fix[1])}/turns/{part(fix[2])}/recover"
+    return f"/admin/sessions/{part(fix[1])}/republish"
+
+
+def _what(body: dict[str, Any], queue_url: str, region: str | None) -> tuple[str, list[str] | None]:
+    """What a dead letter is, and the admin command that deals with it (None: nothing can)."""
+    payload = body.get("requestPayload")
+    if isinstance(payload, dict) and isinstance(payload.get("continueTurn"), dict):
+        target = payload["continueTurn"]
+        condition = body.get("requestContext", {}).get("condition", "failed")
+        what = f"a continuation of turn {target.get('turnId')} in session {target.get('sessionId')} ({condition})"
+        return what, ["recover", str(target.get("sessionId")), str(target.get("turnId"))]
+    if "record" in body:
+        keys = body["record"].get("dynamodb", {}).get("Keys", {})
+        return f"an outbox record that can never be published ({body.get('reason')}): {keys}", None
+    batch = body.get("DDBStreamBatchInfo")
+    if isinstance(batch, dict):
+        sessions = _sessions_in(batch, queue_url, region)
+        if len(sessions) == 1:
+            [session] = sessions
+            return f"a batch of session {session}'s events the publisher gave up on", ["republish", session]
+        return f"a batch the publisher gave up on, of sessions {sorted(sessions)}: republish each", None
+    return f"a message resumable does not know: {json.dumps(body)[:200]}", None
+
+
+def _sessions_in(batch: dict[str, Any], queue_url: str, region: str | None) -> set[str]:
+    """The sessions whose records a stream batch holds (read from the stream, which keeps them 24 hours)."""
+    streams = _client("dynamodbstreams", queue_url, region)
+    iterator = streams.get_shard_iterator(
+        StreamArn=batch["streamArn"],
+        ShardId=batch["shardId"],
+        ShardIteratorType="AT_SEQUENCE_NUMBER",
+        SequenceNumber=batch["startSequenceNumber"],
+    )["ShardIterator"]
+    sessions: set[str] = set()
+    for record in streams.get_records(ShardIterator=iterator, Limit=int(batch.get("batchSize", 100)))["Records"]:
+        pk = record["dynamodb"]["Keys"]["pk"]["S"]
+        sessions.add(pk.removeprefix("SESSION#"))
+        if record["dynamodb"]["SequenceNumber"] == batch["endSequenceNumber"]:
+            break
+    return sessions
+
+
+def _client(service: str, queue_url: str, region: str | None) -> Any:
+    """A client of ``service`` beside the queue: on AWS, in the queue's region, with the caller's
+    credentials; for a local queue (make run's embedded AWS), at its endpoint."""
+    import boto3
+
+    parts = urlsplit(queue_url)
+    make: Any = boto3.client
+    if parts.hostname and parts.hostname.endswith("amazonaws.com"):
+        return make(service, region_name=region or parts.hostname.split(".")[1])
+    return make(
+        service,
+        region_name=region or "us-east-1",
+        endpoint_url=f"{parts.scheme}://{parts.netloc}",
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
