@@ -11,7 +11,8 @@ with boto3. ``BENCH_RUNS`` (default 200) sets the runs per operation.
 3. Throughput: approvals settled and resumed per second by 8 concurrent clients on distinct turns;
    50 concurrent duplicates of one approval (time to settle; the action must run exactly once).
 4. Cold start: each handler's import in a fresh interpreter, over a fresh ``import boto3`` (goal 1.5x),
-   and its first request beside a warm one (bench/cold_start.py).
+   and its first request beside a warm one, traced as deployed and untraced: what tracing costs
+   (bench/cold_start.py).
 5. Snapshot growth: bytes and serialise+restore time for 10, 100 and 1,000 messages (fitted exponent).
 6. Fan-out and depth: one turn pausing in 1, 10 and 50 concurrent sub-agent calls, and nesting depth 1
    to 5: calls and time per operation (50 calls need more than one TransactWriteItems: shown here).
@@ -527,12 +528,15 @@ def report(results: dict[str, Any]) -> str:
         "",
         f"4. cold start: import boto3 {results['cold_start']['boto3_import_ms']:.0f} ms (median of "
         f"{results['cold_start']['runs']} fresh interpreters); import goal: at most {results['cold_start']['goal']}x",
-        f"   {'handler':34} {'import':>7} {'x boto3':>7} {'1st request':>11} {'warm':>6} {'cold start':>10}  (ms)",
+        "   traced, as deployed (Tracing: Active); then untraced, and what tracing adds to the cold start",
+        f"   {'handler':34} {'import':>7} {'x boto3':>7} {'1st request':>11} {'warm':>6} {'cold start':>10}"
+        f" {'untraced':>8} {'tracing':>7}  (ms)",
     ]
     for name, row in results["cold_start"]["handlers"].items():
         lines.append(
             f"   functions/{name + '/app.py':24} {row['import_ms']:7.0f} {row['ratio_to_boto3']:7.2f} "
             f"{row['first_request_ms']:11.0f} {row['warm_request_ms']:6.0f} {row['cold_start_ms']:10.0f}"
+            f" {row['untraced_cold_start_ms']:8.0f} {row['tracing_cost_ms']:+7.0f}"
         )
     g = results["snapshot_growth"]
     lines += ["", "5. snapshot growth"]

@@ -3,9 +3,14 @@
 What a cold start costs is the handler's import (Lambda's init) and then its first request, which
 builds the resolver and the service, imports boto3 and makes the AWS clients. Both are measured, in
 a fresh interpreter per run, interleaved with a fresh ``import boto3`` (the baseline: the machine is
-shared, and interleaving keeps a slow minute from landing on one side only; the handlers' order is shuffled
-in each run), and each beside a second
-request in the same process (a warm one), so the first request's one-time cost shows.
+shared, and interleaving keeps a slow minute from landing on one side only; the order is shuffled in
+each run), and each beside a second request in the same process (a warm one), so the first
+request's one-time cost shows.
+
+Each handler runs as in Lambda (``LAMBDA_TASK_ROOT``, a trace id), traced as deployed (``Tracing:
+Active``: Powertools' Tracer imports the X-Ray SDK and patches botocore at init, and sends its
+segments to the daemon's address) and untraced (``POWERTOOLS_TRACE_DISABLED``), so that tracing's
+cost shows: it moves botocore's import from the first request to the init.
 
 Modules load from bytecode, as from the layer (which ships it, see layers/build.py): a private
 bytecode cache (``PYTHONPYCACHEPREFIX``) filled by one warm-up run, whatever ``PYTHONDONTWRITEBYTECODE``
@@ -28,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from resumable.config import Settings
+from resumable.local.authorizers import iam_identity
 from resumable.local.server import LambdaContext, api_event, function_arn, load_template, routes
 from resumable.service import Service
 
@@ -73,7 +79,7 @@ class _Requests:
         route = next(r for r in self.routes if r.method == method and r.pattern.match(path))
         raw = json.dumps(body).encode() if body is not None else b""
         headers = {"content-type": "application/json"}
-        return api_event(route, method, path, "", headers, raw, PRINCIPAL)
+        return api_event(route, method, path, "", headers, raw, iam_identity(PRINCIPAL))
 
     def _paused(self) -> tuple[str, str, str]:
         session = f"cold-{uuid.uuid4().hex[:12]}"
@@ -103,6 +109,17 @@ def _environment(settings: Settings, cache: str) -> dict[str, str]:
     return {**env, **settings.environment(), "PYDANTIC_DISABLE_PLUGINS": "__all__", "PYTHONPYCACHEPREFIX": cache}
 
 
+# As Lambda runs a function with active tracing: its task root, the invocation's trace id, the X-Ray
+# daemon's address (nothing listens there: the SDK sends its segments over UDP and does not wait).
+TRACED = {
+    "LAMBDA_TASK_ROOT": str(ROOT),
+    "_X_AMZN_TRACE_ID": "Root=1-674d0000-0123456789abcdef01234567;Parent=0123456789abcdef;Sampled=1",
+    "AWS_XRAY_DAEMON_ADDRESS": "127.0.0.1:2000",
+    "AWS_XRAY_CONTEXT_MISSING": "LOG_ERROR",
+}
+VARIANTS = {"traced": TRACED, "untraced": {**TRACED, "POWERTOOLS_TRACE_DISABLED": "true"}}
+
+
 def _python(code: str, env: dict[str, str], *args: str) -> str:
     done = subprocess.run(
         [sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT, env=env, check=False
@@ -125,35 +142,45 @@ def cold_start(settings: Settings, runs: int = 21) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bytecode-") as cache:
         env = _environment(settings, cache)
         boto3_runs: list[float] = []
-        measured: dict[str, list[dict[str, Any]]] = {name: [] for name in handlers_of}
+        measured: dict[tuple[str, str], list[dict[str, Any]]] = {
+            (name, variant): [] for name in handlers_of for variant in VARIANTS
+        }
         for run in range(runs + 1):  # the first run fills the bytecode cache and is not counted
             seconds = float(_python(_BOTO3, env))
             if run:
                 boto3_runs.append(seconds)
-            order = list(handlers_of.items())
+            order = [(name, variant) for name in handlers_of for variant in VARIANTS]
             random.Random(run).shuffle(order)  # no handler always follows the same one
-            for name, (function, make) in order:
+            for name, variant in order:
+                function, make = handlers_of[name]
                 context = LambdaContext(function, uuid.uuid4().hex, invoked_function_arn=function_arn(function))
                 events = json.dumps([make(), make()])
                 time.sleep(0.2)  # the embedded AWS finishes what the last run asked of it before this one
                 path = ROOT / "functions" / name / "app.py"
-                result = json.loads(_python(_RUN.format(path=str(path)), env, events, json.dumps(vars(context))))
+                lambda_env = {**env, **VARIANTS[variant], "AWS_LAMBDA_FUNCTION_NAME": function}
+                result = json.loads(_python(_RUN.format(path=str(path)), lambda_env, events, json.dumps(vars(context))))
                 statuses = [r["status"] for r in result["requests"]]
                 if any(status >= 300 for status in statuses):
                     raise RuntimeError(f"functions/{name}: a cold start request was refused: {statuses}")
                 if run:
-                    measured[name].append(result)
+                    measured[(name, variant)].append(result)
     boto3_import = statistics.median(boto3_runs)
     handlers = {}
-    for name, results in measured.items():
-        imported = statistics.median(r["import"] for r in results)
-        first = statistics.median(r["requests"][0]["seconds"] for r in results)
-        warm = statistics.median(r["requests"][1]["seconds"] for r in results)
-        handlers[name] = {
-            "import_ms": imported * 1000,
-            "ratio_to_boto3": imported / boto3_import,
-            "first_request_ms": first * 1000,
-            "warm_request_ms": warm * 1000,
-            "cold_start_ms": (imported + first) * 1000,
-        }
+    for name in handlers_of:
+        row: dict[str, float] = {}
+        for variant in VARIANTS:
+            results = measured[(name, variant)]
+            imported = statistics.median(r["import"] for r in results)
+            first = statistics.median(r["requests"][0]["seconds"] for r in results)
+            warm = statistics.median(r["requests"][1]["seconds"] for r in results)
+            prefix = "" if variant == "traced" else "untraced_"
+            row |= {
+                f"{prefix}import_ms": imported * 1000,
+                f"{prefix}first_request_ms": first * 1000,
+                f"{prefix}warm_request_ms": warm * 1000,
+                f"{prefix}cold_start_ms": (imported + first) * 1000,
+            }
+        row["ratio_to_boto3"] = row["import_ms"] / (boto3_import * 1000)
+        row["tracing_cost_ms"] = row["cold_start_ms"] - row["untraced_cold_start_ms"]
+        handlers[name] = row
     return {"boto3_import_ms": boto3_import * 1000, "handlers": handlers, "runs": runs, "goal": GOAL}

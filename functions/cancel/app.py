@@ -6,7 +6,9 @@ Thin: the shared routes parse the request, call the service and shape the reply.
 from typing import Any
 
 from resumable.api.app import handle
+from resumable.api.observability import tracer
 
 
+@tracer.capture_lambda_handler(capture_response=False)
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return handle(event, context)

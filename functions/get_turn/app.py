@@ -8,7 +8,9 @@ from typing import Any
 
 from resumable.api import direct
 from resumable.api.app import handle
+from resumable.api.observability import tracer
 
 
+@tracer.capture_lambda_handler(capture_response=False)
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return handle(event, context, direct.get_turn)

@@ -3,10 +3,12 @@ session. Thin: resumable.events.publisher numbers and publishes each record."""
 
 from typing import Any
 
+from resumable.api.observability import tracer
 from resumable.events.publisher import Publishing
 
 publishing = Publishing()
 
 
+@tracer.capture_lambda_handler(capture_response=False)
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return publishing.handle(event, context)

@@ -39,6 +39,7 @@ def test_the_layer_ships_the_package_and_its_dependencies_without_boto3(layer: B
     assert "python/functions" not in {n.rsplit("/", 1)[0] for n in names}
     assert any(n.startswith("python/pydantic_core/") and "aarch64" in n and n.endswith(".so") for n in names)
     assert any(n.startswith("python/aws_lambda_powertools/") for n in names)
+    assert any(n.startswith("python/aws_xray_sdk/") for n in names), "the Tracer's SDK (Tracing: Active)"
     assert not any(n.startswith(("python/boto3/", "python/botocore/")) for n in names)
 
 

@@ -1,0 +1,106 @@
+"""Tracing: every handler, run as Lambda runs it with active tracing, sends X-Ray its invocation with
+each AWS SDK call as a subsegment (and no response: a Turn's prompts and outputs stay out of traces);
+with tracing disabled it sends nothing. An X-Ray daemon is stood in for by a UDP socket."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from resumable.config import Settings
+from resumable.local.server import ROOT
+from tests.patience import HANG_SECONDS
+
+pytestmark = pytest.mark.slow
+
+_INVOKE = """
+import importlib.util, json, sys
+from types import SimpleNamespace
+spec = importlib.util.spec_from_file_location("app", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+context = SimpleNamespace(function_name="GetTurnFunction", aws_request_id="r-1", memory_limit_in_mb=512,
+                          invoked_function_arn="arn:aws:lambda:us-east-1:123456789012:function:GetTurnFunction",
+                          get_remaining_time_in_millis=lambda: 29_000)
+reply = module.lambda_handler(json.loads(sys.argv[2]), context)
+print(reply["statusCode"])
+"""
+
+
+def _traced(settings: Settings, disabled: bool) -> tuple[int, list[dict[str, Any]]]:
+    """The reply's status of GetTurn to a read of a turn that does not exist, and what reached the
+    daemon's address."""
+    daemon = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    daemon.bind(("127.0.0.1", 0))
+    daemon.settimeout(2)
+    event = json.loads((ROOT / "events" / "get_turn.json").read_text())
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("POWERTOOLS_", "AWS_XRAY"))},
+        **settings.environment(),
+        "LAMBDA_TASK_ROOT": str(ROOT),
+        "AWS_LAMBDA_FUNCTION_NAME": "GetTurnFunction",
+        "_X_AMZN_TRACE_ID": "Root=1-674d0000-0123456789abcdef01234567;Parent=0123456789abcdef;Sampled=1",
+        "AWS_XRAY_DAEMON_ADDRESS": f"127.0.0.1:{daemon.getsockname()[1]}",
+        "POWERTOOLS_TRACE_DISABLED": "true" if disabled else "false",
+    }
+    ran = subprocess.run(
+        [sys.executable, "-c", _INVOKE, str(ROOT / "functions" / "get_turn" / "app.py"), json.dumps(event)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=HANG_SECONDS,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    documents: list[dict[str, Any]] = []
+    try:
+        while True:
+            datagram = daemon.recv(65536).decode()
+            documents.append(json.loads(datagram.split("\n", 1)[1]))  # '{"format": ...}\n{document}'
+    except TimeoutError:
+        pass
+    finally:
+        daemon.close()
+    return int(ran.stdout.strip().splitlines()[-1]), documents
+
+
+def _names(documents: list[dict[str, Any]]) -> list[tuple[str, str | None]]:
+    found: list[tuple[str, str | None]] = []
+
+    def walk(node: dict[str, Any]) -> None:
+        found.append((node["name"], node.get("namespace")))
+        for child in node.get("subsegments", []):
+            walk(child)
+
+    for document in documents:
+        walk(document)
+    return found
+
+
+def test_a_handler_sends_its_invocation_and_its_aws_calls_to_x_ray(
+    handler_environment: Settings, tmp_path: Path
+) -> None:
+    status, documents = _traced(handler_environment, disabled=False)
+    assert status == 404  # the sample event's turn does not exist: one Query, answered 404
+    names = _names(documents)
+    assert ("## lambda_handler", "local") in names
+    assert ("dynamodb", "aws") in names, names
+    handler = next(d for d in documents if d["name"] == "## lambda_handler")
+    assert "lambda_handler response" not in json.dumps(handler.get("metadata", {})), "no response in traces"
+
+
+def test_with_tracing_disabled_nothing_is_sent(handler_environment: Settings) -> None:
+    status, documents = _traced(handler_environment, disabled=True)
+    assert (status, documents) == (404, [])
+
+
+def test_every_function_is_traced() -> None:
+    for handler in sorted((ROOT / "functions").glob("*/app.py")):
+        assert "@tracer.capture_lambda_handler(capture_response=False)" in handler.read_text(), handler
