@@ -3,9 +3,9 @@ the edge's requests, and what the service sees happen to interactions, turns and
 
 ``POWERTOOLS_SERVICE_NAME`` names the service (a dimension of every metric) and
 ``POWERTOOLS_METRICS_NAMESPACE`` the namespace, as Powertools documents them; each defaults to
-``resumable``. What is counted is written when the handler returns (``flushing``), never while it
-runs: a process that uses the service without a handler prints nothing. docs/operations.md lists
-every metric.
+``resumable``. Metrics are counted only while a handler runs (``flushing``, or ``collecting`` for a
+program of one's own), and written when it returns, never while it runs: a process that uses the
+service outside a handler counts and prints nothing. docs/operations.md lists every metric.
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ import functools
 import os
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from aws_lambda_powertools import Metrics
@@ -67,6 +69,19 @@ METRICS: dict[str, tuple[str, tuple[str, ...]] | None] = {
 }
 
 
+_collecting: ContextVar[bool] = ContextVar("resumable_metrics_collecting", default=False)
+
+
+@contextmanager
+def collecting() -> Iterator[None]:
+    """Count what happens in this block (of this thread); ``flush`` writes it."""
+    token = _collecting.set(True)
+    try:
+        yield
+    finally:
+        _collecting.reset(token)
+
+
 def count(name: str, value: float = 1, **dimensions: str) -> None:
     """``value`` more of ``name``; with ``dimensions`` (beside the service), a metric of its own."""
     _add(name, MetricUnit.Count, value, dimensions)
@@ -87,6 +102,8 @@ _R = TypeVar("_R")
 
 
 def _add(name: str, unit: MetricUnit, value: float, dimensions: dict[str, str]) -> None:
+    if not _collecting.get():
+        return
     if not dimensions:
         metrics.add_metric(name=name, unit=unit, value=value)
         return
@@ -119,12 +136,13 @@ def clear() -> None:
 
 
 def flushing(handler: Callable[_P, _R]) -> Callable[_P, _R]:
-    """A handler whose metrics are written when it returns (or raises)."""
+    """A handler whose metrics are counted while it runs and written when it returns (or raises)."""
 
     @functools.wraps(handler)
     def flushed(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         try:
-            return handler(*args, **kwargs)
+            with collecting():
+                return handler(*args, **kwargs)
         finally:
             flush()
 

@@ -272,8 +272,8 @@ def test_a_snapshot_that_cannot_be_loaded(handler_environment: Settings, url: st
 @pytest.fixture
 def short_questions(handler_environment: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The approval state machine, running its tasks in this process, with questions that expire after
-    3 seconds; then the usual expiry again."""
-    with functions_in_process():
+    3 seconds (until the test sets the usual expiry again: ``usual_questions``)."""
+    with functions_in_process() as lambdas:
         monkeypatch.setenv("APPROVAL_EXPIRY_SECONDS", "3")
         forget()
         machine = create_state_machine(
@@ -282,12 +282,24 @@ def short_questions(handler_environment: Settings, monkeypatch: pytest.MonkeyPat
         try:
             yield machine
         finally:
+            lambdas.wait()  # nothing of the executions runs on after the test
             monkeypatch.undo()
             forget()
 
 
+def usual_questions(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The approval state machine with the usual expiry (a day), the handlers too."""
+    monkeypatch.delenv("APPROVAL_EXPIRY_SECONDS")
+    forget()
+    return create_state_machine(settings, name=f"usual-{uuid.uuid4().hex[:8]}")
+
+
 def test_a_workflow_execution_that_timed_out(
-    handler_environment: Settings, url: str, credentials: Path, short_questions: str
+    handler_environment: Settings,
+    url: str,
+    credentials: Path,
+    short_questions: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     sfn = client("stepfunctions", handler_environment)
     session = f"wf-{uuid.uuid4().hex[:8]}"
@@ -305,20 +317,26 @@ def test_a_workflow_execution_that_timed_out(
     assert (ended["status"], ended["error"]) == ("FAILED", "Turn.Expired")
     turn = json.loads(ended["cause"])["turnId"]
     assert "expired" in ok(resumable(url, credentials, "show", session, turn)).splitlines()[0]
-    # Fix: a new execution (aws stepfunctions start-execution), its question answered in time.
+    # Fix: a new execution (aws stepfunctions start-execution), with a longer ApprovalExpirySeconds, its
+    # question answered in time.
+    # (Here a state machine of its own, so a session of its own: a state machine owns the sessions it
+    # starts. With the stack's one state machine, the same session goes on.)
+    retried = f"{session}-again"
     again = sfn.start_execution(
-        stateMachineArn=short_questions,
-        name=f"{session}-again",
-        input=json.dumps({"sessionId": session, "prompt": "delete the prod-db record"}),
+        stateMachineArn=usual_questions(handler_environment, monkeypatch),
+        name=retried,
+        input=json.dumps({"sessionId": retried, "prompt": "delete the prod-db record"}),
     )["executionArn"]
 
     def asked() -> tuple[str, str] | None:
+        execution = sfn.describe_execution(executionArn=again)
+        assert execution["status"] == "RUNNING", execution  # it waits on its question
         listed = json.loads(ok(resumable(url, credentials, "--json", "inbox")))["interactions"]
-        mine = [i for i in listed if i["sessionId"] == session]
+        mine = [i for i in listed if i["sessionId"] == retried]
         return (mine[0]["turnId"], mine[0]["requestId"]) if mine else None
 
     new_turn, request = eventually(asked, "the new execution's question in the inbox")
-    ok(resumable(url, credentials, "approve", session, new_turn, request))
+    ok(resumable(url, credentials, "approve", retried, new_turn, request))
     # Validate.
     done = eventually(
         lambda: ((d := sfn.describe_execution(executionArn=again))["status"] != "RUNNING" and d) or None,
@@ -339,7 +357,8 @@ def test_dynamodb_throttling(url: str, credentials: Path, monkeypatch: pytest.Mo
     throttled = [0]
 
     def throttling(self: Any, operation: str, params: dict[str, Any]) -> Any:
-        if operation == "TransactWriteItems" and throttled[0] < 1:
+        # The answer's transaction, of this session (nothing else running in the process is touched).
+        if operation == "TransactWriteItems" and session in json.dumps(params) and throttled[0] < 1:
             throttled[0] += 1
             error = {"Code": "ProvisionedThroughputExceededException", "Message": "Rate of requests exceeds"}
             raise ClientError({"Error": error}, operation)

@@ -9,7 +9,7 @@ import os
 import socket
 import subprocess
 import sys
-from pathlib import Path
+import uuid
 from typing import Any
 
 import pytest
@@ -34,13 +34,19 @@ print(reply["statusCode"])
 """
 
 
-def _traced(settings: Settings, disabled: bool) -> tuple[int, list[dict[str, Any]]]:
-    """The reply's status of GetTurn to a read of a turn that does not exist, and what reached the
-    daemon's address."""
+def _traced(
+    settings: Settings, disabled: bool, turn: tuple[str, str] | None = None
+) -> tuple[int, list[dict[str, Any]]]:
+    """The reply's status of GetTurn to a read of ``turn`` (session, turn id; the sample event's, which
+    does not exist, by default), and what reached the daemon's address."""
     daemon = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     daemon.bind(("127.0.0.1", 0))
     daemon.settimeout(2)
     event = json.loads((ROOT / "events" / "get_turn.json").read_text())
+    if turn is not None:
+        session, turn_id = turn
+        event["pathParameters"] = {"sessionId": session, "turnId": turn_id}
+        event["rawPath"] = event["requestContext"]["http"]["path"] = f"/sessions/{session}/turns/{turn_id}"
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("POWERTOOLS_", "AWS_XRAY"))},
         **settings.environment(),
@@ -84,16 +90,26 @@ def _names(documents: list[dict[str, Any]]) -> list[tuple[str, str | None]]:
     return found
 
 
-def test_a_handler_sends_its_invocation_and_its_aws_calls_to_x_ray(
-    handler_environment: Settings, tmp_path: Path
-) -> None:
+def test_a_handler_sends_its_invocation_and_its_aws_calls_to_x_ray(handler_environment: Settings) -> None:
     status, documents = _traced(handler_environment, disabled=False)
     assert status == 404  # the sample event's turn does not exist: one Query, answered 404
     names = _names(documents)
     assert ("## lambda_handler", "local") in names
     assert ("dynamodb", "aws") in names, names
-    handler = next(d for d in documents if d["name"] == "## lambda_handler")
-    assert "lambda_handler response" not in json.dumps(handler.get("metadata", {})), "no response in traces"
+
+
+def test_what_a_turn_holds_stays_out_of_traces(handler_environment: Settings) -> None:
+    from resumable.service import Service
+
+    sentinel = f"sentinel-{uuid.uuid4().hex[:8]}"
+    principal = json.loads((ROOT / "events" / "get_turn.json").read_text())["requestContext"]["authorizer"]["iam"]
+    started = Service.from_settings(handler_environment).start_turn(
+        f"traced-{uuid.uuid4().hex[:6]}", f"delete the {sentinel} record", principal["userArn"]
+    )
+    assert started.status == "waiting" and sentinel in started.model_dump_json()
+    status, documents = _traced(handler_environment, disabled=False, turn=(started.session_id, started.turn_id))
+    assert status == 200 and documents
+    assert sentinel not in json.dumps(documents), "the turn's input is not in the traces"
 
 
 def test_with_tracing_disabled_nothing_is_sent(handler_environment: Settings) -> None:

@@ -71,3 +71,12 @@ def make_service(aws: Settings, clock: FakeClock, ledger: Path) -> Callable[...,
         return Service(DynamoDBStore(configured), configured, clock, agents)
 
     return make
+
+
+@pytest.fixture
+def counting() -> Iterator[None]:
+    """The test's own calls of the service count metrics, as a handler's do."""
+    from resumable.metrics import collecting
+
+    with collecting():
+        yield

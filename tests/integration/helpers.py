@@ -102,6 +102,21 @@ def at_once(calls: Sequence[Callable[[], T]]) -> list[T | Exception]:
     return [outcome for outcome in outcomes if outcome is not None]
 
 
+def meet_after_first(services: Sequence[Service], operation: str) -> None:
+    """Each service, after its first DynamoDB ``operation`` call, waits until every other has made its
+    own: calls run ``at_once`` then really overlap from there (both have read before either writes)."""
+    barrier = threading.Barrier(len(services), timeout=HANG_SECONDS)
+    for service in services:
+        met = [False]
+
+        def meet(met: list[bool] = met, **_: Any) -> None:
+            if not met[0]:
+                met[0] = True
+                barrier.wait()
+
+        store_of(service).dynamodb.meta.events.register(f"after-call.dynamodb.{operation}", meet)
+
+
 # -- the stored state, read directly -----------------------------------------------------------------------
 
 

@@ -17,6 +17,7 @@ import pytest
 
 from resumable.config import Settings
 from resumable.exceptions import (
+    ForbiddenError,
     NotFoundError,
     ServiceError,
     TurnBusyError,
@@ -122,6 +123,46 @@ def test_unknown_session_is_404_and_writes_nothing(
     )
     _rejected(aws, NotFoundError, "not_found", lambda: service.recover(unknown, UNKNOWN_TURN), says=None)
     _rejected(aws, NotFoundError, "not_found", lambda: service.list_interactions(unknown))
+    _rejected(aws, NotFoundError, "not_found", lambda: service.delete_session(unknown))
+    _rejected(aws, NotFoundError, "not_found", lambda: service.restore_session(unknown))
+    _rejected(aws, NotFoundError, "not_found", lambda: service.inspect(unknown, UNKNOWN_TURN), says=None)
+    _rejected(aws, NotFoundError, "not_found", lambda: service.recover_turn(unknown, UNKNOWN_TURN), says=None)
+    _rejected(aws, NotFoundError, "not_found", lambda: service.republish(unknown))
+
+
+def test_deleting_an_unknown_session_looks_the_same_as_deleting_another_principals(
+    make_service: Callable[..., Service], aws: Settings, session_id: str
+) -> None:
+    service = make_service()
+    service.start_turn(session_id, "delete prod-db", principal="alice")
+    unknown = f"{session_id}-x"
+    for act in (service.delete_session, service.restore_session):
+        missing = _rejected(aws, NotFoundError, "not_found", partial(act, unknown, "mallory"))
+        theirs = _rejected(aws, NotFoundError, "not_found", partial(act, session_id, "mallory"))
+        assert str(missing).replace(unknown, session_id) == str(theirs)
+
+
+def test_a_session_the_application_started_is_deleted_only_by_an_approver(
+    make_service: Callable[..., Service], aws: Settings, session_id: str
+) -> None:
+    service = make_service(approver_principals=("approver",))
+    service.start_turn(session_id, "delete prod-db")  # no principal: a workflow's
+    _rejected(aws, NotFoundError, "not_found", lambda: service.delete_session(session_id, "mallory"))
+    assert service.delete_session(session_id, "approver").deleted
+
+
+def test_the_operators_routes_are_refused_to_anyone_but_an_approver_and_write_nothing(
+    make_service: Callable[..., Service], aws: Settings, sessions: Sessions
+) -> None:
+    service = make_service()
+    turn = sessions.a_turn.turn_id
+    for call in (
+        partial(service.stalled, "mallory"),
+        partial(service.inspect, sessions.a, turn, "mallory"),
+        partial(service.recover_turn, sessions.a, turn, "mallory"),
+        partial(service.republish, sessions.a, "mallory"),
+    ):
+        _rejected(aws, ForbiddenError, "forbidden", call)
 
 
 @pytest.mark.parametrize("turn_id", [UNKNOWN_TURN, UNKNOWN_CHILD], ids=["root", "child"])
@@ -275,6 +316,10 @@ def test_a_malformed_session_id_is_422_to_start_404_otherwise_and_writes_nothing
             )
             _raises(NotFoundError, "not_found", partial(service.recover, bad, turn), None)
             _raises(NotFoundError, "not_found", partial(service.list_interactions, bad), None)
+            _raises(NotFoundError, "not_found", partial(service.delete_session, bad), "nothing was")
+            _raises(NotFoundError, "not_found", partial(service.restore_session, bad), "nothing was")
+            _raises(NotFoundError, "not_found", partial(service.inspect, bad, turn), None)
+            _raises(NotFoundError, "not_found", partial(service.republish, bad), "nothing was")
 
 
 def test_a_malformed_turn_or_request_id_is_404_and_writes_nothing(
@@ -287,6 +332,8 @@ def test_a_malformed_turn_or_request_id_is_404_and_writes_nothing(
             _raises(NotFoundError, "not_found", partial(service.get_turn, a, bad), None)
             _raises(NotFoundError, "not_found", partial(service.cancel, a, bad), "nothing was")
             _raises(NotFoundError, "not_found", partial(service.recover, a, bad), None)
+            _raises(NotFoundError, "not_found", partial(service.inspect, a, bad), None)
+            _raises(NotFoundError, "not_found", partial(service.recover_turn, a, bad), None)
             _raises(
                 NotFoundError,
                 "not_found",

@@ -6,8 +6,10 @@ after. Deleting twice, restoring twice, and deleting while an answer arrives eac
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +20,25 @@ from resumable.api.app import build_app
 from resumable.exceptions import GoneError, NotFoundError, TurnBusyError
 from resumable.service import Service, TurnView
 from resumable.store import DynamoDBStore
-from resumable.store.outbox import session_deleted
 from tests.clock import FakeClock
 from tests.factories import executions
-from tests.integration.helpers import ALICE, APPROVE, at_once, http, session_items
-from tests.integration.test_snapshot_lifecycle import retired
+from tests.integration.helpers import ALICE, APPROVE, at_once, http, meet_after_first, session_items
+from tests.integration.test_snapshot_lifecycle import pointed_at, retired
+from tests.patience import HANG_SECONDS
 
 BOB = "arn:aws:iam::111122223333:user/bob"
 # The marks a deletion (and a restore) leaves on items, and what a restore sets anew.
-MARKS = {"deleted_generation", "purge_at", "gsi4pk", "gsi4sk", "deleted_at", "deleted_by", "deletions", "updated_at"}
+MARKS = {
+    "deleted_generation",
+    "deleting",
+    "purge_at",
+    "gsi4pk",
+    "gsi4sk",
+    "deleted_at",
+    "deleted_by",
+    "deletions",
+    "updated_at",
+}
 
 
 def _records(store: DynamoDBStore, session_id: str) -> list[dict[str, Any]]:
@@ -122,12 +134,16 @@ def test_deleting_twice_and_restoring_twice_each_end_in_one_state(
     service = make_service("nested_twice")
     _a_session_with_history(service, session_id)
 
-    first, second = at_once([lambda: service.delete_session(session_id, ALICE)] * 2)
+    deleters = [make_service("nested_twice"), make_service("nested_twice")]
+    meet_after_first(deleters, "GetItem")  # both have read the session before either deletes it
+    first, second = at_once([partial(d.delete_session, session_id, ALICE) for d in deleters])
     again = service.delete_session(session_id, ALICE)
     assert first == second == again
     assert _events(store, session_id)["Session Deleted"] == 1
 
-    restored = at_once([lambda: service.restore_session(session_id, ALICE)] * 2)
+    restorers = [make_service("nested_twice"), make_service("nested_twice")]
+    meet_after_first(restorers, "GetItem")
+    restored = at_once([partial(r.restore_session, session_id, ALICE) for r in restorers])
     assert restored[0] == restored[1] == service.restore_session(session_id, ALICE)
     assert _events(store, session_id)["Session Restored"] == 1
 
@@ -143,12 +159,13 @@ def test_deleting_while_an_answer_arrives_ends_in_one_state(
     request = started.interactions[0].request_id
 
     def delete() -> Any:
-        for _ in range(50):  # a client asks again while the turn is being canceled
+        deadline = time.monotonic() + HANG_SECONDS
+        while time.monotonic() < deadline:  # a client asks again while the turn's runner stops
             try:
                 return make_service("nested").delete_session(session_id, ALICE)
             except TurnBusyError:
                 continue
-        raise AssertionError("the deletion never finished")
+        raise AssertionError("the deletion never finished (a hang)")
 
     deleted, answered = at_once(
         [delete, lambda: make_service("nested").submit_approval(session_id, started.turn_id, request, APPROVE, ALICE)]
@@ -176,6 +193,7 @@ def test_retention_purges_a_deleted_session_and_then_it_cannot_be_restored(
     clock.advance(service.settings.retention_seconds - 1)
     assert service.sweep().expired == 0, "kept for the whole window"
     objects, tagged = retired(store, session_id)
+    assert objects and not tagged & pointed_at(store, session_id), "not a snapshot a record points at retired early"
     clock.advance(1)
     assert service.sweep().expired == 3, "both turns and the session"
 
@@ -201,11 +219,8 @@ def test_a_session_bigger_than_one_transaction_is_deleted_and_restored_whole(
     assert _records(store, session_id) == before
 
 
-def test_a_deletion_that_fails_half_way_leaves_its_turns_hidden_and_finishes_when_asked_again(
-    make_service: Callable[..., Service], store: DynamoDBStore, session_id: str
-) -> None:
-    service = make_service("chatty_forever")
-    turns = [service.start_turn(session_id, f"hello {n}", ALICE) for n in range(110)]
+def _cut_short(service: Service, session_id: str) -> None:
+    """Delete the session, the network failing at its second transaction (its first landed)."""
     transactions: list[int] = []
 
     def second_fails(**_: Any) -> None:
@@ -215,19 +230,52 @@ def test_a_deletion_that_fails_half_way_leaves_its_turns_hidden_and_finishes_whe
 
     client: Any = service.store
     client.dynamodb.meta.events.register("before-call.dynamodb.TransactWriteItems", second_fails)
-    with pytest.raises(Exception, match="network went away"):
-        service.delete_session(session_id, ALICE)
-    client.dynamodb.meta.events.unregister("before-call.dynamodb.TransactWriteItems", second_fails)
+    try:
+        with pytest.raises(Exception, match="network went away"):
+            service.delete_session(session_id, ALICE)
+    finally:
+        client.dynamodb.meta.events.unregister("before-call.dynamodb.TransactWriteItems", second_fails)
 
+
+def _hidden(service: Service, session_id: str, turns: list[TurnView]) -> int:
     hidden = 0
     for turn in turns:
         try:
             service.get_turn(session_id, turn.turn_id, ALICE)
         except NotFoundError:
             hidden += 1
-    assert 0 < hidden < len(turns), "the first transaction landed, the last did not"
+    return hidden
+
+
+def test_a_deletion_cut_short_is_finished_by_asking_again(
+    make_service: Callable[..., Service], store: DynamoDBStore, session_id: str
+) -> None:
+    service = make_service("chatty_forever")
+    turns = [service.start_turn(session_id, f"hello {n}", ALICE) for n in range(110)]
+    _cut_short(service, session_id)
+
+    assert 0 < _hidden(service, session_id, turns) < len(turns), "the first transaction landed, the rest did not"
+    with pytest.raises(TurnBusyError, match="was deleted"):
+        service.start_turn(session_id, "one more", ALICE)  # no turn begins in a session being deleted
     assert service.delete_session(session_id, ALICE).deleted
     assert {i.get("deleted_generation") for i in session_items(store, session_id) if i.get("entity") != "event"} == {1}
+    assert _events(store, session_id)["Session Deleted"] == 1
+
+
+def test_a_deletion_cut_short_can_be_restored_whole_instead(
+    make_service: Callable[..., Service], store: DynamoDBStore, session_id: str
+) -> None:
+    service = make_service("chatty_forever")
+    turns = [service.start_turn(session_id, f"hello {n}", ALICE) for n in range(110)]
+    before = _records(store, session_id)
+    _cut_short(service, session_id)
+
+    restored = service.restore_session(session_id, ALICE)
+
+    assert not restored.deleted
+    assert _hidden(service, session_id, turns) == 0
+    assert _records(store, session_id) == before
+    assert service.start_turn(session_id, "one more", ALICE).status == "completed"
 
 
 def test_over_http_delete_and_restore_answer_with_the_session(
@@ -262,8 +310,8 @@ def test_a_deletion_is_refused_whole_if_a_turn_began_since_the_session_was_read(
     make_service: Callable[..., Service], store: DynamoDBStore, session_id: str, clock: FakeClock
 ) -> None:
     """The race a deletion must not lose: a turn that begins between the deletion's read of the session
-    and its commit. The commit is refused, nothing is marked, and the deletion decides again (it cancels
-    the new turn first)."""
+    and its first write. That write is refused, nothing is marked, and the deletion decides again (it
+    cancels the new turn first)."""
     service = make_service("chatty_forever")
     for n in range(110):
         service.start_turn(session_id, f"hello {n}", ALICE)
@@ -272,9 +320,36 @@ def test_a_deletion_is_refused_whole_if_a_turn_began_since_the_session_was_read(
     clock.advance(1)
     service.start_turn(session_id, "one more", ALICE)
 
-    now = clock.now()
-    event = session_deleted(1, ALICE, now, now + 1)
-    assert store.mark_deleted(seen, 1, now, now + 1, ALICE, event) is False
+    assert store.begin_deletion(seen, 1, clock.now(), ALICE) is False
     assert {i.get("deleted_generation") for i in session_items(store, session_id) if i.get("entity") != "event"} == {
         None
     }
+
+
+def test_an_action_that_finishes_after_its_session_was_deleted_is_recorded_and_not_published(
+    make_service: Callable[..., Service], store: DynamoDBStore, session_id: str, clock: FakeClock
+) -> None:
+    """Its runner lost the turn while the action ran, the turn settled and the session was deleted; the
+    action then finishes. Its result is recorded (the journal keeps what happened) and no Action
+    Reported event is written: nothing of a deleted session is published after its deletion."""
+    from resumable.store.codec import action_sk, key
+    from resumable.store.records import ActionRecord
+    from tests.integration.helpers import leased_by_a_dead_runner
+
+    service = make_service("nested")
+    started, _ = leased_by_a_dead_runner(service, session_id, clock)
+    action = ActionRecord(key="a-1", status="started", tool="delete_record", lease_generation=1, started_at=clock.now())
+    assert store.begin_action(session_id, started.turn_id, action, "dead-runner", clock.now() + 60) is None
+    clock.advance(service.settings.lease_seconds + 1)
+    assert service.cancel(session_id, started.turn_id).status == "interrupted"
+    assert service.delete_session(session_id).deleted
+    events = _events(store, session_id)
+    entry = store.dynamodb.get_item(TableName=store.table, Key=key(session_id, action_sk(started.turn_id, "a-1")))
+    assert entry["Item"]["deleted_generation"] == {"N": "1"}
+
+    in_time = store.finish_action(session_id, started.turn_id, action, {"content": "gone"}, clock.now(), "dead-runner")
+
+    assert in_time is False
+    recorded = store.dynamodb.get_item(TableName=store.table, Key=key(session_id, action_sk(started.turn_id, "a-1")))
+    assert (recorded["Item"]["status"], recorded["Item"]["late"]) == ({"S": "finished"}, {"BOOL": True})
+    assert _events(store, session_id) == events, "no event after the deletion's"

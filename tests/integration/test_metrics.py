@@ -16,7 +16,7 @@ from tests.metrics import forget_metrics, printed_metrics
 
 
 @pytest.fixture(autouse=True)
-def _fresh(capsys: pytest.CaptureFixture[str]) -> None:
+def _fresh(capsys: pytest.CaptureFixture[str], counting: None) -> None:
     forget_metrics(capsys)
 
 
@@ -105,3 +105,18 @@ def test_continuations_requested_and_failed_are_counted(
     service = make_service("looks_then_deletes", turn_budget_seconds=0).continued_by(refused)
     assert service.start_turn(session_id, "delete the prod-db record").status == "running"
     assert printed_metrics(capsys) == {"ContinuationsRequested": [1], "ContinuationsFailed": [1]}
+
+
+def test_outside_a_handler_nothing_is_counted(make_service: Callable[..., Service], session_id: str) -> None:
+    """A program that uses the service itself (not through a handler) is not sent metrics it did not ask for."""
+    from resumable.metrics import _dimensioned, metrics
+
+    def outside() -> None:
+        make_service().start_turn(session_id, "delete the prod-db record")
+
+    import threading
+
+    thread = threading.Thread(target=outside)  # a thread of its own: the test's counting does not reach it
+    thread.start()
+    thread.join()
+    assert metrics.metric_set == {} and _dimensioned == {}

@@ -21,6 +21,7 @@ from tests.integration.helpers import (
     answered_but_not_resumed,
     at_once,
     leased_by_a_dead_runner,
+    meet_after_first,
     root_record,
     session_items,
     store_of,
@@ -182,7 +183,9 @@ def test_two_sweepers_at_once_move_each_turn_on_once(
     started = [answered_but_not_resumed(service, f"s-twice-{n}", clock) for n in range(4)]
     clock.advance(service.settings.stall_seconds)
 
-    reports = at_once([_sweeper(make_service).sweep, _sweeper(make_service).sweep])
+    sweepers = [_sweeper(make_service), _sweeper(make_service)]
+    meet_after_first(sweepers, "Query")  # both have read the due turns before either moves one
+    reports = at_once([sweepers[0].sweep, sweepers[1].sweep])
 
     assert not [r for r in reports if isinstance(r, Exception)]
     assert sum(sum(r.moved.values()) for r in reports) == 4  # type: ignore[union-attr]
@@ -197,6 +200,7 @@ def test_a_turn_that_does_not_move_is_given_up_on_counted_and_rejoins_once_repai
     ledger: Path,
     aws: Any,
     capsys: pytest.CaptureFixture[str],
+    counting: None,
 ) -> None:
     service = make_service()
     started = answered_but_not_resumed(service, session_id, clock)
@@ -228,7 +232,11 @@ def test_a_turn_that_does_not_move_is_given_up_on_counted_and_rejoins_once_repai
 
 
 def test_its_finds_are_counted_by_why_the_turn_was_stalled(
-    make_service: Callable[..., Service], session_id: str, clock: FakeClock, capsys: pytest.CaptureFixture[str]
+    make_service: Callable[..., Service],
+    session_id: str,
+    clock: FakeClock,
+    capsys: pytest.CaptureFixture[str],
+    counting: None,
 ) -> None:
     service = make_service()
     service.start_turn(session_id, "delete the prod-db record")

@@ -14,9 +14,10 @@ from tests.patience import HANG_SECONDS
 EMIT = """
 import json
 from resumable.api.observability import logger
-from resumable.metrics import count, flush
+from resumable.metrics import collecting, count, flush
 logger.info("hello")
-count("Requests")
+with collecting():
+    count("Requests")
 flush()
 """
 

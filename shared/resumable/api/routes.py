@@ -33,7 +33,7 @@ from resumable.exceptions import BadRequestError
 from resumable.metrics import count
 from resumable.service import InboxPage, InteractionView, Service, SessionView, TurnView
 from resumable.service.access import Principal
-from resumable.service.admin import Republished, StalledTurns, TurnRecords
+from resumable.service.admin import MAX_STALLED, Republished, StalledTurns, TurnRecords
 from resumable.service.cursor import MAX_CURSOR_CHARS
 from resumable.service.inbox import DEFAULT_PAGE, MAX_PAGE
 from resumable.store.records import InteractionStatus
@@ -279,7 +279,9 @@ def restore_session(sessionId: str) -> Response[SessionView]:  # noqa: N803
     responses=responses(200, "The stuck turns, then the stalled ones", StalledTurns, 422),
 )
 def list_stalled(
-    limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description=f"At most this many of each (1 to {MAX_PAGE}).")] = 50,
+    limit: Annotated[
+        int, Query(ge=1, le=MAX_STALLED, description=f"At most this many of each (1 to {MAX_STALLED}).")
+    ] = MAX_STALLED,
 ) -> Response[StalledTurns]:
     return _json(service().stalled(principal(), limit))
 

@@ -9,7 +9,9 @@ each message it dealt with.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import sys
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -20,7 +22,7 @@ def add_commands(commands: Any) -> None:
     admin = commands.add_parser("admin", help="the operator's commands (docs/runbook.md)")
     verbs = admin.add_subparsers(dest="verb", required=True, metavar="VERB")
     stuck = verbs.add_parser("stuck", help="turns the sweeper gave up on, then turns stalled now")
-    stuck.add_argument("--limit", type=int, default=50)
+    stuck.add_argument("--limit", type=int, default=50, help="at most this many of each (1 to 50)")
     inspect = verbs.add_parser("inspect", help="a turn's records: turns, interactions, journal, outbox, snapshots")
     inspect.add_argument("session"), inspect.add_argument("turn")
     recover = verbs.add_parser("recover", help="move a turn on now, as the sweeper would (safe at any time)")
@@ -93,40 +95,69 @@ def _print_records(body: dict[str, Any], table: Any) -> None:
 
 
 def dead_letters(api: Api, options: argparse.Namespace) -> int:
-    """List (and with ``--redrive``, deal with) the messages of a dead-letter queue."""
+    """List (and with ``--redrive``, deal with) the messages of a dead-letter queue. Exit 0 when every
+    message was listed (or, redriving, dealt with); 1 when some were left, or the queue could not be read."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
     sqs = _client("sqs", options.queue_url, options.region)
-    handled = 0
-    seen: set[str] = set()
+    tally = {"seen": 0, "handled": 0}
     kept: list[str] = []  # the receipts of the messages left: visible again once all were read
+    try:
+        _read_dead_letters(api, options, sqs, tally, kept)
+    except (BotoCoreError, ClientError) as error:
+        print(f"resumable: the queue could not be read or changed: {error}", file=sys.stderr)
+        return 1
+    finally:
+        for receipt in kept:  # (one that fails becomes visible again by itself when its timeout ends)
+            with contextlib.suppress(BotoCoreError, ClientError):
+                sqs.change_message_visibility(QueueUrl=options.queue_url, ReceiptHandle=receipt, VisibilityTimeout=0)
+        print(f"{tally['seen']} message(s): {tally['handled']} dealt with and deleted, {len(kept)} left in the queue")
+    return 1 if options.redrive and kept else 0
+
+
+# How long a message read here stays invisible to others: longer than a recover can take.
+_VISIBILITY_SECONDS = 300
+
+
+def _read_dead_letters(api: Api, options: argparse.Namespace, sqs: Any, tally: dict[str, int], kept: list[str]) -> None:
+    seen: set[str] = set()
     while True:
-        reply = sqs.receive_message(QueueUrl=options.queue_url, MaxNumberOfMessages=10, VisibilityTimeout=60)
+        reply = sqs.receive_message(
+            QueueUrl=options.queue_url, MaxNumberOfMessages=10, VisibilityTimeout=_VISIBILITY_SECONDS, WaitTimeSeconds=2
+        )
         messages = [m for m in reply.get("Messages", []) if m["MessageId"] not in seen]
         if not messages:
-            break
+            return
         for message in messages:
             seen.add(message["MessageId"])
-            what, fix = _what(json.loads(message["Body"]), options.queue_url, options.region)
+            tally["seen"] += 1
+            what, fix = _what(_body(message["Body"]), options.queue_url, options.region)
             print(f"{message['MessageId']}  {what}")
             if fix is None:
                 print("    left: nothing resumable can redrive (docs/runbook.md: messages in a dead-letter queue)")
                 kept.append(message["ReceiptHandle"])
                 continue
             print(f"    deal with it: resumable admin {' '.join(fix)}")
-            if options.redrive:
-                done = api.call("POST", _fix_path(fix))
-                if done.status >= 300:
-                    print(f"    not done ({done.status}): {done.body}; the message is kept")
-                    kept.append(message["ReceiptHandle"])
-                    continue
-                sqs.delete_message(QueueUrl=options.queue_url, ReceiptHandle=message["ReceiptHandle"])
-                print("    done; the message is deleted")
-                handled += 1
-            else:
+            if not options.redrive:
                 kept.append(message["ReceiptHandle"])
-    for receipt in kept:
-        sqs.change_message_visibility(QueueUrl=options.queue_url, ReceiptHandle=receipt, VisibilityTimeout=0)
-    print(f"{len(seen)} message(s): {handled} dealt with and deleted, {len(kept)} left in the queue")
-    return 0
+                continue
+            done = api.call("POST", _fix_path(fix))
+            if done.status >= 300:
+                print(f"    not done ({done.status}): {done.body}; the message is kept")
+                kept.append(message["ReceiptHandle"])
+                continue
+            sqs.delete_message(QueueUrl=options.queue_url, ReceiptHandle=message["ReceiptHandle"])
+            print("    done; the message is deleted")
+            tally["handled"] += 1
+
+
+def _body(raw: str) -> dict[str, Any]:
+    """A message's body as JSON (anything else: nothing resumable knows)."""
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return {"unreadable": raw[:200]}
+    return body if isinstance(body, dict) else {"unreadable": raw[:200]}
 
 
 def _fix_path(fix: list[str]) -> str:
@@ -152,7 +183,14 @@ def _what(body: dict[str, Any], queue_url: str, region: str | None) -> tuple[str
         if len(sessions) == 1:
             [session] = sessions
             return f"a batch of session {session}'s events the publisher gave up on", ["republish", session]
-        return f"a batch the publisher gave up on, of sessions {sorted(sessions)}: republish each", None
+        if not sessions:
+            return (
+                "a batch the publisher gave up on, whose records the stream no longer holds (it keeps them 24 "
+                "hours): find its sessions' unpublished events with resumable admin inspect, then resumable admin "
+                "republish SESSION",
+                None,
+            )
+        return f"a batch the publisher gave up on, of sessions {sorted(sessions)}: resumable admin republish each", None
     return f"a message resumable does not know: {json.dumps(body)[:200]}", None
 
 

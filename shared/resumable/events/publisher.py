@@ -26,7 +26,7 @@ from resumable.clock import Clock, SystemClock, iso
 from resumable.config import Settings
 from resumable.events.schemas import MODELS, SOURCE, EventDetail
 from resumable.exceptions import AwsError, NotPublishedError
-from resumable.metrics import count, flush
+from resumable.metrics import count, flushing
 from resumable.store.codec import decode
 from resumable.store.outbox import OutboxItems, event_id
 from resumable.store.records import OutboxEvent
@@ -140,14 +140,12 @@ class Publishing:
         self.dead_letters = DeadLetters(self.settings)
         self.clock = clock or SystemClock()
 
+    @flushing
     def handle(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         """One batch of stream records: ``{"batchItemFailures": [...]}`` for those not published."""
         publisher = Publisher(self.settings, self.outbox, self.bus, self.dead_letters, self.clock)
         processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
-        try:
-            reply = process_partial_response(
-                event=event, record_handler=publisher.publish, processor=processor, context=context
-            )
-        finally:
-            flush()
+        reply = process_partial_response(
+            event=event, record_handler=publisher.publish, processor=processor, context=context
+        )
         return dict(reply)

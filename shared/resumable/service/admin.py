@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 # As far in the future as the index's due times go: a stuck turn's next try is within the hour.
 _EVER = 100 * 365 * 86400.0
+# How many of each (stuck, stalled) one listing shows at most: each costs a read of its tree.
+MAX_STALLED = 50
 
 
 class StalledTurn(View):
@@ -127,7 +129,7 @@ def inspect(deps: Dependencies, session_id: str, turn_id: str, principal: str | 
         for key in keys:
             if key:
                 pointers.setdefault(key, []).append(field)
-    stored = next(i for i in items if i.get("sk") == f"TURN#{root.turn_id}")
+    stored = next((i for i in items if i.get("sk") == f"TURN#{root.turn_id}"), {})
     return TurnRecords(
         turns=by_entity.get("turn", []),
         interactions=by_entity.get("interaction", []),
@@ -158,6 +160,8 @@ def recover_turn(deps: Dependencies, session_id: str, turn_id: str, principal: s
 def republish(deps: Dependencies, session_id: str, principal: str | None) -> Republished:
     """Give the publisher the session's unpublished outbox items again (an outbox that did not drain)."""
     _operator(deps, principal)
-    if not valid_session_id(session_id) or deps.store.get_session(session_id) is None:
+    session = deps.store.get_session(session_id) if valid_session_id(session_id) else None
+    if session is None or session.deleted or session.expired(deps.clock.now()):
+        # A deleted session publishes nothing after its deletion; one past its retention is gone.
         raise NotFoundError(f"there is no session {session_id!r}; nothing was published again")
     return Republished(session_id=session_id, republished=deps.store.republish(session_id, deps.clock.now()))

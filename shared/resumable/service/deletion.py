@@ -2,7 +2,8 @@
 
 Delete cancels the session's active work (the tree-wide cancel), then marks every record of the
 session (the session, every turn and child turn, every interaction, the action journal's entries,
-and so the snapshots they point at) with one deletion generation, in one commit. From then nothing of
+and so the snapshots they point at) with one deletion generation, in one commit (store.deletion: the
+session first, so that no turn can begin, its items, then the session done). From then nothing of
 it shows: its turns and interactions 404, it is in nobody's inbox, and no event of it is published
 after the ``Session Deleted`` event the deletion itself writes. Until its retention ends
 (``RETENTION_DAYS`` after the deletion) restore brings the exact tree back; then retention purges it.
@@ -18,7 +19,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from resumable.exceptions import NotFoundError, TurnBusyError
-from resumable.service.access import may_act_for
+from resumable.service.access import is_approver, may_act_for
 from resumable.service.cancel import cancel
 from resumable.service.ids import valid_session_id
 from resumable.service.retention import purge_time
@@ -35,44 +36,52 @@ _ATTEMPTS = 5
 
 
 def delete_session(deps: Dependencies, session_id: str, principal: str | None) -> SessionView:
-    """Cancel the session's active turn (if any), then mark the whole session deleted (see the module)."""
+    """Cancel the session's active turn (if any), then mark the whole session deleted (see the module).
+    A deletion cut short (an AWS failure between its steps) is finished by asking again."""
     for _ in range(_ATTEMPTS):
         session = _session(deps, session_id, principal, "deleted")
-        if session.deleted:
+        if session.deleted and not session.deleting:
             return SessionView.of(session)  # deleting again changes nothing
-        if session.active_turn_id is not None:
+        if not session.deleted and session.active_turn_id is not None:
             canceled = cancel(deps, session_id, session.active_turn_id, principal)
             if canceled.status in ("running", "waiting"):
                 raise TurnBusyError(
-                    f"session {session_id!r}'s turn {canceled.turn_id} is being canceled: its runner stops at its next "
-                    "step boundary. Nothing was deleted yet: ask again in a few seconds"
+                    f"session {session_id!r}'s turn {canceled.turn_id} is being run: it was told to cancel, and "
+                    "stops at its next step boundary (that cancel stands). Nothing was deleted yet: ask again in a "
+                    "few seconds"
                 )
             continue  # the turn settled: read the session again
-        now = deps.clock.now()
-        generation, by = session.deletions + 1, principal or "application"
-        purge_at = purge_time(deps, now)
-        event = session_deleted(generation, by, now, purge_at)
-        if deps.store.mark_deleted(session, generation, now, purge_at, by, event):
-            logger.info("session_id=<%s>, generation=<%d> | session deleted by %s", session_id, generation, by)
-            return SessionView.of(
-                session.model_copy(
-                    update={
-                        "deletions": generation,
-                        "deleted_generation": generation,
-                        "deleted_at": now,
-                        "deleted_by": by,
-                        "purge_at": purge_at,
-                    }
-                )
+        by = principal or "application"
+        if not session.deleted:
+            generation, now = session.deletions + 1, deps.clock.now()
+            if not deps.store.begin_deletion(session, generation, now, by):
+                continue  # it changed since it was read: decide again
+            session = session.model_copy(
+                update={
+                    "deletions": generation,
+                    "deleted_generation": generation,
+                    "deleted_at": now,
+                    "deleted_by": by,
+                    "deleting": True,
+                }
             )
+        generation = session.deleted_generation or 0
+        purge_at = purge_time(deps, session.deleted_at or deps.clock.now())
+        if not deps.store.mark_items(session_id, generation, True, purge_at, deps.clock.now()):
+            continue
+        event = session_deleted(generation, session.deleted_by or by, session.deleted_at or 0.0, purge_at)
+        if deps.store.end_deletion(session, generation, purge_at, event):
+            logger.info("session_id=<%s>, generation=<%d> | session deleted by %s", session_id, generation, by)
+            return SessionView.of(session.model_copy(update={"deleting": False, "purge_at": purge_at}))
     raise TurnBusyError(
-        f"session {session_id!r} kept changing while it was being deleted (turns beginning?): nothing was deleted; "
-        "ask again"
+        f"session {session_id!r} kept changing while it was being deleted (turns beginning, or a restore?): it "
+        "may be deleted in part (its turns unreadable); ask again to finish the deletion, or restore it"
     )
 
 
 def restore_session(deps: Dependencies, session_id: str, principal: str | None) -> SessionView:
-    """Bring a deleted session back, exactly as it was, while its retention lasts."""
+    """Bring a deleted session back, exactly as it was, while its retention lasts (a deletion cut short
+    too: what it marked is unmarked)."""
     for _ in range(_ATTEMPTS):
         session = _session(deps, session_id, principal, "restored")
         if not session.deleted:
@@ -80,15 +89,23 @@ def restore_session(deps: Dependencies, session_id: str, principal: str | None) 
         now = deps.clock.now()
         generation, by = session.deleted_generation or 0, principal or "application"
         purge_at = purge_time(deps, now)
-        if deps.store.mark_deleted(session, None, now, purge_at, by, session_restored(generation, by, now)):
+        if not deps.store.mark_items(session_id, generation, False, purge_at, now):
+            continue
+        if deps.store.end_restore(session, generation, now, purge_at, session_restored(generation, by, now)):
             logger.info("session_id=<%s>, generation=<%d> | session restored by %s", session_id, generation, by)
             return SessionView.of(
                 session.model_copy(
-                    update={"deleted_generation": None, "deleted_at": None, "deleted_by": None, "purge_at": purge_at}
+                    update={
+                        "deleted_generation": None,
+                        "deleted_at": None,
+                        "deleted_by": None,
+                        "deleting": False,
+                        "purge_at": purge_at,
+                    }
                 )
             )
     raise TurnBusyError(
-        f"session {session_id!r} kept changing while it was being restored: nothing was restored; ask again"
+        f"session {session_id!r} kept changing while it was being restored: it may be restored in part; ask again"
     )
 
 
@@ -99,6 +116,8 @@ def _session(deps: Dependencies, session_id: str, principal: str | None, what: s
         session is None
         or session.expired(deps.clock.now())
         or not may_act_for(deps.settings, session.principal, principal)
+        # A session the application started (a workflow's) is anyone's to read and answer, not to delete.
+        or (session.principal is None and principal is not None and not is_approver(deps.settings, principal))
     ):
         raise NotFoundError(f"there is no session {session_id!r}; nothing was {what}")
     return session

@@ -8,10 +8,13 @@ every reader treats a record past it as gone at once (404; not listed), and its 
 a new session. Nothing unsettled ever expires: an unsettled turn's items, its journal entries and a
 session with an active turn carry no ``purge_at``.
 
-Snapshots go with the records that point at them: at a record's ``purge_at`` the sweeper finds it in
-its index and retires (tags for the bucket's lifecycle) each snapshot it pointed at that no record
-still within its retention points at. A deleted session's records expire ``RETENTION_DAYS`` after
-the deletion (see service.deletion), so a restore finds every snapshot still there.
+The settling commit gives the tree's other items their ``purge_at`` when they fit in its last
+transaction (the one that settles the root: never a turn that did not settle). At the root's
+``purge_at`` the sweeper finds it in its index, claims it (``retiring``: from then nothing brings it
+back), gives the tree's items the root's ``purge_at`` where they lack it, and retires (tags for the
+bucket's lifecycle) each snapshot it pointed at that no record still within its retention points at.
+A deleted session's records expire ``RETENTION_DAYS`` after the deletion (see service.deletion), so
+a restore finds every snapshot still there.
 """
 
 from __future__ import annotations
@@ -49,6 +52,9 @@ def expire(deps: Dependencies, now: float, limit: int) -> int:
     record within its retention points at), and take them out of the sweeper's index; how many."""
     done = 0
     for expiring in deps.store.due_expiries(now, limit):
+        if not deps.store.claim_expiry(expiring, now):
+            continue  # brought back (a turn began, a restore) since it was read: not due any more
+        deps.store.expire_tree(expiring)
         orphaned = sorted(expiring.snapshots - deps.store.live_snapshots(expiring.session_id, now))
         retire(deps, orphaned)
         if deps.store.forget_expiry(expiring):

@@ -181,24 +181,43 @@ class Store(ABC):
         """The snapshots that the session's records whose retention has not ended point at."""
 
     @abstractmethod
+    def claim_expiry(self, expiring: Expiring, now: float) -> bool:
+        """Mark ``expiring`` as retiring, if its retention still ends when it did and has ended by
+        ``now``: from then nothing brings it back (a turn beginning, a restore). False otherwise."""
+
+    @abstractmethod
+    def expire_tree(self, expiring: Expiring) -> int:
+        """Give every other item of an expired root turn's tree (child turns, interactions, journal
+        entries) the root's ``purge_at`` (DynamoDB's TTL deletes them); how many needed it."""
+
+    @abstractmethod
     def forget_expiry(self, expiring: Expiring) -> bool:
         """Take ``expiring`` out of the sweeper's index (its snapshots retired), if its retention still
-        ends when it did (a restore did not change it). False otherwise."""
+        ends when it did. False otherwise."""
 
-    # a session's deletion
+    # a session's deletion (see store.deletion)
     @abstractmethod
-    def mark_deleted(
-        self,
-        session: SessionRecord,
-        generation: int | None,
-        now: float,
-        purge_at: float,
-        by: str,
-        event: OutboxEvent,
+    def begin_deletion(self, session: SessionRecord, generation: int, now: float, by: str) -> bool:
+        """Mark the session deleted by ``generation`` (and ``deleting``), if it is as ``session`` was
+        read, has no active turn and is within its retention. False otherwise: nothing was written."""
+
+    @abstractmethod
+    def mark_items(self, session_id: str, generation: int, deleted: bool, purge_at: float, now: float) -> bool:
+        """Mark every item of the session within its retention deleted by ``generation`` (``deleted``),
+        or unmark those it marked, their retention ending at ``purge_at``; only those not so yet. False
+        when the session no longer has ``generation`` (a restore or another deletion came between)."""
+
+    @abstractmethod
+    def end_deletion(self, session: SessionRecord, generation: int, purge_at: float, event: OutboxEvent) -> bool:
+        """The deletion ``generation`` is done: the session's retention ends at ``purge_at``; ``event``
+        is written. False when the session is not being deleted by ``generation``."""
+
+    @abstractmethod
+    def end_restore(
+        self, session: SessionRecord, generation: int, now: float, purge_at: float, event: OutboxEvent
     ) -> bool:
-        """Mark every item of ``session`` (as read, with no active turn) deleted by ``generation``, or
-        (None) restore it, its retention ending at ``purge_at``, with ``event``, in one commit. False
-        when the session changed since it was read: nothing was written."""
+        """The session is no longer deleted (its items unmarked), its retention ending at ``purge_at``;
+        ``event`` is written. False when it is not deleted by ``generation``, or past its retention."""
 
     # interactions
     @abstractmethod

@@ -22,7 +22,7 @@ from resumable.store.codec import (
     turn_sk,
     value,
 )
-from resumable.store.records import TurnRecord, TurnTree
+from resumable.store.records import TurnRecord
 from resumable.store.resources import TTL_ATTRIBUTE
 from resumable.store.table import MAX_TRANSACTION_ITEMS, Table, aws_call, condition_failed, reasons
 
@@ -71,8 +71,14 @@ class CommitItems(Table):
         session = self._session_update(commit)
         if session is not None:
             final.append(session)
-        others = self._tree_writes(commit)
+        others = self._tree_writes(commit, stamped=False)
         events = self._event_writes(commit)
+        # A settling commit gives the tree's other items their retention only where the whole commit is
+        # one transaction (so only with the root's settling, never on a turn whose last transaction
+        # failed): else the sweeper does, at the root's.
+        expiry = self._expiry_writes(commit)
+        if expiry and len(final) + len(others) + len(events) + len(expiry) <= MAX_TRANSACTION_ITEMS:
+            others = self._tree_writes(commit, stamped=True) + expiry
         # A tree bigger than one transaction commits in several. The earlier ones each carry a
         # condition check on the root turn, so they apply only while this commit still holds it; items
         # they write are invisible to answers until the last one moves the root out of its state. The
@@ -156,11 +162,11 @@ class CommitItems(Table):
             }
         }
 
-    def _tree_writes(self, commit: Commit) -> list[dict[str, Any]]:
-        """New interactions, changed interactions and child turns; settling, the retention of every
-        other item of the tree."""
+    def _tree_writes(self, commit: Commit, *, stamped: bool) -> list[dict[str, Any]]:
+        """New interactions, changed interactions and child turns (``stamped``: with the settled root's
+        retention)."""
         purge_at = commit.root.purge_at if commit.root.settled else None
-        if purge_at is not None:
+        if stamped and purge_at is not None:
             commit = replace(
                 commit,
                 new_interactions=[i.model_copy(update={"purge_at": purge_at}) for i in commit.new_interactions],
@@ -192,13 +198,14 @@ class CommitItems(Table):
             for changed, from_status in commit.interaction_changes
         ]
         writes += [{"Put": {"TableName": self.table, "Item": turn_item(child)}} for child in commit.children]
-        if purge_at is not None and commit.expiring is not None:
-            writes += self._expiry_writes(commit, purge_at, commit.expiring)
         return writes
 
-    def _expiry_writes(self, commit: Commit, purge_at: float, tree: TurnTree) -> list[dict[str, Any]]:
-        """The retention of the tree's items that the commit does not write otherwise (DynamoDB's TTL)."""
-        root = commit.root
+    def _expiry_writes(self, commit: Commit) -> list[dict[str, Any]]:
+        """The retention of the settled tree's items that the commit does not write otherwise."""
+        root, tree = commit.root, commit.expiring
+        if not root.settled or root.purge_at is None or tree is None:
+            return []
+        purge_at = root.purge_at
         written = {turn_sk(c) for c in commit.children}
         written |= {interaction_sk(root.turn_id, i.request_id) for i in commit.new_interactions}
         written |= {interaction_sk(root.turn_id, i.request_id) for i, _ in commit.interaction_changes}

@@ -1,69 +1,149 @@
-"""A session's deletion and restore in DynamoDB: every item of the session (its turns, child turns,
-interactions and action journal's entries, and the session) marked with the deletion's generation,
-or unmarked, in one commit.
+"""A session's deletion and restore in DynamoDB, in steps that each converge: the session item is
+marked first (so no turn can begin and the deletion's generation is fixed), then every item of the
+session (its turns, child turns, interactions and action journal's entries) is marked with that
+generation, or unmarked, in transactions that each check the session still has it, and last the
+session is marked done, with its event. A step cut short is finished by asking again, for a deletion
+or a restore alike: each marks only what is not marked yet.
 
-A session bigger than one transaction holds is marked in several; each carries a condition check on
-the session item, which the last one changes, so they apply only while the session is as it was
-read (no turn began, no other deletion or restore landed). A crash between them leaves some of the
-session's turns marked (unreadable) and the session not: the deletion, asked again, finishes.
-Outbox items are left as they are (they expire once published).
+Records past their retention are left as they are (they are gone; DynamoDB's TTL deletes them), and
+a session past its retention, or whose snapshots the sweeper is retiring, cannot be marked or brought
+back. Outbox items are left as they are (they expire once published).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from resumable.store.codec import EXPIRING, encode, event_put, key, pk, value
-from resumable.store.records import OutboxEvent, SessionRecord
+from resumable.store.codec import EXPIRING, decode, event_put, key, pk, value
+from resumable.store.records import OutboxEvent, SessionRecord, expired
 from resumable.store.resources import TTL_ATTRIBUTE
 from resumable.store.table import MAX_TRANSACTION_ITEMS, Table, aws_call, condition_failed
+
+# Within its retention, and not claimed by the sweeper for the end of it (service.retention).
+LIVE = (
+    "(attribute_not_exists(#purge) OR attribute_type(#purge, :null) OR #purge > :now) "
+    "AND attribute_not_exists(retiring)"
+)
+
+
+def session_event_sk(session: SessionRecord, kind: str, generation: int) -> str:
+    """Where a deletion's or restore's event is written: one of its own for each generation of each
+    session of this id (an id whose retention ended starts a new session, which counts again from 1)."""
+    return f"SESSION#EVENT#{session.created_at:020.6f}#{kind}#{generation:08d}"
 
 
 class DeletionItems(Table):
     @aws_call
-    def mark_deleted(
-        self,
-        session: SessionRecord,
-        generation: int | None,
-        now: float,
-        purge_at: float,
-        by: str,
-        event: OutboxEvent,
-    ) -> bool:
-        """Mark every item of ``session`` (as read) deleted by ``generation`` (None: restore it, unmark
-        them), their retention ending at ``purge_at``, and write ``event``; False when the session
-        changed since it was read (nothing more was written)."""
-        sks = self._items_of(session.session_id)
+    def begin_deletion(self, session: SessionRecord, generation: int, now: float, by: str) -> bool:
+        try:
+            self.dynamodb.update_item(
+                TableName=self.table,
+                Key=key(session.session_id, "SESSION"),
+                UpdateExpression="SET deleted_generation = :generation, deletions = :generation, deleted_at = :now, "
+                "deleted_by = :by, deleting = :true, updated_at = :now",
+                ConditionExpression=f"updated_at = :seen AND attribute_not_exists(active_turn_id) AND {LIVE}",
+                ExpressionAttributeNames={"#purge": TTL_ATTRIBUTE},
+                ExpressionAttributeValues={
+                    ":generation": value(generation),
+                    ":now": value(now),
+                    ":by": value(by),
+                    ":true": value(True),
+                    ":seen": value(session.updated_at),
+                    ":null": {"S": "NULL"},
+                },
+            )
+        except self._conditional_failure:
+            return False
+        return True
+
+    @aws_call
+    def mark_items(self, session_id: str, generation: int, deleted: bool, purge_at: float, now: float) -> bool:
+        items = [
+            fields
+            for fields in self._items_of(session_id)
+            if not expired(fields.get(TTL_ATTRIBUTE), now)
+            and (fields.get("deleted_generation") == generation) != deleted
+        ]
         guard = {
             "ConditionCheck": {
                 "TableName": self.table,
-                "Key": key(session.session_id, "SESSION"),
-                **self._as_read(session),
+                "Key": key(session_id, "SESSION"),
+                "ConditionExpression": "deleted_generation = :generation",
+                "ExpressionAttributeValues": {":generation": value(generation)},
             }
         }
-        writes = [self._mark(session.session_id, sk, generation, purge_at) for sk in sks]
-        last = [self._session_mark(session, generation, now, purge_at, by)]
-        number = generation if generation is not None else session.deleted_generation or 0
-        event_sk = f"SESSION#EVENT#{'deleted' if generation is not None else 'restored'}#{number:08d}"
-        last.append(event_put(self.table, session.session_id, event_sk, event))
+        writes = [self._mark(session_id, str(f["sk"]), generation, deleted, purge_at, now) for f in items]
         try:
-            while len(writes) > MAX_TRANSACTION_ITEMS - len(last):
-                chunk, writes = writes[: MAX_TRANSACTION_ITEMS - 1], writes[MAX_TRANSACTION_ITEMS - 1 :]
-                self._transact_write([guard, *chunk])
-            self._transact_write([*writes, *last])
+            for start in range(0, len(writes), MAX_TRANSACTION_ITEMS - 1):
+                self._transact_write([guard, *writes[start : start + MAX_TRANSACTION_ITEMS - 1]])
         except self._canceled as error:
             if condition_failed(error):
                 return False
             raise
         return True
 
-    def _items_of(self, session_id: str) -> list[str]:
-        """The sort keys of the session's turns, child turns, interactions and journal entries."""
+    @aws_call
+    def end_deletion(self, session: SessionRecord, generation: int, purge_at: float, event: OutboxEvent) -> bool:
+        return self._end(
+            session,
+            "SET #purge = :purge, gsi4pk = :expiring, gsi4sk = :purge REMOVE deleting",
+            "deleted_generation = :generation AND deleting = :true",
+            {":generation": value(generation), ":true": value(True)},
+            purge_at,
+            event_put(self.table, session.session_id, session_event_sk(session, "deleted", generation), event),
+        )
+
+    @aws_call
+    def end_restore(
+        self, session: SessionRecord, generation: int, now: float, purge_at: float, event: OutboxEvent
+    ) -> bool:
+        return self._end(
+            session,
+            "SET #purge = :purge, gsi4pk = :expiring, gsi4sk = :purge, updated_at = :now "
+            "REMOVE deleted_generation, deleted_at, deleted_by, deleting",
+            f"deleted_generation = :generation AND {LIVE}",
+            {":generation": value(generation), ":now": value(now), ":null": {"S": "NULL"}},
+            purge_at,
+            event_put(self.table, session.session_id, session_event_sk(session, "restored", generation), event),
+        )
+
+    def _end(
+        self,
+        session: SessionRecord,
+        update: str,
+        condition: str,
+        values: dict[str, Any],
+        purge_at: float,
+        event: dict[str, Any],
+    ) -> bool:
+        event["Put"]["ConditionExpression"] = "attribute_not_exists(pk)"
+        session_write = {
+            "Update": {
+                "TableName": self.table,
+                "Key": key(session.session_id, "SESSION"),
+                "UpdateExpression": update,
+                "ConditionExpression": condition,
+                "ExpressionAttributeNames": {"#purge": TTL_ATTRIBUTE},
+                "ExpressionAttributeValues": {**values, ":purge": value(purge_at), ":expiring": value(EXPIRING)},
+            }
+        }
+        try:
+            self._transact_write([session_write, event])
+        except self._canceled as error:
+            if condition_failed(error):
+                return False
+            raise
+        return True
+
+    def _items_of(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's turns, child turns, interactions and journal entries: their keys, marks and
+        retention."""
         request: dict[str, Any] = {
             "TableName": self.table,
             "KeyConditionExpression": "pk = :pk AND begins_with(sk, :turn)",
             "FilterExpression": "entity IN (:turn_entity, :interaction, :action)",
-            "ProjectionExpression": "sk",
+            "ProjectionExpression": "sk, deleted_generation, #purge",
+            "ExpressionAttributeNames": {"#purge": TTL_ATTRIBUTE},
             "ExpressionAttributeValues": {
                 ":pk": value(pk(session_id)),
                 ":turn": value("TURN#"),
@@ -73,27 +153,20 @@ class DeletionItems(Table):
             },
             "ConsistentRead": True,
         }
-        found: list[str] = []
+        found: list[dict[str, Any]] = []
         while True:
             page = self.dynamodb.query(**request)
-            found += [item["sk"]["S"] for item in page.get("Items", [])]
+            found += [decode(item) for item in page.get("Items", [])]
             if "LastEvaluatedKey" not in page:
                 return found
             request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
-    @staticmethod
-    def _as_read(session: SessionRecord) -> dict[str, Any]:
-        """The condition that the session is as it was read: not changed since (a turn that begins, a
-        turn that settles, a deletion or restore, all set ``updated_at``) and no turn active."""
-        return {
-            "ConditionExpression": "updated_at = :seen AND attribute_not_exists(active_turn_id)",
-            "ExpressionAttributeValues": {":seen": value(session.updated_at)},
-        }
-
-    def _mark(self, session_id: str, sk: str, generation: int | None, purge_at: float) -> dict[str, Any]:
+    def _mark(
+        self, session_id: str, sk: str, generation: int, deleted: bool, purge_at: float, now: float
+    ) -> dict[str, Any]:
         sets = ["#purge = :purge"]
-        values: dict[str, Any] = {":purge": value(purge_at)}
-        if generation is not None:
+        values: dict[str, Any] = {":purge": value(purge_at), ":now": value(now), ":null": {"S": "NULL"}}
+        if deleted:
             sets.append("deleted_generation = :generation")
             values[":generation"] = value(generation)
         if sk.count("#") == 1:  # a root turn ("TURN#<id>"), settled: in the sweeper's index by its retention
@@ -103,33 +176,10 @@ class DeletionItems(Table):
             "Update": {
                 "TableName": self.table,
                 "Key": key(session_id, sk),
-                "UpdateExpression": f"SET {', '.join(sets)}"
-                + (" REMOVE deleted_generation" if generation is None else ""),
+                "UpdateExpression": f"SET {', '.join(sets)}" + ("" if deleted else " REMOVE deleted_generation"),
+                # Still there and within its retention (the sweeper may have begun retiring it since it was read).
+                "ConditionExpression": f"attribute_exists(pk) AND {LIVE}",
                 "ExpressionAttributeNames": {"#purge": TTL_ATTRIBUTE},
                 "ExpressionAttributeValues": values,
-            }
-        }
-
-    def _session_mark(
-        self, session: SessionRecord, generation: int | None, now: float, purge_at: float, by: str
-    ) -> dict[str, Any]:
-        fields: dict[str, Any] = {"updated_at": now, TTL_ATTRIBUTE: purge_at, "gsi4pk": EXPIRING, "gsi4sk": purge_at}
-        removed = ""
-        if generation is not None:
-            fields |= {"deleted_generation": generation, "deletions": generation, "deleted_at": now, "deleted_by": by}
-        else:
-            removed = " REMOVE deleted_generation, deleted_at, deleted_by"
-        as_read = self._as_read(session)
-        return {
-            "Update": {
-                "TableName": self.table,
-                "Key": key(session.session_id, "SESSION"),
-                "UpdateExpression": "SET " + ", ".join(f"#{n} = :{n}" for n in fields) + removed,
-                "ConditionExpression": as_read["ConditionExpression"],
-                "ExpressionAttributeNames": {f"#{n}": n for n in fields},
-                "ExpressionAttributeValues": {
-                    **{f":{n}": v for n, v in encode(fields).items()},
-                    **as_read["ExpressionAttributeValues"],
-                },
             }
         }

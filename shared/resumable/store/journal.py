@@ -112,7 +112,7 @@ class ActionItems(Table):
         # reported; the turn (another runner's, or settled) is not touched.
         record["Update"]["ExpressionAttributeValues"][":late"] = value(True)
         finished = action.model_copy(update={"status": "finished", "finished_at": now, "late": True})
-        self._transact_write([record, self._reported(session_id, root_turn_id, finished, "finished_late")])
+        self._record_and_report(record, self._reported(session_id, root_turn_id, finished, "finished_late"))
         return False
 
     @aws_call
@@ -132,7 +132,27 @@ class ActionItems(Table):
             }
         }
         not_run = action.model_copy(update={"finished_at": now})
-        self._transact_write([entry, self._reported(session_id, root_turn_id, not_run, "not_run")])
+        self._record_and_report(entry, self._reported(session_id, root_turn_id, not_run, "not_run"))
+
+    def _record_and_report(self, record: dict[str, Any], report: dict[str, Any]) -> None:
+        """Write ``record`` (a journal entry's update) with ``report`` (its Action Reported event); of a
+        deleted session, the entry alone: nothing of a deleted session is published after its deletion."""
+        reported = {**record["Update"]}
+        reported["ConditionExpression"] = (
+            f"({record['Update']['ConditionExpression']}) AND "
+            "(attribute_not_exists(deleted_generation) OR attribute_type(deleted_generation, :null))"
+        )
+        reported["ExpressionAttributeValues"] = {
+            **record["Update"]["ExpressionAttributeValues"],
+            ":null": {"S": "NULL"},
+        }
+        try:
+            self._transact_write([{"Update": reported}, report])
+            return
+        except self._canceled as error:
+            if not condition_failed(error):
+                raise
+        self._transact_write([record])  # its session was deleted (or its condition fails, which raises)
 
     @aws_call
     def mark_action_unknown(self, session_id: str, root_turn_id: str, action_key: str, now: float) -> ActionRecord:

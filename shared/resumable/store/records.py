@@ -21,7 +21,8 @@ class SessionRecord(Record):
     ``agent_snapshots`` are the latest committed snapshots of agents that keep their own (S3Session).
     ``purge_at``: while no turn is active, when the session's retention ends (see service.retention).
     ``deletions`` counts its deletions; while it is deleted, ``deleted_generation`` is the latest (every
-    item of the session carries it too), with when and by whom (see service.deletion)."""
+    item of the session carries it too), with when and by whom, and ``deleting`` until every item is
+    marked (see service.deletion)."""
 
     session_id: str
     principal: str | None = None
@@ -33,6 +34,7 @@ class SessionRecord(Record):
     deleted_generation: int | None = None
     deleted_at: float | None = None
     deleted_by: str | None = None
+    deleting: bool = False
     created_at: float
     updated_at: float
 

@@ -55,9 +55,12 @@ class TurnItems(Table):
                 "TableName": self.table,
                 "Key": key(session.session_id, "SESSION"),
                 "UpdateExpression": "SET active_turn_id = :turn, updated_at = :now REMOVE purge_at, gsi4pk, gsi4sk",
-                # The conversation the new turn continues must still be the session's (and not deleted).
+                # The conversation the new turn continues must still be the session's (not deleted, and
+                # within its retention: the sweeper retires an expired session's snapshots).
                 "ConditionExpression": "attribute_not_exists(active_turn_id) AND "
                 "(attribute_not_exists(deleted_generation) OR attribute_type(deleted_generation, :null)) AND "
+                "(attribute_not_exists(purge_at) OR attribute_type(purge_at, :null) OR purge_at > :now) AND "
+                "attribute_not_exists(retiring) AND "
                 + ("snapshot_key = :seen" if seen.snapshot_key else "attribute_type(snapshot_key, :null)"),
                 "ExpressionAttributeValues": {
                     ":turn": value(turn.turn_id),

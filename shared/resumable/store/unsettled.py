@@ -10,13 +10,18 @@ retired the snapshots only it pointed at; DynamoDB's TTL deletes it.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
+
+from pydantic import ValidationError
 
 from resumable.store.base import DueTurn, Expiring
 from resumable.store.codec import EXPIRING, STUCK, UNSETTLED, decode, key, pk, root_sk, value
 from resumable.store.records import SessionRecord, TurnRecord
 from resumable.store.resources import UNSETTLED_INDEX
-from resumable.store.table import Table, aws_call
+from resumable.store.table import MAX_TRANSACTION_ITEMS, Table, aws_call
+
+logger = logging.getLogger(__name__)
 
 
 class UnsettledTurns(Table):
@@ -87,11 +92,17 @@ class UnsettledTurns(Table):
         found = []
         for item in page.get("Items", []):
             fields = decode(item)
-            record: TurnRecord | SessionRecord = (
-                TurnRecord.model_validate(fields)
-                if fields.get("entity") == "turn"
-                else SessionRecord.model_validate(fields)
-            )
+            try:
+                record: TurnRecord | SessionRecord = (
+                    TurnRecord.model_validate(fields)
+                    if fields.get("entity") == "turn"
+                    else SessionRecord.model_validate(fields)
+                )
+            except ValidationError:
+                logger.error(
+                    "%s %s is in the sweeper's index and is no record: left", fields.get("pk"), fields.get("sk")
+                )
+                continue
             turn_id = record.turn_id if isinstance(record, TurnRecord) else None
             found.append(Expiring(record.session_id, turn_id, frozenset(record.snapshots), float(fields["gsi4sk"])))
         return found
@@ -125,12 +136,75 @@ class UnsettledTurns(Table):
             request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     @aws_call
-    def forget_expiry(self, expiring: Expiring) -> bool:
-        sk = "SESSION" if expiring.turn_id is None else root_sk(expiring.turn_id)
+    def claim_expiry(self, expiring: Expiring, now: float) -> bool:
         try:
             self.dynamodb.update_item(
                 TableName=self.table,
-                Key=key(expiring.session_id, sk),
+                Key=key(expiring.session_id, _sk(expiring)),
+                UpdateExpression="SET retiring = if_not_exists(retiring, :now)",
+                ConditionExpression="gsi4pk = :expiring AND gsi4sk = :purge AND purge_at <= :now",
+                ExpressionAttributeValues={
+                    ":expiring": value(EXPIRING),
+                    ":purge": value(expiring.purge_at),
+                    ":now": value(now),
+                },
+            )
+        except self._conditional_failure:
+            return False
+        return True
+
+    @aws_call
+    def expire_tree(self, expiring: Expiring) -> int:
+        if expiring.turn_id is None:
+            return 0
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :tree)",
+            "FilterExpression": "entity IN (:turn, :interaction, :action) AND sk <> :root "
+            "AND (attribute_not_exists(purge_at) OR attribute_type(purge_at, :null) OR purge_at <> :purge)",
+            "ProjectionExpression": "sk",
+            "ExpressionAttributeValues": {
+                ":pk": value(pk(expiring.session_id)),
+                ":tree": value(root_sk(expiring.turn_id)),
+                ":root": value(root_sk(expiring.turn_id)),
+                ":turn": value("turn"),
+                ":interaction": value("interaction"),
+                ":action": value("action"),
+                ":null": {"S": "NULL"},
+                ":purge": value(expiring.purge_at),
+            },
+            "ConsistentRead": True,
+        }
+        sks: list[str] = []
+        while True:
+            page = self.dynamodb.query(**request)
+            sks += [item["sk"]["S"] for item in page.get("Items", [])]
+            if "LastEvaluatedKey" not in page:
+                break
+            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        writes = [
+            {
+                "Update": {
+                    "TableName": self.table,
+                    "Key": key(expiring.session_id, sk),
+                    # Unconditional: one DynamoDB's TTL deleted meanwhile comes back as a stub (keys and
+                    # purge_at, nothing a reader reads) that the TTL deletes again.
+                    "UpdateExpression": "SET purge_at = :purge",
+                    "ExpressionAttributeValues": {":purge": value(expiring.purge_at)},
+                }
+            }
+            for sk in sks
+        ]
+        for start in range(0, len(writes), MAX_TRANSACTION_ITEMS):
+            self._transact_write(writes[start : start + MAX_TRANSACTION_ITEMS])
+        return len(sks)
+
+    @aws_call
+    def forget_expiry(self, expiring: Expiring) -> bool:
+        try:
+            self.dynamodb.update_item(
+                TableName=self.table,
+                Key=key(expiring.session_id, _sk(expiring)),
                 UpdateExpression="REMOVE gsi4pk, gsi4sk",
                 ConditionExpression="gsi4pk = :expiring AND gsi4sk = :purge",
                 ExpressionAttributeValues={":expiring": value(EXPIRING), ":purge": value(expiring.purge_at)},
@@ -138,3 +212,7 @@ class UnsettledTurns(Table):
         except self._conditional_failure:
             return False
         return True
+
+
+def _sk(expiring: Expiring) -> str:
+    return "SESSION" if expiring.turn_id is None else root_sk(expiring.turn_id)
