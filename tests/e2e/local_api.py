@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 from resumable.local.server import PRINCIPAL_HEADER
@@ -27,3 +31,18 @@ def call(
             return reply.status, json.loads(reply.read())
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read())
+
+
+def cli(url: str, credentials: Path, *args: str, profile: str) -> subprocess.CompletedProcess[str]:
+    """The ``resumable`` command against ``url``, signing as ``profile`` of ``credentials`` (the standard
+    credential chain, as a person's shell gives it)."""
+    signer = {"AWS_SHARED_CREDENTIALS_FILE": str(credentials), "AWS_PROFILE": profile}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_ACCESS_KEY", "AWS_SECRET", "AWS_SESSION"))}
+    return subprocess.run(
+        [sys.executable, "-m", "resumable.cli", "--url", url, "--sign", *args],
+        capture_output=True,
+        text=True,
+        timeout=HANG_SECONDS,
+        env=env | signer,
+        check=False,
+    )

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.local_api import cli
 from tests.patience import HANG_SECONDS
 
 _CREDENTIALS: list[Path] = []
@@ -23,16 +24,7 @@ def _signers(local_credentials: Path) -> None:
 
 def resumable(url: str, *args: str, profile: str = "alice") -> subprocess.CompletedProcess[str]:
     """The command, signing as ``profile`` of the local credentials (the standard credential chain)."""
-    signer = {"AWS_SHARED_CREDENTIALS_FILE": str(_CREDENTIALS[0]), "AWS_PROFILE": profile}
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_ACCESS_KEY", "AWS_SECRET", "AWS_SESSION"))}
-    return subprocess.run(
-        [sys.executable, "-m", "resumable.cli", "--url", url, "--sign", *args],
-        capture_output=True,
-        text=True,
-        timeout=HANG_SECONDS,
-        env=env | signer,
-        check=False,
-    )
+    return cli(url, _CREDENTIALS[0], *args, profile=profile)
 
 
 def test_the_console_script_is_installed_with_the_package() -> None:

@@ -5,11 +5,9 @@ the entry's check, fix and validate steps followed with the ``resumable`` comman
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -29,8 +27,8 @@ from resumable.local.events import EventResources, publishing, read_events
 from resumable.local.server import ROOT
 from resumable.local.template import create_state_machine, functions_in_process
 from resumable.store import DynamoDBStore, S3Snapshots
-from tests.e2e.local_api import APPROVER
-from tests.patience import HANG_SECONDS, eventually
+from tests.e2e.local_api import APPROVER, cli
+from tests.patience import eventually
 
 pytestmark = pytest.mark.slow
 
@@ -45,16 +43,7 @@ def credentials(local_credentials: Path) -> Path:
 
 def resumable(url: str, credentials: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """The command as the runbook types it, signed as the approver profile (an operator)."""
-    signer = {"AWS_SHARED_CREDENTIALS_FILE": str(credentials), "AWS_PROFILE": "approver"}
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_ACCESS_KEY", "AWS_SECRET", "AWS_SESSION"))}
-    return subprocess.run(
-        [sys.executable, "-m", "resumable.cli", "--url", url, "--sign", *args],
-        capture_output=True,
-        text=True,
-        timeout=HANG_SECONDS,
-        env=env | signer,
-        check=False,
-    )
+    return cli(url, credentials, *args, profile="approver")
 
 
 def ok(ran: subprocess.CompletedProcess[str]) -> str:

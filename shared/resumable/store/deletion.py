@@ -153,13 +153,7 @@ class DeletionItems(Table):
             },
             "ConsistentRead": True,
         }
-        found: list[dict[str, Any]] = []
-        while True:
-            page = self.dynamodb.query(**request)
-            found += [decode(item) for item in page.get("Items", [])]
-            if "LastEvaluatedKey" not in page:
-                return found
-            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return [decode(item) for item in self._query_items(request)]
 
     def _mark(
         self, session_id: str, sk: str, generation: int, deleted: bool, purge_at: float, now: float

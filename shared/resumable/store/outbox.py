@@ -315,20 +315,16 @@ class OutboxItems(Table):
             "ConsistentRead": True,
         }
         marked = 0
-        while True:
-            page = self.dynamodb.query(**request)
-            for item in page.get("Items", []):
-                try:
-                    self.dynamodb.update_item(
-                        TableName=self.table,
-                        Key=key(session_id, item["sk"]["S"]),
-                        UpdateExpression="SET republish_at = :now",
-                        ConditionExpression="attribute_exists(pk) AND attribute_not_exists(published_at)",
-                        ExpressionAttributeValues={":now": value(now)},
-                    )
-                    marked += 1
-                except self._conditional_failure:
-                    pass  # published meanwhile
-            if "LastEvaluatedKey" not in page:
-                return marked
-            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        for item in self._query_items(request):
+            try:
+                self.dynamodb.update_item(
+                    TableName=self.table,
+                    Key=key(session_id, item["sk"]["S"]),
+                    UpdateExpression="SET republish_at = :now",
+                    ConditionExpression="attribute_exists(pk) AND attribute_not_exists(published_at)",
+                    ExpressionAttributeValues={":now": value(now)},
+                )
+                marked += 1
+            except self._conditional_failure:
+                pass  # published meanwhile
+        return marked

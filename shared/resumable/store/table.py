@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from resumable.config import Settings
@@ -79,6 +79,16 @@ class Table:
         self.dynamodb: DynamoDBClient = dynamodb
         self._conditional_failure = self.dynamodb.exceptions.ConditionalCheckFailedException
         self._canceled = self.dynamodb.exceptions.TransactionCanceledException
+
+    def _query_items(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """Every item a Query returns, page after page."""
+        request = dict(request)
+        while True:
+            page = self.dynamodb.query(**request)
+            yield from page.get("Items", [])
+            if "LastEvaluatedKey" not in page:
+                return
+            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def _transact_write(self, items: list[dict[str, Any]]) -> None:
         """TransactWriteItems, retried with backoff while DynamoDB cancels it only for a conflict with

@@ -241,10 +241,4 @@ class TurnItems(Table):
             "ExpressionAttributeValues": {":pk": value(pk(session_id)), ":tree": value(root_sk(root_turn_id))},
             "ConsistentRead": True,
         }
-        found: list[dict[str, Any]] = []
-        while True:
-            page = self.dynamodb.query(**request)
-            found += [decode(item) for item in page.get("Items", [])]
-            if "LastEvaluatedKey" not in page:
-                return found
-            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return [decode(item) for item in self._query_items(request)]

@@ -125,15 +125,11 @@ class UnsettledTurns(Table):
             "ConsistentRead": True,
         }
         live: set[str] = set()
-        while True:
-            page = self.dynamodb.query(**request)
-            for item in page.get("Items", []):
-                fields = decode(item)
-                record = TurnRecord.model_validate(fields) if fields.get("entity") == "turn" else None
-                live |= record.snapshots if record else SessionRecord.model_validate(fields).snapshots
-            if "LastEvaluatedKey" not in page:
-                return live
-            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        for item in self._query_items(request):
+            fields = decode(item)
+            record = TurnRecord.model_validate(fields) if fields.get("entity") == "turn" else None
+            live |= record.snapshots if record else SessionRecord.model_validate(fields).snapshots
+        return live
 
     @aws_call
     def claim_expiry(self, expiring: Expiring, now: float) -> bool:
@@ -175,13 +171,7 @@ class UnsettledTurns(Table):
             },
             "ConsistentRead": True,
         }
-        sks: list[str] = []
-        while True:
-            page = self.dynamodb.query(**request)
-            sks += [item["sk"]["S"] for item in page.get("Items", [])]
-            if "LastEvaluatedKey" not in page:
-                break
-            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        sks = [item["sk"]["S"] for item in self._query_items(request)]
         writes = [
             {
                 "Update": {
