@@ -430,3 +430,36 @@ def test_an_outbox_that_does_not_drain(handler_environment: Settings, url: str, 
         assert ok(resumable(url, credentials, "admin", "republish", session)).startswith(
             f"session {session}: 0 unpublished event(s)"
         )
+
+
+def test_dead_letters_it_cannot_make_out_are_shown_and_left_and_the_rest_dealt_with(
+    handler_environment: Settings, url: str, credentials: Path
+) -> None:
+    session = f"mixed-{uuid.uuid4().hex[:6]}"
+    turn, request = started(url, credentials, session)
+    answered_unresumed(handler_environment, session, turn, request)
+    sqs = client("sqs", handler_environment)
+    queue = sqs.create_queue(QueueName=f"mixed-{uuid.uuid4().hex[:6]}")["QueueUrl"]
+    stream = "arn:aws:dynamodb:us-east-1:1:table/t/stream/x"
+    batch = {
+        "DDBStreamBatchInfo": {
+            "shardId": "1",
+            "startSequenceNumber": "1",
+            "endSequenceNumber": "2",
+            "batchSize": 1,
+            "streamArn": stream,
+        }
+    }
+    for body in ("not json at all", json.dumps(batch), json.dumps(_destination_record(session, turn))):
+        sqs.send_message(QueueUrl=queue, MessageBody=body)
+
+    redriven = resumable(url, credentials, "admin", "dead-letters", queue, "--redrive")
+
+    assert redriven.returncode == 1, redriven.stderr  # it left some
+    assert redriven.stdout.count("    left: nothing resumable can redrive") == 2
+    assert "3 message(s): 1 dealt with and deleted, 2 left in the queue" in redriven.stdout
+    assert "completed" in ok(resumable(url, credentials, "show", session, turn)).splitlines()[0]
+    again = ok(resumable(url, credentials, "admin", "dead-letters", queue))
+    assert "2 message(s): 0 dealt with and deleted, 2 left in the queue" in again, "the rest visible again"
+    wrong = resumable(url, credentials, "admin", "dead-letters", "notaurl")
+    assert wrong.returncode == 2 and "is not a queue's URL" in wrong.stderr

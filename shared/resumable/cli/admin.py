@@ -99,19 +99,29 @@ def dead_letters(api: Api, options: argparse.Namespace) -> int:
     message was listed (or, redriving, dealt with); 1 when some were left, or the queue could not be read."""
     from botocore.exceptions import BotoCoreError, ClientError
 
+    parts = urlsplit(options.queue_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.path.count("/") < 2:
+        raise ValueError(
+            f"{options.queue_url!r} is not a queue's URL, such as https://sqs.REGION.amazonaws.com/ACCOUNT/NAME "
+            "(the stack's outputs name them: ContinuationDeadLetterQueueUrl, PublisherDeadLetterQueueUrl)"
+        )
     sqs = _client("sqs", options.queue_url, options.region)
     tally = {"seen": 0, "handled": 0}
     kept: list[str] = []  # the receipts of the messages left: visible again once all were read
     try:
         _read_dead_letters(api, options, sqs, tally, kept)
     except (BotoCoreError, ClientError) as error:
-        print(f"resumable: the queue could not be read or changed: {error}", file=sys.stderr)
+        print(
+            f"resumable: the queue could not be read or changed: {error}; before that, {tally['seen']} message(s) "
+            f"were read and {tally['handled']} dealt with and deleted",
+            file=sys.stderr,
+        )
         return 1
     finally:
         for receipt in kept:  # (one that fails becomes visible again by itself when its timeout ends)
             with contextlib.suppress(BotoCoreError, ClientError):
                 sqs.change_message_visibility(QueueUrl=options.queue_url, ReceiptHandle=receipt, VisibilityTimeout=0)
-        print(f"{tally['seen']} message(s): {tally['handled']} dealt with and deleted, {len(kept)} left in the queue")
+    print(f"{tally['seen']} message(s): {tally['handled']} dealt with and deleted, {len(kept)} left in the queue")
     return 1 if options.redrive and kept else 0
 
 
@@ -120,6 +130,8 @@ _VISIBILITY_SECONDS = 300
 
 
 def _read_dead_letters(api: Api, options: argparse.Namespace, sqs: Any, tally: dict[str, int], kept: list[str]) -> None:
+    from botocore.exceptions import BotoCoreError, ClientError
+
     seen: set[str] = set()
     while True:
         reply = sqs.receive_message(
@@ -131,7 +143,10 @@ def _read_dead_letters(api: Api, options: argparse.Namespace, sqs: Any, tally: d
         for message in messages:
             seen.add(message["MessageId"])
             tally["seen"] += 1
-            what, fix = _what(_body(message["Body"]), options.queue_url, options.region)
+            try:
+                what, fix = _what(_body(message["Body"]), options.queue_url, options.region)
+            except (BotoCoreError, ClientError, KeyError, TypeError, ValueError) as error:
+                what, fix = f"a message resumable could not make out ({error}): {message['Body'][:200]}", None
             print(f"{message['MessageId']}  {what}")
             if fix is None:
                 print("    left: nothing resumable can redrive (docs/runbook.md: messages in a dead-letter queue)")

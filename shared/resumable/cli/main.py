@@ -1,6 +1,6 @@
-"""``resumable``: read the inbox, show a turn, approve (optionally with an edited input), deny, start,
+"""resumable: read the inbox, show a turn, approve (optionally with an edited input), deny, start,
 cancel, delete and restore a session, follow the local run's events, and the operator's commands
-(``resumable admin``; docs/runbook.md), against an HTTP API of resumable.
+(resumable admin; docs/runbook.md), against an HTTP API of resumable.
 
 Exit codes: 0 done; 2 bad input (the API's 400 or 422, or the command line's); 3 not found (404);
 4 conflict (409: answered differently, or the turn is busy); 5 gone (410: canceled or expired);
@@ -208,7 +208,7 @@ def _main(argv: list[str] | None = None) -> int:
     elif options.command == "inbox":
         _print_inbox(reply.body)
     elif options.command in ("delete", "restore"):
-        _print_session(reply.body)
+        _print_session(reply.body, options.command)
     elif options.command == "admin":
         admin.show(options, reply.body, _table, _print_turn)
     else:
@@ -216,7 +216,7 @@ def _main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _print_session(session: dict[str, Any]) -> None:
+def _print_session(session: dict[str, Any], command: str) -> None:
     if session["deleted"]:
         print(
             f"session {session['sessionId']}  deleted (generation {session['deletionGeneration']}) by "
@@ -225,7 +225,8 @@ def _print_session(session: dict[str, Any]) -> None:
         )
     else:
         kept = f"until {session['purgeAt']}" if session.get("purgeAt") else "while a turn is active"
-        print(f"session {session['sessionId']}  not deleted; its records are kept {kept}")
+        said = "restored, as it was when deleted" if command == "restore" else "not deleted"
+        print(f"session {session['sessionId']}  {said}; its records are kept {kept}")
 
 
 def _run(api: Api, options: argparse.Namespace) -> Reply:
