@@ -27,7 +27,11 @@ logger = logging.getLogger(__name__)
 class UnsettledTurns(Table):
     @aws_call
     def due_turns(self, now: float, limit: int, *, stuck: bool = False) -> list[DueTurn]:
-        partition = STUCK if stuck else UNSETTLED
+        due = self._due(STUCK if stuck else UNSETTLED, now, limit)
+        return [DueTurn(TurnRecord.model_validate(fields), float(fields["gsi4sk"]), stuck) for fields in due]
+
+    def _due(self, partition: str, now: float, limit: int) -> list[dict[str, Any]]:
+        """Up to ``limit`` items of an index partition due by ``now``, earliest first, decoded."""
         page = self.dynamodb.query(
             TableName=self.table,
             IndexName=UNSETTLED_INDEX,
@@ -35,11 +39,7 @@ class UnsettledTurns(Table):
             ExpressionAttributeValues={":partition": value(partition), ":now": value(now)},
             Limit=limit,
         )
-        found = []
-        for item in page.get("Items", []):
-            fields = decode(item)
-            found.append(DueTurn(TurnRecord.model_validate(fields), float(fields["gsi4sk"]), stuck))
-        return found
+        return [decode(item) for item in page.get("Items", [])]
 
     @aws_call
     def count_stuck(self) -> int:
@@ -82,16 +82,8 @@ class UnsettledTurns(Table):
 
     @aws_call
     def due_expiries(self, now: float, limit: int) -> list[Expiring]:
-        page = self.dynamodb.query(
-            TableName=self.table,
-            IndexName=UNSETTLED_INDEX,
-            KeyConditionExpression="gsi4pk = :expiring AND gsi4sk <= :now",
-            ExpressionAttributeValues={":expiring": value(EXPIRING), ":now": value(now)},
-            Limit=limit,
-        )
         found = []
-        for item in page.get("Items", []):
-            fields = decode(item)
+        for fields in self._due(EXPIRING, now, limit):
             try:
                 record: TurnRecord | SessionRecord = (
                     TurnRecord.model_validate(fields)
