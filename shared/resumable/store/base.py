@@ -29,9 +29,10 @@ class Commit:
     a runner that never confirmed). ``refuse_if_canceling`` rejects the commit if a cancel was
     requested meanwhile (a run must not leave a canceling tree waiting). ``settle_session`` frees
     the session for its next turn and points it at ``session_snapshot_key`` and ``agent_snapshots``.
-    A commit that settles the root sets ``root.purge_at``, when the tree's retention ends: then every
-    item of ``expiring`` (the tree as it was loaded) and every item this commit writes expires (and the
-    session it frees, with it), by DynamoDB's TTL.
+    A commit that settles the root sets ``root.purge_at``, when the tree's retention ends, and the
+    session it frees gets the same; the other items of ``expiring`` (the tree as it was loaded) and
+    those this commit writes get it too where the whole commit is one transaction (else the sweeper
+    gives it at the root's retention end: see service.retention).
     """
 
     root: TurnRecord
