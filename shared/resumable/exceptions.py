@@ -32,6 +32,20 @@ class ModelError(ResumableError):
     """
 
 
+class ContextWindowOverflowError(ModelError):
+    """The conversation sent to the model is longer than its context window. An agent with a
+    conversation manager reduces the conversation and asks again; without one, the turn fails."""
+
+
+class ModelStopError(ModelError):
+    """The model stopped for a reason other than answering or calling tools (``max_tokens``,
+    ``guardrail_intervened``, ``content_filtered``, a refusal): its reply was not recorded."""
+
+    def __init__(self, message: str, stop_reason: str) -> None:
+        super().__init__(message)
+        self.stop_reason = stop_reason
+
+
 class ScriptExhaustedError(ModelError):
     """A ScriptedModel was asked for more replies than its script holds."""
 
