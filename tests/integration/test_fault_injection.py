@@ -123,7 +123,7 @@ def _inside_a_tool_call() -> bool:
     S3Session), an approved action (its journal)."""
     frame = sys._getframe()
     while frame is not None:
-        if frame.f_code.co_name == "_run_tools":
+        if frame.f_code.co_name == "run_call":
             return True
         frame = frame.f_back  # type: ignore[assignment]
     return False

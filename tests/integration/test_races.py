@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from resumable import Agent, ScriptedModel, tool
+from resumable import Agent, ScriptedModel, ToolContext, tool
 from resumable.config import Settings
 from resumable.exceptions import AwsError
 from resumable.service import AgentContext, Service
@@ -101,6 +101,51 @@ def two_approvals(context: AgentContext) -> Agent:
             [calls(("o-1", "delete_record", {"name": "a"}), ("o-2", "delete_record", {"name": "b"})), says("done")]
         ),
         tools=[slow_delete],
+        # One after another: these tests pin that an action not started when the turn is settled or
+        # canceled never starts (concurrent calls: test_a_cancel_during_concurrent_actions_...).
+        max_concurrent_tools=1,
+    )
+
+
+cancel_told = threading.Event()
+
+
+def three_concurrent_approvals(context: AgentContext) -> Agent:
+    """Two approved deletes and an archive that asks its own question, on a pool of two: a and b run
+    together, c waits for a thread (not an approved action: no journal entry stops it, only the
+    stop signal)."""
+
+    @tool(approval=True, name="delete_record")
+    def slow_delete(name: str) -> str:
+        """Delete a database record."""
+        if name == "b":
+            assert cancel_told.wait(HANG_SECONDS), "a never told the cancel"
+        result = delete_record(name)
+        if name == "a" and after_action_a:
+            after_action_a.pop()(context)
+            cancel_told.set()
+        return str(result)
+
+    @tool(context=True)
+    def archive(name: str, context: ToolContext) -> str:
+        """Archive a database record."""
+        context.interrupt("confirm_archive", {"name": name})
+        return str(delete_record(name))
+
+    return Agent(
+        name="orchestrator",
+        model=ScriptedModel(
+            [
+                calls(
+                    ("o-a", "delete_record", {"name": "a"}),
+                    ("o-b", "delete_record", {"name": "b"}),
+                    ("o-c", "archive", {"name": "c"}),
+                ),
+                says("done"),
+            ]
+        ),
+        tools=[slow_delete, archive],
+        max_concurrent_tools=2,
     )
 
 
@@ -157,6 +202,29 @@ def test_a_live_runner_told_to_cancel_during_a_slow_action_starts_no_other_and_c
     assert seen[0].status == "running", "the cancel was told to the live runner"
     assert done.status == "canceled", "the runner confirmed the cancel at its next step"
     assert executions(ledger) == ["delete a"], "delete b ran after a cancel was requested"
+
+
+def test_a_cancel_during_concurrent_actions_is_seen_by_the_call_still_waiting_for_a_thread(
+    aws: Settings, clock: FakeClock, session_id: str, ledger: Path
+) -> None:
+    cancel_told.clear()
+    svc = _service(aws, clock, three_concurrent_approvals)
+    started = svc.start_turn(session_id, "delete a and b, archive c")
+    assert len(started.interactions) == 3, "one pause collects every concurrent call's question"
+    approvals = [i for i in started.interactions if i.name == "approval"]
+    [confirm] = [i for i in started.interactions if i.name == "confirm_archive"]
+    for interaction in approvals:
+        svc.submit_approval(session_id, started.turn_id, interaction.request_id, APPROVE)
+    seen: list[Any] = []
+
+    def cancel(context: AgentContext) -> None:
+        seen.append(_service(aws, clock, three_concurrent_approvals).cancel(context.session_id, context.turn_id))
+
+    after_action_a.append(cancel)
+    done = svc.submit_approval(session_id, started.turn_id, confirm.request_id, {"ok": True})
+    assert seen[0].status == "running", "the cancel was told to the live runner"
+    assert done.status == "canceled"
+    assert sorted(executions(ledger)) == ["delete a", "delete b"], "c started after the cancel was requested"
 
 
 # -- TransactionConflict (real DynamoDB under contention) is treated as a stale commit ------------------

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from resumable.config import Settings
+from resumable.runtime.snapshot import SCHEMA_VERSION
 from resumable.service import Service, TurnView
 from resumable.store import DynamoDBStore, S3Snapshots
 from tests.factories import executions
@@ -77,7 +78,7 @@ class Breakage:
             _overwrite(self.snapshots, current, self.original)
         else:  # a failed resume committed a new snapshot that still holds the unloadable stored turn
             snapshot = json.loads(_read(self.snapshots, current))
-            _overwrite(self.snapshots, current, json.dumps(_stored_turn_version(snapshot, "1.0")).encode())
+            _overwrite(self.snapshots, current, json.dumps(_stored_turn_version(snapshot, SCHEMA_VERSION)).encode())
 
 
 BREAKAGES = ["corrupt_root_snapshot", "root_snapshot_from_a_future_version", "delete_root_snapshot"]

@@ -12,6 +12,7 @@ import pytest
 from resumable import Agent, ScriptedModel, ToolContext, tool
 from resumable.exceptions import UnknownInterruptError
 from resumable.runtime.agent_as_tool import STORED_TURNS_KEY
+from resumable.runtime.snapshot import SCHEMA_VERSION
 from tests.agents import approve, build_orchestrator, build_worker, calls, deny, make_delete_record, says
 
 
@@ -74,7 +75,7 @@ def test_a_resume_forwards_to_each_call_only_its_own_answers_under_local_ids() -
 
     orchestrator = build()
     paused = orchestrator("ask both")
-    ids = {i.id.split(":")[2]: i.id for i in paused.interrupts}
+    ids = {i.id.split(":")[2].removesuffix("@1"): i.id for i in paused.interrupts}
     resumed = rebuild(build, orchestrator.snapshot())
     result = resumed(
         [
@@ -189,7 +190,7 @@ def test_an_unloadable_stored_turn_keeps_the_interrupt_pending_and_runs_once_aft
     kept = resumed.snapshot()
     assert kept["interrupt_state"]["context"][STORED_TURNS_KEY]["o-1"] == stored
 
-    kept["interrupt_state"]["context"][STORED_TURNS_KEY]["o-1"]["schema_version"] = "1.0"
+    kept["interrupt_state"]["context"][STORED_TURNS_KEY]["o-1"]["schema_version"] = SCHEMA_VERSION
     done = rebuild(build, kept)([approve(interrupt.id)])
     assert done.stop_reason == "end_turn"
     assert runs == ["prod-db"]
@@ -213,7 +214,7 @@ def test_an_unloadable_stored_turn_re_raises_only_what_it_still_awaits() -> None
     assert [i.id for i in broken([approve(delete.id)]).interrupts] == [delete.id]
 
     repaired = broken.snapshot()
-    repaired["interrupt_state"]["context"][STORED_TURNS_KEY]["o-1"]["schema_version"] = "1.0"
+    repaired["interrupt_state"]["context"][STORED_TURNS_KEY]["o-1"]["schema_version"] = SCHEMA_VERSION
     fixed = rebuild(build, repaired)
     with pytest.raises(UnknownInterruptError, match="no pending interrupt"):
         fixed([approve(read.id)])
@@ -366,7 +367,7 @@ def test_the_answer_to_an_unloadable_stored_turn_survives_and_applies_once_repai
     kept = broken.snapshot()
     assert kept["interrupt_state"]["answers"][a_id] == {"decision": "approve"}
 
-    kept["interrupt_state"]["context"][STORED_TURNS_KEY]["c-a"]["schema_version"] = "1.0"
+    kept["interrupt_state"]["context"][STORED_TURNS_KEY]["c-a"]["schema_version"] = SCHEMA_VERSION
     done = rebuild(build, kept)([approve(b_id)])
     assert done.stop_reason == "end_turn"
     assert runs == {"a": ["prod-db"], "b": ["prod-db"]}
@@ -385,7 +386,7 @@ def test_answering_a_surviving_answer_again_replaces_it() -> None:
     broken = rebuild(build, state)
     broken([approve(interrupt.id)])
     repaired = broken.snapshot()
-    repaired["interrupt_state"]["context"][STORED_TURNS_KEY]["o-1"]["schema_version"] = "1.0"
+    repaired["interrupt_state"]["context"][STORED_TURNS_KEY]["o-1"]["schema_version"] = SCHEMA_VERSION
     assert rebuild(build, repaired)([deny(interrupt.id)]).stop_reason == "end_turn"
     assert runs == []
 

@@ -53,9 +53,11 @@ def test_context_interrupt_raises_first_and_returns_the_answer_on_resume() -> No
 def test_the_same_pause_always_gets_the_same_id() -> None:
     first = transfer_agent([])("move 5").interrupts[0].id
     second = transfer_agent([])("move 5").interrupts[0].id
-    assert first == second == tool_interrupt_id("t-1", "confirm_transfer")
-    assert tool_interrupt_id("t-1", "other") != first
-    assert tool_interrupt_id("t-2", "confirm_transfer") != first
+    assert first == second == tool_interrupt_id("t-1", "confirm_transfer", 1)
+    assert tool_interrupt_id("t-1", "other", 1) != first
+    assert tool_interrupt_id("t-2", "confirm_transfer", 1) != first
+    assert tool_interrupt_id("t-1", "confirm_transfer", 2) != first
+    assert tool_interrupt_id("t-1", "confirm_transfer") != first
 
 
 def test_the_loop_stops_at_the_next_step_boundary_when_the_stop_signal_is_set() -> None:
@@ -189,7 +191,7 @@ def test_a_snapshot_is_versioned_json() -> None:
     orchestrator = build_orchestrator([])
     orchestrator("go")
     state = orchestrator.snapshot()
-    assert state["schema_version"] == "1.0"
+    assert (state["schema_version"], state["cycle"]) == ("1.1", 1)
     assert json.loads(json.dumps(state)) == state
 
 
@@ -292,29 +294,43 @@ def test_a_snapshot_of_another_agent_is_refused() -> None:
 # -- model replies that would break exactly-once ------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "replies",
-    [
-        [calls(("x", "delete_record", {"name": "scratch-db"}), ("x", "delete_record", {"name": "prod-db"}))],
-        [calls(("x", "delete_record", {"name": "scratch-db"})), calls(("x", "delete_record", {"name": "prod-db"}))],
-    ],
-    ids=["twice in one reply", "again later in the turn"],
-)
-def test_a_reply_reusing_a_tool_use_id_is_refused_before_anything_runs(replies: list[dict[str, Any]]) -> None:
+def test_a_reply_giving_two_calls_one_tool_use_id_is_refused_before_anything_runs() -> None:
     runs: list[str] = []
-    agent = Agent(name="db_admin", model=ScriptedModel(replies), tools=build_worker(runs).tools.values())
-    if len(replies) == 2:
-        [interrupt] = agent("delete").interrupts
-        assert interrupt.reason["input"] == {"name": "scratch-db"}
-        resume: Any = [approve(interrupt.id)]
-    else:
-        resume = "delete"
-    with pytest.raises(ModelError, match=r"reused toolUseId\(s\) \['x'\]"):
-        agent(resume)
-    assert runs == (["scratch-db"] if len(replies) == 2 else [])
-    assert all(
-        m["role"] != "assistant" or m["content"][0]["toolUse"]["input"]["name"] != "prod-db" for m in agent.messages
-    )
+    reply = calls(("x", "delete_record", {"name": "scratch-db"}), ("x", "delete_record", {"name": "prod-db"}))
+    agent = Agent(name="db_admin", model=ScriptedModel([reply]), tools=build_worker(runs).tools.values())
+    with pytest.raises(ModelError, match=r"two tool calls of one reply the same toolUseId \['x'\]"):
+        agent("delete")
+    assert runs == []
+    assert [m["role"] for m in agent.messages] == ["user"]
+
+
+def test_a_tool_use_id_of_an_earlier_reply_names_a_new_call_with_its_own_question_and_answer() -> None:
+    """Some providers number every reply's calls from call_0: the second call_0 is asked about anew."""
+    runs: list[str] = []
+    replies = [
+        calls(("call_0", "delete_record", {"name": "scratch-db"})),
+        calls(("call_0", "delete_record", {"name": "prod-db"})),
+        says("both gone"),
+    ]
+
+    def build() -> Agent:
+        return Agent(name="db_admin", model=ScriptedModel(replies), tools=build_worker(runs).tools.values())
+
+    agent = build()
+    [first] = agent("delete").interrupts
+    assert first.reason["input"] == {"name": "scratch-db"}
+    rebuilt = build()
+    rebuilt.restore(json.loads(json.dumps(agent.snapshot())))
+    [second] = rebuilt([approve(first.id)]).interrupts
+    assert second.reason["input"] == {"name": "prod-db"}
+    assert second.id != first.id
+    assert runs == ["scratch-db"]
+    again = build()
+    again.restore(json.loads(json.dumps(rebuilt.snapshot())))
+    with pytest.raises(UnknownInterruptError):
+        again([approve(first.id)])
+    done = again([approve(second.id)])
+    assert (done.stop_reason, done.text, runs) == ("end_turn", "both gone", ["scratch-db", "prod-db"])
 
 
 @pytest.mark.parametrize("reply", [None, {"role": "assistant", "content": "text"}, {"content": []}])

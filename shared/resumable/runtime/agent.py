@@ -15,22 +15,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
-from resumable.exceptions import InvalidInvocationError, ModelError, ResumableError, UnknownInterruptError
-from resumable.runtime.approval import ApprovalPolicy, run_tool
-from resumable.runtime.interrupts import (
-    CHECKPOINT_INTERRUPT,
-    STEPS_KEY,
-    TOOL_RESULTS_KEY,
-    Interrupt,
-    InterruptException,
-    InterruptState,
-    tool_interrupt_id,
-)
+from resumable.exceptions import InvalidInvocationError, ModelError, UnknownInterruptError
+from resumable.runtime.approval import ApprovalPolicy
+from resumable.runtime.hooks import AfterModelCall, BeforeModelCall, Hook, TurnEnded, TurnPaused
+from resumable.runtime.interrupts import STEPS_KEY, TOOL_RESULTS_KEY, Interrupt, InterruptState
 from resumable.runtime.invocation import Invocation
 from resumable.runtime.models import Model, check_assistant_message
 from resumable.runtime.session import Session
 from resumable.runtime.snapshot import load_snapshot, make_snapshot
-from resumable.runtime.tools import APPROVAL_INTERRUPT, ApprovalAnswer, Tool, ToolContext, tool_result
+from resumable.runtime.tool_calls import run_step
+from resumable.runtime.tools import APPROVAL_INTERRUPT, ApprovalAnswer, Tool, tool_result
 
 if TYPE_CHECKING:
     from resumable.runtime.agent_as_tool import AgentTool
@@ -110,7 +104,8 @@ class Agent:
     """A tool-using agent whose turns can pause for a person and resume after a full rebuild.
 
     ``session`` makes the agent persist itself: its snapshot is loaded on construction and saved
-    after every invocation.
+    after every invocation. ``hooks`` run before and after model and tool calls (resumable.runtime.hooks).
+    ``max_concurrent_tools`` bounds how many tool calls of one reply run at once (1: one after another).
     """
 
     def __init__(
@@ -122,11 +117,25 @@ class Agent:
         session: Session | None = None,
         max_steps: int = 20,
         approval_policy: ApprovalPolicy | None = None,
+        hooks: Iterable[Hook] = (),
+        max_concurrent_tools: int = 8,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError("an agent needs a non-empty name: it keys its snapshot and its interrupts' reasons")
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+        if type(max_concurrent_tools) is not int or max_concurrent_tools < 1:
+            raise ValueError(
+                f"max_concurrent_tools must be an int of at least 1 (1 runs tool calls one after another), "
+                f"got {max_concurrent_tools!r}"
+            )
+        self.hooks: list[Hook] = list(hooks)
+        for hook in self.hooks:
+            if not isinstance(hook, Hook):
+                raise ValueError(
+                    f"agent '{name}' was given {hook!r} as a hook: hooks subclass resumable.runtime.hooks.Hook"
+                )
+        self.max_concurrent_tools = max_concurrent_tools
         self.name = name
         self.model = model
         self.system_prompt = system_prompt
@@ -144,6 +153,8 @@ class Agent:
                 raise ValueError(f"agent '{name}' has two tools named '{candidate.name}': give one another name")
             self.tools[candidate.name] = candidate
         self.messages: list[dict[str, Any]] = []
+        self.cycle = 0
+        """How many replies of its model the agent has recorded (numbers its tool calls' interrupt ids)."""
         self.interrupt_state = InterruptState()
         if session is not None:
             stored = session.load(name)
@@ -166,15 +177,16 @@ class Agent:
 
     def snapshot(self) -> dict[str, Any]:
         """The agent's state as JSON-serialisable data (a deep copy), versioned by ``schema_version``."""
-        return make_snapshot(self.name, self.messages, self.interrupt_state)
+        return make_snapshot(self.name, self.messages, self.interrupt_state, self.cycle)
 
     def restore(self, snapshot: dict[str, Any]) -> None:
         """Replace this agent's state with ``snapshot``; on a snapshot it cannot load, change nothing."""
-        self.messages, self.interrupt_state = load_snapshot(self.name, snapshot)
+        self.messages, self.interrupt_state, self.cycle = load_snapshot(self.name, snapshot)
 
     def reset(self) -> None:
         """Forget the conversation and any paused turn."""
         self.messages = []
+        self.cycle = 0
         self.interrupt_state = InterruptState()
 
     def dismiss_interrupts(self) -> list[Interrupt]:
@@ -203,6 +215,7 @@ class Agent:
         self._accept(prompt)
         try:
             result = self._run(invocation)
+            self._tell_hooks(result)
         except ModelError:
             # The model fails only between steps, when the conversation is whole: keep it, so that a tool
             # that already ran (an approved action among them) is recorded as having run.
@@ -287,85 +300,74 @@ class Agent:
                     logger.warning("agent=<%s>, max_steps=<%d> | step limit reached", self.name, self.max_steps)
                     return AgentResult("max_steps")
                 steps += 1
-                message = self._checked_reply(
-                    self.model.converse(self.messages, self.system_prompt, [t.spec for t in self.tools.values()])
-                )
-                self.messages.append(message)
+                message = self._ask_model()
                 if not any("toolUse" in block for block in message["content"]):
                     state.deactivate()
                     return AgentResult("end_turn", message)
+            # A resumed step keeps the number it was paused under (None: paused before numbering).
+            cycle = state.cycle if state.activated else self.cycle
             tool_uses = [b["toolUse"] for b in self.messages[-1]["content"] if "toolUse" in b]
-            results, interrupts = self._run_tools(tool_uses, invocation)
-            if interrupts:
-                state.stop_for(interrupts, results, steps)
+            step = run_step(self, tool_uses, invocation, cycle)
+            if step.canceled:
+                self._close_step("CANCELED: the turn was canceled before this tool call ran.", step.results)
+                logger.info("agent=<%s>, steps=<%d> | stop signal seen mid-step, turn canceled", self.name, steps)
+                return AgentResult("canceled")
+            if step.interrupts:
+                state.stop_for(step.interrupts, step.results, steps, cycle)
                 logger.info(
-                    "agent=<%s>, interrupt_ids=<%s> | turn paused for responses", self.name, [i.id for i in interrupts]
+                    "agent=<%s>, interrupt_ids=<%s> | turn paused for responses",
+                    self.name,
+                    [i.id for i in step.interrupts],
                 )
-                return AgentResult("interrupt", interrupts=interrupts)
+                return AgentResult("interrupt", interrupts=step.interrupts)
             state.deactivate()
             self.messages.append(
-                {"role": "user", "content": [{"toolResult": results[u["toolUseId"]]} for u in tool_uses]}
+                {"role": "user", "content": [{"toolResult": step.results[u["toolUseId"]]} for u in tool_uses]}
             )
 
-    def _checked_reply(self, reply: Any) -> dict[str, Any]:
-        """The model's reply, if it is a Converse assistant message whose toolUseIds are new.
+    def _ask_model(self) -> dict[str, Any]:
+        """The model's next reply, recorded in the conversation under the next cycle number."""
+        for hook in self.hooks:
+            hook.before_model_call(BeforeModelCall(self, self.messages))
+        message = self._checked_reply(
+            self.model.converse(self.messages, self.system_prompt, [t.spec for t in self.tools.values()])
+        )
+        self.messages.append(message)
+        self.cycle += 1
+        for hook in self.hooks:
+            hook.after_model_call(AfterModelCall(self, message))
+        return message
 
-        A toolUseId the conversation already holds would give a new tool call the interrupt id (and
-        so the answer) of an earlier one, so such a reply is refused before anything runs.
+    def _tell_hooks(self, result: AgentResult) -> None:
+        for hook in self.hooks:
+            if result.stop_reason == "interrupt":
+                hook.turn_paused(TurnPaused(self, result.interrupts))
+            else:
+                hook.turn_ended(TurnEnded(self, result))
+
+    def _checked_reply(self, reply: Any) -> dict[str, Any]:
+        """The model's reply, if it is a Converse assistant message whose toolUseIds differ.
+
+        Two calls of one reply with one toolUseId could not be told apart (the same interrupt ids,
+        the same result), so such a reply is refused before anything runs. A toolUseId of an earlier
+        reply may come again (some providers number each reply's calls from ``call_0``): every id
+        the runtime derives from a call also carries its reply's number (``cycle``).
         """
         message = check_assistant_message(reply, f"the reply of agent '{self.name}''s model")
         ids = [b["toolUse"]["toolUseId"] for b in message["content"] if "toolUse" in b]
-        used = {block["toolUse"]["toolUseId"] for m in self.messages for block in m["content"] if "toolUse" in block}
-        reused = sorted({i for i in ids if i in used or ids.count(i) > 1})
-        if reused:
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        if repeated:
             raise ModelError(
-                f"the model of agent '{self.name}' reused toolUseId(s) {reused} already used in this conversation: "
-                "no tool ran and the reply was not recorded; every tool call needs a new toolUseId"
+                f"the model of agent '{self.name}' gave two tool calls of one reply the same toolUseId "
+                f"{repeated}: no tool ran and the reply was not recorded; every call of a reply needs its own id"
             )
         return message
 
-    def _run_tools(
-        self, tool_uses: list[dict[str, Any]], invocation: Invocation
-    ) -> tuple[dict[str, dict[str, Any]], list[Interrupt]]:
-        """Run every tool call of the step that has no result yet; collect results and interrupts."""
-        state = self.interrupt_state
-        results: dict[str, dict[str, Any]] = dict(state.context.get(TOOL_RESULTS_KEY, {})) if state.activated else {}
-        interrupts: dict[str, Interrupt] = {}
-        for use in tool_uses:
-            tool_use_id = use["toolUseId"]
-            if tool_use_id in results:
-                continue
-            selected = self.tools.get(use["name"])
-            if selected is None:
-                results[tool_use_id] = tool_result(
-                    tool_use_id, f"Unknown tool '{use['name']}'; available tools: {sorted(self.tools)}", "error"
-                )
-                continue
-            if selected.checkpoints_before and invocation.should_checkpoint():
-                # Pause before the call runs; the invocation that continues the turn answers CONTINUE.
-                checkpoint = tool_interrupt_id(tool_use_id, CHECKPOINT_INTERRUPT)
-                interrupts[checkpoint] = Interrupt(checkpoint, CHECKPOINT_INTERRUPT, {"tool": use["name"]})
-                continue
-            try:
-                results[tool_use_id] = run_tool(selected, use.get("input", {}), ToolContext(self, use, invocation))
-            except InterruptException as pause:
-                interrupts.update((i.id, i) for i in pause.interrupts)
-            except ResumableError:
-                raise
-            except Exception as error:
-                logger.warning(
-                    "agent=<%s>, tool=<%s>, tool_use_id=<%s> | tool raised %s",
-                    self.name,
-                    use["name"],
-                    tool_use_id,
-                    type(error).__name__,
-                )
-                results[tool_use_id] = tool_result(tool_use_id, f"Error: {type(error).__name__}: {error}", "error")
-        return results, list(interrupts.values())
-
-    def _close_step(self, unfinished: str) -> None:
-        """End the paused step: finished calls keep their results, unfinished ones get ``unfinished``."""
-        results = self.interrupt_state.context.get(TOOL_RESULTS_KEY, {})
+    def _close_step(self, unfinished: str, results: dict[str, dict[str, Any]] | None = None) -> None:
+        """End the paused step: finished calls keep their results (``results``, else those of the
+        paused turn), unfinished ones get ``unfinished``."""
+        if results is None:
+            results = self.interrupt_state.context.get(TOOL_RESULTS_KEY, {})
         tool_uses = [b["toolUse"] for b in self.messages[-1]["content"] if "toolUse" in b] if self.messages else []
         for use in tool_uses:
             paused = self.tools.get(use["name"])

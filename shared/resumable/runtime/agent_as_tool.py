@@ -1,11 +1,17 @@
 """An agent called as a tool by another agent, with interrupts that resume after a full rebuild.
 
 A sub-agent's interrupts travel up as copies whose ids carry a prefix naming the tool call:
-``v1:agent_as_tool:<percent-encoded toolUseId>:<local id>``, one prefix per nesting level. The
-percent-encoding keeps ``:`` out of the encoded toolUseId, so one call's prefix never matches
-another call's ids, and the ``v1:agent_as_tool:`` marker keeps it from matching the orchestrator's
-own ids (which start ``v1:tool:``). On resume the orchestrator's answers are routed back by prefix
-and handed to the sub-agent under their local ids.
+``v1:agent_as_tool:<percent-encoded toolUseId>@<cycle>:<local id>``, one prefix per nesting level,
+where ``cycle`` numbers the orchestrator's model reply that made the call (a toolUseId names a call
+only within one reply: some providers number every reply's calls from ``call_0``). The
+percent-encoding keeps ``:`` and ``@`` out of the encoded toolUseId, so one call's prefix never
+matches another call's ids, and the ``v1:agent_as_tool:`` marker keeps it from matching the
+orchestrator's own ids (which start ``v1:tool:``). On resume the orchestrator's answers are routed
+back by prefix and handed to the sub-agent under their local ids. (A call paused before replies
+were numbered keeps its prefix without ``@<cycle>``.)
+
+Calls of one sub-agent never run at once (they share its state); its calls wait for each other
+while the orchestrator's other tool calls go on.
 
 Who keeps the sub-agent's interrupted turn depends on ``preserve_context``:
 
@@ -19,6 +25,7 @@ Who keeps the sub-agent's interrupted turn depends on ``preserve_context``:
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -37,9 +44,11 @@ NAMESPACE_MARKER = "v1:agent_as_tool:"
 STORED_TURNS_KEY = "sub_agent_interrupted_turns"
 
 
-def namespace_prefix(tool_use_id: str) -> str:
-    """The prefix of every interrupt id raised inside the sub-agent call ``tool_use_id``."""
-    return f"{NAMESPACE_MARKER}{quote(tool_use_id, safe='')}:"
+def namespace_prefix(tool_use_id: str, cycle: int | None) -> str:
+    """The prefix of every interrupt id raised inside the sub-agent call ``tool_use_id`` of the
+    orchestrator's reply ``cycle`` (None: a call paused before replies were numbered)."""
+    call = quote(tool_use_id, safe="")
+    return f"{NAMESPACE_MARKER}{call}:" if cycle is None else f"{NAMESPACE_MARKER}{call}@{cycle}:"
 
 
 def call_prefix(interrupt_id: str) -> str:
@@ -71,6 +80,7 @@ class AgentTool(Tool):
             )
         self.agent = agent
         self.preserve_context = preserve_context
+        self._running = threading.Lock()
         self.name = name or agent.name
         self.description = description or agent.system_prompt or f"Ask the agent '{agent.name}' to do a task."
         self.input_schema = {
@@ -80,16 +90,21 @@ class AgentTool(Tool):
             "additionalProperties": False,
         }
 
-    def paused_inside(self, tool_use_id: str, state: Any) -> bool:
-        prefix = namespace_prefix(tool_use_id)
-        return any(i.startswith(prefix) for i in state.pending) or tool_use_id in state.context.get(
+    def paused_inside(self, context: ToolContext) -> bool:
+        state = context.agent.interrupt_state
+        prefix = namespace_prefix(context.tool_use_id, context.cycle)
+        return any(i.startswith(prefix) for i in state.pending) or context.tool_use_id in state.context.get(
             STORED_TURNS_KEY, {}
         )
 
     def invoke(self, tool_input: Any, context: ToolContext) -> dict[str, Any]:
+        with self._running:
+            return self._invoke(tool_input, context)
+
+    def _invoke(self, tool_input: Any, context: ToolContext) -> dict[str, Any]:
         tool_use_id = context.tool_use_id
         parent = context.agent
-        prefix = namespace_prefix(tool_use_id)
+        prefix = namespace_prefix(tool_use_id, context.cycle)
         invocation = context.invocation.nested(prefix, self.agent.name)
         if self.preserve_context and self.agent.session is None:
             # Its paused turn lives only in this process's memory: a checkpoint would lose its work.

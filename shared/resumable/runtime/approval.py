@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from resumable.exceptions import ResumableError
-from resumable.runtime.interrupts import InterruptException, tool_interrupt_id
+from resumable.runtime.hooks import BeforeToolCall, Hook
+from resumable.runtime.interrupts import InterruptException
 from resumable.runtime.invocation import ApprovedAction, FencingToken
 
 if TYPE_CHECKING:
@@ -102,10 +103,10 @@ def approval_for(tool: Tool, context: ToolContext) -> Approval | None:
         if said is None and default is not None:
             said = default.decides(tool.name)
         required = bool(said)
-    interrupt_id = tool_interrupt_id(context.tool_use_id, APPROVAL_INTERRUPT)
+    interrupt_id = context.interrupt_id(APPROVAL_INTERRUPT)
     state = context.agent.interrupt_state
     asked = state.activated and (interrupt_id in state.pending or interrupt_id in state.answers)
-    if not asked and (not required or (state.activated and tool.paused_inside(context.tool_use_id, state))):
+    if not asked and (not required or (state.activated and tool.paused_inside(context))):
         return None
     edits = (
         tool.approval_edits
@@ -122,44 +123,47 @@ def _edited_note(original: Any, edited: Any) -> dict[str, Any]:
     }
 
 
-def run_tool(tool: Tool, tool_input: Any, context: ToolContext) -> dict[str, Any]:
-    """Run one tool call: ask for approval first where it is needed (the call pauses until answered),
-    then run an approved call once, through the invocation's action journal when there is one."""
-    from resumable.runtime.tools import tool_result
+class ApprovalHook(Hook):
+    """The approval policy as a hook: before a call that needs approval (by this module's rules), ask
+    a person; run it only if approved, with the input they approved; tell the model a denial. Every
+    agent runs it after its own hooks."""
 
-    approval = approval_for(tool, context)
-    if approval is None:
-        return tool.invoke(tool_input, context)
-    problem = tool.invalid_input(tool_input)
-    if problem is not None:  # nobody is asked about a call that cannot run
-        return tool_result(context.tool_use_id, problem, "error")
-    reason: dict[str, Any] = {"agent": context.agent.name, "tool": tool.name, "input": tool_input}
-    if approval.edits:
-        reason |= {"editable": True, "inputSchema": tool.input_schema}
-    answer = ApprovalAnswer.model_validate(context.interrupt(APPROVAL_INTERRUPT, reason=reason))
-    if answer.decision == "deny":
-        message = answer.message or "a person denied this action"
-        return tool_result(context.tool_use_id, f"DENIED: {message}. The tool '{tool.name}' did not run.", "error")
-    run_input = tool_input
-    if answer.input is not None:
-        if not approval.edits:
-            return tool_result(
-                context.tool_use_id,
-                f"The approval edited the input of '{tool.name}', whose input may not be edited (its approval "
-                "policy changed since it was asked): it did not run",
-                "error",
-            )
-        problem = tool.invalid_input(answer.input)
-        if problem is not None:
-            return tool_result(context.tool_use_id, f"The edited input was refused: {problem}", "error")
-        run_input = answer.input
-    result = _run_approved(tool, run_input, context)
-    if run_input is not tool_input:
-        result = {**result, "content": [_edited_note(tool_input, run_input), *result.get("content", [])]}
-    return result
+    def before_tool_call(self, event: BeforeToolCall) -> None:
+        tool, context = event.tool, event.context
+        approval = approval_for(tool, context)
+        if approval is None:
+            return
+        problem = tool.invalid_input(event.tool_input)
+        if problem is not None:  # nobody is asked about a call that cannot run
+            event.refuse(problem)
+            return
+        reason: dict[str, Any] = {"agent": context.agent.name, "tool": tool.name, "input": event.tool_input}
+        if approval.edits:
+            reason |= {"editable": True, "inputSchema": tool.input_schema}
+        answer = ApprovalAnswer.model_validate(event.interrupt(APPROVAL_INTERRUPT, reason=reason))
+        if answer.decision == "deny":
+            message = answer.message or "a person denied this action"
+            event.refuse(f"DENIED: {message}. The tool '{tool.name}' did not run.")
+            return
+        if answer.input is not None:
+            if not approval.edits:
+                event.refuse(
+                    f"The approval edited the input of '{tool.name}', whose input may not be edited (its approval "
+                    "policy changed since it was asked): it did not run"
+                )
+                return
+            problem = tool.invalid_input(answer.input)
+            if problem is not None:
+                event.refuse(f"The edited input was refused: {problem}")
+                return
+            event.notes.append(_edited_note(event.tool_input, answer.input))
+            event.tool_input = answer.input
+        event.approved = True
 
 
-def _run_approved(tool: Tool, tool_input: Any, context: ToolContext) -> dict[str, Any]:
+def run_approved(tool: Tool, tool_input: Any, context: ToolContext) -> dict[str, Any]:
+    """Run an approved call once: through the invocation's action journal when there is one (a
+    sub-agent call is not journaled: it may pause; its own approved calls are)."""
     from resumable.runtime.tools import tool_result
 
     journal = context.invocation.journal
@@ -178,7 +182,7 @@ def _run_approved(tool: Tool, tool_input: Any, context: ToolContext) -> dict[str
             context.fencing_token = None
 
     action = ApprovedAction(
-        key=context.invocation.id_prefix + tool_interrupt_id(context.tool_use_id, APPROVAL_INTERRUPT),
+        key=context.invocation.id_prefix + context.interrupt_id(APPROVAL_INTERRUPT),
         tool_use_id=context.tool_use_id,
         tool=tool.name,
         input=tool_input,

@@ -15,12 +15,17 @@ from typing import Any
 _TOOL_ID_NAMESPACE = uuid.UUID("5d0c1a52-6b0e-4f38-9d39-7a4c1e6f2b10")
 
 
-def tool_interrupt_id(tool_use_id: str, name: str) -> str:
-    """The id of the interrupt ``name`` raised by the tool call ``tool_use_id``.
+def tool_interrupt_id(tool_use_id: str, name: str, cycle: int | None = None) -> str:
+    """The id of the interrupt ``name`` raised by the tool call ``tool_use_id`` of the model's reply
+    number ``cycle`` (see ``Agent.cycle``): some providers number their tool calls afresh in every
+    reply, so a toolUseId names a call only within one reply.
 
-    The JSON list keeps the pair unambiguous whatever characters either part holds.
+    The JSON list keeps the parts unambiguous whatever characters they hold. ``cycle=None`` is the
+    id of a turn paused before replies were numbered (a snapshot of schema 1.0): its list has two
+    parts, so it never equals a numbered one.
     """
-    return f"v1:tool:{uuid.uuid5(_TOOL_ID_NAMESPACE, json.dumps([tool_use_id, name]))}"
+    parts: list[Any] = [tool_use_id, name] if cycle is None else [tool_use_id, name, cycle]
+    return f"v1:tool:{uuid.uuid5(_TOOL_ID_NAMESPACE, json.dumps(parts))}"
 
 
 CHECKPOINT_INTERRUPT = "resumable.checkpoint"
@@ -56,6 +61,9 @@ class InterruptException(Exception):  # noqa: N818 - it is a control-flow signal
 TOOL_RESULTS_KEY = "tool_results"
 STEPS_KEY = "steps"
 """How many model calls the paused turn has made: ``max_steps`` holds for a whole turn, across pauses."""
+CYCLE_KEY = "cycle"
+"""The number of the reply whose tool calls the turn paused in (absent: paused before replies were
+numbered, whose calls keep the ids they were asked under)."""
 
 
 @dataclass
@@ -74,13 +82,23 @@ class InterruptState:
     answers: dict[str, Any] = field(default_factory=dict)
     context: dict[str, Any] = field(default_factory=dict)
 
-    def stop_for(self, interrupts: list[Interrupt], tool_results: dict[str, Any], steps: int) -> None:
-        """Record that the turn stopped on ``interrupts`` after ``steps`` model calls; keys the loop
-        does not own are kept."""
+    def stop_for(
+        self, interrupts: list[Interrupt], tool_results: dict[str, Any], steps: int, cycle: int | None
+    ) -> None:
+        """Record that the turn stopped on ``interrupts`` in the tool calls of reply ``cycle``, after
+        ``steps`` model calls; keys the loop does not own are kept."""
         self.activated = True
         self.pending = {i.id: i for i in interrupts}
         self.context[TOOL_RESULTS_KEY] = tool_results
         self.context[STEPS_KEY] = steps
+        if cycle is not None:
+            self.context[CYCLE_KEY] = cycle
+
+    @property
+    def cycle(self) -> int | None:
+        """The number of the reply the paused turn stopped in (None: paused before replies were numbered)."""
+        value = self.context.get(CYCLE_KEY)
+        return value if isinstance(value, int) else None
 
     def deactivate(self) -> None:
         """Forget the paused turn entirely (it ended, or was dismissed)."""

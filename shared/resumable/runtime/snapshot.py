@@ -1,7 +1,9 @@
-"""The snapshot: an agent's serialised state (messages and interrupt state), versioned.
+"""The snapshot: an agent's serialised state (messages, interrupt state, cycle), versioned.
 
 A snapshot is plain JSON. ``load_snapshot`` checks it fully before anything is applied, so a
-snapshot that cannot be loaded changes nothing.
+snapshot that cannot be loaded changes nothing. Schema 1.1 added ``cycle`` (how many model replies
+the agent recorded); a 1.0 snapshot still loads: its cycle is its number of assistant messages, and
+a turn it paused keeps the interrupt ids it was paused with.
 """
 
 from __future__ import annotations
@@ -9,12 +11,13 @@ from __future__ import annotations
 import copy
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from resumable.exceptions import SnapshotError
 from resumable.runtime.interrupts import Interrupt, InterruptState
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
+READABLE_VERSIONS = ("1.0", SCHEMA_VERSION)
 
 
 class _InterruptModel(BaseModel):
@@ -36,13 +39,14 @@ class SnapshotModel(BaseModel):
     """The shape of a snapshot; ``schema_version`` must be one this code knows."""
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
-    schema_version: Literal["1.0"]
+    schema_version: Literal["1.0", "1.1"]
     agent: str
     messages: list[dict[str, Any]]
     interrupt_state: _InterruptStateModel
+    cycle: int | None = Field(default=None, ge=0)
 
 
-def make_snapshot(agent_name: str, messages: list[dict[str, Any]], state: InterruptState) -> dict[str, Any]:
+def make_snapshot(agent_name: str, messages: list[dict[str, Any]], state: InterruptState, cycle: int) -> dict[str, Any]:
     """A deep copy of the agent's state: later changes to the agent never reach it."""
     return copy.deepcopy(
         {
@@ -50,22 +54,28 @@ def make_snapshot(agent_name: str, messages: list[dict[str, Any]], state: Interr
             "agent": agent_name,
             "messages": messages,
             "interrupt_state": state.to_dict(),
+            "cycle": cycle,
         }
     )
 
 
-def load_snapshot(agent_name: str, data: Any) -> tuple[list[dict[str, Any]], InterruptState]:
-    """Validate ``data`` and return the messages and interrupt state it holds, as fresh copies."""
-    if isinstance(data, dict) and data.get("schema_version") != SCHEMA_VERSION:
+def load_snapshot(agent_name: str, data: Any) -> tuple[list[dict[str, Any]], InterruptState, int]:
+    """Validate ``data`` and return the messages, interrupt state and cycle it holds, as fresh copies."""
+    if isinstance(data, dict) and data.get("schema_version") not in READABLE_VERSIONS:
         raise SnapshotError(
             f"snapshot for agent '{agent_name}' has schema_version {data.get('schema_version')!r}, "
-            f"but this version of resumable reads only {SCHEMA_VERSION!r}: nothing was restored; "
-            "load it with the version that wrote it or migrate it"
+            f"but this version of resumable reads only {', '.join(map(repr, READABLE_VERSIONS))}: nothing was "
+            "restored; load it with the version that wrote it or migrate it"
         )
     try:
         model = SnapshotModel.model_validate(data)
     except ValidationError as error:
         raise SnapshotError(f"snapshot for agent '{agent_name}' is malformed, nothing was restored: {error}") from error
+    if (model.schema_version == SCHEMA_VERSION) != (model.cycle is not None):
+        raise SnapshotError(
+            f"snapshot for agent '{agent_name}' is malformed, nothing was restored: schema_version "
+            f"{SCHEMA_VERSION!r} needs a cycle and only it has one"
+        )
     if model.agent != agent_name:
         raise SnapshotError(
             f"snapshot belongs to agent '{model.agent}', not '{agent_name}': nothing was restored; "
@@ -78,4 +88,6 @@ def load_snapshot(agent_name: str, data: Any) -> tuple[list[dict[str, Any]], Int
         answers=copy.deepcopy(state.answers),
         context=copy.deepcopy(state.context),
     )
-    return copy.deepcopy(model.messages), interrupt_state
+    messages = copy.deepcopy(model.messages)
+    cycle = model.cycle if model.cycle is not None else sum(1 for m in messages if m.get("role") == "assistant")
+    return messages, interrupt_state, cycle

@@ -39,17 +39,24 @@ def tool_result(tool_use_id: str, output: Any, status: Literal["success", "error
 
 @dataclass
 class ToolContext:
-    """What a tool declared with ``context=True`` receives: the calling agent and its tool use, and,
-    while an approved action runs under the service's journal, its ``fencing_token`` (None otherwise)."""
+    """What a tool declared with ``context=True`` receives: the calling agent and its tool use, the
+    number of the model reply that asked for it (``cycle``: a toolUseId names a call only within one
+    reply), and, while an approved action runs under the service's journal, its ``fencing_token``
+    (None otherwise)."""
 
     agent: Agent
     tool_use: dict[str, Any]
     invocation: Invocation
+    cycle: int | None = None
     fencing_token: FencingToken | None = None
 
     @property
     def tool_use_id(self) -> str:
         return str(self.tool_use["toolUseId"])
+
+    def interrupt_id(self, name: str) -> str:
+        """The id of this call's interrupt ``name`` (the same every time the call runs)."""
+        return tool_interrupt_id(self.tool_use_id, name, self.cycle)
 
     def interrupt(self, name: str, reason: Any = None) -> Any:
         """Pause the turn until a response for ``name`` arrives; on resume, return that response.
@@ -57,7 +64,7 @@ class ToolContext:
         The first call raises (the tool stops here and the turn pauses); when the turn resumes with a
         response, the tool runs again from its start and this call returns the response.
         """
-        interrupt_id = tool_interrupt_id(self.tool_use_id, name)
+        interrupt_id = self.interrupt_id(name)
         answers = self.agent.interrupt_state.answers
         if interrupt_id in answers:
             return answers[interrupt_id]
@@ -96,8 +103,8 @@ class Tool:
         problem = schema_problem(tool_input, self.input_schema)
         return f"Invalid input for tool '{self.name}', it did not run: {problem}" if problem else None
 
-    def paused_inside(self, tool_use_id: str, state: Any) -> bool:
-        """Whether the call ``tool_use_id`` already started and is paused inside (a sub-agent's)."""
+    def paused_inside(self, context: ToolContext) -> bool:
+        """Whether the call of ``context`` already started and is paused inside (a sub-agent's)."""
         return False
 
     def abandon(self, tool_use_id: str) -> None:

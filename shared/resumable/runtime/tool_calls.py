@@ -1,0 +1,152 @@
+"""Running the tool calls of one model reply: each through the hooks, approved ones through the
+action journal, and independent calls at once on a bounded pool of threads.
+
+Results come back in the order the model asked for them; every interrupt of every call is collected
+into one pause; a call still waiting for a thread when the stop signal is given does not start (the
+step then ends canceled). A call that already has a result (the step is resuming) is not run again.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from resumable.exceptions import ResumableError
+from resumable.runtime.approval import ApprovalHook, run_approved
+from resumable.runtime.hooks import AfterToolCall, BeforeToolCall
+from resumable.runtime.interrupts import (
+    CHECKPOINT_INTERRUPT,
+    TOOL_RESULTS_KEY,
+    Interrupt,
+    InterruptException,
+)
+from resumable.runtime.tools import Tool, ToolContext, tool_result
+
+if TYPE_CHECKING:
+    from resumable.runtime.agent import Agent
+    from resumable.runtime.invocation import Invocation
+
+logger = logging.getLogger(__name__)
+
+_APPROVAL = ApprovalHook()
+
+
+@dataclass
+class Step:
+    """How the tool calls of one reply went: ``results`` by toolUseId (of the calls that ended),
+    ``interrupts`` (of the calls that paused, in call order), and ``canceled`` (the stop signal kept
+    a call from starting)."""
+
+    results: dict[str, dict[str, Any]]
+    interrupts: list[Interrupt]
+    canceled: bool = False
+
+
+def run_step(agent: Agent, tool_uses: list[dict[str, Any]], invocation: Invocation, cycle: int | None) -> Step:
+    """Run every call of the reply ``cycle`` that has no result yet."""
+    state = agent.interrupt_state
+    results: dict[str, dict[str, Any]] = dict(state.context.get(TOOL_RESULTS_KEY, {})) if state.activated else {}
+    interrupts: dict[str, Interrupt] = {}
+    calls: list[tuple[Tool, ToolContext]] = []
+    for use in tool_uses:
+        tool_use_id = use["toolUseId"]
+        if tool_use_id in results:
+            continue
+        selected = agent.tools.get(use["name"])
+        if selected is None:
+            results[tool_use_id] = tool_result(
+                tool_use_id, f"Unknown tool '{use['name']}'; available tools: {sorted(agent.tools)}", "error"
+            )
+            continue
+        context = ToolContext(agent, use, invocation, cycle)
+        if selected.checkpoints_before and invocation.should_checkpoint():
+            # Pause before the call runs; the invocation that continues the turn answers CONTINUE.
+            checkpoint = context.interrupt_id(CHECKPOINT_INTERRUPT)
+            interrupts[checkpoint] = Interrupt(checkpoint, CHECKPOINT_INTERRUPT, {"tool": use["name"]})
+            continue
+        calls.append((selected, context))
+    canceled = False
+    for (_, context), outcome in zip(calls, _run_all(agent, calls, invocation), strict=True):
+        if outcome is None:
+            canceled = True
+        elif isinstance(outcome, InterruptException):
+            interrupts.update((i.id, i) for i in outcome.interrupts)
+        else:
+            results[context.tool_use_id] = outcome
+    return Step(results, list(interrupts.values()), canceled)
+
+
+_Outcome = dict[str, Any] | InterruptException | None
+
+
+def _run_all(agent: Agent, calls: list[tuple[Tool, ToolContext]], invocation: Invocation) -> list[_Outcome]:
+    """Each call's outcome, in call order: one at a time in this thread when the agent allows one,
+    else on a pool of ``agent.max_concurrent_tools`` threads (each with this thread's context
+    variables). Waits for every call before it returns or raises the first error."""
+    workers = min(agent.max_concurrent_tools, len(calls))
+    if workers <= 1:
+        return [run_call(agent, tool, context) for tool, context in calls]
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"tools-{agent.name}") as pool:
+        futures = [
+            # A call that waits for a thread starts only if no stop was signalled meanwhile.
+            pool.submit(contextvars.copy_context().run, _when_started, agent, tool, context, invocation, n >= workers)
+            for n, (tool, context) in enumerate(calls)
+        ]
+    return [future.result() for future in futures]
+
+
+def _when_started(agent: Agent, tool: Tool, context: ToolContext, invocation: Invocation, waited: bool) -> _Outcome:
+    if waited and invocation.should_stop():
+        logger.info(
+            "agent=<%s>, tool=<%s>, tool_use_id=<%s> | stop signal seen: the call did not start",
+            agent.name,
+            tool.name,
+            context.tool_use_id,
+        )
+        return None
+    return run_call(agent, tool, context)
+
+
+def run_call(agent: Agent, tool: Tool, context: ToolContext) -> dict[str, Any] | InterruptException:
+    """One call: the before hooks (the agent's, then the approval policy's), the tool (an approved
+    call through the journal), the after hooks; its toolResult, or the pause it raised. A tool that
+    raises gets its error as its result (the model may try another way)."""
+    try:
+        return _hooked(agent, tool, context)
+    except InterruptException as pause:
+        return pause
+    except ResumableError:
+        raise
+    except Exception as error:
+        logger.warning(
+            "agent=<%s>, tool=<%s>, tool_use_id=<%s> | tool raised %s",
+            agent.name,
+            tool.name,
+            context.tool_use_id,
+            type(error).__name__,
+        )
+        return tool_result(context.tool_use_id, f"Error: {type(error).__name__}: {error}", "error")
+
+
+def _hooked(agent: Agent, tool: Tool, context: ToolContext) -> dict[str, Any]:
+    hooks = [*agent.hooks, _APPROVAL]
+    before = BeforeToolCall(agent, tool, context, context.tool_use.get("input", {}))
+    for hook in hooks:
+        hook.before_tool_call(before)
+        if before.refusal is not None:
+            break
+    if before.refusal is not None:
+        result = before.refused_result()
+    elif before.approved:
+        result = run_approved(tool, before.tool_input, context)
+    else:
+        result = tool.invoke(before.tool_input, context)
+    if before.notes and before.refusal is None:
+        result = {**result, "content": [*before.notes, *result.get("content", [])]}
+    after = AfterToolCall(agent, tool, context, result, refused=before.refusal is not None)
+    for hook in reversed(hooks):
+        hook.after_tool_call(after)
+    return after.result
