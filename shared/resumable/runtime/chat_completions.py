@@ -32,9 +32,6 @@ logger = logging.getLogger(__name__)
 # to a quarter shorter at random, so that functions throttled together do not all come back together.
 FIRST_BACKOFF_SECONDS = 0.5
 LONGEST_BACKOFF_SECONDS = 8.0
-# A server that asks for a longer wait (Retry-After) is not waited for: a Lambda function's time is better
-# spent failing the turn, which can be retried later.
-LONGEST_RETRY_AFTER_SECONDS = 60.0
 # The statuses a later attempt may get past: request timeout, too many requests, the server's own failures.
 _TRANSIENT_STATUSES = frozenset({408, 429})
 # How servers say that the conversation is longer than the model's context window: OpenAI and Azure
@@ -100,7 +97,10 @@ class OpenAIModel:
     A failed call raises a ``ModelError`` that says no reply was recorded: ``ContextWindowOverflowError``
     when the conversation is too long for the model, ``ModelStopError`` when the model stopped without an
     answer (``max_tokens``, ``content_filtered``, ``refusal``). 408, 429, 5xx and connection failures are
-    tried again, ``max_retries`` times at most; anything else fails at once with the server's message.
+    tried again, ``max_retries`` times at most, after the wait the server's Retry-After asks for (a wait
+    longer than ``max_wait`` seconds fails the turn at once: in a Lambda function of 60 s, it would leave
+    too little time for the call) or a backoff; anything else fails at once with the server's message.
+    ``timeout`` (seconds) bounds each attempt, as botocore's read timeout does Bedrock's.
     """
 
     def __init__(
@@ -111,7 +111,8 @@ class OpenAIModel:
         api_key: str | None = None,
         client: OpenAI | None = None,
         max_retries: int = 3,
-        timeout: float = 120.0,
+        timeout: float = 60.0,
+        max_wait: float = 20.0,
         sleep: Callable[[float], None] = time.sleep,
         **params: Any,
     ) -> None:
@@ -132,6 +133,7 @@ class OpenAIModel:
         self.base_url = base_url
         self.max_retries = max_retries
         self.timeout = timeout
+        self.max_wait = max_wait
         self.params = params
         self._api_key = api_key
         self._given_client = client
@@ -238,11 +240,11 @@ class OpenAIModel:
             ) from self._cause(error)
         if status in _TRANSIENT_STATUSES or status >= 500:
             asked = retry_after(error.response.headers)
-            if asked is not None and asked > LONGEST_RETRY_AFTER_SECONDS:
+            if asked is not None and asked > self.max_wait:
                 raise ModelError(
-                    f"{where} asked model '{self.model}''s caller to wait {asked:g} s (HTTP {status}, Retry-After), "
-                    f"longer than OpenAIModel waits ({LONGEST_RETRY_AFTER_SECONDS:g} s); no reply was recorded: "
-                    f"retry the turn later. {message}"
+                    f"{where} asked to wait {asked:g} s before model '{self.model}' is tried again (HTTP {status}, "
+                    f"Retry-After), longer than this OpenAIModel waits (max_wait={self.max_wait:g} s); no reply was "
+                    f"recorded: retry the turn later. {message}"
                 ) from self._cause(error)
             return _backoff(attempt) if asked is None else asked
         if _overflows(error, message):
