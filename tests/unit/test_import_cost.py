@@ -1,6 +1,7 @@
-"""Importing resumable must not import boto3: it stays out of cold starts until a model or store needs it.
+"""Importing resumable must not import boto3, nor the openai SDK: they stay out of cold starts until a model
+or store needs them.
 
-Each check runs in a fresh interpreter, since this test process has long since imported boto3.
+Each check runs in a fresh interpreter, since this test process has long since imported both.
 """
 
 from __future__ import annotations
@@ -20,6 +21,16 @@ REPORT_AWS_MODULES = """
 import json, sys
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("boto3", "botocore"))))
 """
+# The openai SDK, the HTTP clients it runs on (httpx2 today, httpx before it) and their own dependencies;
+# and OpenAIModel's module, which is loaded on first use of the name.
+OPENAI_ROOTS = ("openai", "httpx", "httpx2", "httpcore", "httpcore2", "h11", "jiter", "anyio", "sniffio", "truststore")
+REPORT_OPENAI_MODULES = f"""
+import json, sys
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in {OPENAI_ROOTS!r})
+model = "resumable.runtime.chat_completions"
+print(json.dumps(loaded + [model] * (model in sys.modules)))
+"""
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -37,10 +48,11 @@ def offline_aws_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def aws_modules_after(code: str, env: dict[str, str]) -> list[str]:
-    """The boto3 and botocore modules loaded after running ``code`` in a fresh interpreter."""
+def modules_after(code: str, env: dict[str, str], report: str = REPORT_AWS_MODULES) -> list[str]:
+    """The modules ``report`` names (boto3's and botocore's unless told) loaded after running ``code`` in a
+    fresh interpreter."""
     completed = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code) + REPORT_AWS_MODULES],
+        [sys.executable, "-c", textwrap.dedent(code) + report],
         capture_output=True,
         text=True,
         env=env,
@@ -53,7 +65,7 @@ def aws_modules_after(code: str, env: dict[str, str]) -> list[str]:
 
 
 def test_importing_resumable_does_not_import_boto3_or_botocore(offline_aws_env: dict[str, str]) -> None:
-    assert aws_modules_after("import resumable", offline_aws_env) == []
+    assert modules_after("import resumable", offline_aws_env) == []
 
 
 def test_constructing_bedrock_model_without_client_does_not_import_boto3(offline_aws_env: dict[str, str]) -> None:
@@ -62,7 +74,7 @@ def test_constructing_bedrock_model_without_client_does_not_import_boto3(offline
     model = resumable.BedrockModel("some-model", max_tokens=16)
     assert model.model_id == "some-model"
     """
-    assert aws_modules_after(code, offline_aws_env) == []
+    assert modules_after(code, offline_aws_env) == []
 
 
 def test_using_the_client_of_bedrock_model_imports_boto3_and_builds_a_bedrock_runtime_client(
@@ -76,6 +88,46 @@ def test_using_the_client_of_bedrock_model_imports_boto3_and_builds_a_bedrock_ru
     assert client.meta.region_name == "us-east-1", client.meta.region_name
     assert model.client is client
     """
-    modules = aws_modules_after(code, offline_aws_env)
+    modules = modules_after(code, offline_aws_env)
     assert "boto3" in modules
     assert "botocore" in modules
+
+
+def test_importing_resumable_does_not_import_the_openai_sdk_nor_openai_model(offline_aws_env: dict[str, str]) -> None:
+    assert modules_after("import resumable, resumable.runtime", offline_aws_env, REPORT_OPENAI_MODULES) == []
+
+
+def test_importing_and_constructing_openai_model_does_not_import_the_openai_sdk(
+    offline_aws_env: dict[str, str],
+) -> None:
+    code = """
+    from resumable import OpenAIModel
+    from resumable.runtime import OpenAIModel as same
+    model = OpenAIModel("gpt-4.1-mini", base_url="http://127.0.0.1:1/v1", api_key="unused", temperature=0)
+    assert same is OpenAIModel and model.params == {"temperature": 0}
+    """
+    loaded = modules_after(code, offline_aws_env, REPORT_OPENAI_MODULES)
+    assert loaded == ["resumable.runtime.chat_completions"]
+
+
+def test_the_first_use_of_openai_models_client_imports_the_sdk_with_its_retries_off(
+    offline_aws_env: dict[str, str],
+) -> None:
+    code = """
+    from resumable import OpenAIModel
+    model = OpenAIModel("gpt-4.1-mini", base_url="http://127.0.0.1:1/v1", api_key="unused")
+    client = model.client
+    assert (client.max_retries, str(client.base_url)) == (0, "http://127.0.0.1:1/v1/"), client.base_url
+    assert model.client is client
+    """
+    assert "openai" in modules_after(code, offline_aws_env, REPORT_OPENAI_MODULES)
+
+
+@pytest.mark.parametrize("handler", sorted(p.parent.name for p in (ROOT / "functions").glob("*/app.py")))
+def test_importing_a_handler_does_not_import_the_openai_sdk(offline_aws_env: dict[str, str], handler: str) -> None:
+    code = f"""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("app", {str(ROOT / "functions" / handler / "app.py")!r})
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    """
+    assert modules_after(code, offline_aws_env, REPORT_OPENAI_MODULES) == []

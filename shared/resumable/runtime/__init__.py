@@ -1,7 +1,10 @@
 """The agent runtime: the loop, tools, interrupts, agent-as-tool, models and sessions.
 
-It knows nothing about DynamoDB or S3; the store builds on it.
+It knows nothing about DynamoDB or S3; the store builds on it. ``OpenAIModel`` is imported on first use
+(``resumable.runtime.chat_completions``), so that importing the runtime does not load it.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from resumable.runtime.agent import Agent, AgentResult
 from resumable.runtime.agent_as_tool import AgentTool
@@ -11,6 +14,9 @@ from resumable.runtime.invocation import FencingToken, Invocation
 from resumable.runtime.models import BedrockModel, Model, ScriptedModel
 from resumable.runtime.session import FileSession, Session
 from resumable.runtime.tools import ApprovalAnswer, Tool, ToolContext, tool
+
+if TYPE_CHECKING:
+    from resumable.runtime.chat_completions import OpenAIModel
 
 __all__ = [
     "Agent",
@@ -24,9 +30,18 @@ __all__ = [
     "Interrupt",
     "Invocation",
     "Model",
+    "OpenAIModel",
     "ScriptedModel",
     "Session",
     "Tool",
     "ToolContext",
     "tool",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "OpenAIModel":
+        from resumable.runtime.chat_completions import OpenAIModel
+
+        return OpenAIModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
