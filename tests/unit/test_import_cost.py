@@ -1,6 +1,8 @@
 """Importing resumable must not import boto3: it stays out of cold starts until a model or store needs it.
+Nor the MCP SDK (the optional extra resumable[mcp]): neither resumable nor a Lambda handler imports it
+until an MCPClient starts.
 
-Each check runs in a fresh interpreter, since this test process has long since imported boto3.
+Each check runs in a fresh interpreter, since this test process has long since imported both.
 """
 
 from __future__ import annotations
@@ -16,10 +18,14 @@ import pytest
 
 from tests.patience import HANG_SECONDS
 
-REPORT_AWS_MODULES = """
+REPORT_MODULES = """
 import json, sys
-print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("boto3", "botocore"))))
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {roots!r})))
 """
+AWS = ("boto3", "botocore")
+# The MCP SDK and what only it brings in.
+MCP = ("mcp", "mcp_types", "httpx2", "starlette", "uvicorn")
+HANDLERS = sorted((Path(__file__).resolve().parents[2] / "functions").glob("*/app.py"))
 
 
 @pytest.fixture
@@ -39,8 +45,13 @@ def offline_aws_env(tmp_path: Path) -> dict[str, str]:
 
 def aws_modules_after(code: str, env: dict[str, str]) -> list[str]:
     """The boto3 and botocore modules loaded after running ``code`` in a fresh interpreter."""
+    return modules_after(code, env, AWS)
+
+
+def modules_after(code: str, env: dict[str, str], roots: tuple[str, ...]) -> list[str]:
+    """The modules of the packages ``roots`` loaded after running ``code`` in a fresh interpreter."""
     completed = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code) + REPORT_AWS_MODULES],
+        [sys.executable, "-c", textwrap.dedent(code) + REPORT_MODULES.format(roots=roots)],
         capture_output=True,
         text=True,
         env=env,
@@ -79,3 +90,45 @@ def test_using_the_client_of_bedrock_model_imports_boto3_and_builds_a_bedrock_ru
     modules = aws_modules_after(code, offline_aws_env)
     assert "boto3" in modules
     assert "botocore" in modules
+
+
+# -- the MCP SDK -------------------------------------------------------------------------------------------
+
+
+def test_importing_resumable_does_not_import_the_mcp_sdk(offline_aws_env: dict[str, str]) -> None:
+    assert modules_after("import resumable", offline_aws_env, MCP) == []
+
+
+def test_making_mcp_clients_does_not_import_the_mcp_sdk(offline_aws_env: dict[str, str]) -> None:
+    code = """
+    from resumable.runtime.mcp import MCPClient
+    MCPClient.stdio("records-server", ["--fast"], env={"TOKEN": "x"})
+    MCPClient.http("https://mcp.example.com/mcp", headers={"authorization": "Bearer x"})
+    """
+    assert modules_after(code, offline_aws_env, MCP) == []
+
+
+def test_importing_every_lambda_handler_does_not_import_the_mcp_sdk(offline_aws_env: dict[str, str]) -> None:
+    assert len(HANDLERS) >= 6
+    code = f"""
+    import importlib.util
+    for n, path in enumerate({[str(h) for h in HANDLERS]!r}):
+        spec = importlib.util.spec_from_file_location(f"handler_{{n}}", path)
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    """
+    assert modules_after(code, offline_aws_env, MCP) == []
+
+
+def test_starting_an_mcp_client_imports_the_mcp_sdk(offline_aws_env: dict[str, str]) -> None:
+    """The check above sees the SDK when it is there: a client that starts (and fails to connect) loads it."""
+    code = """
+    from resumable.exceptions import MCPServerError
+    from resumable.runtime.mcp import MCPClient
+    try:
+        MCPClient.stdio("/nonexistent/records-server").start()
+    except MCPServerError:
+        pass
+    """
+    loaded = modules_after(code, offline_aws_env, MCP)
+    assert "mcp" in loaded
+    assert "mcp_types" in loaded
