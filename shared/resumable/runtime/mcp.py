@@ -131,7 +131,8 @@ class MCPClient:
         """A client of the server that ``command args...`` starts, spoken to over its stdin and stdout.
 
         The server gets ``env`` over a few variables of this process's (``PATH``, ``HOME``, ...), not
-        the whole environment: pass what it needs. It is stopped when the client closes.
+        the whole environment: pass what it needs, credentials included (the command line is shown in
+        logs and errors, ``env`` never is). It is stopped when the client closes.
         """
         if isinstance(args, str):
             raise ValueError(f"MCPClient.stdio takes its arguments as a list of strings, got the string {args!r}")
