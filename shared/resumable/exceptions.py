@@ -55,6 +55,12 @@ class ActionFencedError(ResumableError):
     turn over, so this one did nothing. The journal records the action as not run."""
 
 
+class MCPServerError(ResumableError):
+    """An MCP server could not be connected, or gave no answer to a call (a timeout, a lost
+    connection). The message says what did not happen, or that a call's outcome is unknown. An
+    ``MCPTool`` tells the model so in its tool result rather than raising it."""
+
+
 class StaleCommitError(ResumableError):
     """A commit whose expectations no longer hold (the lease moved on, or the turn settled): nothing was
     written."""

@@ -16,6 +16,7 @@ from resumable.store import DynamoDBStore
 from resumable.store.resources import create_table_request
 from tests.clock import FakeClock
 from tests.factories import LEDGER_ENV
+from tests.mcp_servers import RecordsServer, records_server
 
 
 @pytest.fixture(scope="session")
@@ -80,3 +81,10 @@ def counting() -> Iterator[None]:
 
     with collecting():
         yield
+
+
+@pytest.fixture(params=["stdio", "http"])
+def records(request: pytest.FixtureRequest, ledger: Path, tmp_path: Path) -> Iterator[RecordsServer]:
+    """tests/mcp_server.py over each transport: a test using it runs once over stdio, once over HTTP."""
+    with records_server(request.param, ledger, tmp_path / "mcp-pids") as server:
+        yield server

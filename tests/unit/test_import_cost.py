@@ -1,5 +1,6 @@
-"""Importing resumable must not import boto3, nor the openai SDK: they stay out of cold starts until a model
-or store needs them.
+"""Importing resumable must not import boto3: it stays out of cold starts until a model or store needs it.
+Nor the optional extras' SDKs (resumable[openai], resumable[mcp]): neither resumable nor a Lambda handler
+imports them until an OpenAIModel first calls its server or an MCPClient starts.
 
 Each check runs in a fresh interpreter, since this test process has long since imported both.
 """
@@ -17,20 +18,16 @@ import pytest
 
 from tests.patience import HANG_SECONDS
 
-REPORT_AWS_MODULES = """
+REPORT_MODULES = """
 import json, sys
-print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("boto3", "botocore"))))
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {roots!r})))
 """
-# The openai SDK, the HTTP clients it runs on (httpx2 today, httpx before it) and their own dependencies;
-# and OpenAIModel's module, which is loaded on first use of the name.
-OPENAI_ROOTS = ("openai", "httpx", "httpx2", "httpcore", "httpcore2", "h11", "jiter", "anyio", "sniffio", "truststore")
-REPORT_OPENAI_MODULES = f"""
-import json, sys
-loaded = sorted(m for m in sys.modules if m.split(".")[0] in {OPENAI_ROOTS!r})
-model = "resumable.runtime.chat_completions"
-print(json.dumps(loaded + [model] * (model in sys.modules)))
-"""
-ROOT = Path(__file__).resolve().parents[2]
+AWS = ("boto3", "botocore")
+# The MCP SDK and what only it brings in.
+MCP = ("mcp", "mcp_types", "httpx2", "starlette", "uvicorn")
+# The openai SDK, the HTTP clients it runs on (httpx2 today, httpx before it) and their own dependencies.
+OPENAI = ("openai", "httpx", "httpx2", "httpcore", "httpcore2", "h11", "jiter", "anyio", "sniffio", "truststore")
+HANDLERS = sorted((Path(__file__).resolve().parents[2] / "functions").glob("*/app.py"))
 
 
 @pytest.fixture
@@ -48,11 +45,15 @@ def offline_aws_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def modules_after(code: str, env: dict[str, str], report: str = REPORT_AWS_MODULES) -> list[str]:
-    """The modules ``report`` names (boto3's and botocore's unless told) loaded after running ``code`` in a
-    fresh interpreter."""
+def aws_modules_after(code: str, env: dict[str, str]) -> list[str]:
+    """The boto3 and botocore modules loaded after running ``code`` in a fresh interpreter."""
+    return modules_after(code, env, AWS)
+
+
+def modules_after(code: str, env: dict[str, str], roots: tuple[str, ...]) -> list[str]:
+    """The modules of the packages ``roots`` loaded after running ``code`` in a fresh interpreter."""
     completed = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code) + report],
+        [sys.executable, "-c", textwrap.dedent(code) + REPORT_MODULES.format(roots=roots)],
         capture_output=True,
         text=True,
         env=env,
@@ -65,7 +66,7 @@ def modules_after(code: str, env: dict[str, str], report: str = REPORT_AWS_MODUL
 
 
 def test_importing_resumable_does_not_import_boto3_or_botocore(offline_aws_env: dict[str, str]) -> None:
-    assert modules_after("import resumable", offline_aws_env) == []
+    assert aws_modules_after("import resumable", offline_aws_env) == []
 
 
 def test_constructing_bedrock_model_without_client_does_not_import_boto3(offline_aws_env: dict[str, str]) -> None:
@@ -74,7 +75,7 @@ def test_constructing_bedrock_model_without_client_does_not_import_boto3(offline
     model = resumable.BedrockModel("some-model", max_tokens=16)
     assert model.model_id == "some-model"
     """
-    assert modules_after(code, offline_aws_env) == []
+    assert aws_modules_after(code, offline_aws_env) == []
 
 
 def test_using_the_client_of_bedrock_model_imports_boto3_and_builds_a_bedrock_runtime_client(
@@ -88,13 +89,63 @@ def test_using_the_client_of_bedrock_model_imports_boto3_and_builds_a_bedrock_ru
     assert client.meta.region_name == "us-east-1", client.meta.region_name
     assert model.client is client
     """
-    modules = modules_after(code, offline_aws_env)
+    modules = aws_modules_after(code, offline_aws_env)
     assert "boto3" in modules
     assert "botocore" in modules
 
 
+# -- the MCP SDK -------------------------------------------------------------------------------------------
+
+
+def test_importing_resumable_does_not_import_the_mcp_sdk(offline_aws_env: dict[str, str]) -> None:
+    assert modules_after("import resumable", offline_aws_env, MCP) == []
+
+
+def test_making_mcp_clients_does_not_import_the_mcp_sdk(offline_aws_env: dict[str, str]) -> None:
+    code = """
+    from resumable.runtime.mcp import MCPClient
+    MCPClient.stdio("records-server", ["--fast"], env={"TOKEN": "x"})
+    MCPClient.http("https://mcp.example.com/mcp", headers={"authorization": "Bearer x"})
+    """
+    assert modules_after(code, offline_aws_env, MCP) == []
+
+
+def test_importing_every_lambda_handler_does_not_import_the_mcp_sdk(offline_aws_env: dict[str, str]) -> None:
+    assert len(HANDLERS) >= 6
+    code = f"""
+    import importlib.util
+    for n, path in enumerate({[str(h) for h in HANDLERS]!r}):
+        spec = importlib.util.spec_from_file_location(f"handler_{{n}}", path)
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    """
+    assert modules_after(code, offline_aws_env, MCP) == []
+
+
+def test_starting_an_mcp_client_imports_the_mcp_sdk(offline_aws_env: dict[str, str]) -> None:
+    """The check above sees the SDK when it is there: a client that starts (and fails to connect) loads it."""
+    code = """
+    from resumable.exceptions import MCPServerError
+    from resumable.runtime.mcp import MCPClient
+    try:
+        MCPClient.stdio("/nonexistent/records-server").start()
+    except MCPServerError:
+        pass
+    """
+    loaded = modules_after(code, offline_aws_env, MCP)
+    assert "mcp" in loaded
+    assert "mcp_types" in loaded
+
+
+# -- the openai SDK ----------------------------------------------------------------------------------------
+
+
 def test_importing_resumable_does_not_import_the_openai_sdk_nor_openai_model(offline_aws_env: dict[str, str]) -> None:
-    assert modules_after("import resumable, resumable.runtime", offline_aws_env, REPORT_OPENAI_MODULES) == []
+    code = """
+    import sys
+    import resumable, resumable.runtime
+    assert "resumable.runtime.chat_completions" not in sys.modules
+    """
+    assert modules_after(code, offline_aws_env, OPENAI) == []
 
 
 def test_importing_and_constructing_openai_model_does_not_import_the_openai_sdk(
@@ -106,8 +157,7 @@ def test_importing_and_constructing_openai_model_does_not_import_the_openai_sdk(
     model = OpenAIModel("gpt-4.1-mini", base_url="http://127.0.0.1:1/v1", api_key="unused", temperature=0)
     assert same is OpenAIModel and model.params == {"temperature": 0}
     """
-    loaded = modules_after(code, offline_aws_env, REPORT_OPENAI_MODULES)
-    assert loaded == ["resumable.runtime.chat_completions"]
+    assert modules_after(code, offline_aws_env, OPENAI) == []
 
 
 def test_the_first_use_of_openai_models_client_imports_the_sdk_with_its_retries_off(
@@ -120,14 +170,14 @@ def test_the_first_use_of_openai_models_client_imports_the_sdk_with_its_retries_
     assert (client.max_retries, str(client.base_url)) == (0, "http://127.0.0.1:1/v1/"), client.base_url
     assert model.client is client
     """
-    assert "openai" in modules_after(code, offline_aws_env, REPORT_OPENAI_MODULES)
+    assert "openai" in modules_after(code, offline_aws_env, OPENAI)
 
 
-@pytest.mark.parametrize("handler", sorted(p.parent.name for p in (ROOT / "functions").glob("*/app.py")))
-def test_importing_a_handler_does_not_import_the_openai_sdk(offline_aws_env: dict[str, str], handler: str) -> None:
+def test_importing_every_lambda_handler_does_not_import_the_openai_sdk(offline_aws_env: dict[str, str]) -> None:
     code = f"""
     import importlib.util
-    spec = importlib.util.spec_from_file_location("app", {str(ROOT / "functions" / handler / "app.py")!r})
-    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    for n, path in enumerate({[str(h) for h in HANDLERS]!r}):
+        spec = importlib.util.spec_from_file_location(f"handler_{{n}}", path)
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
     """
-    assert modules_after(code, offline_aws_env, REPORT_OPENAI_MODULES) == []
+    assert modules_after(code, offline_aws_env, OPENAI) == []

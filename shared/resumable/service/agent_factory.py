@@ -4,21 +4,35 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Callable
-from dataclasses import dataclass
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from dataclasses import dataclass, field
+from typing import TypeVar
 
 from resumable.runtime.agent import Agent
 from resumable.runtime.session import Session
 
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
 
 @dataclass(frozen=True)
 class AgentContext:
-    """What a factory may use: the session and turn it builds for, and ``session``, the Session to
-    give agents that keep their own context (``as_tool(preserve_context=True)``)."""
+    """What a factory may use: the session and turn it builds for, ``session``, the Session to give
+    agents that keep their own context (``as_tool(preserve_context=True)``), and ``enter_context``
+    for what the agents hold open during the run (an ``MCPClient``)."""
 
     session_id: str
     turn_id: str
     session: Session
+    resources: ExitStack = field(default_factory=ExitStack, repr=False, compare=False)
+
+    def enter_context(self, resource: AbstractContextManager[T]) -> T:
+        """Enter ``resource`` and return what it gives (``with resource as it``); it is exited when
+        the run that built these agents ends, however it ends, and after the run's commit."""
+        return self.resources.enter_context(resource)
 
 
 AgentFactory = Callable[[AgentContext], Agent]
@@ -43,8 +57,24 @@ def load_factory(spec: str) -> AgentFactory:
     return function  # type: ignore[no-any-return]
 
 
-def build(factory: AgentFactory, context: AgentContext) -> Agent:
-    agent = factory(context)
-    if not isinstance(agent, Agent):
-        raise TypeError(f"the agent factory returned {agent!r}, not an Agent: it must return the root agent")
-    return agent
+@contextmanager
+def build(factory: AgentFactory, context: AgentContext) -> Iterator[Agent]:
+    """The root agent ``factory`` builds, for one run: on leaving, what the factory entered through
+    ``context.enter_context`` is exited, also when the factory or the run fails. A resource that fails
+    to close is logged; it changes nothing of the run's outcome."""
+    try:
+        agent = factory(context)
+        if not isinstance(agent, Agent):
+            raise TypeError(f"the agent factory returned {agent!r}, not an Agent: it must return the root agent")
+        yield agent
+    finally:
+        try:
+            context.resources.close()
+        except Exception as error:
+            logger.error(
+                "session_id=<%s>, turn_id=<%s> | a resource the agent factory entered failed to close: %s: %s",
+                context.session_id,
+                context.turn_id,
+                type(error).__name__,
+                error,
+            )

@@ -86,7 +86,13 @@ def run_leased(deps: Dependencies, tree: TurnTree, lease_owner: str) -> TurnTree
     """
     root = tree.root
     session = S3Session(deps.snapshots, root.session_id, root.agent_snapshots)
-    agent = build(deps.factory, AgentContext(root.session_id, root.turn_id, session))
+    with build(deps.factory, AgentContext(root.session_id, root.turn_id, session)) as agent:
+        return _run_built(deps, tree, lease_owner, agent, session)
+
+
+def _run_built(deps: Dependencies, tree: TurnTree, lease_owner: str, agent: Agent, session: S3Session) -> TurnTree:
+    """``run_leased`` with the agents built (what their factory entered closes when this returns)."""
+    root = tree.root
     tree = tree.model_copy(update={"root": root.model_copy(update={"agent": agent.name, "agent_path": [agent.name]})})
     try:
         key = root.snapshot_key or root.base_snapshot_key
