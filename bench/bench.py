@@ -19,6 +19,8 @@ with boto3. ``BENCH_RUNS`` (default 200) sets the runs per operation.
 7. Layer size (``make layer`` builds it): goal under 10 MB zipped.
 8. Events and the inbox (bench/events.py): commit to bus (p50, p95), publisher events per second, and
    one inbox page's AWS calls for 1, 100 and 1,000 open questions across sessions.
+9. Agents in production (bench/agents.py): the tools of one reply run at once and one after another,
+   and the cold start with and without the optional providers (openai, MCP) imported.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import events
+from bench import agents, events
 from bench.cold_start import cold_start
 from resumable.aws.clients import client
 from resumable.clock import SystemClock
@@ -562,6 +564,7 @@ def report(results: dict[str, Any]) -> str:
     ]
     if "events" in results:
         lines += ["", *events.report(results["events"])]
+    lines += ["", *agents.report(results["agents"])]
     return "\n".join(lines)
 
 
@@ -583,6 +586,8 @@ def main() -> int:
         if not os.environ.get("BENCH_AWS"):  # the publisher runs as make run's: on the embedded AWS only
             print("measuring events and the inbox...", file=sys.stderr, flush=True)
             results["events"] = events.events_and_inbox(settings, runs=min(RUNS, 100))
+        print("measuring agents: concurrent tools, optional providers...", file=sys.stderr, flush=True)
+        results["agents"] = agents.agents(settings)
     print("measuring snapshots...", file=sys.stderr, flush=True)
     results["snapshot_growth"] = snapshot_growth()
     results["layer"] = layer()
