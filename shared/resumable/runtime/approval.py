@@ -16,6 +16,8 @@ not journaled (it may pause): approving it guards its start, and its own approve
 journaled inside it. A person may edit the input before approving (``{"decision":
 "approve", "input": {...}}``) where the tool declares ``edits=True`` or a policy's ``edits`` patterns
 name it; the call then runs once with the edited input, and its result tells the model so.
+
+These rules run as ``ApprovalHook``, a hook (resumable.runtime.hooks) every agent runs after its own.
 """
 
 from __future__ import annotations
