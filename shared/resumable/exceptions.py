@@ -55,10 +55,20 @@ class ActionFencedError(ResumableError):
     turn over, so this one did nothing. The journal records the action as not run."""
 
 
+class ActionOutcomeUnknownError(ResumableError):
+    """A tool cannot tell whether its action took effect (no answer came: a timeout, a connection lost
+    during the call). An approved action that raises it is recorded in doubt by the action journal
+    (never reported as done, never run again); the model is told its outcome is unknown."""
+
+
 class MCPServerError(ResumableError):
     """An MCP server could not be connected, or gave no answer to a call (a timeout, a lost
     connection). The message says what did not happen, or that a call's outcome is unknown. An
     ``MCPTool`` tells the model so in its tool result rather than raising it."""
+
+
+class MCPOutcomeUnknownError(MCPServerError, ActionOutcomeUnknownError):
+    """An MCP server gave no answer to a call it may have run: the call's outcome is unknown."""
 
 
 class StaleCommitError(ResumableError):

@@ -120,3 +120,31 @@ def test_the_mcp_client_of_a_run_that_fails_is_closed_too(
     assert failed.status == "failed"
     assert len(clients) == 1
     assert_all_closed(records, clients)
+
+
+class Waiter:
+    """A model that calls wait_forever (a tool that never answers), then says what it was told."""
+
+    def converse(self, messages: list[dict[str, Any]], system_prompt: Any, tool_specs: Any) -> dict[str, Any]:
+        if not any(m["role"] == "assistant" for m in messages):
+            return calls(("t-1", "wait_forever", {}))
+        [result] = [block["toolResult"] for block in messages[-1]["content"]]
+        return says(" ".join(c["text"] for c in result["content"] if "text" in c))
+
+
+def test_an_approved_mcp_call_that_never_answers_is_recorded_in_doubt_never_as_done(
+    make_service: Callable[..., Service], session_id: str, records: RecordsServer
+) -> None:
+    def build(context: AgentContext) -> Agent:
+        client = context.enter_context(records.connect(timeout=0.5))
+        return Agent(
+            name="ops", model=Waiter(), tools=client.tools(), approval_policy=ApprovalPolicy(require=("wait_*",))
+        )
+
+    started = make_service(build).start_turn(session_id, "wait")
+    [interaction] = started.interactions
+    done = make_service(build).submit_approval(session_id, started.turn_id, interaction.request_id, APPROVE)
+    assert done.status == "completed"
+    assert "outcome of this approved action is UNKNOWN" in (done.output or "")
+    [in_doubt] = done.actions_in_doubt
+    assert in_doubt.tool == "wait_forever"

@@ -28,7 +28,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from resumable.exceptions import MCPServerError
+from resumable.exceptions import MCPOutcomeUnknownError, MCPServerError
 from resumable.runtime.tools import Tool, ToolContext, tool_result
 
 if TYPE_CHECKING:
@@ -288,21 +288,21 @@ class MCPClient:
         try:
             return future.result()
         except concurrent.futures.CancelledError as error:
-            raise MCPServerError(f"{self!r} was closed while waiting for {doing}: {unanswered}") from error
+            raise MCPOutcomeUnknownError(f"{self!r} was closed while waiting for {doing}: {unanswered}") from error
         except TimeoutError as error:
-            raise MCPServerError(
+            raise MCPOutcomeUnknownError(
                 f"the MCP server {self.server} did not answer {doing} within {self.timeout:g} s: {unanswered}"
             ) from error
         except MCPError as error:
             if error.code == CONNECTION_CLOSED:
-                raise MCPServerError(
+                raise MCPOutcomeUnknownError(
                     f"the connection to the MCP server {self.server} closed before it answered {doing}: {unanswered}"
                 ) from error
             raise MCPServerError(
                 f"the MCP server {self.server} answered {doing} with an error: {_reason(error)}"
             ) from error
         except Exception as error:
-            raise MCPServerError(
+            raise MCPOutcomeUnknownError(
                 f"{doing} on the MCP server {self.server} failed ({_reason(error)}): {unanswered}"
             ) from error
 
@@ -374,6 +374,10 @@ class MCPTool(Tool):
             )
         try:
             result = self.client.call_tool(self.server_name, tool_input)
+        except MCPOutcomeUnknownError:
+            # Raised on: an approved call is recorded in doubt by the journal; any other call's
+            # result tells the model (resumable.runtime.tool_calls).
+            raise
         except MCPServerError as error:
             logger.warning("tool=<%s>, tool_use_id=<%s> | %s", self.name, context.tool_use_id, error)
             return tool_result(context.tool_use_id, str(error), "error")

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from resumable.exceptions import ResumableError
+from resumable.exceptions import ActionOutcomeUnknownError, ResumableError
 from resumable.runtime.approval import ApprovalHook, run_approved
 from resumable.runtime.hooks import AfterToolCall, BeforeToolCall
 from resumable.runtime.interrupts import (
@@ -118,6 +118,15 @@ def run_call(agent: Agent, tool: Tool, context: ToolContext) -> dict[str, Any] |
         return _hooked(agent, tool, context)
     except InterruptException as pause:
         return pause
+    except ActionOutcomeUnknownError as unknown:  # not journaled (a journaled one is recorded in doubt)
+        logger.warning(
+            "agent=<%s>, tool=<%s>, tool_use_id=<%s> | outcome unknown: %s",
+            agent.name,
+            tool.name,
+            context.tool_use_id,
+            unknown,
+        )
+        return tool_result(context.tool_use_id, str(unknown), "error")
     except ResumableError:
         raise
     except Exception as error:

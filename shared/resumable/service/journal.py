@@ -23,7 +23,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from resumable.exceptions import ActionFencedError, AwsError, LeaseLostError
+from resumable.exceptions import ActionFencedError, ActionOutcomeUnknownError, AwsError, LeaseLostError
 from resumable.runtime.interrupts import InterruptException
 from resumable.runtime.invocation import ApprovedAction, FencingToken
 from resumable.runtime.tools import tool_result
@@ -88,6 +88,23 @@ class LeasedActionJournal:
             # The action paused before doing anything: it has not started after all.
             self.store.abandon_action(self.session_id, self.root_turn_id, action.key)
             raise
+        except ActionOutcomeUnknownError as unknown:
+            # Whether it took effect is unknown: in doubt, as a takeover finds an unfinished one.
+            earlier = self.store.mark_action_unknown(self.session_id, self.root_turn_id, action.key, self.clock.now())
+            self.known[earlier.key] = earlier
+            logger.error(
+                "turn_id=<%s>, action=<%s> | approved action's outcome is unknown: %s",
+                self.root_turn_id,
+                action.key,
+                unknown,
+            )
+            return tool_result(
+                action.tool_use_id,
+                f"The outcome of this approved action is UNKNOWN: it started and no answer came ({unknown}). It "
+                "will NOT be run again. Do not report it as done or as not done; tell the user to check whether it "
+                "took effect before asking for it again.",
+                "error",
+            )
         except ActionFencedError:
             self._not_run(record, "its fence refused it: a newer attempt took the turn over")
             raise LeaseLostError(
