@@ -489,6 +489,34 @@ def test_a_401_fails_at_once_with_the_servers_message_and_never_shows_the_api_ke
     assert (len(server.received), waits) == (1, [])
 
 
+def test_a_key_the_sdk_read_from_the_environment_is_never_shown_either(
+    server: FakeServer, waits: list[float], caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    server.reply(Reply(500, error_body(f"upstream rejected key {API_KEY}", "server_error", None)))
+    server.reply(Reply(401, error_body(f"Incorrect API key provided: {API_KEY}.", "invalid_request_error", None)))
+    caplog.set_level(logging.DEBUG)
+
+    with pytest.raises(ModelError, match="HTTP 401") as caught:
+        OpenAIModel(MODEL, base_url=f"{server.url}/v1", sleep=waits.append).converse([user("Hi")], None, [])
+
+    assert "[API key]" in str(caught.value)
+    assert API_KEY not in str(caught.value)
+    assert caught.value.__cause__ is None
+    assert API_KEY not in caplog.text
+
+
+@pytest.mark.parametrize("finish_reason", ["eos", "eos_token", "end"])
+def test_a_finish_reason_some_servers_give_a_finished_answer_is_an_answer(
+    server: FakeServer, waits: list[float], finish_reason: str
+) -> None:
+    server.reply(Reply(200, completion(assistant("Sunny."), finish_reason)))
+    assert model_of(server, waits).converse([user("Weather?")], None, []) == {
+        "role": "assistant",
+        "content": [{"text": "Sunny."}],
+    }
+
+
 def test_a_server_that_cannot_be_reached_is_tried_again_then_fails_saying_how_many_attempts(
     waits: list[float],
 ) -> None:

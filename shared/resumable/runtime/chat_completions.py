@@ -55,6 +55,9 @@ _OVERFLOW_PHRASES = (
 # reasoning (signed for the model that wrote it). They are left out; any other block is refused.
 _SKIPPED_BLOCKS = frozenset({"cachePoint", "reasoningContent"})
 _FINISHED = frozenset({"stop", "tool_calls", None})
+# What some servers call a finished answer: Together AI's "eos", older TGI's "eos_token", some gateways'
+# "end", and Anthropic's words passed through by proxies.
+_FINISHED_TOO = frozenset({"eos", "eos_token", "end", "end_turn", "stop_sequence", "tool_use"})
 
 
 class _Function(BaseModel):
@@ -295,7 +298,7 @@ class OpenAIModel:
                 "the reply was not recorded: change the prompt, or review the deployment's content filter",
                 "content_filtered",
             )
-        if reason not in _FINISHED:
+        if reason not in _FINISHED and reason not in _FINISHED_TOO:
             raise ModelStopError(
                 f"model '{self.model}' stopped with finish_reason {reason!r}, which is neither an answer nor tool "
                 "calls; the reply was not recorded: retry the turn",
@@ -341,7 +344,9 @@ class OpenAIModel:
         return self._redact(said if isinstance(said, str) else error.message)[:1000]
 
     def _api_key_in_use(self) -> str | None:
-        key = self._api_key if self._given_client is None else getattr(self._given_client, "api_key", None)
+        """The key the client sends: given, a given client's, or the one the SDK read from the environment."""
+        client = self._client or self._given_client
+        key = getattr(client, "api_key", None) if client is not None else self._api_key
         return key if isinstance(key, str) and key else None
 
     def _redact(self, text: str) -> str:
