@@ -227,11 +227,6 @@ def looks_then_deletes(context: AgentContext) -> Agent:
     )
 
 
-def not_an_agent(context: AgentContext) -> Agent:
-    """A misconfigured factory: what it returns is not an agent, so the function handling the request raises."""
-    return "an agent"  # type: ignore[return-value]
-
-
 # -- for tests/integration/test_outlived_lease.py ---------------------------------------------------------
 
 

@@ -55,6 +55,12 @@ class ActionFencedError(ResumableError):
     turn over, so this one did nothing. The journal records the action as not run."""
 
 
+class AgentFactoryError(ResumableError):
+    """The application's agent factory raised, or returned something that is not an Agent: no agent
+    ran. A new turn fails saying so; a resumed one waits, its answers kept, for the sweeper or
+    ``recover`` to try again (an MCP server that was down, say)."""
+
+
 class ActionOutcomeUnknownError(ResumableError):
     """A tool cannot tell whether its action took effect (no answer came: a timeout, a connection lost
     during the call). An approved action that raises it is recorded in doubt by the action journal

@@ -7,6 +7,7 @@ processes still alive, ``mcp_threads()`` the clients still open in this process.
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -148,3 +149,51 @@ def test_an_approved_mcp_call_that_never_answers_is_recorded_in_doubt_never_as_d
     assert "outcome of this approved action is UNKNOWN" in (done.output or "")
     [in_doubt] = done.actions_in_doubt
     assert in_doubt.tool == "wait_forever"
+
+
+def test_an_mcp_server_that_is_down_fails_a_new_turn_saying_so_and_leaves_the_session_free(
+    make_service: Callable[..., Service], session_id: str, records: RecordsServer
+) -> None:
+    with socket.socket() as bound:  # a port nothing serves
+        bound.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{bound.getsockname()[1]}/mcp"
+
+        def unreachable(context: AgentContext) -> Agent:
+            context.enter_context(MCPClient.http(down, connect_timeout=2))
+            raise AssertionError("connected to a port nothing serves")
+
+        failed = make_service(unreachable).start_turn(session_id, "delete the prod-db record")
+
+    assert failed.status == "failed"
+    assert "agent factory raised MCPServerError" in (failed.error or "")
+    assert "no agent ran" in (failed.error or "")
+    again = make_service(operator(records, [])).start_turn(session_id, "delete the prod-db record")
+    assert again.status == "waiting", "the failed turn left the session free"
+
+
+def test_a_resume_whose_factory_fails_waits_with_its_answer_kept_and_recover_finishes_it(
+    make_service: Callable[..., Service], session_id: str, ledger: Path, records: RecordsServer
+) -> None:
+    clients: list[MCPClient] = []
+    working = operator(records, clients)
+    server_down = [False]
+
+    def factory(context: AgentContext) -> Agent:
+        if server_down[0]:
+            raise ConnectionError("the records server is down")
+        return working(context)
+
+    started = make_service(factory).start_turn(session_id, "delete the prod-db record")
+    [interaction] = started.interactions
+    server_down[0] = True
+    waiting = make_service(factory).submit_approval(session_id, started.turn_id, interaction.request_id, APPROVE)
+
+    assert waiting.status == "waiting"
+    assert "the agent factory raised ConnectionError" in (waiting.error or "")
+    assert [i.status for i in waiting.interactions] == ["answered"], "the answer is kept"
+    assert executions(ledger) == []
+    server_down[0] = False
+    done = make_service(factory).recover(session_id, started.turn_id)
+    assert (done.status, done.output) == ("completed", "deleted prod-db")
+    assert executions(ledger) == ["delete prod-db"]
+    assert_all_closed(records, clients)

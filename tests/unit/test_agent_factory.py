@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from resumable import Agent, FileSession, ScriptedModel
+from resumable.exceptions import AgentFactoryError
 from resumable.service.agent_factory import AgentContext, AgentFactory, build
 
 
@@ -73,7 +74,10 @@ def test_what_the_factory_entered_is_exited_when_the_factory_then_fails(context:
         context.enter_context(held.opened())
         raise ValueError("the factory failed after connecting")
 
-    with pytest.raises(ValueError, match="after connecting"), build(factory, context):
+    with (
+        pytest.raises(AgentFactoryError, match="raised ValueError: the factory failed after connecting"),
+        build(factory, context),
+    ):
         pytest.fail("no agent was built")
 
     assert not held.open
@@ -86,7 +90,7 @@ def test_what_the_factory_entered_is_exited_when_it_returns_no_agent(context: Ag
         context.enter_context(held.opened())
         return "an agent"  # type: ignore[return-value]
 
-    with pytest.raises(TypeError, match="not an Agent"), build(factory, context):
+    with pytest.raises(AgentFactoryError, match="returned str, not an Agent"), build(factory, context):
         pytest.fail("no agent was built")
 
     assert not held.open

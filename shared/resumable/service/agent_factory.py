@@ -10,6 +10,7 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from resumable.exceptions import AgentFactoryError, AwsError
 from resumable.runtime.agent import Agent
 from resumable.runtime.session import Session
 
@@ -63,9 +64,19 @@ def build(factory: AgentFactory, context: AgentContext) -> Iterator[Agent]:
     ``context.enter_context`` is exited, also when the factory or the run fails. A resource that fails
     to close is logged; it changes nothing of the run's outcome."""
     try:
-        agent = factory(context)
+        try:
+            agent = factory(context)
+        except AwsError:
+            raise  # the store failed (a session's snapshot, say): the turn stays resumable, as anywhere
+        except Exception as error:
+            raise AgentFactoryError(
+                f"the agent factory raised {type(error).__name__}: {error}; no agent ran"
+            ) from error
         if not isinstance(agent, Agent):
-            raise TypeError(f"the agent factory returned {agent!r}, not an Agent: it must return the root agent")
+            raise AgentFactoryError(
+                f"the agent factory returned {type(agent).__name__}, not an Agent: it must return the root agent; "
+                "no agent ran"
+            )
         yield agent
     finally:
         try:

@@ -13,7 +13,7 @@ import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from resumable.exceptions import LeaseLostError, ModelError, SnapshotError, StaleCommitError
+from resumable.exceptions import AgentFactoryError, LeaseLostError, ModelError, SnapshotError, StaleCommitError
 from resumable.runtime.agent import Agent, AgentResult
 from resumable.runtime.agent_as_tool import call_prefix
 from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT, CONTINUE
@@ -86,8 +86,11 @@ def run_leased(deps: Dependencies, tree: TurnTree, lease_owner: str) -> TurnTree
     """
     root = tree.root
     session = S3Session(deps.snapshots, root.session_id, root.agent_snapshots)
-    with build(deps.factory, AgentContext(root.session_id, root.turn_id, session)) as agent:
-        return _run_built(deps, tree, lease_owner, agent, session)
+    try:
+        with build(deps.factory, AgentContext(root.session_id, root.turn_id, session)) as agent:
+            return _run_built(deps, tree, lease_owner, agent, session)
+    except AgentFactoryError as error:
+        return _unbuildable(deps, tree, lease_owner, error)
 
 
 def _run_built(deps: Dependencies, tree: TurnTree, lease_owner: str, agent: Agent, session: S3Session) -> TurnTree:
@@ -198,6 +201,17 @@ def _outcome(result: AgentResult) -> Outcome:
     if result.stop_reason == "canceled":
         return Outcome("canceled")
     return Outcome("failed", error="the agent reached its step limit without an answer")
+
+
+def _unbuildable(deps: Dependencies, tree: TurnTree, lease_owner: str, error: AgentFactoryError) -> TurnTree:
+    """The agents could not be built: a new turn fails, saying why; a resumed one is left waiting with
+    its answers kept, for the sweeper (or ``recover``) to try again."""
+    root = tree.root
+    logger.error("session_id=<%s>, turn_id=<%s> | %s", root.session_id, root.turn_id, error)
+    if root.snapshot_key is not None:
+        deps.store.release_lease(root, lease_owner, "waiting", deps.clock.now(), error=str(error))
+        return load(deps, root.session_id, root.turn_id)
+    return settle_tree(deps, tree, "failed", "superseded", str(error), lease_owner=lease_owner)
 
 
 def _unloadable(deps: Dependencies, tree: TurnTree, lease_owner: str, error: SnapshotError) -> TurnTree:
