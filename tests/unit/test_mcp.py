@@ -125,6 +125,13 @@ def test_a_listed_tool_keeps_its_name_description_and_input_schema() -> None:
     assert (tool.server_name, tool.approval, tool.journals_approved_calls) == ("lookup", False, True)
 
 
+def test_a_name_a_model_cannot_take_is_made_one_it_can_and_the_server_still_gets_its_own() -> None:
+    dotted = ListedTool(name="files.read/v2" + "x" * 70, input_schema={"type": "object"})
+    tool = MCPTool(MCPClient.stdio("unused"), dotted, prefix="fs.")
+    assert tool.name == ("fs_files_read_v2" + "x" * 70)[:64]
+    assert tool.server_name == "files.read/v2" + "x" * 70
+
+
 def test_a_prefix_renames_the_tool_for_the_model_and_keeps_its_name_on_the_server() -> None:
     tool = MCPTool(MCPClient.stdio("unused"), LOOKUP, prefix="records_", approval=True)
 

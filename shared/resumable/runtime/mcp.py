@@ -18,6 +18,7 @@ import concurrent.futures
 import json
 import logging
 import math
+import re
 import shlex
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -355,14 +356,20 @@ async def _cancel_the_rest() -> None:
     await asyncio.gather(*others, return_exceptions=True)
 
 
+# What Bedrock and OpenAI take as a tool's name; MCP also allows "." and "/" (and 128 characters).
+_NOT_IN_A_MODEL_NAME = re.compile(r"[^A-Za-z0-9_-]")
+
+
 class MCPTool(Tool):
     """One tool of an MCP server, called through its client: name, description and input schema as
-    the server lists them (the name after the client's ``prefix``)."""
+    the server lists them (the name after the client's ``prefix``, with what a model's tool name
+    cannot hold, such as ``.`` and ``/``, as ``_``, and at most 64 characters; the server is called
+    by its own name)."""
 
     def __init__(self, client: MCPClient, listed: ListedTool, *, prefix: str = "", approval: bool = False) -> None:
         self.client = client
         self.server_name = listed.name
-        self.name = prefix + listed.name
+        self.name = _NOT_IN_A_MODEL_NAME.sub("_", prefix + listed.name)[:64]
         self.description = listed.description or listed.title or listed.name
         self.input_schema = dict(listed.input_schema)
         self.approval = approval
