@@ -77,3 +77,36 @@ def build_orchestrator(
         ),
         tools=[worker.as_tool(preserve_context=preserve_context)],
     )
+
+
+class RoundModel:
+    """A model that answers from what the conversation holds, not from how many replies it holds (as
+    ScriptedModel does), so it suits an agent whose conversation manager drops messages. A prompt gets
+    ``calls`` calls of ``tool`` with the prompt as ``{key: prompt}`` (toolUseIds ``call_0``, ``call_1``,
+    ... in every reply, as some providers number them); tool results get an answer quoting them; a call
+    that offers no tools (a conversation manager asking for a summary) gets a summary.
+
+    ``last_input`` is the conversation of its last call that offered tools; ``summaries`` counts the
+    summaries it wrote.
+    """
+
+    def __init__(self, tool: str = "lookup", key: str = "query", calls: int = 1) -> None:
+        self.tool, self.key, self.calls = tool, key, calls
+        self.last_input: list[dict[str, Any]] = []
+        self.summaries = 0
+
+    def converse(
+        self, messages: list[dict[str, Any]], system_prompt: str | None, tool_specs: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        if not tool_specs:
+            self.summaries += 1
+            asked = len(messages[0]["content"][0]["text"])
+            return says(f"summary of {asked} characters: the user asked for records and was given them.")
+        self.last_input = list(messages)
+        last = messages[-1]["content"]
+        results = [block["toolResult"] for block in last if "toolResult" in block]
+        if results:
+            quoted = [part["text"] for result in results for part in result["content"] if "text" in part]
+            return says("answer: " + "; ".join(quoted))
+        prompt = " ".join(block["text"] for block in last if "text" in block)
+        return calls(*[(f"call_{n}", self.tool, {self.key: prompt}) for n in range(self.calls)])

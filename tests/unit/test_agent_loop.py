@@ -191,7 +191,7 @@ def test_a_snapshot_is_versioned_json() -> None:
     orchestrator = build_orchestrator([])
     orchestrator("go")
     state = orchestrator.snapshot()
-    assert (state["schema_version"], state["cycle"]) == ("1.1", 1)
+    assert (state["schema_version"], state["cycle"], state["dropped_messages"]) == ("1.2", 1, 0)
     assert json.loads(json.dumps(state)) == state
 
 

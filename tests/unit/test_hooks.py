@@ -208,7 +208,14 @@ def test_hooks_are_told_of_a_pause_and_are_never_stored() -> None:
     agent("move 5")
     assert recorder.seen[-1] == ("paused", ["approval"])
     assert "Recorder" not in json.dumps(agent.snapshot())
-    assert set(agent.snapshot()) == {"schema_version", "agent", "messages", "interrupt_state", "cycle"}
+    assert set(agent.snapshot()) == {
+        "schema_version",
+        "agent",
+        "messages",
+        "interrupt_state",
+        "cycle",
+        "dropped_messages",
+    }
 
 
 def test_the_approval_policy_is_a_hook() -> None:

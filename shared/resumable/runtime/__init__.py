@@ -1,4 +1,4 @@
-"""The agent runtime: the loop, tools, interrupts, agent-as-tool, models and sessions.
+"""The agent runtime: the loop, tools, interrupts, agent-as-tool, models, conversation managers and sessions.
 
 It knows nothing about DynamoDB or S3; the store builds on it. ``OpenAIModel`` is imported on first use
 (``resumable.runtime.chat_completions``), so that importing the runtime does not load it.
@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from resumable.runtime.agent import Agent, AgentResult
 from resumable.runtime.agent_as_tool import AgentTool
 from resumable.runtime.approval import ApprovalPolicy
+from resumable.runtime.conversation import ConversationManager, SlidingWindow, Summarizing
 from resumable.runtime.interrupts import Interrupt
 from resumable.runtime.invocation import FencingToken, Invocation
 from resumable.runtime.models import BedrockModel, Model, ScriptedModel
@@ -25,6 +26,7 @@ __all__ = [
     "ApprovalAnswer",
     "ApprovalPolicy",
     "BedrockModel",
+    "ConversationManager",
     "FencingToken",
     "FileSession",
     "Interrupt",
@@ -33,6 +35,8 @@ __all__ = [
     "OpenAIModel",
     "ScriptedModel",
     "Session",
+    "SlidingWindow",
+    "Summarizing",
     "Tool",
     "ToolContext",
     "tool",

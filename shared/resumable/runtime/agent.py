@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
-from resumable.exceptions import InvalidInvocationError, ModelError, UnknownInterruptError
+from resumable.exceptions import ContextWindowOverflowError, InvalidInvocationError, ModelError, UnknownInterruptError
 from resumable.runtime.approval import ApprovalPolicy
+from resumable.runtime.conversation import ConversationManager
 from resumable.runtime.hooks import AfterModelCall, BeforeModelCall, Hook, TurnEnded, TurnPaused
 from resumable.runtime.interrupts import STEPS_KEY, TOOL_RESULTS_KEY, Interrupt, InterruptState
 from resumable.runtime.invocation import Invocation
@@ -33,6 +34,9 @@ logger = logging.getLogger(__name__)
 
 StopReason = Literal["end_turn", "interrupt", "max_steps", "canceled"]
 Prompt = str | Sequence[dict[str, Any]]
+MAX_REDUCTIONS = 3
+"""How many times, for one reply, the conversation manager drops more after the model found the
+conversation longer than its context window."""
 
 
 @dataclass
@@ -106,6 +110,8 @@ class Agent:
     ``session`` makes the agent persist itself: its snapshot is loaded on construction and saved
     after every invocation. ``hooks`` run before and after model and tool calls (resumable.runtime.hooks).
     ``max_concurrent_tools`` bounds how many tool calls of one reply run at once (1: one after another).
+    ``conversation_manager`` decides which messages are kept (resumable.runtime.conversation); without
+    one, every message is kept and sent to the model.
     """
 
     def __init__(
@@ -119,6 +125,7 @@ class Agent:
         approval_policy: ApprovalPolicy | None = None,
         hooks: Iterable[Hook] = (),
         max_concurrent_tools: int = 8,
+        conversation_manager: ConversationManager | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError("an agent needs a non-empty name: it keys its snapshot and its interrupts' reasons")
@@ -135,6 +142,12 @@ class Agent:
                 raise ValueError(
                     f"agent '{name}' was given {hook!r} as a hook: hooks subclass resumable.runtime.hooks.Hook"
                 )
+        if conversation_manager is not None and not isinstance(conversation_manager, ConversationManager):
+            raise ValueError(
+                f"agent '{name}' was given {conversation_manager!r} as its conversation manager: use SlidingWindow, "
+                "Summarizing or a subclass of resumable.runtime.conversation.ConversationManager"
+            )
+        self.conversation_manager = conversation_manager
         self.max_concurrent_tools = max_concurrent_tools
         self.name = name
         self.model = model
@@ -155,6 +168,8 @@ class Agent:
         self.messages: list[dict[str, Any]] = []
         self.cycle = 0
         """How many replies of its model the agent has recorded (numbers its tool calls' interrupt ids)."""
+        self.dropped_messages = 0
+        """How many messages its conversation manager has taken out of the conversation."""
         self.interrupt_state = InterruptState()
         if session is not None:
             stored = session.load(name)
@@ -177,16 +192,17 @@ class Agent:
 
     def snapshot(self) -> dict[str, Any]:
         """The agent's state as JSON-serialisable data (a deep copy), versioned by ``schema_version``."""
-        return make_snapshot(self.name, self.messages, self.interrupt_state, self.cycle)
+        return make_snapshot(self.name, self.messages, self.interrupt_state, self.cycle, self.dropped_messages)
 
     def restore(self, snapshot: dict[str, Any]) -> None:
         """Replace this agent's state with ``snapshot``; on a snapshot it cannot load, change nothing."""
-        self.messages, self.interrupt_state, self.cycle = load_snapshot(self.name, snapshot)
+        self.messages, self.interrupt_state, self.cycle, self.dropped_messages = load_snapshot(self.name, snapshot)
 
     def reset(self) -> None:
         """Forget the conversation and any paused turn."""
         self.messages = []
         self.cycle = 0
+        self.dropped_messages = 0
         self.interrupt_state = InterruptState()
 
     def dismiss_interrupts(self) -> list[Interrupt]:
@@ -327,16 +343,60 @@ class Agent:
 
     def _ask_model(self) -> dict[str, Any]:
         """The model's next reply, recorded in the conversation under the next cycle number."""
-        for hook in self.hooks:
-            hook.before_model_call(BeforeModelCall(self, self.messages))
-        message = self._checked_reply(
-            self.model.converse(self.messages, self.system_prompt, [t.spec for t in self.tools.values()])
-        )
+        if self.conversation_manager is not None:
+            self.conversation_manager.apply(self)
+        message = self._checked_reply(self._converse())
         self.messages.append(message)
         self.cycle += 1
         for hook in self.hooks:
             hook.after_model_call(AfterModelCall(self, message))
         return message
+
+    def _converse(self) -> dict[str, Any]:
+        """The model's answer to the conversation. When the model finds the conversation longer than its
+        context window, the conversation manager drops more and the model is asked again."""
+        tool_specs = [t.spec for t in self.tools.values()]
+        reductions = 0
+        while True:
+            for hook in self.hooks:
+                hook.before_model_call(BeforeModelCall(self, self.messages))
+            try:
+                return self.model.converse(self.messages, self.system_prompt, tool_specs)
+            except ContextWindowOverflowError as error:
+                self._reduce_for(error, reductions)
+            reductions += 1
+
+    def _reduce_for(self, overflow: ContextWindowOverflowError, reductions: int) -> None:
+        """Have the conversation manager drop more after ``overflow``, or say why the turn fails."""
+        manager = self.conversation_manager
+        too_long = (
+            f"the conversation of agent '{self.name}' ({len(self.messages)} messages) is longer than its model's "
+            "context window"
+        )
+        if manager is None:
+            raise ContextWindowOverflowError(
+                f"{too_long}, and the agent has no conversation manager, so nothing was dropped and no reply was "
+                "recorded: give it one (Agent(conversation_manager=SlidingWindow(...)) or Summarizing(...)), or use "
+                f"a model with a larger window. The model said: {overflow}"
+            ) from overflow
+        if reductions >= MAX_REDUCTIONS:
+            raise ContextWindowOverflowError(
+                f"{too_long} after its conversation manager {manager!r} dropped more {reductions} times: no reply "
+                "was recorded and nothing more was tried (what it dropped stays dropped); keep fewer messages "
+                f"(max_messages) or use a model with a larger window. The model said: {overflow}"
+            ) from overflow
+        if not manager.reduce(self):
+            raise ContextWindowOverflowError(
+                f"{too_long}, and its conversation manager {manager!r} cannot drop more of it (a sliding window "
+                "keeps the turn in progress whole; a summary keeps at least the latest reply and what follows it): "
+                "no reply was recorded; use a model with a larger window or fewer steps in a turn (max_steps). "
+                f"The model said: {overflow}"
+            ) from overflow
+        logger.warning(
+            "agent=<%s>, messages=<%d> | conversation too long for the model: its manager dropped more, asking again",
+            self.name,
+            len(self.messages),
+        )
 
     def _tell_hooks(self, result: AgentResult) -> None:
         for hook in self.hooks:

@@ -40,7 +40,9 @@ __all__ = [
 
 @dataclass
 class BeforeModelCall:
-    """The agent is about to ask its model; ``messages`` is what it sends (do not change it)."""
+    """The agent is about to ask its model; ``messages`` is what it sends (do not change it). When the
+    model found the conversation too long and the conversation manager dropped more, it is asked again
+    (and this event comes again). A manager's request for a summary is not a model call of the turn."""
 
     agent: Agent
     messages: list[dict[str, Any]]

@@ -51,7 +51,9 @@ class ScriptedModel:
 
     Reply ``k`` answers the conversation's ``k``-th model call: the script is indexed by how many
     assistant messages the conversation already holds, not by an internal counter, so an agent
-    rebuilt from a snapshot continues exactly where its conversation stands.
+    rebuilt from a snapshot continues exactly where its conversation stands. So it does not suit an
+    agent whose conversation manager drops messages (it would replay earlier replies): give such an
+    agent a model that answers from what the conversation holds.
     """
 
     def __init__(self, replies: Sequence[dict[str, Any]]) -> None:
