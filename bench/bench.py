@@ -21,6 +21,9 @@ with boto3. ``BENCH_RUNS`` (default 200) sets the runs per operation.
    one inbox page's AWS calls for 1, 100 and 1,000 open questions across sessions.
 9. Agents in production (bench/agents.py): the tools of one reply run at once and one after another,
    and the cold start with and without the optional providers (openai, MCP) imported.
+10. Bounded context (bench/context.py): a 1,000-turn session with no conversation manager, a sliding
+    window and a summarising one: the model's input (messages, bytes) and the snapshot's bytes at
+    turns 10, 100 and 1,000.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import agents, events
+from bench import agents, context, events
 from bench.cold_start import cold_start
 from resumable.aws.clients import client
 from resumable.clock import SystemClock
@@ -565,6 +568,7 @@ def report(results: dict[str, Any]) -> str:
     if "events" in results:
         lines += ["", *events.report(results["events"])]
     lines += ["", *agents.report(results["agents"])]
+    lines += ["", *context.report(results["bounded_context"])]
     return "\n".join(lines)
 
 
@@ -590,6 +594,8 @@ def main() -> int:
         results["agents"] = agents.agents(settings)
     print("measuring snapshots...", file=sys.stderr, flush=True)
     results["snapshot_growth"] = snapshot_growth()
+    print("measuring a 1,000-turn session's context...", file=sys.stderr, flush=True)
+    results["bounded_context"] = context.bounded_context()
     results["layer"] = layer()
     RESULTS.write_text(json.dumps(results, indent=2) + "\n")
     print(report(results))
