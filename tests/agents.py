@@ -82,16 +82,16 @@ def build_orchestrator(
 class RoundModel:
     """A model that answers from what the conversation holds, not from how many replies it holds (as
     ScriptedModel does), so it suits an agent whose conversation manager drops messages. A prompt gets
-    ``calls`` calls of ``tool`` with the prompt as ``{key: prompt}`` (toolUseIds ``call_0``, ``call_1``,
-    ... in every reply, as some providers number them); tool results get an answer quoting them; a call
-    that offers no tools (a conversation manager asking for a summary) gets a summary.
+    a call of ``tool`` with the prompt as ``{key: prompt}`` (toolUseId ``call_0`` in every reply, as some
+    providers number them); tool results get an answer quoting them; a call that offers no tools (a
+    conversation manager asking for a summary) gets a summary.
 
     ``last_input`` is the conversation of its last call that offered tools; ``summaries`` counts the
     summaries it wrote.
     """
 
-    def __init__(self, tool: str = "lookup", key: str = "query", calls: int = 1) -> None:
-        self.tool, self.key, self.calls = tool, key, calls
+    def __init__(self, tool: str = "lookup", key: str = "query") -> None:
+        self.tool, self.key = tool, key
         self.last_input: list[dict[str, Any]] = []
         self.summaries = 0
 
@@ -109,4 +109,4 @@ class RoundModel:
             quoted = [part["text"] for result in results for part in result["content"] if "text" in part]
             return says("answer: " + "; ".join(quoted))
         prompt = " ".join(block["text"] for block in last if "text" in block)
-        return calls(*[(f"call_{n}", self.tool, {self.key: prompt}) for n in range(self.calls)])
+        return calls(("call_0", self.tool, {self.key: prompt}))
