@@ -441,3 +441,28 @@ def test_max_steps_holds_for_the_whole_turn_across_checkpoints() -> None:
     assert result.stop_reason == "max_steps"
     assert sum(1 for m in agent.messages if m["role"] == "assistant") == 3
     assert len(calls_made) == 6 and continuations >= 3
+
+
+def test_a_turn_paused_under_snapshot_1_0_resumes_with_the_ids_it_was_paused_with() -> None:
+    """What the code before replies were numbered wrote: ids from the toolUseId alone, no cycle."""
+    received: list[Any] = []
+    legacy_id = tool_interrupt_id("t-1", "confirm_transfer")
+    legacy = {
+        "schema_version": "1.0",
+        "agent": "bank",
+        "messages": [
+            {"role": "user", "content": [{"text": "move 5"}]},
+            calls(("t-1", "transfer", {"amount": 5})),
+        ],
+        "interrupt_state": {
+            "activated": True,
+            "pending": [{"id": legacy_id, "name": "confirm_transfer", "reason": {"amount": 5}}],
+            "answers": {},
+            "context": {"tool_results": {}, "steps": 1},
+        },
+    }
+    agent = transfer_agent(received)
+    agent.restore(legacy)
+    assert (agent.cycle, list(agent.interrupt_state.pending)) == (1, [legacy_id])
+    done = agent([{"interruptResponse": {"interruptId": legacy_id, "response": {"ok": True}}}])
+    assert (done.stop_reason, received) == ("end_turn", [{"ok": True}])

@@ -3,6 +3,7 @@ interrupt in one pause, a stop seen by the calls still waiting, one sub-agent's 
 
 from __future__ import annotations
 
+import contextvars
 import json
 import threading
 from collections.abc import Callable
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 
 from resumable import Agent, ScriptedModel, tool
+from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT, CONTINUE
 from resumable.runtime.invocation import Invocation
 from tests.agents import approve, build_worker, calls, says
 from tests.patience import HANG_SECONDS
@@ -82,17 +84,58 @@ def test_results_keep_the_order_the_model_asked_whatever_order_the_calls_end_in(
     assert [r["toolResult"]["content"][0]["text"] for r in results] == [f"job{i} done" for i in range(4)]
 
 
-def test_the_pool_is_bounded_and_one_opts_out() -> None:
-    for bound in (1, 2):
-        gauge = Gauge()
-        agent = Agent(
-            name="worker",
-            model=ScriptedModel([four_calls(6), says("ok")]),
-            tools=[waiting_tool(gauge, lambda _: None)],
-            max_concurrent_tools=bound,
-        )
-        agent("go")
-        assert gauge.peak <= bound
+@pytest.mark.parametrize("bound", [2, 3])
+def test_the_pool_is_bounded(bound: int) -> None:
+    """Six calls, each waiting at a barrier of ``bound``: the pool fills and never overflows."""
+    gauge, barrier = Gauge(), threading.Barrier(bound, timeout=HANG_SECONDS)
+    agent = Agent(
+        name="worker",
+        model=ScriptedModel([four_calls(6), says("ok")]),
+        tools=[waiting_tool(gauge, lambda _: barrier.wait())],
+        max_concurrent_tools=bound,
+    )
+    assert agent("go").text == "ok"
+    assert gauge.peak == bound
+
+
+def test_a_variable_of_the_callers_context_reaches_every_call() -> None:
+    request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id")
+    seen: list[str] = []
+    barrier = threading.Barrier(4, timeout=HANG_SECONDS)
+
+    def read(_: str) -> None:
+        barrier.wait()
+        seen.append(request_id.get("unset"))
+
+    request_id.set("req-7")
+    agent = Agent(name="worker", model=ScriptedModel([four_calls(), says("ok")]), tools=[waiting_tool(Gauge(), read)])
+    agent("go")
+    assert seen == ["req-7"] * 4
+
+
+@pytest.mark.parametrize("pool", [1, 2])
+def test_a_checkpoint_asked_when_a_call_would_start_pauses_the_calls_not_yet_started(pool: int) -> None:
+    """The budget is spent once the first calls started: the calls after them wait for the continuation."""
+    started: list[str] = []
+    both = threading.Barrier(pool, timeout=HANG_SECONDS)
+
+    def run(name: str) -> None:
+        started.append(name)
+        both.wait()
+
+    agent = Agent(
+        name="worker",
+        model=ScriptedModel([four_calls(), says("ok")]),
+        tools=[waiting_tool(Gauge(), run)],
+        max_concurrent_tools=pool,
+    )
+    spent = lambda: len(started) >= pool  # noqa: E731 - the budget: spent once a pool's worth of calls started
+    paused = agent.invoke("go", Invocation(agent_path=("worker",), checkpoint=spent))
+    assert sorted(started) == [f"job{i}" for i in range(pool)]
+    assert [i.name for i in paused.interrupts] == [CHECKPOINT_INTERRUPT] * (4 - pool)
+    done = agent([{"interruptResponse": {"interruptId": i.id, "response": CONTINUE}} for i in paused.interrupts])
+    assert done.text == "ok"
+    assert sorted(started) == [f"job{i}" for i in range(4)]
 
 
 @pytest.mark.parametrize("bound", [0, -1, 1.5, True, "4"])
@@ -149,7 +192,8 @@ def test_a_call_waiting_for_a_thread_does_not_start_once_the_stop_signal_is_give
     assert not agent.interrupt_state.activated
 
 
-def test_two_calls_of_one_sub_agent_in_one_reply_run_one_after_the_other() -> None:
+@pytest.mark.parametrize("wrappers", [1, 2])
+def test_two_calls_of_one_sub_agent_in_one_reply_run_one_after_the_other(wrappers: int) -> None:
     """They share the sub-agent's state. The first lookup gives the second half a second to join it:
     a pass never depends on that time (a busy machine could at most hide a failure)."""
     gauge, second_started = Gauge(), threading.Event()
@@ -175,12 +219,12 @@ def test_two_calls_of_one_sub_agent_in_one_reply_run_one_after_the_other() -> No
             return reply_for(messages)
 
     helper = Agent(name="helper", model=Echo(), tools=[lookup])
+    names = ["find", "search"][:wrappers]
     orchestrator = Agent(
         name="orchestrator",
-        model=ScriptedModel(
-            [calls(("o-1", "helper", {"prompt": "x"}), ("o-2", "helper", {"prompt": "y"})), says("ok")]
-        ),
-        tools=[helper.as_tool()],
+        # One tool, or two tools of one agent (what they share is the agent).
+        model=ScriptedModel([calls(("o-1", "find", {"prompt": "x"}), ("o-2", names[-1], {"prompt": "y"})), says("ok")]),
+        tools=[helper.as_tool(name=name) for name in names],
     )
     assert orchestrator("both").text == "ok"
     results = [b["toolResult"]["content"][0]["text"] for b in orchestrator.messages[2]["content"]]

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from resumable import Agent, ApprovalPolicy, ScriptedModel, tool
-from resumable.runtime.approval import ApprovalHook
 from resumable.runtime.hooks import (
     AfterModelCall,
     AfterToolCall,
@@ -207,7 +206,6 @@ def test_hooks_are_told_of_a_pause_and_are_never_stored() -> None:
     agent = agent_with([recorder], runs, approval_policy=ApprovalPolicy(require=("transfer",)))
     agent("move 5")
     assert recorder.seen[-1] == ("paused", ["approval"])
-    assert "Recorder" not in json.dumps(agent.snapshot())
     assert set(agent.snapshot()) == {
         "schema_version",
         "agent",
@@ -218,10 +216,82 @@ def test_hooks_are_told_of_a_pause_and_are_never_stored() -> None:
     }
 
 
-def test_the_approval_policy_is_a_hook() -> None:
-    assert isinstance(ApprovalHook(), Hook)
-
-
 def test_something_that_is_not_a_hook_is_refused_at_construction() -> None:
     with pytest.raises(ValueError, match=r"hooks subclass resumable\.runtime\.hooks\.Hook"):
         Agent(name="a", model=ScriptedModel([]), hooks=[lambda event: None])  # type: ignore[list-item]
+
+
+class CappingAt(Hook):
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+
+    def before_tool_call(self, event: BeforeToolCall) -> None:
+        event.tool_input = {**event.tool_input, "amount": min(event.tool_input["amount"], self.cap)}
+
+
+def test_an_approved_call_whose_input_changed_since_the_person_saw_it_does_not_run() -> None:
+    """A deployment between the question and the answer changed a hook: what the person approved is
+    not what would run."""
+    runs: list[Any] = []
+    policy = ApprovalPolicy(require=("transfer",))
+    agent = agent_with([CappingAt(100)], runs, amount=500, approval_policy=policy)
+    [interrupt] = agent("move 500").interrupts
+    assert interrupt.reason["input"] == {"amount": 100}
+    redeployed = agent_with([CappingAt(1000)], runs, amount=500, approval_policy=policy)
+    redeployed.restore(json.loads(json.dumps(agent.snapshot())))
+    redeployed([approve(interrupt.id)])
+    assert runs == []
+    result = redeployed.messages[2]["content"][0]["toolResult"]
+    assert result["status"] == "error"
+    assert "changed since a person was asked to approve it" in result["content"][0]["text"]
+
+
+@pytest.mark.parametrize("name", ["approval", "resumable.checkpoint"])
+def test_a_hook_cannot_ask_under_the_approval_policys_or_the_checkpoints_name(name: str) -> None:
+    class Impostor(Hook):
+        def before_tool_call(self, event: BeforeToolCall) -> None:
+            event.interrupt(name, {"question": "Spend today's budget?"})
+
+    runs: list[Any] = []
+    agent = agent_with([Impostor()], runs)
+    result = agent("move 5")
+    assert result.stop_reason == "end_turn", "nobody was asked"
+    assert runs == []
+    assert "cannot be named" in json.dumps(agent.messages[2])
+
+
+class Broken(Hook):
+    def after_tool_call(self, event: AfterToolCall) -> None:
+        raise KeyError("dimension")
+
+    def turn_paused(self, event: TurnPaused) -> None:
+        raise RuntimeError("the dashboard is down")
+
+    def after_model_call(self, event: AfterModelCall) -> None:
+        raise RuntimeError("the log shipper is down")
+
+
+def test_a_hook_that_raises_after_a_call_ran_leaves_its_result_as_it_was() -> None:
+    runs: list[Any] = []
+    journal = Journal()
+    agent = agent_with([Broken()], runs, approval_policy=ApprovalPolicy(require=("transfer",)))
+    [interrupt] = agent.invoke("move 5", Invocation(agent_path=("banker",), journal=journal)).interrupts
+    done = agent.invoke([approve(interrupt.id)], Invocation(agent_path=("banker",), journal=journal))
+    assert done.text == "done"
+    assert runs == [{"amount": 5, "to": "savings"}]
+    result = agent.messages[2]["content"][0]["toolResult"]
+    assert (result["status"], result["content"][0]["text"]) == ("success", "moved 5 to savings")
+
+
+def test_a_sub_agents_hook_that_raises_on_its_pause_loses_no_question() -> None:
+    runs: list[Any] = []
+    banker = agent_with([Broken()], runs, approval_policy=ApprovalPolicy(require=("transfer",)))
+    orchestrator = Agent(
+        name="orchestrator",
+        model=ScriptedModel([calls(("o-1", "banker", {"prompt": "move 5"})), says("ok")]),
+        tools=[banker.as_tool()],
+    )
+    [interrupt] = orchestrator("move 5").interrupts
+    assert interrupt.name == "approval"
+    assert orchestrator([approve(interrupt.id)]).text == "ok"
+    assert runs == [{"amount": 5, "to": "savings"}]

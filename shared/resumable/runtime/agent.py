@@ -9,6 +9,7 @@ blocks; tools that already finished in that step are not run again.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -149,6 +150,9 @@ class Agent:
             )
         self.conversation_manager = conversation_manager
         self.max_concurrent_tools = max_concurrent_tools
+        self.called_as_tool = threading.RLock()
+        """Held by each call of this agent as a tool: calls through any of its tools (``as_tool``) run
+        one after another, since they share its state."""
         self.name = name
         self.model = model
         self.system_prompt = system_prompt
@@ -348,8 +352,7 @@ class Agent:
         message = self._checked_reply(self._converse())
         self.messages.append(message)
         self.cycle += 1
-        for hook in self.hooks:
-            hook.after_model_call(AfterModelCall(self, message))
+        self._observe("after_model_call", AfterModelCall(self, message))
         return message
 
     def _converse(self) -> dict[str, Any]:
@@ -358,8 +361,7 @@ class Agent:
         tool_specs = [t.spec for t in self.tools.values()]
         reductions = 0
         while True:
-            for hook in self.hooks:
-                hook.before_model_call(BeforeModelCall(self, self.messages))
+            self._observe("before_model_call", BeforeModelCall(self, self.messages))
             try:
                 return self.model.converse(self.messages, self.system_prompt, tool_specs)
             except ContextWindowOverflowError as error:
@@ -399,11 +401,26 @@ class Agent:
         )
 
     def _tell_hooks(self, result: AgentResult) -> None:
+        if result.stop_reason == "interrupt":
+            self._observe("turn_paused", TurnPaused(self, result.interrupts))
+        else:
+            self._observe("turn_ended", TurnEnded(self, result))
+
+    def _observe(self, method: str, event: Any) -> None:
+        """Tell every hook of an event it may only observe: a hook that raises is logged, and the turn
+        goes on as it was (a question it asked, a reply it recorded, stays)."""
         for hook in self.hooks:
-            if result.stop_reason == "interrupt":
-                hook.turn_paused(TurnPaused(self, result.interrupts))
-            else:
-                hook.turn_ended(TurnEnded(self, result))
+            try:
+                getattr(hook, method)(event)
+            except Exception as error:
+                logger.error(
+                    "agent=<%s> | %s hook %s raised %s: %s; the turn goes on",
+                    self.name,
+                    method,
+                    type(hook).__name__,
+                    type(error).__name__,
+                    error,
+                )
 
     def _checked_reply(self, reply: Any) -> dict[str, Any]:
         """The model's reply, if it is a Converse assistant message whose toolUseIds differ.

@@ -25,7 +25,6 @@ Who keeps the sub-agent's interrupted turn depends on ``preserve_context``:
 from __future__ import annotations
 
 import logging
-import threading
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -80,7 +79,6 @@ class AgentTool(Tool):
             )
         self.agent = agent
         self.preserve_context = preserve_context
-        self._running = threading.Lock()
         self.name = name or agent.name
         self.description = description or agent.system_prompt or f"Ask the agent '{agent.name}' to do a task."
         self.input_schema = {
@@ -98,7 +96,7 @@ class AgentTool(Tool):
         )
 
     def invoke(self, tool_input: Any, context: ToolContext) -> dict[str, Any]:
-        with self._running:
+        with self.agent.called_as_tool:
             return self._invoke(tool_input, context)
 
     def _invoke(self, tool_input: Any, context: ToolContext) -> dict[str, Any]:

@@ -142,7 +142,16 @@ class ApprovalHook(Hook):
         reason: dict[str, Any] = {"agent": context.agent.name, "tool": tool.name, "input": event.tool_input}
         if approval.edits:
             reason |= {"editable": True, "inputSchema": tool.input_schema}
-        answer = ApprovalAnswer.model_validate(event.interrupt(APPROVAL_INTERRUPT, reason=reason))
+        asked = _asked(context)
+        if asked is not None and asked.get("input") != event.tool_input:
+            # What runs must be what the person saw: the agent's hooks changed it since (a new deployment).
+            event.refuse(
+                f"The input of '{tool.name}' changed since a person was asked to approve it (asked about "
+                f"{json.dumps(asked.get('input'), ensure_ascii=False)}, now "
+                f"{json.dumps(event.tool_input, ensure_ascii=False)}): it did NOT run; ask for it again"
+            )
+            return
+        answer = ApprovalAnswer.model_validate(context.interrupt(APPROVAL_INTERRUPT, reason=reason))
         if answer.decision == "deny":
             message = answer.message or "a person denied this action"
             event.refuse(f"DENIED: {message}. The tool '{tool.name}' did not run.")
@@ -161,6 +170,13 @@ class ApprovalHook(Hook):
             event.notes.append(_edited_note(event.tool_input, answer.input))
             event.tool_input = answer.input
         event.approved = True
+
+
+def _asked(context: ToolContext) -> dict[str, Any] | None:
+    """The reason a pending approval of this call showed the person (None: not pending)."""
+    state = context.agent.interrupt_state
+    pending = state.pending.get(context.interrupt_id(APPROVAL_INTERRUPT)) if state.activated else None
+    return pending.reason if pending is not None and isinstance(pending.reason, dict) else None
 
 
 def run_approved(tool: Tool, tool_input: Any, context: ToolContext) -> dict[str, Any]:

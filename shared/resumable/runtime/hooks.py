@@ -85,7 +85,18 @@ class BeforeToolCall:
 
     def interrupt(self, name: str, reason: Any = None) -> Any:
         """Pause the turn until ``name`` is answered; on resume (this hook is called again), return
-        the answer. ``name`` must differ from the tool's own interrupts' names and other hooks'."""
+        the answer. ``name`` must differ from the tool's own interrupts' names and other hooks'; the
+        approval policy's and the checkpoint's names are refused (an answer to one would approve the
+        call, or continue it)."""
+        from resumable.runtime.approval import APPROVAL_INTERRUPT
+        from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT
+
+        if name in (APPROVAL_INTERRUPT, CHECKPOINT_INTERRUPT):
+            raise ValueError(
+                f"a hook's interrupt cannot be named {name!r}: that name belongs to the "
+                f"{'approval policy' if name == APPROVAL_INTERRUPT else 'checkpoint'}; the call did not run. "
+                "Name the hook's question after what it asks"
+            )
         return self.context.interrupt(name, reason)
 
     def refused_result(self) -> dict[str, Any]:

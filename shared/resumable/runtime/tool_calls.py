@@ -62,11 +62,6 @@ def run_step(agent: Agent, tool_uses: list[dict[str, Any]], invocation: Invocati
             )
             continue
         context = ToolContext(agent, use, invocation, cycle)
-        if selected.checkpoints_before and invocation.should_checkpoint():
-            # Pause before the call runs; the invocation that continues the turn answers CONTINUE.
-            checkpoint = context.interrupt_id(CHECKPOINT_INTERRUPT)
-            interrupts[checkpoint] = Interrupt(checkpoint, CHECKPOINT_INTERRUPT, {"tool": use["name"]})
-            continue
         calls.append((selected, context))
     canceled = False
     for (_, context), outcome in zip(calls, _run_all(agent, calls, invocation), strict=True):
@@ -85,20 +80,25 @@ _Outcome = dict[str, Any] | InterruptException | None
 def _run_all(agent: Agent, calls: list[tuple[Tool, ToolContext]], invocation: Invocation) -> list[_Outcome]:
     """Each call's outcome, in call order: one at a time in this thread when the agent allows one,
     else on a pool of ``agent.max_concurrent_tools`` threads (each with this thread's context
-    variables). Waits for every call before it returns or raises the first error."""
+    variables). Waits for every call before it returns or raises (a crash before any other error)."""
     workers = min(agent.max_concurrent_tools, len(calls))
     if workers <= 1:
-        return [run_call(agent, tool, context) for tool, context in calls]
+        return [_start(agent, tool, context, invocation, waited=n > 0) for n, (tool, context) in enumerate(calls)]
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"tools-{agent.name}") as pool:
         futures = [
-            # A call that waits for a thread starts only if no stop was signalled meanwhile.
-            pool.submit(contextvars.copy_context().run, _when_started, agent, tool, context, invocation, n >= workers)
+            pool.submit(contextvars.copy_context().run, _start, agent, tool, context, invocation, n >= workers)
             for n, (tool, context) in enumerate(calls)
         ]
+    errors = [error for error in (future.exception() for future in futures) if error is not None]
+    if errors:
+        raise next((error for error in errors if not isinstance(error, Exception)), errors[0])
     return [future.result() for future in futures]
 
 
-def _when_started(agent: Agent, tool: Tool, context: ToolContext, invocation: Invocation, waited: bool) -> _Outcome:
+def _start(agent: Agent, tool: Tool, context: ToolContext, invocation: Invocation, waited: bool) -> _Outcome:
+    """Start one call, unless a stop was signalled while it waited for its turn (None) or the
+    invocation asks for a checkpoint first (the turn pauses before the call; continuing the turn
+    answers the checkpoint with CONTINUE and the call runs then)."""
     if waited and invocation.should_stop():
         logger.info(
             "agent=<%s>, tool=<%s>, tool_use_id=<%s> | stop signal seen: the call did not start",
@@ -107,6 +107,9 @@ def _when_started(agent: Agent, tool: Tool, context: ToolContext, invocation: In
             context.tool_use_id,
         )
         return None
+    if tool.checkpoints_before and invocation.should_checkpoint():
+        checkpoint = context.interrupt_id(CHECKPOINT_INTERRUPT)
+        return InterruptException([Interrupt(checkpoint, CHECKPOINT_INTERRUPT, {"tool": tool.name})])
     return run_call(agent, tool, context)
 
 
@@ -157,5 +160,16 @@ def _hooked(agent: Agent, tool: Tool, context: ToolContext) -> dict[str, Any]:
         result = {**result, "content": [*before.notes, *result.get("content", [])]}
     after = AfterToolCall(agent, tool, context, result, refused=before.refusal is not None)
     for hook in reversed(hooks):
-        hook.after_tool_call(after)
+        try:
+            hook.after_tool_call(after)
+        except Exception as error:  # the call ran: its result stands whatever a hook after it does
+            logger.error(
+                "agent=<%s>, tool=<%s>, tool_use_id=<%s> | after_tool_call hook %s raised %s: %s; the result is kept",
+                agent.name,
+                tool.name,
+                context.tool_use_id,
+                type(hook).__name__,
+                type(error).__name__,
+                error,
+            )
     return after.result
