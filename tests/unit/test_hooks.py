@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -21,8 +20,8 @@ from resumable.runtime.hooks import (
     TurnPaused,
 )
 from resumable.runtime.interrupts import tool_interrupt_id
-from resumable.runtime.invocation import ApprovedAction, FencingToken, Invocation
-from tests.agents import approve, calls, says
+from resumable.runtime.invocation import Invocation
+from tests.agents import RememberingJournal, approve, calls, says
 
 
 class Recorder(Hook):
@@ -151,21 +150,9 @@ class FourEyes(Hook):
         event.approved = True
 
 
-class Journal:
-    """An action journal that remembers every key it ran, as the service's does across rebuilds."""
-
-    def __init__(self) -> None:
-        self.results: dict[str, dict[str, Any]] = {}
-
-    def run(self, action: ApprovedAction, perform: Callable[[FencingToken], dict[str, Any]]) -> dict[str, Any]:
-        if action.key not in self.results:
-            self.results[action.key] = perform(FencingToken(action.key, 1))
-        return {**self.results[action.key], "toolUseId": action.tool_use_id}
-
-
 def test_an_approval_policy_written_as_a_hook_pauses_resumes_after_a_rebuild_and_journals_the_call() -> None:
     runs: list[Any] = []
-    journal = Journal()
+    journal = RememberingJournal()
 
     def invocation() -> Invocation:
         return Invocation(agent_path=("banker",), journal=journal)
@@ -273,7 +260,7 @@ class Broken(Hook):
 
 def test_a_hook_that_raises_after_a_call_ran_leaves_its_result_as_it_was() -> None:
     runs: list[Any] = []
-    journal = Journal()
+    journal = RememberingJournal()
     agent = agent_with([Broken()], runs, approval_policy=ApprovalPolicy(require=("transfer",)))
     [interrupt] = agent.invoke("move 5", Invocation(agent_path=("banker",), journal=journal)).interrupts
     done = agent.invoke([approve(interrupt.id)], Invocation(agent_path=("banker",), journal=journal))

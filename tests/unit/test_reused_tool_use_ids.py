@@ -4,29 +4,15 @@ new call, and no answer ever reaches a call it was not asked for, across pauses 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from resumable import Agent, ScriptedModel, tool
-from resumable.runtime.invocation import ApprovedAction, FencingToken, Invocation
-from tests.agents import calls, says
+from resumable.runtime.invocation import Invocation
+from tests.agents import RememberingJournal, calls, says
 
 IDS = ("call_0", "call_1", "call_2")
-
-
-class Journal:
-    """An action journal that outlives every rebuild of the turn, as the service's does."""
-
-    def __init__(self) -> None:
-        self.results: dict[str, dict[str, Any]] = {}
-
-    def run(self, action: ApprovedAction, perform: Callable[[FencingToken], dict[str, Any]]) -> dict[str, Any]:
-        if action.key not in self.results:
-            self.results[action.key] = perform(FencingToken(action.key, 1))
-        return {**self.results[action.key], "toolUseId": action.tool_use_id}
 
 
 # A reply: the toolUseIds of its calls (distinct within the reply, reused across replies).
@@ -49,7 +35,7 @@ def test_no_answer_ever_reaches_a_call_it_was_not_asked_for(reply_ids: list[list
         for n, ids in enumerate(reply_ids)
     ]
     script = [*replies, says("finished")]
-    journal = Journal()
+    journal = RememberingJournal()
 
     def build() -> Agent:
         return Agent(name="worker", model=ScriptedModel(script), tools=[act])
