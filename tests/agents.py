@@ -125,3 +125,14 @@ class RememberingJournal:
         if action.key not in self.results:
             self.results[action.key] = perform(FencingToken(action.key, 1))
         return {**self.results[action.key], "toolUseId": action.tool_use_id}
+
+
+@tool
+def get_weather(city: str, days: int = 1) -> dict[str, Any]:
+    """Look up the weather forecast for a city.
+
+    Args:
+        city: The city to look up.
+        days: How many days ahead to forecast.
+    """
+    return {"city": city, "forecast": ["sunny"] * days}

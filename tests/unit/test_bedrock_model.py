@@ -18,25 +18,15 @@ import pytest
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
-from resumable import Agent, BedrockModel, tool
+from resumable import Agent, BedrockModel
 from resumable.exceptions import ContextWindowOverflowError, ModelError, ModelStopError
+from tests.agents import get_weather
 from tests.fake_http import FakeServer, Reply
 
 if TYPE_CHECKING:
     from mypy_boto3_bedrock_runtime import BedrockRuntimeClient
 
 MODEL_ID = "anthropic.claude-3-haiku-20240307-v1:0"
-
-
-@tool
-def get_weather(city: str, days: int = 1) -> dict[str, Any]:
-    """Look up the weather forecast for a city.
-
-    Args:
-        city: The city to look up.
-        days: How many days ahead to forecast.
-    """
-    return {"city": city, "forecast": ["sunny"] * days}
 
 
 def converse_response(message: dict[str, Any], stop_reason: str = "end_turn") -> dict[str, Any]:

@@ -19,6 +19,7 @@ import pytest
 from resumable import Agent, OpenAIModel, tool
 from resumable.exceptions import ContextWindowOverflowError, ModelError, ModelStopError
 from resumable.runtime.chat_completions import FIRST_BACKOFF_SECONDS
+from tests.agents import get_weather
 from tests.fake_http import FakeServer, Reply
 
 MODEL = "gpt-4.1-mini"
@@ -142,17 +143,6 @@ CONTEXT_WINDOW_ERRORS = {
         },
     ),
 }
-
-
-@tool
-def get_weather(city: str, days: int = 1) -> dict[str, Any]:
-    """Look up the weather forecast for a city.
-
-    Args:
-        city: The city to look up.
-        days: How many days ahead to forecast.
-    """
-    return {"city": city, "forecast": ["sunny"] * days}
 
 
 WEATHER_TOOL = {
