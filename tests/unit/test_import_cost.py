@@ -1,6 +1,8 @@
 """Importing resumable must not import boto3: it stays out of cold starts until a model or store needs it.
-Nor the optional extras' SDKs (resumable[openai], resumable[mcp]): neither resumable nor a Lambda handler
-imports them until an OpenAIModel first calls its server or an MCPClient starts.
+Nor the optional extras' SDKs (resumable[openai], resumable[mcp], resumable[strands]): neither resumable
+nor a Lambda handler imports them until an OpenAIModel first calls its server or an MCPClient starts, and
+the Strands Agents SDK only when an app's own code imports it (its layer is optional: a stack without it
+must run).
 
 Each check runs in a fresh interpreter, since this test process has long since imported both.
 """
@@ -27,7 +29,17 @@ AWS = ("boto3", "botocore")
 MCP = ("mcp", "mcp_types", "httpx2", "starlette", "uvicorn")
 # The openai SDK, the HTTP clients it runs on (httpx2 today, httpx before it) and their own dependencies.
 OPENAI = ("openai", "httpx", "httpx2", "httpcore", "httpcore2", "h11", "jiter", "anyio", "sniffio", "truststore")
+# The Strands Agents SDK and what it imports that resumable does not (OpenTelemetry, which the MCP SDK
+# imports too, among them).
+STRANDS = ("strands", "opentelemetry", "docstring_parser", "watchdog")
 HANDLERS = sorted((Path(__file__).resolve().parents[2] / "functions").glob("*/app.py"))
+# Imports every Lambda handler's module (functions/*/app.py) as Lambda does, by its file.
+IMPORT_EVERY_HANDLER = f"""
+import importlib.util
+for n, path in enumerate({[str(h) for h in HANDLERS]!r}):
+    spec = importlib.util.spec_from_file_location(f"handler_{{n}}", path)
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+"""
 
 
 @pytest.fixture
@@ -112,13 +124,7 @@ def test_making_mcp_clients_does_not_import_the_mcp_sdk(offline_aws_env: dict[st
 
 def test_importing_every_lambda_handler_does_not_import_the_mcp_sdk(offline_aws_env: dict[str, str]) -> None:
     assert len(HANDLERS) >= 6
-    code = f"""
-    import importlib.util
-    for n, path in enumerate({[str(h) for h in HANDLERS]!r}):
-        spec = importlib.util.spec_from_file_location(f"handler_{{n}}", path)
-        spec.loader.exec_module(importlib.util.module_from_spec(spec))
-    """
-    assert modules_after(code, offline_aws_env, MCP) == []
+    assert modules_after(IMPORT_EVERY_HANDLER, offline_aws_env, MCP) == []
 
 
 def test_starting_an_mcp_client_imports_the_mcp_sdk(offline_aws_env: dict[str, str]) -> None:
@@ -174,10 +180,22 @@ def test_the_first_use_of_openai_models_client_imports_the_sdk_with_its_retries_
 
 
 def test_importing_every_lambda_handler_does_not_import_the_openai_sdk(offline_aws_env: dict[str, str]) -> None:
-    code = f"""
-    import importlib.util
-    for n, path in enumerate({[str(h) for h in HANDLERS]!r}):
-        spec = importlib.util.spec_from_file_location(f"handler_{{n}}", path)
-        spec.loader.exec_module(importlib.util.module_from_spec(spec))
-    """
-    assert modules_after(code, offline_aws_env, OPENAI) == []
+    assert modules_after(IMPORT_EVERY_HANDLER, offline_aws_env, OPENAI) == []
+
+
+# -- the Strands Agents SDK --------------------------------------------------------------------------------
+
+
+def test_importing_resumable_does_not_import_the_strands_sdk(offline_aws_env: dict[str, str]) -> None:
+    assert modules_after("import resumable, resumable.runtime", offline_aws_env, STRANDS) == []
+
+
+def test_importing_every_lambda_handler_does_not_import_the_strands_sdk(offline_aws_env: dict[str, str]) -> None:
+    """A stack deployed without the optional Strands layer (StrandsAgents=false) has no strands to import."""
+    assert len(HANDLERS) >= 6
+    assert modules_after(IMPORT_EVERY_HANDLER, offline_aws_env, STRANDS) == []
+
+
+def test_importing_the_strands_sdk_is_seen_by_the_checks_above(offline_aws_env: dict[str, str]) -> None:
+    loaded = modules_after("import strands", offline_aws_env, STRANDS)
+    assert {"strands", "opentelemetry"} <= {m.split(".")[0] for m in loaded}
