@@ -32,7 +32,7 @@ demo: $(RUNNABLE)
 invoke: $(RUNNABLE)
 	$(BIN)/python tools/invoke.py $(FUNCTION) $(EVENT)
 
-## layer: build the Lambda layer (layers/build/, layers/layer.zip) and print its size
+## layer: build the Lambda layers (layers/layer.zip; the optional Strands layer, layers/strands-layer.zip) and print their sizes
 layer: $(INSTALLED)
 	$(BIN)/python layers/build.py
 

@@ -1,11 +1,14 @@
-"""``make layer``: build the Lambda layer (layers/build/python/ and layers/layer.zip) and report its size.
+"""``make layer``: build the Lambda layers (layers/build/python/ and layers/layer.zip, the optional
+Strands layer's in layers/strands-build/python/ and layers/strands-layer.zip) and report their sizes.
 
 The layer is shared/resumable without its local-only code (``resumable/local/``: the embedded AWS, the
 local server, make run and make demo) and without the ``resumable`` command (``resumable/cli/``),
 plus layers/requirements.txt, installed for python3.11 on arm64 (manylinux wheels, whatever machine
-builds it). template.yaml's SharedLayer is built by ``sam build`` through layers/Makefile, which
-calls this same build (``--artifacts DIR``); ``make layer`` builds it into layers/build/ and
-layers/layer.zip for the benchmark and the tests.
+builds it). The Strands layer is layers/strands-requirements.txt alone, built the same way: the
+Strands Agents SDK and what it needs beyond the layer, for the stacks whose agents are written with it
+(a layer of its own, twice the main one's size, which other stacks need not carry). template.yaml's
+SharedLayer and StrandsLayer are built by ``sam build`` through layers/Makefile, which calls this same
+build (``--artifacts DIR LAYER``); ``make layer`` builds both into layers/ for the benchmark and tests.
 
 Every module ships compiled (``__pycache__/*.cpython-311.pyc``, unchecked-hash: used whatever the
 files' times). Lambda extracts a layer to a read-only /opt, where Python cannot write bytecode, so a
@@ -21,12 +24,35 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-BUILD = HERE / "build"
-ZIP = HERE / "layer.zip"
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One layer: what it installs, whether it ships shared/resumable, and where its unzipped files
+    (``directory``) and its archive go."""
+
+    name: str
+    requirements: str
+    ships_package: bool
+    directory: str
+    archive: str
+
+
+SHARED = Layer("layer", "requirements.txt", ships_package=True, directory="build", archive="layer.zip")
+STRANDS = Layer(
+    "strands layer",
+    "strands-requirements.txt",
+    ships_package=False,
+    directory="strands-build",
+    archive="strands-layer.zip",
+)
+# By their names in template.yaml, which layers/Makefile passes to --artifacts.
+LAYERS = {"SharedLayer": SHARED, "StrandsLayer": STRANDS}
 
 
 # What never ships: local-only code, the command people run in a terminal (a client, not a function's
@@ -56,21 +82,22 @@ def _compile(target: Path) -> None:
         raise SystemExit(f"compiling the layer's modules in {target} failed: the layer was not built")
 
 
-def build(into: Path = HERE) -> tuple[int, int]:
-    """Build the layer in ``into`` (``build/`` and ``layer.zip``); return its (unzipped, zipped) sizes
-    in bytes."""
-    built, archive_path = into / "build", into / "layer.zip"
+def build(into: Path = HERE, layer: Layer = SHARED) -> tuple[int, int]:
+    """Build ``layer`` in ``into`` (its directory and archive, ``build/`` and ``layer.zip`` for the
+    main one); return its (unzipped, zipped) sizes in bytes."""
+    built, archive_path = into / layer.directory, into / layer.archive
     shutil.rmtree(built, ignore_errors=True)
     target = built / "python"
     subprocess.run(
         [
             sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
             "--only-binary=:all:", "--platform", "manylinux2014_aarch64", "--implementation", "cp",
-            "--python-version", "3.11", "--target", str(target), "-r", str(HERE / "requirements.txt"),
+            "--python-version", "3.11", "--target", str(target), "-r", str(HERE / layer.requirements),
         ],
         check=True,
     )  # fmt: skip
-    shutil.copytree(ROOT / "shared" / "resumable", target / "resumable", ignore=_not_shipped)
+    if layer.ships_package:
+        shutil.copytree(ROOT / "shared" / "resumable", target / "resumable", ignore=_not_shipped)
     for cache in target.rglob("__pycache__"):
         shutil.rmtree(cache)
     _compile(target)
@@ -82,22 +109,24 @@ def build(into: Path = HERE) -> tuple[int, int]:
     return unzipped, archive_path.stat().st_size
 
 
-def build_artifacts(artifacts: Path) -> None:
-    """``sam build`` (layers/Makefile, the layer's makefile build method): the layer's files, built as
+def build_artifacts(artifacts: Path, layer: Layer) -> None:
+    """``sam build`` (layers/Makefile, the layers' makefile build method): ``layer``'s files, built as
     ``make layer`` builds them, into the directory sam build names."""
     import tempfile
 
     with tempfile.TemporaryDirectory() as scratch:
-        build(Path(scratch))
-        shutil.copytree(Path(scratch) / "build" / "python", artifacts / "python", dirs_exist_ok=True)
+        build(Path(scratch), layer)
+        shutil.copytree(Path(scratch) / layer.directory / "python", artifacts / "python", dirs_exist_ok=True)
 
 
 def main() -> None:
     if sys.argv[1:2] == ["--artifacts"]:
-        build_artifacts(Path(sys.argv[2]))
+        build_artifacts(Path(sys.argv[2]), LAYERS[sys.argv[3]])
         return
-    unzipped, zipped = build()
-    print(f"layer: {ZIP.relative_to(ROOT)} {zipped / 1e6:.1f} MB zipped, {unzipped / 1e6:.1f} MB unzipped")
+    for layer in LAYERS.values():
+        unzipped, zipped = build(HERE, layer)
+        archive = (HERE / layer.archive).relative_to(ROOT)
+        print(f"{layer.name}: {archive} {zipped / 1e6:.1f} MB zipped, {unzipped / 1e6:.1f} MB unzipped")
 
 
 if __name__ == "__main__":

@@ -1,15 +1,22 @@
 """make layer: shared/ and its pinned dependencies for python3.11 on arm64, without boto3, without
-local-only code, under 10 MB."""
+local-only code, under 10 MB; and the optional Strands layer, the Strands Agents SDK with what it needs
+beyond that layer and the Lambda runtime."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+import sysconfig
 import zipfile
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
-from layers.build import build
+from layers.build import SHARED, STRANDS, Layer, build
+from tests.patience import HANG_SECONDS
 
 
 @dataclass(frozen=True)
@@ -18,16 +25,27 @@ class Built:
     zipped: int
     names: list[str]
     archive: zipfile.ZipFile
+    # The unzipped layer's python/ directory, which Lambda puts on the path as /opt/python.
+    python: Path
+
+
+def _build(tmp_path_factory: pytest.TempPathFactory, layer: Layer) -> Built:
+    """``make layer``'s build, in a directory of the tests' own (not layers/, which a developer's
+    ``make layer`` may be writing)."""
+    into = tmp_path_factory.mktemp(layer.directory)
+    unzipped, zipped = build(into, layer)
+    archive = zipfile.ZipFile(into / layer.archive)
+    return Built(unzipped, zipped, archive.namelist(), archive, into / layer.directory / "python")
 
 
 @pytest.fixture(scope="module")
 def layer(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    """``make layer``'s build, in a directory of the tests' own (not layers/, which a developer's
-    ``make layer`` may be writing)."""
-    into = tmp_path_factory.mktemp("layer")
-    unzipped, zipped = build(into)
-    archive = zipfile.ZipFile(into / "layer.zip")
-    return Built(unzipped, zipped, archive.namelist(), archive)
+    return _build(tmp_path_factory, SHARED)
+
+
+@pytest.fixture(scope="module")
+def strands_layer(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    return _build(tmp_path_factory, STRANDS)
 
 
 @pytest.mark.slow
@@ -44,13 +62,17 @@ def test_the_layer_ships_the_package_and_its_dependencies_without_boto3(layer: B
 
 
 @pytest.mark.slow
-def test_every_module_the_layer_ships_is_compiled_for_the_runtime(layer: Built) -> None:
+@pytest.mark.parametrize(("which", "package"), [("layer", "resumable"), ("strands_layer", "strands")])
+def test_every_module_a_layer_ships_is_compiled_for_the_runtime(
+    which: str, package: str, request: pytest.FixtureRequest
+) -> None:
     """Lambda's /opt is read-only: a module without bytecode is compiled again on every cold start."""
-    compiled = {n for n in layer.names if n.endswith(".cpython-311.pyc")}
-    sources = [n for n in layer.names if n.endswith(".py")]
+    built: Built = request.getfixturevalue(which)
+    compiled = {n for n in built.names if n.endswith(".cpython-311.pyc")}
+    sources = [n for n in built.names if n.endswith(".py")]
     uncompiled = [n for n in sources if _bytecode_of(n) not in compiled]
     assert len(sources) > 100 and uncompiled == [], f"modules shipped without bytecode: {uncompiled[:5]}"
-    header = layer.archive.read("python/resumable/__pycache__/__init__.cpython-311.pyc")
+    header = built.archive.read(f"python/{package}/__pycache__/__init__.cpython-311.pyc")
     assert int.from_bytes(header[4:8], "little") == 0b01, "the bytecode must be unchecked-hash (flags 0b01)"
 
 
@@ -80,3 +102,88 @@ def test_the_layer_ships_the_inbox_page(layer: Built) -> None:
     """The page's HTML, CSS and JavaScript are package data: shipped beside the code that serves them."""
     for name in ("inbox.html", "inbox.css", "inbox.js"):
         assert f"python/resumable/web/{name}" in layer.names
+
+
+# -- the optional Strands layer ----------------------------------------------------------------------------
+
+# What the Lambda runtime has beside the standard library: boto3 and what it needs (modules and projects).
+RUNTIME = frozenset({"boto3", "botocore", "jmespath", "s3transfer", "urllib3", "six", "dateutil", "python_dateutil"})
+
+
+def _top_level(built: Built) -> set[str]:
+    """What the layer puts in /opt/python: its packages, modules and distributions' metadata."""
+    return {n.split("/")[1] for n in built.names} - {"bin", "__pycache__"}
+
+
+@pytest.mark.slow
+def test_the_strands_layer_ships_the_sdk_and_only_what_neither_the_layer_nor_the_runtime_has(
+    layer: Built, strands_layer: Built
+) -> None:
+    """Both layers extract into /opt/python: a package in both would be two copies, the later one winning."""
+    shipped = _top_level(strands_layer)
+    assert {"strands", "opentelemetry", "mcp", "docstring_parser", "watchdog", "httpx", "cryptography"} <= shipped
+    assert any(n.endswith("-aarch64-linux-gnu.so") for n in strands_layer.names), "compiled for arm64"
+    assert shipped & _top_level(layer) == set()
+    assert {re.split(r"[.-]", entry)[0] for entry in shipped} & RUNTIME == set()
+    assert not any(n.startswith(("python/strands/", "python/strands_agents-")) for n in layer.names)
+    assert layer.unzipped + strands_layer.unzipped < 250_000_000, "Lambda's limit, a function and its layers"
+
+
+def _this_machines(entry: Path, site: Path) -> Path:
+    """``entry`` of a layer, or this machine's copy of it where it holds extension modules (the layer's
+    are for arm64)."""
+    compiled = entry.suffix == ".so" or (entry.is_dir() and any(entry.rglob("*.so")))
+    if not compiled:
+        return entry
+    if entry.is_dir():
+        return site / entry.name
+    [module] = site.glob(f"{entry.name.split('.')[0]}.*.so")
+    return module
+
+
+@pytest.mark.slow
+def test_strands_imports_from_the_two_layers_and_the_runtime_alone(
+    layer: Built, strands_layer: Built, tmp_path: Path
+) -> None:
+    """As in Lambda with StrandsAgents true: /opt/python holds both layers, the runtime has boto3, and
+    nothing else is on the path (this test's site-packages are not)."""
+    path = tmp_path / "opt-python"
+    path.mkdir()
+    site = Path(sysconfig.get_paths()["purelib"])
+    for built in (layer, strands_layer):
+        for entry in built.python.iterdir():
+            if entry.name not in {"bin", "__pycache__"}:
+                used = _this_machines(entry, site)
+                (path / used.name).symlink_to(used)
+    for module in RUNTIME - {"python_dateutil"}:
+        [found] = [site / module] if (site / module).is_dir() else [site / f"{module}.py"]
+        (path / found.name).symlink_to(found)
+    probe = """
+import resumable, strands
+from strands import Agent, tool
+from strands.models.bedrock import BedrockModel
+from strands.tools.mcp import MCPClient
+
+@tool
+def get_weather(city: str) -> str:
+    '''The weather in a city.'''
+    return "sunny"
+
+agent = Agent(model=BedrockModel(model_id="some-model", region_name="us-east-1"), tools=[get_weather])
+assert agent.tool_names == ["get_weather"], agent.tool_names
+print(strands.__file__)
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PYTHON"))}
+    env |= {"PYTHONPATH": str(path), "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x"}
+    env |= {"AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": str(tmp_path / "none")}
+    imported = subprocess.run(
+        [sys.executable, "-S", "-c", probe],  # -S: no site-packages
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=HANG_SECONDS,
+        check=False,
+    )
+    assert imported.returncode == 0, imported.stderr
+    assert imported.stdout.strip() == str(path / "strands" / "__init__.py"), imported.stdout
