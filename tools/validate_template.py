@@ -4,9 +4,9 @@ The translation is what ``sam deploy`` asks CloudFormation to do, done here with
 local CodeUri/ContentUri/DefinitionUri paths (which ``sam build``/``sam package`` turn into S3 objects) are
 replaced by placeholder S3 URIs, and no managed policies are looked up (the template uses none).
 CloudFormation runs ``AWS::LanguageExtensions`` first, which resolves every ``Fn::If`` whose condition
-rests on parameters alone; that is done here too, once for each ``AuthMode`` and once with every
+rests on parameters alone; that is done here too, once for each ``AuthMode``, once with every
 optional hardening parameter given (a customer-managed key, a VPC, access logs, alarm and notify
-emails, a concurrency limit).
+emails, a concurrency limit) and once with the optional Strands layer (``StrandsAgents``).
 """
 
 from __future__ import annotations
@@ -43,6 +43,8 @@ HARDENED: dict[str, Any] = {
     "NotifyEmail": "approvers@example.com",
     "FunctionConcurrencyLimit": 20,
 }
+# The optional Strands layer, created and given to every function.
+STRANDS: dict[str, Any] = {"StrandsAgents": "true"}
 
 
 def _condition(template: dict[str, Any], value: Any, parameters: dict[str, Any]) -> Any:
@@ -151,7 +153,8 @@ def main() -> int:
     if lint.returncode != 0:
         print(f"cfn-lint found problems in {TEMPLATE.name} (exit {lint.returncode})")
         return lint.returncode
-    for mode, parameters in [*AUTH_MODES.items(), ("IAM and every hardening parameter", HARDENED)]:
+    translations = [*AUTH_MODES.items(), ("IAM and every hardening parameter", HARDENED), ("IAM and Strands", STRANDS)]
+    for mode, parameters in translations:
         translated = translate(yaml_parse(TEMPLATE.read_text()), parameters)
         kinds = sorted({r["Type"] for r in translated["Resources"].values()})
         print(

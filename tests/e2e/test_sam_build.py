@@ -1,5 +1,5 @@
-"""``sam build`` builds everything the template declares, the layer included (its makefile build
-method runs the same build as make layer), and the built layer imports and holds no local-only code;
+"""``sam build`` builds everything the template declares, the layers included (their makefile build
+method runs the same builds as make layer), and the built layer imports and holds no local-only code;
 ``make deploy`` without AWS credentials says so in one line."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ SAM = ROOT / ".venv" / "sam" / "bin" / "sam"
 
 
 @pytest.mark.slow
-def test_sam_build_builds_the_layer_and_every_function(tmp_path: Path) -> None:
+def test_sam_build_builds_the_layers_and_every_function(tmp_path: Path) -> None:
     assert SAM.exists(), f"no SAM CLI at {SAM}: make test installs it (tools/sam-requirements.txt)"
     built = tmp_path / "build"
     ran = subprocess.run(
@@ -37,6 +37,10 @@ def test_sam_build_builds_the_layer_and_every_function(tmp_path: Path) -> None:
     assert not (layer / "boto3").exists()
     for function in ("StartTurnFunction", "SubmitApprovalFunction", "CancelFunction", "GetTurnFunction"):
         assert (built / function / "app.py").exists(), function
+    # The optional Strands layer is built whatever StrandsAgents will be (sam build ignores conditions).
+    strands = built / "StrandsLayer" / "python"
+    assert (strands / "strands" / "__init__.py").exists() and (strands / "opentelemetry").exists()
+    assert not (strands / "resumable").exists() and not (layer / "strands").exists()
     # The layer's own copy of the package imports (its compiled dependencies are for arm64: this
     # machine's stand in for them), and is the one imported.
     only_package = tmp_path / "path"

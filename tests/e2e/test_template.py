@@ -315,3 +315,25 @@ def test_the_hardening_parameters_encrypt_everything_with_the_key_and_put_the_fu
         for r in plain.values()
         if r["Type"] == "AWS::IAM::Role" and "ManagedPolicyArns" in r["Properties"]
     ), "no VPC, no VPC permissions"
+
+
+def test_the_strands_layer_is_made_and_given_to_every_function_only_when_strands_agents_is_true(
+    resources: dict[str, Any],
+) -> None:
+    from samtranslator.yaml_helper import yaml_parse
+
+    from tools.validate_template import STRANDS, TEMPLATE
+
+    template = yaml_parse(TEMPLATE.read_text())
+    assert template["Parameters"]["StrandsAgents"]["Default"] == "false"
+    assert template["Conditions"]["UseStrands"] == {"Fn::Equals": [{"Ref": "StrandsAgents"}, "true"]}
+    assert resources["StrandsLayer"]["Metadata"] == resources["SharedLayer"]["Metadata"], "built by layers/Makefile"
+    for parameters, layers in [({}, ["SharedLayer"]), (STRANDS, ["SharedLayer", "StrandsLayer"])]:
+        translated = translate(yaml_parse(TEMPLATE.read_text()), parameters)["Resources"]
+        functions = {n: r["Properties"] for n, r in translated.items() if r["Type"] == "AWS::Lambda::Function"}
+        assert len(functions) == 6
+        for name, function in functions.items():
+            given = [translated[layer["Ref"]]["Properties"]["LayerName"] for layer in function["Layers"]]
+            assert given == layers, (parameters, name)
+        [strands] = [r for r in translated.values() if r.get("Properties", {}).get("LayerName") == "StrandsLayer"]
+        assert strands["Condition"] == "UseStrands", "CloudFormation makes it only when StrandsAgents is true"
