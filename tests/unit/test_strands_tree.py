@@ -205,9 +205,7 @@ def test_a_snapshot_of_our_runtime_or_a_malformed_one_is_refused_and_changes_not
     with pytest.raises(SnapshotError, match="cannot load its stored state"):
         tree.restore({**before, "root": {"scope": "agent", "schema_version": "9", "created_at": "", "data": {}}})
     assert list(tree.pending_interrupts()) == [question.id]
-    assert {k: v for k, v in tree.snapshot().items() if k != "root"} == {
-        k: v for k, v in before.items() if k != "root"
-    }
+    assert {k: v for k, v in tree.snapshot().items() if k != "root"} == {k: v for k, v in before.items() if k != "root"}
 
 
 def test_a_checkpoint_pauses_before_the_call_and_continuing_runs_it() -> None:
