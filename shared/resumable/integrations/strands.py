@@ -546,6 +546,12 @@ class ScriptedStrandsModel(StrandsModel):
         self.replies = [dict(r) for r in replies]
         self.config: dict[str, Any] = {}
 
+    @classmethod
+    def one_call(cls, tool_name: str, tool_input: dict[str, Any], then: str) -> ScriptedStrandsModel:
+        """A model that calls ``tool_name`` with ``tool_input`` once, then answers ``then``."""
+        call = {"toolUse": {"toolUseId": f"{tool_name}-1", "name": tool_name, "input": tool_input}}
+        return cls([{"role": "assistant", "content": [call]}, {"role": "assistant", "content": [{"text": then}]}])
+
     def update_config(self, **model_config: Any) -> None:
         self.config.update(model_config)
 
