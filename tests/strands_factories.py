@@ -142,3 +142,34 @@ def acting_on_itself(context: AgentContext) -> StrandsTree:
         [admin.as_tool(name="db_admin")],
     )
     return StrandsTree(root, session=context.session, approval_policy=POLICY)
+
+
+@tool
+def look_up(name: str) -> str:
+    """Look a database record up.
+
+    Args:
+        name: The record's name.
+    """
+    return f"{name} exists"
+
+
+def looks_twice_then_deletes(context: AgentContext) -> StrandsTree:
+    """orchestrator -> db_admin: two look-ups, then a delete (approval), one reply each: a run over its
+    time budget checkpoints before the second look-up."""
+    admin = _agent(
+        "db_admin",
+        [
+            calls(("w-1", "look_up", {"name": "prod-db"})),
+            calls(("w-2", "look_up", {"name": "prod-db"})),
+            calls(("w-3", "delete_record", {"name": "prod-db"})),
+            says("prod-db is deleted"),
+        ],
+        [look_up, delete_record],
+    )
+    root = _agent(
+        "orchestrator",
+        [calls(("o-1", "db_admin", {"input": "delete prod-db"})), says("The record is gone.")],
+        [admin.as_tool(name="db_admin")],
+    )
+    return StrandsTree(root, session=context.session, approval_policy=POLICY)

@@ -187,3 +187,26 @@ def test_fifty_identical_answers_at_once_run_the_strands_action_once(
     final = strands_service().get_turn(session_id, started.turn_id)
     assert (final.status, final.output) == ("completed", "The record is gone.")
     assert executions(ledger) == ["delete prod-db"]
+
+
+def test_a_strands_turn_over_budget_is_checkpointed_continued_then_pauses_and_completes(
+    strands_service: Callable[..., Service], session_id: str, ledger: Path
+) -> None:
+    requested: list[tuple[str, str]] = []
+
+    def continuable() -> Service:
+        service = strands_service("looks_twice_then_deletes", turn_budget_seconds=0)
+        return service.continued_by(lambda session, turn: requested.append((session, turn)))
+
+    started = continuable().start_turn(session_id, "delete the prod-db record")
+    # db_admin's first look-up ran; its second was checkpointed before it ran.
+    assert (started.status, started.interactions) == ("running", [])
+    assert [c.status for c in started.children] == ["running"]
+    assert requested == [(session_id, started.turn_id)]
+    continued = continuable().recover(session_id, started.turn_id)
+    assert continued.status == "waiting"
+    assert [i.reason["tool"] for i in continued.interactions] == ["delete_record"]
+    done = continuable().submit_approval(session_id, started.turn_id, continued.interactions[0].request_id, APPROVE)
+    assert (done.status, done.output) == ("completed", "The record is gone.")
+    assert executions(ledger) == ["delete prod-db"]
+    assert len(requested) == 1
