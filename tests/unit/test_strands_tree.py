@@ -15,7 +15,6 @@ from strands.session import FileSessionManager
 
 from resumable.exceptions import AgentFactoryError, LeaseLostError, SnapshotError
 from resumable.integrations.strands import (
-    CANCELED,
     ScriptedStrandsModel,
     StrandsTree,
     _local_id,
@@ -205,7 +204,9 @@ def test_a_snapshot_of_our_runtime_or_a_malformed_one_is_refused_and_changes_not
     with pytest.raises(SnapshotError, match="cannot load its stored state"):
         tree.restore({**before, "root": {"scope": "agent", "schema_version": "9", "created_at": "", "data": {}}})
     assert list(tree.pending_interrupts()) == [question.id]
-    assert {k: v for k, v in tree.snapshot().items() if k != "root"} == {k: v for k, v in before.items() if k != "root"}
+    after = tree.snapshot()
+    assert after["root"]["data"] == before["root"]["data"]
+    assert {k: v for k, v in after.items() if k != "root"} == {k: v for k, v in before.items() if k != "root"}
 
 
 def test_a_checkpoint_pauses_before_the_call_and_continuing_runs_it() -> None:
@@ -249,10 +250,6 @@ def test_a_lease_lost_inside_a_sub_agent_stops_the_tree_and_is_raised_not_made_a
     with pytest.raises(LeaseLostError, match="another invocation"):
         tree.invoke("delete", _invocation(stop=stop))
     assert RUNS == []
-
-
-def test_a_cancel_message_is_what_a_canceled_call_tells_the_model() -> None:
-    assert "did not run" in CANCELED
 
 
 # -- tool-use ids a provider reuses ----------------------------------------------------------------------------

@@ -22,7 +22,8 @@ tree, by one hook provider each:
 
 Configurations that would weaken a guarantee are refused when the tree is built, saying why: an
 agent with its own Strands session manager (its state would be written outside the turn's commit),
-background tool tasks (they outlive the run and its lease), two agents of one name, a
+background tool tasks (they outlive the run and its lease), tool-execution middleware (it runs after
+the approval), two agents of one name, one agent in two places or two trees, a
 ``preserve_context=True`` sub-agent without a session. A tool call whose toolUseId an earlier reply
 of the same agent used is refused (Strands names interrupts by toolUseId alone, so the answer to the
 earlier call would apply to it).
@@ -32,8 +33,10 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import copy
 import json
 import logging
+import math
 import threading
 from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,7 +46,7 @@ from resumable.exceptions import InvalidInvocationError, ModelError, ResumableEr
 from resumable.runtime.agent import AgentResult, Prompt, StopReason
 from resumable.runtime.agent_as_tool import namespace_prefix
 from resumable.runtime.approval import APPROVAL_INTERRUPT, ApprovalAnswer, ApprovalPolicy
-from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT, Interrupt
+from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT, Interrupt, InterruptException
 from resumable.runtime.invocation import ApprovedAction, FencingToken, Invocation, SubAgentCall
 from resumable.runtime.schema import schema_problem
 from resumable.runtime.session import Session
@@ -60,7 +63,9 @@ try:
         HookRegistry,
     )
     from strands.interrupt import InterruptException as StrandsInterruptException
+    from strands.middleware.stages import ExecuteToolStage
     from strands.models.model import Model as StrandsModel
+    from strands.types._events import ToolInterruptEvent
     from strands.types.events import ToolResultEvent
     from strands.types.tools import AgentTool as StrandsTool
 except ImportError as error:  # pragma: no cover - the extra is installed wherever this is imported
@@ -133,8 +138,11 @@ class _Run:
 
     cancel_signal: threading.Event = field(default_factory=threading.Event)
     canceled: bool = False
-    fatal: BaseException | None = None
+    fatal: Exception | None = None
     edited: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The calls whose input a person edited, by call (id prefix + toolUseId): what the model is told."""
+    approved_inputs: dict[str, Any] = field(default_factory=dict)
+    """The input each approval of this run approved, by approval id (an edit's, or the asked one)."""
 
 
 class StrandsTree:
@@ -163,6 +171,7 @@ class StrandsTree:
         """The reason of every approval this turn asked (full id -> reason): what the person saw."""
         self._pending: dict[str, Interrupt] = {}
         for agent in self.agents.values():
+            setattr(agent, _GUARDED, self)
             agent.hooks.add_hook(_Guard(self, agent))
         for name, agent in self.preserving.items():
             stored = session.load(name) if session is not None else None
@@ -173,11 +182,24 @@ class StrandsTree:
         name = agent.name
         known = self.agents.get(name)
         if known is agent:
-            return
+            raise ValueError(
+                f"Strands agent {name!r} is the tool of two as_tool wrappers: a tree's agent has one caller (its "
+                "wrappers would disagree about keeping its context); build a second agent"
+            )
         if known is not None:
             raise ValueError(
                 f"two Strands agents are named {name!r}: each agent of a tree needs its own name (it keys the "
                 "agent's stored state and its child turns)"
+            )
+        if getattr(agent, _GUARDED, None) is not None:
+            raise ValueError(
+                f"Strands agent {name!r} is already run by another StrandsTree: build the agents afresh in the "
+                "factory, on every call (the service rebuilds them for every request and restores their state)"
+            )
+        if _tool_middleware(agent):
+            raise ValueError(
+                f"Strands agent {name!r} has tool-execution middleware (ExecuteToolStage), which runs after the "
+                "approval and could replace an approved call or its input, outside the action journal: remove it"
             )
         if getattr(agent, "_session_manager", None) is not None:
             raise ValueError(
@@ -207,6 +229,9 @@ class StrandsTree:
         if isinstance(prompt, str) and not prompt.strip():
             raise InvalidInvocationError(f"agent '{self.name}' needs a non-blank prompt; nothing was added")
         self._run = run = _Run()
+        if not _answers(prompt):
+            for agent in self.preserving.values():
+                _dismiss_paused_turn(agent)
         token = _with_frame(self.root, _Frame(invocation))
         try:
             result = self.root(cast(Any, prompt), cancel_signal=run.cancel_signal)
@@ -296,7 +321,7 @@ class StrandsTree:
         for agent in self.agents.values():
             agent.cancel()
 
-    def failed(self, error: BaseException) -> None:
+    def failed(self, error: Exception) -> None:
         """Something of the service failed inside a Strands agent (a store call, a lost lease): stop the
         whole tree; ``invoke`` raises it, whatever Strands made of it."""
         if self._run.fatal is None:
@@ -318,11 +343,71 @@ def _kind(snapshot: Any) -> Any:
     return snapshot.get("kind", "resumable") if isinstance(snapshot, dict) else type(snapshot).__name__
 
 
+_GUARDED = "_resumable_strands_tree"
+"""The attribute that marks an agent a StrandsTree guards (one tree per agent)."""
+
+
+def _tool_middleware(agent: Any) -> bool:
+    """Whether ``agent`` has tool-execution middleware besides Strands' own (read from Strands' registry,
+    not public in 1.62: an input or output phase, or a wrapper that is not Strands' own delegation)."""
+    handlers = getattr(getattr(agent, "_middleware_registry", None), "_handlers", None)
+    if not isinstance(handlers, dict):
+        return False
+    return any(
+        getattr(tagged, "phase", None) != "wrap"
+        or not str(getattr(tagged.handler, "__module__", "")).startswith("strands.")
+        for tagged in handlers.get(ExecuteToolStage, [])
+    )
+
+
+def _answers(prompt: Any) -> bool:
+    return (
+        isinstance(prompt, Sequence)
+        and not isinstance(prompt, str)
+        and any(isinstance(b, dict) and "interruptResponse" in b for b in prompt)
+    )
+
+
 def _load(agent: Any, stored: dict[str, Any]) -> None:
+    """Load ``stored`` into ``agent``, or change nothing: Strands loads field by field, so a snapshot that
+    fails halfway is undone from the state taken before."""
+    before = agent.take_snapshot(preset="session")
     try:
         agent.load_snapshot(strands.Snapshot.from_dict(stored))
     except Exception as error:
+        agent.load_snapshot(before)
         raise SnapshotError(f"Strands agent {agent.name!r} cannot load its stored state: {error}") from error
+
+
+def _dismiss_paused_turn(agent: Any) -> None:
+    """A context-keeping sub-agent still paused when a new turn starts (its turn was canceled, expired or
+    failed while it waited): its paused calls are closed as not run, so they are never asked again."""
+    stored = agent.take_snapshot(preset="session").to_dict()
+    state = stored["data"].get("interrupt_state") or {}
+    if not state.get("activated"):
+        return
+    messages = stored["data"]["messages"]
+    pending = (state.get("pending_tool_execution") or {}).get("assistant_message")
+    last = messages[-1] if messages else None
+    if last is not None and last.get("role") == "assistant":
+        pending = None  # the paused reply is already in the conversation
+    elif pending is not None:
+        messages.append(copy.deepcopy(pending))
+    uses = [b["toolUse"] for b in (messages[-1]["content"] if messages else []) if "toolUse" in b]
+    if messages and messages[-1].get("role") == "assistant" and uses:
+        text = "DISMISSED: the turn this call waited in ended without it (canceled, expired or failed); it did not run."
+        messages.append(
+            {
+                "role": "user",
+                "content": [
+                    {"toolResult": {"toolUseId": u["toolUseId"], "status": "error", "content": [{"text": text}]}}
+                    for u in uses
+                ],
+            }
+        )
+    stored["data"]["interrupt_state"] = {"interrupts": {}, "context": {}, "activated": False}
+    _load(agent, stored)
+    logger.info("agent=<%s> | a paused turn of an earlier turn dismissed: its calls did not run", agent.name)
 
 
 def _local_id(event: Any, name: str) -> str:
@@ -330,6 +415,9 @@ def _local_id(event: Any, name: str) -> str:
     1.62 (every interruptible event has it; asking ``interrupt`` would record the interrupt), so a test
     pins it to the ids Strands raises."""
     return str(event._interrupt_id(name))
+
+
+_NOTHING = object()
 
 
 class _Guard(HookProvider):
@@ -343,7 +431,8 @@ class _Guard(HookProvider):
         registry.add_callback(BeforeInvocationEvent, self._guarded(self.before_invocation))
         registry.add_callback(AfterInvocationEvent, self._guarded(self.after_invocation))
         registry.add_callback(BeforeModelCallEvent, self._guarded(self.before_model_call))
-        registry.add_callback(BeforeToolCallEvent, self._guarded(self.before_tool_call))
+        # Last: what runs is what the approval saw (a later hook could change the call after it).
+        registry.add_callback(BeforeToolCallEvent, self._guarded(self.before_tool_call), order=math.inf)
         registry.add_callback(AfterToolCallEvent, self._guarded(self.after_tool_call))
 
     def _guarded(self, callback: Any) -> Any:
@@ -352,7 +441,7 @@ class _Guard(HookProvider):
                 callback(event)
             except StrandsInterruptException:
                 raise
-            except Exception as error:
+            except Exception as error:  # not a BaseException: a task Strands cancels is not the service failing
                 self.tree.failed(error)
                 raise
 
@@ -417,6 +506,7 @@ class _Guard(HookProvider):
             call = SubAgentCall(prefix, invocation.id_prefix, use["toolUseId"], nested.agent_path)
             _with_frame(tool.agent, _Frame(nested, call))
         elif approved and invocation.journal is not None and tool is not None:
+            use = event.tool_use  # as approved: an edit replaced it
             action = ApprovedAction(approval_id, use["toolUseId"], use["name"], use["input"], invocation.agent_path)
             event.selected_tool = _Journaled(tool, action, invocation, self.tree)
 
@@ -431,7 +521,8 @@ class _Guard(HookProvider):
         reason: dict[str, Any] = {"agent": self.agent.name, "tool": use["name"], "input": use["input"]}
         if edits and schema is not None:
             reason |= {"editable": True, "inputSchema": schema}
-        if isinstance(asked, dict) and asked.get("input") != use["input"]:
+        approved_input = self.tree._run.approved_inputs.get(approval_id, _NOTHING)
+        if isinstance(asked, dict) and asked.get("input") != use["input"] and approved_input != use["input"]:
             event.cancel_tool = (
                 f"The input of '{use['name']}' changed since a person was asked to approve it (asked about "
                 f"{json.dumps(asked.get('input'), ensure_ascii=False)}, now "
@@ -455,12 +546,19 @@ class _Guard(HookProvider):
             if problem:
                 event.cancel_tool = f"The edited input was refused: Invalid input for tool '{use['name']}': {problem}"
                 return False
-            self.tree._run.edited[use["toolUseId"]] = {"original": use["input"], "edited": answer.input}
+            if answer.input != use["input"]:  # not a retry of the edited call
+                call = self._call_key(use["toolUseId"])
+                self.tree._run.edited[call] = {"original": use["input"], "edited": answer.input}
             event.tool_use = {**use, "input": answer.input}
+        self.tree._run.approved_inputs[approval_id] = event.tool_use["input"]
         return True
 
+    def _call_key(self, tool_use_id: str) -> str:
+        frame = self.frame()
+        return (frame.invocation.id_prefix if frame is not None else "") + tool_use_id
+
     def after_tool_call(self, event: AfterToolCallEvent) -> None:
-        edit = self.tree._run.edited.pop(event.tool_use["toolUseId"], None)
+        edit = self.tree._run.edited.pop(self._call_key(event.tool_use["toolUseId"]), None)
         if edit is not None and isinstance(event.result, dict):
             note = {
                 "text": "A person edited this call's input before approving it: approved with "
@@ -511,27 +609,50 @@ class _Journaled(StrandsTool):
         return str(self.tool.tool_type)
 
     async def stream(self, tool_use: Any, invocation_state: dict[str, Any], **kwargs: Any) -> AsyncGenerator[Any, None]:
-        loop = asyncio.get_running_loop()
+        if tool_use["input"] != self.action.input:
+            yield ToolResultEvent(
+                {
+                    "toolUseId": tool_use["toolUseId"],
+                    "status": "error",
+                    "content": [
+                        {
+                            "text": f"Refused: the input of '{self.action.tool}' changed after it was approved; "
+                            "it did NOT run."
+                        }
+                    ],
+                }
+            )
+            return
+        paused: list[Any] = []
 
         async def run_tool(token: FencingToken) -> dict[str, Any]:
             _FENCING_TOKEN.set(token)
             result: dict[str, Any] | None = None
             async for event in self.tool.stream(tool_use, invocation_state, **kwargs):
+                if isinstance(event, ToolInterruptEvent):  # the tool asks a question of its own: not run yet
+                    paused.append(event)
+                    raise InterruptException([Interrupt(i.id, i.name, i.reason) for i in event.interrupts])
                 if isinstance(event, ToolResultEvent):
+                    if isinstance(event.exception, ResumableError):
+                        raise event.exception  # ActionFencedError, ActionOutcomeUnknownError: the journal's to judge
                     result = dict(event.tool_result)
             if result is None:
                 return {"toolUseId": tool_use["toolUseId"], "status": "error", "content": [{"text": "no result"}]}
             return result
 
         def perform(token: FencingToken) -> dict[str, Any]:
-            # The journal runs on a thread of its own (its store calls block); the tool on Strands' loop.
-            return asyncio.run_coroutine_threadsafe(run_tool(token), loop).result()
+            # On the journal's thread, in a loop of its own: an action that started finishes and is recorded
+            # even if Strands cancels this call's task (a sibling call failed).
+            return asyncio.run(run_tool(token))
 
         journal = self.invocation.journal
         assert journal is not None
         try:
             result = await asyncio.to_thread(journal.run, self.action, perform)
-        except BaseException as error:
+        except InterruptException:
+            yield paused[0]
+            return
+        except Exception as error:
             self.tree.failed(error)
             raise
         yield ToolResultEvent({**result, "toolUseId": tool_use["toolUseId"]})  # type: ignore[typeddict-item]
