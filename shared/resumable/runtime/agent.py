@@ -202,6 +202,10 @@ class Agent:
         """Replace this agent's state with ``snapshot``; on a snapshot it cannot load, change nothing."""
         self.messages, self.interrupt_state, self.cycle, self.dropped_messages = load_snapshot(self.name, snapshot)
 
+    def pending_interrupts(self) -> dict[str, Interrupt]:
+        """The interrupts the paused turn waits on, by id (empty when no turn is paused)."""
+        return dict(self.interrupt_state.pending) if self.interrupt_state.activated else {}
+
     def reset(self) -> None:
         """Forget the conversation and any paused turn."""
         self.messages = []

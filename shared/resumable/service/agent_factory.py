@@ -8,10 +8,11 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from resumable.exceptions import AgentFactoryError, AwsError
 from resumable.runtime.agent import Agent
+from resumable.runtime.seam import AgentRuntime
 from resumable.runtime.session import Session
 
 logger = logging.getLogger(__name__)
@@ -36,7 +37,9 @@ class AgentContext:
         return self.resources.enter_context(resource)
 
 
-AgentFactory = Callable[[AgentContext], Agent]
+AgentFactory = Callable[[AgentContext], Any]
+"""Returns the root ``Agent``, another ``AgentRuntime`` (``resumable.integrations.strands.StrandsTree``),
+or the root agent of a Strands Agents SDK tree (wrapped in a ``StrandsTree`` with the context's session)."""
 
 
 def load_factory(spec: str) -> AgentFactory:
@@ -59,7 +62,7 @@ def load_factory(spec: str) -> AgentFactory:
 
 
 @contextmanager
-def build(factory: AgentFactory, context: AgentContext) -> Iterator[Agent]:
+def build(factory: AgentFactory, context: AgentContext) -> Iterator[AgentRuntime]:
     """The root agent ``factory`` builds, for one run: on leaving, what the factory entered through
     ``context.enter_context`` is exited, also when the factory or the run fails. A resource that fails
     to close is logged; it changes nothing of the run's outcome."""
@@ -72,12 +75,7 @@ def build(factory: AgentFactory, context: AgentContext) -> Iterator[Agent]:
             raise AgentFactoryError(
                 f"the agent factory raised {type(error).__name__}: {error}; no agent ran"
             ) from error
-        if not isinstance(agent, Agent):
-            raise AgentFactoryError(
-                f"the agent factory returned {type(agent).__name__}, not an Agent: it must return the root agent; "
-                "no agent ran"
-            )
-        yield agent
+        yield _runtime_of(agent, context)
     finally:
         try:
             context.resources.close()
@@ -89,3 +87,25 @@ def build(factory: AgentFactory, context: AgentContext) -> Iterator[Agent]:
                 type(error).__name__,
                 error,
             )
+
+
+def _runtime_of(agent: Any, context: AgentContext) -> AgentRuntime:
+    """What the factory returned, as the runtime the service runs: our ``Agent`` or another
+    ``AgentRuntime`` as it is, the root of a Strands agent tree in a ``StrandsTree`` (imported only then)."""
+    if isinstance(agent, Agent):
+        return agent
+    if type(agent).__module__.split(".")[0] == "strands":
+        from resumable.integrations.strands import StrandsTree
+
+        try:
+            return StrandsTree(agent, session=context.session)
+        except ValueError as error:
+            raise AgentFactoryError(
+                f"the agent factory's Strands agents cannot run here: {error}; no agent ran"
+            ) from error
+    if isinstance(agent, AgentRuntime):
+        return agent
+    raise AgentFactoryError(
+        f"the agent factory returned {type(agent).__name__}, not an Agent: it must return the root agent (ours, or "
+        "a Strands Agent); no agent ran"
+    )

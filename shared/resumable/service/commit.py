@@ -13,10 +13,10 @@ from urllib.parse import quote
 
 from resumable.exceptions import StaleCommitError
 from resumable.metrics import count_commit
-from resumable.runtime.agent import Agent
 from resumable.runtime.agent_as_tool import call_prefix
 from resumable.runtime.approval import APPROVAL_INTERRUPT
 from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT, Interrupt
+from resumable.runtime.seam import AgentRuntime
 from resumable.service.child_turns import ChildTurns
 from resumable.service.ids import request_id
 from resumable.service.limits import bounded_json, bounded_text
@@ -70,7 +70,7 @@ def commit_run(
     deps: Dependencies,
     tree: TurnTree,
     lease_owner: str,
-    agent: Agent,
+    agent: AgentRuntime,
     session: S3Session,
     children: ChildTurns,
     outcome: Outcome,
@@ -106,7 +106,7 @@ def commit_run(
     return committed
 
 
-def _write_snapshot(deps: Dependencies, root: TurnRecord, agent: Agent, outcome: Outcome) -> str | None:
+def _write_snapshot(deps: Dependencies, root: TurnRecord, agent: AgentRuntime, outcome: Outcome) -> str | None:
     """The agents' state under a new key, for a turn that will go on (or has become the session's
     conversation); None for one that ends otherwise."""
     if outcome.status not in ("waiting", "running", "completed"):

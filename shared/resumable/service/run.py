@@ -14,10 +14,11 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from resumable.exceptions import AgentFactoryError, LeaseLostError, ModelError, SnapshotError, StaleCommitError
-from resumable.runtime.agent import Agent, AgentResult
+from resumable.runtime.agent import AgentResult
 from resumable.runtime.agent_as_tool import call_prefix
 from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT, CONTINUE
 from resumable.runtime.invocation import Invocation
+from resumable.runtime.seam import AgentRuntime
 from resumable.service.access import load
 from resumable.service.agent_factory import AgentContext, build
 from resumable.service.child_turns import ChildTurns
@@ -93,7 +94,9 @@ def run_leased(deps: Dependencies, tree: TurnTree, lease_owner: str) -> TurnTree
         return _unbuildable(deps, tree, lease_owner, error)
 
 
-def _run_built(deps: Dependencies, tree: TurnTree, lease_owner: str, agent: Agent, session: S3Session) -> TurnTree:
+def _run_built(
+    deps: Dependencies, tree: TurnTree, lease_owner: str, agent: AgentRuntime, session: S3Session
+) -> TurnTree:
     """``run_leased`` with the agents built (what their factory entered closes when this returns)."""
     root = tree.root
     tree = tree.model_copy(update={"root": root.model_copy(update={"agent": agent.name, "agent_path": [agent.name]})})
@@ -142,12 +145,12 @@ def _run_built(deps: Dependencies, tree: TurnTree, lease_owner: str, agent: Agen
     return committed
 
 
-def _prompt(agent: Agent, tree: TurnTree) -> Any:
+def _prompt(agent: AgentRuntime, tree: TurnTree) -> Any:
     """What the run gives the agent: a new turn's prompt, or, resuming, every recorded answer the
     stored turn awaits (and its checkpoints' continue). None when it awaits none of them."""
     if tree.root.snapshot_key is None:
         return tree.root.prompt
-    pending = agent.interrupt_state.pending
+    pending = agent.pending_interrupts()
     answers: dict[str, Any] = {
         i.interrupt_id: i.response for i in tree.interactions if i.status == "answered" and i.interrupt_id in pending
     }
@@ -158,7 +161,7 @@ def _prompt(agent: Agent, tree: TurnTree) -> Any:
     return [{"interruptResponse": {"interruptId": i, "response": r}} for i, r in answers.items()]
 
 
-def _run(agent: Agent, prompt: Any, invocation: Invocation, budget: Budget) -> Outcome:
+def _run(agent: AgentRuntime, prompt: Any, invocation: Invocation, budget: Budget) -> Outcome:
     """Run the agent to its next stop. A model failure fails the turn; a lost lease propagates."""
     try:
         outcome = _outcome(agent.invoke(prompt, invocation))
