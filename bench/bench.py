@@ -24,6 +24,9 @@ with boto3. ``BENCH_RUNS`` (default 200) sets the runs per operation.
 10. Bounded context (bench/context.py): a 1,000-turn session with no conversation manager, a sliding
     window and a summarising one: the model's input (messages, bytes) and the snapshot's bytes at
     turns 10, 100 and 1,000.
+11. Strands agents (bench/strands.py): a Strands Agents SDK tree under the service beside the same tree in
+    our runtime (cold start, layer sizes, time and calls per operation), and two resumes of one approval
+    at once, ``strands.RACES`` times: with Strands alone, and under the service.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import agents, context, events
+from bench import agents, context, events, strands
 from bench.cold_start import cold_start
 from resumable.aws.clients import client
 from resumable.clock import SystemClock
@@ -569,6 +572,7 @@ def report(results: dict[str, Any]) -> str:
         lines += ["", *events.report(results["events"])]
     lines += ["", *agents.report(results["agents"])]
     lines += ["", *context.report(results["bounded_context"])]
+    lines += ["", *strands.report(results["strands"])]
     return "\n".join(lines)
 
 
@@ -592,6 +596,8 @@ def main() -> int:
             results["events"] = events.events_and_inbox(settings, runs=min(RUNS, 100))
         print("measuring agents: concurrent tools, optional providers...", file=sys.stderr, flush=True)
         results["agents"] = agents.agents(settings)
+        print("measuring Strands agents: cold start, overhead, races...", file=sys.stderr, flush=True)
+        results["strands"] = strands.strands_agents(settings, runs=min(RUNS, 20))
     print("measuring snapshots...", file=sys.stderr, flush=True)
     results["snapshot_growth"] = snapshot_growth()
     print("measuring a 1,000-turn session's context...", file=sys.stderr, flush=True)
