@@ -173,3 +173,8 @@ def looks_twice_then_deletes(context: AgentContext) -> StrandsTree:
         [admin.as_tool(name="db_admin")],
     )
     return StrandsTree(root, session=context.session, approval_policy=POLICY)
+
+
+def chatty(context: AgentContext) -> Agent:
+    """No tools: every turn of the session is answered from the script, in conversation order."""
+    return _agent("chatty", [says("first answer"), says("second answer")], [])

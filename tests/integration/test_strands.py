@@ -210,3 +210,14 @@ def test_a_strands_turn_over_budget_is_checkpointed_continued_then_pauses_and_co
     assert (done.status, done.output) == ("completed", "The record is gone.")
     assert executions(ledger) == ["delete prod-db"]
     assert len(requested) == 1
+
+
+def test_a_strands_session_continues_its_conversation_turn_after_turn(
+    strands_service: Callable[..., Service], session_id: str
+) -> None:
+    first = strands_service("chatty").start_turn(session_id, "hello")
+    second = strands_service("chatty").start_turn(session_id, "again")
+    assert [(first.status, first.output), (second.status, second.output)] == [
+        ("completed", "first answer"),
+        ("completed", "second answer"),
+    ]
