@@ -3,7 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt
-# What make run needs (the package, the embedded AWS), and what make test needs besides (the dev tools).
+# What make run needs (the package, the embedded AWS, and the Strands Agents SDK so that a factory of Strands
+# agents runs too), and what make test needs besides (the dev tools).
 RUNNABLE := $(VENV)/.installed-run
 INSTALLED := $(VENV)/.installed-dev
 
@@ -13,7 +14,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(RUNNABLE): pyproject.toml constraints.txt | $(BIN)/python
-	$(PIP) -e '.[local]'
+	$(PIP) -e '.[local,strands]'
 	touch $(RUNNABLE)
 
 $(INSTALLED): pyproject.toml constraints.txt | $(BIN)/python

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from resumable.config import Settings
-from resumable.exceptions import GoneError
+from resumable.exceptions import GoneError, ValidationFailedError
 from resumable.service import AgentContext, Service, TurnView
 from tests import strands_factories
 from tests.clock import FakeClock
@@ -221,3 +221,19 @@ def test_a_strands_session_continues_its_conversation_turn_after_turn(
         ("completed", "first answer"),
         ("completed", "second answer"),
     ]
+
+
+def test_an_edit_with_a_property_the_tool_does_not_declare_is_422_and_writes_nothing(
+    strands_service: Callable[..., Service], session_id: str, ledger: Path
+) -> None:
+    started = strands_service().start_turn(session_id, "delete it")
+    [question] = started.interactions
+    with pytest.raises(ValidationFailedError, match="extra"):
+        strands_service().submit_approval(
+            session_id,
+            started.turn_id,
+            question.request_id,
+            {"decision": "approve", "input": {"name": "x", "extra": 1}},
+        )
+    assert strands_service().get_turn(session_id, started.turn_id).interactions[0].status == "requested"
+    assert executions(ledger) == []

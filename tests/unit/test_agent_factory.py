@@ -3,6 +3,7 @@ run that built the agents ends, however it ends."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 
 from resumable import Agent, FileSession, ScriptedModel
 from resumable.exceptions import AgentFactoryError
-from resumable.service.agent_factory import AgentContext, AgentFactory, build
+from resumable.service.agent_factory import AgentContext, AgentFactory, build, load_factory
 
 
 class Held:
@@ -108,3 +109,19 @@ def test_a_resource_that_fails_to_close_is_logged_the_others_close_and_the_run_s
     [logged] = [r for r in caplog.records if r.name == "resumable.service.agent_factory"]
     assert logged.levelname == "ERROR"
     assert "turn_id=<t-1> | a resource the agent factory entered failed to close: OSError" in logged.getMessage()
+
+
+def test_a_factory_needing_the_missing_strands_sdk_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def without_strands(name: str, *args: object, **kwargs: object) -> object:
+        if name.split(".", maxsplit=1)[0] == "strands":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return real_import(name, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(builtins, "__import__", without_strands)
+    monkeypatch.delitem(sys.modules, "tests.strands_factories", raising=False)
+    with pytest.raises(ValueError, match=r"No module named 'strands'.*strands extra .*-e '\.\[strands\]'"):
+        load_factory("tests.strands_factories:nested")

@@ -519,8 +519,9 @@ class _Guard(HookProvider):
             event.cancel_tool = f"Invalid input for tool '{use['name']}', it did not run: {problem}"
             return False
         reason: dict[str, Any] = {"agent": self.agent.name, "tool": use["name"], "input": use["input"]}
-        if edits and schema is not None:
-            reason |= {"editable": True, "inputSchema": schema}
+        editable = _closed(schema)
+        if edits and editable is not None:
+            reason |= {"editable": True, "inputSchema": editable}
         approved_input = self.tree._run.approved_inputs.get(approval_id, _NOTHING)
         if isinstance(asked, dict) and asked.get("input") != use["input"] and approved_input != use["input"]:
             event.cancel_tool = (
@@ -542,7 +543,7 @@ class _Guard(HookProvider):
                     "policy changed since it was asked): it did not run"
                 )
                 return False
-            problem = schema_problem(answer.input, schema) if schema is not None else None
+            problem = schema_problem(answer.input, editable) if editable is not None else None
             if problem:
                 event.cancel_tool = f"The edited input was refused: Invalid input for tool '{use['name']}': {problem}"
                 return False
@@ -574,6 +575,14 @@ def _input_schema(tool: Any) -> dict[str, Any] | None:
     schema = tool.tool_spec.get("inputSchema", {})
     found = schema.get("json", schema) if isinstance(schema, dict) else None
     return found if isinstance(found, dict) else None
+
+
+def _closed(schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``schema`` for a person's edit: an object schema that does not say otherwise takes no properties
+    it does not declare (Strands' generated schemas leave them open; the tool would get them)."""
+    if schema is None or schema.get("type") != "object" or "additionalProperties" in schema:
+        return schema
+    return {**schema, "additionalProperties": False}
 
 
 def _reused(agent: Any, tool_use_id: str) -> bool:

@@ -53,7 +53,15 @@ def load_factory(spec: str) -> AgentFactory:
     try:
         function = getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError) as error:
-        raise ValueError(f"agent factory {spec!r} cannot be loaded: {error}") from error
+        missing = getattr(error, "name", None) or ""
+        hint = ""
+        if missing.split(".")[0] == "strands":
+            hint = (
+                "; the Strands Agents SDK is not installed: install this package with its strands extra "
+                "(in this repository: .venv/bin/pip install -c constraints.txt -e '.[strands]'; in Lambda: "
+                "deploy with StrandsAgents=true)"
+            )
+        raise ValueError(f"agent factory {spec!r} cannot be loaded: {error}{hint}") from error
     if not callable(function):
         raise ValueError(f"agent factory {spec!r} is not callable")
     if not inspect.signature(function).parameters:
