@@ -191,6 +191,13 @@ def main() -> None:
                 .replace("@PYTHON", sys.executable)
                 .replace("@QUEUE", resources.events_queue_url)
             )
+            factory = os.environ.get("AGENT_FACTORY")
+            if factory:
+                print(
+                    f"AGENT_FACTORY={factory}: your agents answer here. The walkthrough below was written for the "
+                    "demo's agents, so what it says they print differs; the routes are the same.\n",
+                    flush=True,
+                )
             print(walkthrough, flush=True)
             try:
                 server.serve_forever()
