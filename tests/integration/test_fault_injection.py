@@ -35,6 +35,10 @@ Two bugs this sweep found are fixed, and pinned by the targeted tests at the end
   consumed, the approved action never ran;
 - a cancel that died after marking the tree left it ``waiting`` with a cancel request that
   ``recover`` never finished, and an answer sent meanwhile was accepted and never applied.
+
+In a Strands tree, an AWS error in one of StrandsTree's hooks was raised as the AwsError it is, but
+``from`` Strands' EventLoopException wrapping it: the AWS error was lost as its cause (fixed; pinned
+by the last test).
 """
 
 from __future__ import annotations
@@ -430,7 +434,12 @@ OPERATIONS = {
     "submit_approval": (_waiting, _submit),
     "cancel": (_waiting, _cancel),
 }
-TARGETS = {"nested": ["prod-db"], "nested_preserving": ["prod-db"], "fan_out": ["a-db", "b-db"]}
+TARGETS = {
+    "nested": ["prod-db"],
+    "nested_preserving": ["prod-db"],
+    "fan_out": ["a-db", "b-db"],
+    "strands:nested": ["prod-db"],
+}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -542,3 +551,18 @@ def test_an_answer_to_a_turn_whose_cancel_died_is_refused(
             harness.service().submit_approval(session_id, pre["turn_id"], pre["request_id"], APPROVE)
         assert harness.service().get_turn(session_id, pre["turn_id"]).status == "canceled"
         assert executions(harness.ledger) == []
+
+
+@pytest.mark.parametrize("harness", ["strands:nested"], indirect=True)
+def test_an_aws_error_in_a_strands_hook_stops_the_run_with_the_aws_error_as_its_cause(
+    harness: Harness, table: Callable[[Harness], Any], session_id: str
+) -> None:
+    # The root's first model call renews the lease (a Strands hook); Strands wraps the hook's AwsError in
+    # its EventLoopException, and StrandsTree raised the AwsError "from" that wrapper, which replaced the
+    # AWS error as its cause (and whose own cause is the AwsError: a cycle).
+    with table(harness):
+        process = harness.process()
+        Faults(process, crash_on="dynamodb.UpdateItem".__eq__)
+        with pytest.raises(AwsError) as died:
+            _start(process, session_id, {})
+    assert isinstance(died.value.__cause__, Crash), repr(died.value.__cause__)
