@@ -1,12 +1,14 @@
 """``make soak``: randomized, seeded, time-bounded scenarios against the embedded AWS, each checked
 against DESIGN.md's guarantees.
 
-A scenario: a random agent tree (fan-out, depth, guarded tools or not), sometimes with a time budget
-of 0 (every turn checkpointed and continued), then random moves until the turn settles: answers
-(approve or deny, one at a time), the same answer delivered 1 to 3 times at once, cancels at random
-moments, a crash at a random AWS call of a move (before the call, or after it landed) followed by
-recovery from another process once the lease has expired, expiry, and a turn's snapshot made
-unloadable and repaired. After every scenario:
+A scenario: a random agent tree (fan-out, depth, guarded tools or not), of our agents or, in about half
+the scenarios, of Strands Agents SDK agents run by StrandsTree (tests.trees.strands_factory: every shape
+maps; in some, sub-agents keep their context in the run's session), sometimes with a time budget of 0
+(every turn checkpointed and continued), then random moves until the turn settles: answers (approve or
+deny, one at a time), the same answer delivered 1 to 3 times at once, cancels at random moments, a
+crash at a random AWS call of a move (before the call, or after it landed) followed by recovery from
+another process once the lease has expired, expiry, and a turn's snapshot made unloadable and
+repaired. After every scenario:
 
 1. every approved action ran at most once, and exactly once when its turn completed (at most once
    when the journal shows a crash left one started but not finished: its outcome is unknown); no
@@ -45,10 +47,12 @@ from resumable.store import DynamoDBStore, S3Snapshots
 from resumable.store.records import SETTLED, TurnTree
 from resumable.store.resources import create_table_request
 from tests.clock import FakeClock
-from tests.trees import Shape, actions_of, factory
+from tests.trees import Shape, actions_of, factory, strands_factory
 
 LEASE = 60.0
 EXPIRY = 3600
+STRANDS_SHARE = 0.5
+"""The share of scenarios whose tree is of Strands agents."""
 
 
 class Crash(Exception):  # noqa: N818 - a process dying, not an error
@@ -109,6 +113,9 @@ class Scenario:
             guarded=self.rng.random() < 0.85,
         )
         self.budget = self.rng.choice([15.0, 15.0, 0.0])
+        self.strands = self.rng.random() < STRANDS_SHARE
+        self.preserve_context = self.strands and self.rng.random() < 0.3
+        self.factory = strands_factory(self.shape, self.preserve_context) if self.strands else factory(self.shape)
 
     # -- processes ----------------------------------------------------------------------------------------
 
@@ -121,7 +128,7 @@ class Scenario:
             DynamoDBStore(settings),
             settings,
             self.clock,
-            factory(self.shape),
+            self.factory,
             continuation=lambda session, turn: self.continuations.append((session, turn)),
         )
         if crash and self.rng.random() < 0.3:
@@ -329,13 +336,21 @@ class Scenario:
         return json.dumps(parts, sort_keys=True)
 
     def violate(self, what: str) -> None:
-        self.violations.append(f"scenario {self.seed} ({self.shape}, budget {self.budget}): {what}")
+        runtime = "ours" if not self.strands else f"Strands, preserve_context={self.preserve_context}"
+        self.violations.append(f"scenario {self.seed} ({self.shape}, {runtime}, budget {self.budget}): {what}")
 
 
 def soak(seconds: float, seed: str, only: int | None = None, scenarios: int | None = None) -> dict[str, Any]:
     """Run scenarios until ``seconds`` have passed, or, with ``scenarios``, exactly that many (then
     ``seconds`` only stops a run that never ends: ``totals["stopped"]`` says it did)."""
-    totals: dict[str, Any] = {"scenarios": 0, "faults": 0, "checks": 0, "violations": [], "stopped": False}
+    totals: dict[str, Any] = {
+        "scenarios": 0,
+        "strands": 0,
+        "faults": 0,
+        "checks": 0,
+        "violations": [],
+        "stopped": False,
+    }
     deadline = time.monotonic() + seconds
     with embedded_aws(table_name="soak", bucket_name="soak") as base:
         n = only or 0
@@ -351,6 +366,7 @@ def soak(seconds: float, seed: str, only: int | None = None, scenarios: int | No
                 scenario.violate(f"raised {type(error).__name__}: {error}")
             store.dynamodb.delete_table(TableName=table)
             totals["scenarios"] += 1
+            totals["strands"] += scenario.strands
             totals["faults"] += scenario.faults
             totals["checks"] += scenario.checks
             totals["violations"] += scenario.violations
@@ -370,7 +386,8 @@ def main() -> int:
     started = time.monotonic()
     totals = soak(seconds, seed, int(only) if only else None)
     print(
-        f"soak: seed {seed}, {time.monotonic() - started:.0f} s: {totals['scenarios']} scenarios, "
+        f"soak: seed {seed}, {time.monotonic() - started:.0f} s: {totals['scenarios']} scenarios "
+        f"({totals['strands']} of Strands trees), "
         f"{totals['faults']} faults injected, {totals['checks']} invariant checks, "
         f"{len(totals['violations'])} violations"
     )

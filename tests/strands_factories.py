@@ -63,8 +63,9 @@ def nested_preserving(context: AgentContext) -> StrandsTree:
     return StrandsTree(root, session=context.session, approval_policy=POLICY)
 
 
-def fan_out(context: AgentContext) -> StrandsTree:
-    """orchestrator -> two db_admin calls in one reply, deleting two records."""
+def fan_out(context: AgentContext, **options: Any) -> StrandsTree:
+    """orchestrator -> two db_admin calls in one reply (run concurrently, Strands' default), deleting two
+    records."""
     root = _agent(
         "orchestrator",
         [
@@ -72,8 +73,16 @@ def fan_out(context: AgentContext) -> StrandsTree:
             says("Both are gone."),
         ],
         [_db_admin("admin_a", "a-db").as_tool(name="admin_a"), _db_admin("admin_b", "b-db").as_tool(name="admin_b")],
+        **options,
     )
     return StrandsTree(root, session=context.session, approval_policy=POLICY)
+
+
+def fan_out_sequential(context: AgentContext) -> StrandsTree:
+    """fan_out, its two calls one after the other: the fault-injection sweep crashes at the k-th AWS call,
+    which concurrent calls would interleave differently on every run (as tests.factories.fan_out's
+    max_concurrent_tools=1)."""
+    return fan_out(context, tool_executor=SequentialToolExecutor())
 
 
 def three_levels(context: AgentContext) -> StrandsTree:

@@ -1,5 +1,5 @@
 """A short soak (``make soak`` runs it for two minutes): a fixed number of random scenarios with faults,
-every guarantee checked after each; a violation fails the suite."""
+of our agent trees and of Strands ones, every guarantee checked after each; a violation fails the suite."""
 
 from __future__ import annotations
 
@@ -18,4 +18,5 @@ def test_a_short_soak_finds_no_violation() -> None:
     totals = soak(seconds=CAP_SECONDS, seed="ci", scenarios=SCENARIOS)
     assert not totals["stopped"], f"the soak stopped after {totals['scenarios']} of {SCENARIOS} scenarios: a hang?"
     assert totals["scenarios"] == SCENARIOS and totals["checks"] > totals["scenarios"]
+    assert 0 < totals["strands"] < SCENARIOS, f"{totals['strands']} of {SCENARIOS} scenarios ran Strands trees"
     assert totals["violations"] == [], "\n".join(totals["violations"])

@@ -62,11 +62,14 @@ def store(aws: Settings) -> DynamoDBStore:
 @pytest.fixture
 def make_service(aws: Settings, clock: FakeClock, ledger: Path) -> Callable[..., Service]:
     """A new Service (its own store and clients: a separate 'process'). ``factory`` is the name of a
-    tests.factories factory, or an agent factory itself; ``settings`` override this test's settings."""
+    tests.factories factory, ``strands:<name>`` for a tests.strands_factories one, or an agent factory
+    itself; ``settings`` override this test's settings."""
 
     def make(factory: str | AgentFactory = "nested", **settings: object) -> Service:
         if isinstance(factory, str):
-            settings = {"agent_factory": f"tests.factories:{factory}", **settings}
+            name = factory.removeprefix("strands:")
+            module = "tests.factories" if name == factory else "tests.strands_factories"
+            settings = {"agent_factory": f"{module}:{name}", **settings}
         configured = aws.model_copy(update=settings)
         agents = load_factory(configured.agent_factory) if isinstance(factory, str) else factory
         return Service(DynamoDBStore(configured), configured, clock, agents)

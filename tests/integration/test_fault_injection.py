@@ -1,4 +1,6 @@
-"""Fault injection at every AWS call boundary of start_turn, submit_approval and cancel (issue 3, test 4).
+"""Fault injection at every AWS call boundary of start_turn, submit_approval and cancel (issue 3, test 4),
+for our agent trees (tests.factories) and Strands Agents SDK ones run by StrandsTree
+(tests.strands_factories, named ``strands:<name>``).
 
 A botocore event hook on the store's two clients counts the calls an operation makes and raises
 ``Crash`` at call k. Each operation is first run cleanly to count its calls N; then, for every k in
@@ -35,6 +37,10 @@ Two bugs this sweep found are fixed, and pinned by the targeted tests at the end
   consumed, the approved action never ran;
 - a cancel that died after marking the tree left it ``waiting`` with a cancel request that
   ``recover`` never finished, and an answer sent meanwhile was accepted and never applied.
+
+In a Strands tree, an AWS error in one of StrandsTree's hooks was raised as the AwsError it is, but
+``from`` Strands' EventLoopException wrapping it: the AWS error was lost as its cause (fixed; pinned
+by the last test).
 """
 
 from __future__ import annotations
@@ -48,9 +54,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from strands.tools.executors import _executor as strands_executor
 
 from resumable.exceptions import AwsError, GoneError, ResumableError, TurnBusyError
-from resumable.service import Service, TurnView
+from resumable.runtime import tool_calls
+from resumable.service import Service, TurnView, journal
 from resumable.service.access import load
 from resumable.store.resources import create_table_request
 from tests.clock import FakeClock
@@ -118,12 +126,21 @@ class Faults:
         self.crash_on = None
 
 
+# The functions that run a tool call, as (name, file): ours, a Strands tool executor's, and the action
+# journal's (StrandsTree runs it on a thread of its own, whose stack holds no executor).
+_TOOL_CALLS = {
+    ("run_call", tool_calls.__file__),
+    ("_stream", strands_executor.__file__),
+    ("run", journal.__file__),
+}
+
+
 def _inside_a_tool_call() -> bool:
     """Whether an agent is running a tool right now: a sub-agent call (its lease renewals, its
     S3Session), an approved action (its journal)."""
     frame = sys._getframe()
     while frame is not None:
-        if frame.f_code.co_name == "run_call":
+        if (frame.f_code.co_name, frame.f_code.co_filename) in _TOOL_CALLS:
             return True
         frame = frame.f_back  # type: ignore[assignment]
     return False
@@ -157,15 +174,20 @@ class Harness:
         return executions(self.ledger)
 
     def start(self, session_id: str) -> TurnView:
+        """A turn paused on its first approvals: all of them (our trees), or one (a Strands tree whose
+        calls run one after the other asks the next when the previous ran)."""
         view = self.service().start_turn(session_id, PROMPT)
         assert view.status == "waiting", view
-        assert [i.status for i in view.interactions] == ["requested"] * len(self.targets)
+        assert 0 < len(view.interactions) <= len(self.targets), view
+        assert {i.status for i in view.interactions} == {"requested"}, view
         return view
 
     def approve_all(self, session_id: str, turn_id: str) -> TurnView:
+        """Approve what is requested until the turn asks nothing more (one approval per target at most)."""
         view = self.service().get_turn(session_id, turn_id)
-        for interaction in [i for i in view.interactions if i.status == "requested"]:
-            view = self.service().submit_approval(session_id, turn_id, interaction.request_id, APPROVE)
+        for _ in self.targets:
+            for interaction in _requested(view):
+                view = self.service().submit_approval(session_id, turn_id, interaction.request_id, APPROVE)
         return view
 
 
@@ -307,8 +329,8 @@ def run_attempt(
     """Set up, run ``operation`` with a fault, recover, retry as a client would, check."""
     session_id = f"fi-{uuid.uuid4().hex[:12]}"
     a = Attempt(op, h.factory, phase, -1 if k is None else k)
+    ran_before = len(h.ran)  # what the set-up runs counts too (a Strands fan-out's first action)
     pre = setup(h, session_id)
-    ran_before = len(h.ran)
 
     process = h.process()
     faults = Faults(process, k, phase, crash_on)
@@ -400,17 +422,21 @@ def _nothing(h: Harness, session_id: str) -> dict[str, Any]:
 
 
 def _waiting(h: Harness, session_id: str) -> dict[str, Any]:
-    """A turn paused on its approval(s); with two (fan_out), the first is answered already, so the
-    operation answers the last one and the answer given before it must survive."""
+    """A turn paused on its last approval; with two (fan_out), the first is answered already (and, in a
+    Strands tree running its calls one after the other, its action ran before the second was asked), so
+    the operation answers the last one and the answer given before it must survive."""
     view = h.start(session_id)
-    *earlier, last = view.interactions
-    for interaction in earlier:
-        h.service().submit_approval(session_id, view.turn_id, interaction.request_id, APPROVE)
-    return {
-        "turn_id": view.turn_id,
-        "request_id": last.request_id,
-        "answered": {i.request_id: APPROVE for i in earlier},
-    }
+    answered: dict[str, Any] = {}
+    while True:
+        requested = _requested(view)
+        if len(view.interactions) == len(h.targets) and len(requested) == 1:
+            return {"turn_id": view.turn_id, "request_id": requested[0].request_id, "answered": answered}
+        view = h.service().submit_approval(session_id, view.turn_id, requested[0].request_id, APPROVE)
+        answered[requested[0].request_id] = APPROVE
+
+
+def _requested(view: TurnView) -> list[Any]:
+    return [i for i in view.interactions if i.status == "requested"]
 
 
 def _start(process: Service, session_id: str, pre: dict[str, Any]) -> TurnView:
@@ -430,7 +456,14 @@ OPERATIONS = {
     "submit_approval": (_waiting, _submit),
     "cancel": (_waiting, _cancel),
 }
-TARGETS = {"nested": ["prod-db"], "nested_preserving": ["prod-db"], "fan_out": ["a-db", "b-db"]}
+TARGETS = {
+    "nested": ["prod-db"],
+    "nested_preserving": ["prod-db"],
+    "fan_out": ["a-db", "b-db"],
+    "strands:nested": ["prod-db"],
+    "strands:nested_preserving": ["prod-db"],
+    "strands:fan_out_sequential": ["a-db", "b-db"],
+}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -467,6 +500,14 @@ SWEEPS = [
     ("cancel", "nested", "before"),
     ("cancel", "nested", "after"),
     ("cancel", "nested_preserving", "before"),
+    # The same guarantees for Strands Agents SDK trees (tests.strands_factories, run by StrandsTree).
+    *[
+        (op, f"strands:{factory}", phase)
+        for op in ("start_turn", "submit_approval", "cancel")
+        for factory in ("nested", "fan_out_sequential")
+        for phase in ("before", "after")
+    ],
+    *[(op, "strands:nested_preserving", "before") for op in ("start_turn", "submit_approval", "cancel")],
 ]
 
 
@@ -496,6 +537,10 @@ def test_a_fault_at_every_aws_call_leaves_the_turn_settled_or_resumable_and_the_
         ("start_turn", "nested", "dynamodb.UpdateItem"),  # the sub-agent's lease renewal
         ("submit_approval", "nested", "dynamodb.TransactWriteItems"),  # the journal's begin_action
         ("submit_approval", "nested_preserving", "s3.PutObject"),  # the sub-agent's S3Session save
+        # In a Strands tree: a hook's lease renewal, the journal (on a thread of its own), the session save.
+        ("start_turn", "strands:nested", "dynamodb.UpdateItem"),
+        ("submit_approval", "strands:nested", "dynamodb.TransactWriteItems"),
+        ("submit_approval", "strands:nested_preserving", "s3.PutObject"),
     ],
     indirect=["harness"],
 )
@@ -542,3 +587,18 @@ def test_an_answer_to_a_turn_whose_cancel_died_is_refused(
             harness.service().submit_approval(session_id, pre["turn_id"], pre["request_id"], APPROVE)
         assert harness.service().get_turn(session_id, pre["turn_id"]).status == "canceled"
         assert executions(harness.ledger) == []
+
+
+@pytest.mark.parametrize("harness", ["strands:nested"], indirect=True)
+def test_an_aws_error_in_a_strands_hook_stops_the_run_with_the_aws_error_as_its_cause(
+    harness: Harness, table: Callable[[Harness], Any], session_id: str
+) -> None:
+    # The root's first model call renews the lease (a Strands hook); Strands wraps the hook's AwsError in
+    # its EventLoopException, and StrandsTree raised the AwsError "from" that wrapper, which replaced the
+    # AWS error as its cause (and whose own cause is the AwsError: a cycle).
+    with table(harness):
+        process = harness.process()
+        Faults(process, crash_on="dynamodb.UpdateItem".__eq__)
+        with pytest.raises(AwsError) as died:
+            _start(process, session_id, {})
+    assert isinstance(died.value.__cause__, Crash), repr(died.value.__cause__)

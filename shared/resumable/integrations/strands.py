@@ -239,7 +239,8 @@ class StrandsTree:
             raise
         except Exception as error:
             if run.fatal is not None:
-                raise run.fatal from error
+                # ``error`` is Strands' wrapper of it (or of what it stopped): keep the fatal error's own cause.
+                raise run.fatal from run.fatal.__cause__
             if isinstance(error, (KeyError, TypeError)) and not isinstance(prompt, str):
                 raise InvalidInvocationError(f"the Strands agent refused the resume: {error}") from error
             raise ModelError(f"the Strands agent '{self.name}' failed: {type(error).__name__}: {error}") from error
