@@ -331,3 +331,16 @@ def test_a_context_keeping_sub_agent_still_paused_when_a_new_turn_starts_never_r
     admin = second.agents["db_admin"]
     assert any("DISMISSED" in t for t in _told(admin)), "the paused call is closed as not run"
     assert question.id not in second.pending_interrupts()
+
+
+def test_strands_warning_that_a_kept_sub_agent_cannot_resume_is_dropped_for_one_the_session_keeps(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    admin = _admin("db_admin", "prod-db")
+    root = _root(
+        [calls(("o-1", "keeper", {"input": "x"})), says("done")], [admin.as_tool(name="keeper", preserve_context=True)]
+    )
+    tree = StrandsTree(root, session=FileSession(tmp_path), approval_policy=POLICY)
+    with caplog.at_level("WARNING"):
+        assert tree.invoke("go", _invocation()).stop_reason == "interrupt"
+    assert not [r for r in caplog.records if "cannot be resumed after a restart" in r.getMessage()]

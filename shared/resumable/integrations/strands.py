@@ -221,6 +221,8 @@ class StrandsTree:
                 )
             self.preserving[name] = agent
         for sub in _agent_tools(agent):
+            if _preserves_context(sub):
+                _KEPT_BY_US.tools.add(sub.tool_name)
             self._visit(sub.agent, preserving=_preserves_context(sub))
 
     # The runtime's seam.
@@ -343,6 +345,26 @@ class StrandsTree:
 def _kind(snapshot: Any) -> Any:
     return snapshot.get("kind", "resumable") if isinstance(snapshot, dict) else type(snapshot).__name__
 
+
+class _KeptByUs(logging.Filter):
+    """Drops Strands' warning that a paused ``preserve_context=True`` sub-agent cannot be resumed after a
+    restart for want of a session manager: under a StrandsTree its state is kept in the run's session."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tools: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (
+            "cannot be resumed after a restart" in str(record.msg)
+            and isinstance(record.args, tuple)
+            and bool(record.args)
+            and record.args[0] in self.tools
+        )
+
+
+_KEPT_BY_US = _KeptByUs()
+logging.getLogger("strands.agent._agent_as_tool").addFilter(_KEPT_BY_US)
 
 _GUARDED = "_resumable_strands_tree"
 """The attribute that marks an agent a StrandsTree guards (one tree per agent)."""
