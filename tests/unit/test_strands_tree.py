@@ -12,6 +12,7 @@ import pytest
 from strands import Agent, tool
 from strands.hooks import BeforeToolCallEvent, HookProvider, HookRegistry
 from strands.session import FileSessionManager
+from strands.tools.executors import SequentialToolExecutor
 
 from resumable.exceptions import AgentFactoryError, LeaseLostError, SnapshotError
 from resumable.integrations.strands import (
@@ -224,12 +225,12 @@ def test_a_checkpoint_pauses_before_the_call_and_continuing_runs_it() -> None:
 # -- step boundaries: cancel and a lost lease ----------------------------------------------------------------
 
 
-def test_a_stop_seen_at_a_sub_agents_tool_call_cancels_the_tree_and_nothing_runs() -> None:
+def test_a_stop_seen_at_a_sub_agents_model_call_cancels_the_tree_and_nothing_runs() -> None:
     boundaries: list[int] = []
 
     def stop() -> bool:
         boundaries.append(1)
-        return len(boundaries) >= 3  # the root's model call, its tool call, then the sub-agent's model call
+        return len(boundaries) >= 2  # the root's model call, then the sub-agent's
 
     tree = StrandsTree(_nested())
     result = tree.invoke("delete", _invocation(stop=stop))
@@ -242,7 +243,7 @@ def test_a_lease_lost_inside_a_sub_agent_stops_the_tree_and_is_raised_not_made_a
 
     def stop() -> bool:
         asked.append(1)
-        if len(asked) >= 4:
+        if len(asked) >= 2:  # the sub-agent's model call
             raise LeaseLostError("another invocation holds the turn")
         return False
 
@@ -278,3 +279,20 @@ def test_a_tool_use_id_an_earlier_reply_used_is_refused_and_does_not_run() -> No
         if "toolResult" in block and block["toolResult"]["status"] == "error"
     ]
     assert ["already used toolUseId 'call_0'" in r["content"][0]["text"] for r in refused] == [True]
+
+
+def test_a_replys_first_tool_call_asks_no_boundary_of_its_own_and_a_later_call_does() -> None:
+    asked: list[str] = []
+
+    def stop() -> bool:
+        asked.append("stop?")
+        return len(asked) >= 2  # the model call, then the reply's second tool call
+
+    root = _agent(
+        "orchestrator",
+        [calls(("o-1", "look_up", {"name": "a"}), ("o-2", "look_up", {"name": "b"})), says("ok")],
+        [look_up],
+        tool_executor=SequentialToolExecutor(),
+    )
+    result = StrandsTree(root).invoke("look", _invocation(stop=stop))
+    assert (result.stop_reason, RUNS, len(asked)) == ("canceled", ["look a"], 2)

@@ -142,6 +142,8 @@ class _Run:
     edited: dict[str, dict[str, Any]] = field(default_factory=dict)
     """The calls whose input a person edited, by call (id prefix + toolUseId): what the model is told."""
     approved_inputs: dict[str, Any] = field(default_factory=dict)
+    just_asked: set[str] = field(default_factory=set)
+    """The calls of agents (by id prefix) whose model call was a step boundary with nothing asked since."""
     """The input each approval of this run approved, by approval id (an edit's, or the asked one)."""
 
 
@@ -494,16 +496,25 @@ class _Guard(HookProvider):
 
     def before_model_call(self, event: BeforeModelCallEvent) -> None:
         frame = self.frame()
-        if frame is not None and self.tree.step_boundary(frame):
+        if frame is None:
+            return
+        if self.tree.step_boundary(frame):
             event.cancel = CANCELED
+            return
+        # The reply's first tool call starts right after this boundary: it asks no other (a lease renewal
+        # each), as our runtime's first call of a step does not.
+        self.tree._run.just_asked.add(self._call_key(""))
 
     def before_tool_call(self, event: BeforeToolCallEvent) -> None:
         frame = self.frame()
         if frame is None or event.cancel_tool:
             return  # an agent of the tree called outside a run of it, or the agent's own hook canceled the call
         use = event.tool_use
-        if self.tree.step_boundary(frame):
-            event.cancel_tool = CANCELED if self.tree._run.fatal is None else STOPPED
+        run = self.tree._run
+        first = self._call_key("") in run.just_asked
+        run.just_asked.discard(self._call_key(""))
+        if run.canceled or run.fatal is not None or (not first and self.tree.step_boundary(frame)):
+            event.cancel_tool = CANCELED if run.fatal is None else STOPPED
             return
         if _reused(self.agent, use["toolUseId"]):
             event.cancel_tool = REUSED_ID.format(id=use["toolUseId"])
