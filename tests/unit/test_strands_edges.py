@@ -5,6 +5,7 @@ call, a restore that fails halfway, and a context-keeping sub-agent still paused
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from pathlib import Path
@@ -344,3 +345,73 @@ def test_strands_warning_that_a_kept_sub_agent_cannot_resume_is_dropped_for_one_
     with caplog.at_level("WARNING"):
         assert tree.invoke("go", _invocation()).stop_reason == "interrupt"
     assert not [r for r in caplog.records if "cannot be resumed after a restart" in r.getMessage()]
+
+
+class Recording(ScriptedStrandsModel):
+    """A scripted model that keeps every conversation it was sent."""
+
+    def __init__(self, replies: list[dict[str, Any]]) -> None:
+        super().__init__(replies)
+        self.sent: list[list[dict[str, Any]]] = []
+
+    async def stream(
+        self, messages: Any, tool_specs: Any = None, system_prompt: str | None = None, **kwargs: Any
+    ) -> Any:
+        self.sent.append([dict(m) for m in messages])
+        async for event in super().stream(messages, tool_specs, system_prompt, **kwargs):
+            yield event
+
+
+@tool
+def look_up(name: str) -> str:
+    """Look a record up.
+
+    Args:
+        name: The record.
+    """
+    RUNS.append(f"look {name}")
+    return f"{name} exists"
+
+
+def test_a_dismissed_paused_reply_keeps_its_finished_calls_results_and_the_roles_alternate(tmp_path: Path) -> None:
+    session = FileSession(tmp_path)
+
+    def make() -> tuple[StrandsTree, Recording]:
+        model = Recording(
+            [
+                calls(("w-1", "look_up", {"name": "one"}), ("w-2", "delete_record", {"name": "one"})),
+                says("second turn answer"),
+            ]
+        )
+        admin = Agent(name="db_admin", model=model, tools=[delete_record, look_up], callback_handler=None)
+        root = _root(
+            [calls(("o-1", "db_admin", {"input": "look and delete one"})), says("turn two done")],
+            [admin.as_tool(name="db_admin", preserve_context=True)],
+        )
+        return StrandsTree(root, session=session, approval_policy=POLICY), model
+
+    first, _ = make()
+    assert first.invoke("go", _invocation()).stop_reason == "interrupt"
+    assert RUNS == ["look one"]
+    second, model = make()  # that turn ended while it waited; a new turn starts
+    assert second.invoke("again", _invocation()).stop_reason == "end_turn"
+    [sent] = model.sent
+    roles = [m["role"] for m in sent]
+    assert all(a != b for a, b in itertools.pairwise(roles)), roles
+    results = {b["toolResult"]["toolUseId"]: b["toolResult"] for m in sent for b in m["content"] if "toolResult" in b}
+    assert results["w-1"]["status"] == "success", "the look-up ran: its result stays"
+    assert "DISMISSED" in results["w-2"]["content"][0]["text"]
+    assert RUNS == ["look one"]
+
+
+def test_a_factory_returning_a_subclass_of_a_strands_agent_is_run_as_a_strands_tree(tmp_path: Path) -> None:
+    from resumable.service.agent_factory import AgentContext, build
+
+    class MyAgent(Agent):
+        pass
+
+    context = AgentContext("s", "t", FileSession(tmp_path))
+    with build(
+        lambda _: MyAgent(name="o", model=ScriptedStrandsModel([says("hi")]), callback_handler=None), context
+    ) as runtime:
+        assert isinstance(runtime, StrandsTree)

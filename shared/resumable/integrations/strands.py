@@ -420,15 +420,21 @@ def _dismiss_paused_turn(agent: Any) -> None:
         messages.append(copy.deepcopy(pending))
     uses = [b["toolUse"] for b in (messages[-1]["content"] if messages else []) if "toolUse" in b]
     if messages and messages[-1].get("role") == "assistant" and uses:
+        # Calls that finished keep their results (an approved action that ran is reported as run).
+        finished = {
+            r["toolUseId"]: r
+            for r in (state.get("pending_tool_execution") or {}).get("completed_tool_results") or []
+            if isinstance(r, dict) and "toolUseId" in r
+        }
         text = "DISMISSED: the turn this call waited in ended without it (canceled, expired or failed); it did not run."
+        unfinished = {"status": "error", "content": [{"text": text}]}
+        results = [
+            {"toolResult": finished.get(u["toolUseId"]) or {"toolUseId": u["toolUseId"], **unfinished}} for u in uses
+        ]
+        messages.append({"role": "user", "content": results})
+        # Roles alternate (Bedrock refuses two user messages in a row): the next prompt follows a reply.
         messages.append(
-            {
-                "role": "user",
-                "content": [
-                    {"toolResult": {"toolUseId": u["toolUseId"], "status": "error", "content": [{"text": text}]}}
-                    for u in uses
-                ],
-            }
+            {"role": "assistant", "content": [{"text": "That turn ended before these calls were answered."}]}
         )
     stored["data"]["interrupt_state"] = {"interrupts": {}, "context": {}, "activated": False}
     _load(agent, stored)
@@ -612,9 +618,11 @@ def _input_schema(tool: Any) -> dict[str, Any] | None:
 
 
 def _closed(schema: dict[str, Any] | None) -> dict[str, Any] | None:
-    """``schema`` for a person's edit: an object schema that does not say otherwise takes no properties
-    it does not declare (Strands' generated schemas leave them open; the tool would get them)."""
-    if schema is None or schema.get("type") != "object" or "additionalProperties" in schema:
+    """``schema`` for a person's edit: an object schema that declares its properties at the top and does
+    not say otherwise takes no others (Strands' generated schemas leave them open; the tool would get
+    them). Nested objects, and schemas composed of ``$ref``/``allOf``/``anyOf``/``oneOf``, stay as they are."""
+    composed = {"$ref", "allOf", "anyOf", "oneOf", "additionalProperties", "unevaluatedProperties"}
+    if schema is None or schema.get("type") != "object" or "properties" not in schema or composed & set(schema):
         return schema
     return {**schema, "additionalProperties": False}
 

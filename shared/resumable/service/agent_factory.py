@@ -102,7 +102,7 @@ def _runtime_of(agent: Any, context: AgentContext) -> AgentRuntime:
     ``AgentRuntime`` as it is, the root of a Strands agent tree in a ``StrandsTree`` (imported only then)."""
     if isinstance(agent, Agent):
         return agent
-    if type(agent).__module__.split(".")[0] == "strands":
+    if any(cls.__module__.split(".")[0] == "strands" and cls.__name__ == "Agent" for cls in type(agent).__mro__):
         from resumable.integrations.strands import StrandsTree
 
         try:
