@@ -45,7 +45,7 @@ from typing import Any, cast
 from resumable.exceptions import InvalidInvocationError, ModelError, ResumableError, SnapshotError
 from resumable.runtime.agent import AgentResult, Prompt, StopReason
 from resumable.runtime.agent_as_tool import namespace_prefix
-from resumable.runtime.approval import APPROVAL_INTERRUPT, ApprovalAnswer, ApprovalPolicy
+from resumable.runtime.approval import APPROVAL_INTERRUPT, ApprovalPolicy, decide
 from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT, Interrupt, InterruptException
 from resumable.runtime.invocation import ApprovedAction, FencingToken, Invocation, SubAgentCall
 from resumable.runtime.schema import schema_problem
@@ -139,8 +139,8 @@ class _Run:
     cancel_signal: threading.Event = field(default_factory=threading.Event)
     canceled: bool = False
     fatal: Exception | None = None
-    edited: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """The calls whose input a person edited, by call (id prefix + toolUseId): what the model is told."""
+    notes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """What the model is told beside a call's result (a person's edit), by call (id prefix + toolUseId)."""
     approved_inputs: dict[str, Any] = field(default_factory=dict)
     just_asked: set[str] = field(default_factory=set)
     """The calls of agents (by id prefix) whose model call was a step boundary with nothing asked since."""
@@ -448,9 +448,6 @@ def _local_id(event: Any, name: str) -> str:
     return str(event._interrupt_id(name))
 
 
-_NOTHING = object()
-
-
 class _Guard(HookProvider):
     """The service's hooks on one agent of the tree (registered after the agent's own)."""
 
@@ -552,46 +549,27 @@ class _Guard(HookProvider):
 
     def _approve(self, event: BeforeToolCallEvent, approval_id: str, edits: bool, asked: Any) -> bool:
         """Ask for (or apply the answer to) the call's approval; False when the call does not run."""
-        use, tool = event.tool_use, event.selected_tool
-        schema = _input_schema(tool)
-        problem = schema_problem(use["input"], schema) if schema is not None else None
-        if problem:
-            event.cancel_tool = f"Invalid input for tool '{use['name']}', it did not run: {problem}"
+        use, run = event.tool_use, self.tree._run
+        schema = _input_schema(event.selected_tool)
+        editable = _closed(schema) if edits else None
+        decision = decide(
+            agent=self.agent.name,
+            tool=use["name"],
+            tool_input=use["input"],
+            invalid=lambda value: _invalid(use["name"], value, schema),
+            ask=lambda reason: event.interrupt(APPROVAL_INTERRUPT, reason=reason),
+            asked=asked if isinstance(asked, dict) else None,
+            edit_schema=editable,
+            invalid_edit=lambda value: _invalid(use["name"], value, editable),
+            approved=run.approved_inputs.get(approval_id),
+        )
+        if decision.refusal is not None:
+            event.cancel_tool = decision.refusal
             return False
-        reason: dict[str, Any] = {"agent": self.agent.name, "tool": use["name"], "input": use["input"]}
-        editable = _closed(schema)
-        if edits and editable is not None:
-            reason |= {"editable": True, "inputSchema": editable}
-        approved_input = self.tree._run.approved_inputs.get(approval_id, _NOTHING)
-        if isinstance(asked, dict) and asked.get("input") != use["input"] and approved_input != use["input"]:
-            event.cancel_tool = (
-                f"The input of '{use['name']}' changed since a person was asked to approve it (asked about "
-                f"{json.dumps(asked.get('input'), ensure_ascii=False)}, now "
-                f"{json.dumps(use['input'], ensure_ascii=False)}): it did NOT run; ask for it again"
-            )
-            return False
-        answer = ApprovalAnswer.model_validate(event.interrupt(APPROVAL_INTERRUPT, reason=reason))
-        if answer.decision == "deny":
-            event.cancel_tool = (
-                f"DENIED: {answer.message or 'a person denied this action'}. The tool '{use['name']}' did not run."
-            )
-            return False
-        if answer.input is not None:
-            if not edits:
-                event.cancel_tool = (
-                    f"The approval edited the input of '{use['name']}', whose input may not be edited (its approval "
-                    "policy changed since it was asked): it did not run"
-                )
-                return False
-            problem = schema_problem(answer.input, editable) if editable is not None else None
-            if problem:
-                event.cancel_tool = f"The edited input was refused: Invalid input for tool '{use['name']}': {problem}"
-                return False
-            if answer.input != use["input"]:  # not a retry of the edited call
-                call = self._call_key(use["toolUseId"])
-                self.tree._run.edited[call] = {"original": use["input"], "edited": answer.input}
-            event.tool_use = {**use, "input": answer.input}
-        self.tree._run.approved_inputs[approval_id] = event.tool_use["input"]
+        if decision.note is not None:
+            run.notes[self._call_key(use["toolUseId"])] = decision.note
+        event.tool_use = {**use, "input": decision.tool_input}
+        run.approved_inputs[approval_id] = decision.tool_input
         return True
 
     def _call_key(self, tool_use_id: str) -> str:
@@ -599,14 +577,14 @@ class _Guard(HookProvider):
         return (frame.invocation.id_prefix if frame is not None else "") + tool_use_id
 
     def after_tool_call(self, event: AfterToolCallEvent) -> None:
-        edit = self.tree._run.edited.pop(self._call_key(event.tool_use["toolUseId"]), None)
-        if edit is not None and isinstance(event.result, dict):
-            note = {
-                "text": "A person edited this call's input before approving it: approved with "
-                f"{json.dumps(edit['edited'], ensure_ascii=False)} instead of "
-                f"{json.dumps(edit['original'], ensure_ascii=False)}."
-            }
+        note = self.tree._run.notes.pop(self._call_key(event.tool_use["toolUseId"]), None)
+        if note is not None and isinstance(event.result, dict):
             event.result = cast(Any, {**event.result, "content": [*event.result.get("content", []), note]})
+
+
+def _invalid(tool_name: str, tool_input: Any, schema: dict[str, Any] | None) -> str | None:
+    problem = schema_problem(tool_input, schema) if schema is not None else None
+    return f"Invalid input for tool '{tool_name}', it did not run: {problem}" if problem else None
 
 
 def _input_schema(tool: Any) -> dict[str, Any] | None:

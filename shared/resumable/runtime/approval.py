@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -125,6 +126,66 @@ def _edited_note(original: Any, edited: Any) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class Decision:
+    """What a call's approval decided: ``refusal`` (the call does not run; the model is told why), else
+    the call runs with ``tool_input``, and ``note`` (an edit) is told to the model beside its result."""
+
+    refusal: str | None = None
+    tool_input: Any = None
+    note: dict[str, Any] | None = None
+
+
+def decide(
+    *,
+    agent: str,
+    tool: str,
+    tool_input: Any,
+    invalid: Callable[[Any], str | None],
+    ask: Callable[[dict[str, Any]], Any],
+    asked: dict[str, Any] | None,
+    edit_schema: dict[str, Any] | None = None,
+    invalid_edit: Callable[[Any], str | None] | None = None,
+    approved: Any = None,
+) -> Decision:
+    """The approval of one call that needs it, whatever runtime runs the call: refuse a call that cannot
+    run (nobody is asked about it) or whose input changed since the person was asked (``asked``: the
+    reason they saw; ``approved``, an input this run already approved for it, is no change: a retry);
+    else ``ask`` (which pauses the turn until answered) with the reason people are shown, and apply the
+    answer: a denial, or an approval, whose edit (allowed where ``edit_schema`` is given, checked by
+    ``invalid_edit``, else ``invalid``) replaces the input."""
+    problem = invalid(tool_input)
+    if problem is not None:
+        return Decision(refusal=problem)
+    reason: dict[str, Any] = {"agent": agent, "tool": tool, "input": tool_input}
+    if edit_schema is not None:
+        reason |= {"editable": True, "inputSchema": edit_schema}
+    if asked is not None and asked.get("input") != tool_input and (approved is None or approved != tool_input):
+        # What runs must be what the person saw: the agent's hooks changed it since (a new deployment).
+        return Decision(
+            refusal=f"The input of '{tool}' changed since a person was asked to approve it (asked about "
+            f"{json.dumps(asked.get('input'), ensure_ascii=False)}, now "
+            f"{json.dumps(tool_input, ensure_ascii=False)}): it did NOT run; ask for it again"
+        )
+    answer = ApprovalAnswer.model_validate(ask(reason))
+    if answer.decision == "deny":
+        return Decision(
+            refusal=f"DENIED: {answer.message or 'a person denied this action'}. The tool '{tool}' did not run."
+        )
+    if answer.input is None:
+        return Decision(tool_input=tool_input)
+    if edit_schema is None:
+        return Decision(
+            refusal=f"The approval edited the input of '{tool}', whose input may not be edited (its approval "
+            "policy changed since it was asked): it did not run"
+        )
+    problem = (invalid_edit or invalid)(answer.input)
+    if problem is not None:
+        return Decision(refusal=f"The edited input was refused: {problem}")
+    note = _edited_note(tool_input, answer.input) if answer.input != tool_input else None  # equal: a retry
+    return Decision(tool_input=answer.input, note=note)
+
+
 class ApprovalHook(Hook):
     """The approval policy as a hook: before a call that needs approval (by this module's rules), ask
     a person; run it only if approved, with the input they approved; tell the model a denial. Every
@@ -135,40 +196,21 @@ class ApprovalHook(Hook):
         approval = approval_for(tool, context)
         if approval is None:
             return
-        problem = tool.invalid_input(event.tool_input)
-        if problem is not None:  # nobody is asked about a call that cannot run
-            event.refuse(problem)
+        decision = decide(
+            agent=context.agent.name,
+            tool=tool.name,
+            tool_input=event.tool_input,
+            invalid=tool.invalid_input,
+            ask=lambda reason: context.interrupt(APPROVAL_INTERRUPT, reason=reason),
+            asked=_asked(context),
+            edit_schema=tool.input_schema if approval.edits else None,
+        )
+        if decision.refusal is not None:
+            event.refuse(decision.refusal)
             return
-        reason: dict[str, Any] = {"agent": context.agent.name, "tool": tool.name, "input": event.tool_input}
-        if approval.edits:
-            reason |= {"editable": True, "inputSchema": tool.input_schema}
-        asked = _asked(context)
-        if asked is not None and asked.get("input") != event.tool_input:
-            # What runs must be what the person saw: the agent's hooks changed it since (a new deployment).
-            event.refuse(
-                f"The input of '{tool.name}' changed since a person was asked to approve it (asked about "
-                f"{json.dumps(asked.get('input'), ensure_ascii=False)}, now "
-                f"{json.dumps(event.tool_input, ensure_ascii=False)}): it did NOT run; ask for it again"
-            )
-            return
-        answer = ApprovalAnswer.model_validate(context.interrupt(APPROVAL_INTERRUPT, reason=reason))
-        if answer.decision == "deny":
-            message = answer.message or "a person denied this action"
-            event.refuse(f"DENIED: {message}. The tool '{tool.name}' did not run.")
-            return
-        if answer.input is not None:
-            if not approval.edits:
-                event.refuse(
-                    f"The approval edited the input of '{tool.name}', whose input may not be edited (its approval "
-                    "policy changed since it was asked): it did not run"
-                )
-                return
-            problem = tool.invalid_input(answer.input)
-            if problem is not None:
-                event.refuse(f"The edited input was refused: {problem}")
-                return
-            event.notes.append(_edited_note(event.tool_input, answer.input))
-            event.tool_input = answer.input
+        if decision.note is not None:
+            event.notes.append(decision.note)
+        event.tool_input = decision.tool_input
         event.approved = True
 
 
