@@ -57,3 +57,66 @@ def test_a_canceled_transaction_leaves_every_item_it_named_as_it_was(aws: Settin
         )["Items"]
         == []
     )
+
+
+def test_a_request_from_this_process_is_applied_once_whichever_session_made_its_client(aws: Settings) -> None:
+    """Clients of this process reach the embedded AWS without a socket; each request is applied once,
+    from boto3's default session and from a session made since the embedded AWS started."""
+    import boto3
+
+    options: dict[str, Any] = {
+        "region_name": aws.region,
+        "endpoint_url": aws.endpoint_url,
+        "aws_access_key_id": aws.access_key_id,
+        "aws_secret_access_key": aws.secret_access_key,
+    }
+    clients = {
+        "default": DynamoDBStore(aws).dynamodb,
+        "new session": boto3.session.Session().client("dynamodb", **options),
+    }
+    for name, client in clients.items():
+        client.update_item(
+            TableName=aws.table_name,
+            Key=_item("counter", name),
+            UpdateExpression="ADD applied :one",
+            ExpressionAttributeValues={":one": {"N": "1"}},
+        )
+        item = client.get_item(TableName=aws.table_name, Key=_item("counter", name), ConsistentRead=True)["Item"]
+        assert item["applied"] == {"N": "1"}, (
+            f"a request from a client of the {name} was applied {item['applied']} times"
+        )
+
+
+def test_clients_of_this_process_do_not_need_the_servers_socket() -> None:
+    """The server's socket is for other processes (the command, the tests' subprocesses): with it closed,
+    a client of this process still writes and reads the table and the bucket."""
+    import boto3
+
+    from resumable.local.embedded_aws import _IN_PROCESS, _start_server, create_resources
+
+    server, endpoint = _start_server()
+    server.stop()  # the socket is closed; the app is still this process's
+    try:
+        settings = Settings(
+            table_name="closed-socket",
+            bucket_name="closed-socket",
+            region="us-east-1",
+            endpoint_url=endpoint,
+            access_key_id="embedded",
+            secret_access_key="embedded",
+        )
+        create_resources(settings)
+        dynamodb = DynamoDBStore(settings).dynamodb
+        dynamodb.put_item(TableName=settings.table_name, Item=_item("p", "s", value="1"))
+        assert dynamodb.get_item(TableName=settings.table_name, Key=_item("p", "s"))["Item"]["value"] == {"S": "1"}
+        s3 = boto3.client(
+            "s3",
+            region_name="us-east-1",
+            endpoint_url=endpoint,
+            aws_access_key_id="embedded",
+            aws_secret_access_key="embedded",
+        )
+        s3.put_object(Bucket=settings.bucket_name, Key="k", Body=b"snapshot")
+        assert s3.get_object(Bucket=settings.bucket_name, Key="k")["Body"].read() == b"snapshot"
+    finally:
+        _IN_PROCESS.forget(endpoint)

@@ -41,9 +41,10 @@ def _start_server() -> tuple[Any, str]:
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
     from werkzeug.serving import make_server
 
+    app = _OneRequestAtATime(DomainDispatcherApplication(create_backend_app))
+
     class SerializedMotoServer(ThreadedMotoServer):
         def _server_entry(self) -> None:
-            app = _OneRequestAtATime(DomainDispatcherApplication(create_backend_app))
             self._server = make_server(
                 self._ip_address, self._port, app, threaded=True, request_handler=MotoRequestHandler
             )
@@ -58,7 +59,71 @@ def _start_server() -> tuple[Any, str]:
     server = SerializedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
-    return server, f"http://{host}:{port}"
+    endpoint = f"http://{host}:{port}"
+    _IN_PROCESS.serve(endpoint, app)
+    return server, endpoint
+
+
+class _InProcess:
+    """botocore's ``before-send`` for the clients of this process: a request to an embedded AWS
+    running here is handed to its WSGI app directly, through the same one-request-at-a-time lock,
+    instead of over a loopback socket. The app, and so every behaviour, is the same; what is saved is
+    the HTTP on both sides (about half of each call's cost). Other processes (the tests' subprocesses,
+    the ``resumable`` command) still reach the server over HTTP."""
+
+    def __init__(self) -> None:
+        self.apps: dict[str, _OneRequestAtATime] = {}
+        self.registered = False
+
+    def serve(self, endpoint: str, app: _OneRequestAtATime) -> None:
+        self.apps[endpoint] = app
+        if not self.registered:
+            import boto3
+            from botocore import handlers
+
+            # Sessions made from now on get it from botocore's built-in handlers; boto3's default
+            # session, if it was made already, is given it here (once: every handler of an event runs).
+            handlers.BUILTIN_HANDLERS.append(("before-send", self))
+            if boto3.DEFAULT_SESSION is not None:
+                boto3.DEFAULT_SESSION.events.register("before-send", self)
+            self.registered = True
+
+    def forget(self, endpoint: str) -> None:
+        self.apps.pop(endpoint, None)
+
+    def __call__(self, request: Any, **_: Any) -> Any:
+        endpoint, _, path = request.url.partition("://")[2].partition("/")
+        app = self.apps.get(f"http://{endpoint}")
+        if app is None:
+            return None  # not an embedded AWS of this process: botocore sends it over HTTP
+        from botocore.awsrequest import AWSResponse, HTTPHeaders
+        from moto.core.botocore_stubber import MockRawResponse
+        from werkzeug.test import EnvironBuilder, run_wsgi_app
+
+        body = request.body
+        if hasattr(body, "read"):
+            body = body.read()
+        headers = [
+            (name, value.decode() if isinstance(value, bytes) else value)
+            for name, value in request.headers.items()
+            if name.lower() != "transfer-encoding"  # the body is whole here, as a server hands it on
+        ]
+        environ = EnvironBuilder(
+            method=request.method,
+            base_url=f"http://{endpoint}",
+            path=f"/{path}",
+            headers=headers,
+            data=body or b"",
+        ).get_environ()
+        chunks, status, response_headers = run_wsgi_app(app, environ)
+        headers_out = HTTPHeaders()
+        for name, value in response_headers.items():
+            headers_out[name] = value
+        raw = MockRawResponse(b"".join(chunks))
+        return AWSResponse(request.url, int(status.split(" ", 1)[0]), headers_out, raw)
+
+
+_IN_PROCESS = _InProcess()
 
 
 def create_resources(settings: Settings) -> None:
@@ -289,6 +354,7 @@ def embedded_aws(
         create_resources(settings)
         yield settings
     finally:
+        _IN_PROCESS.forget(endpoint)
         server.stop()
         if previous_port is None:
             os.environ.pop("MOTO_PORT", None)
