@@ -11,8 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -23,6 +22,7 @@ from resumable.runtime.hooks import AfterModelCall, BeforeModelCall, Hook, TurnE
 from resumable.runtime.interrupts import STEPS_KEY, TOOL_RESULTS_KEY, Interrupt, InterruptState
 from resumable.runtime.invocation import Invocation
 from resumable.runtime.models import Model, check_assistant_message
+from resumable.runtime.seam import AgentResult, Prompt, StopReason
 from resumable.runtime.session import Session
 from resumable.runtime.snapshot import load_snapshot, make_snapshot
 from resumable.runtime.tool_calls import run_step
@@ -31,32 +31,13 @@ from resumable.runtime.tools import APPROVAL_INTERRUPT, ApprovalAnswer, Tool, to
 if TYPE_CHECKING:
     from resumable.runtime.agent_as_tool import AgentTool
 
+__all__ = ["MAX_REDUCTIONS", "Agent", "AgentResult", "Prompt", "StopReason"]
+
 logger = logging.getLogger(__name__)
 
-StopReason = Literal["end_turn", "interrupt", "max_steps", "canceled"]
-Prompt = str | Sequence[dict[str, Any]]
 MAX_REDUCTIONS = 3
 """How many times, for one reply, the conversation manager drops more after the model found the
 conversation longer than its context window."""
-
-
-@dataclass
-class AgentResult:
-    """How a call of an agent ended."""
-
-    stop_reason: StopReason
-    message: dict[str, Any] | None = None
-    interrupts: list[Interrupt] = field(default_factory=list)
-
-    @property
-    def text(self) -> str:
-        """The text of the final assistant message ('' when the turn did not end with one)."""
-        if self.message is None:
-            return ""
-        return "".join(block["text"] for block in self.message.get("content", []) if "text" in block)
-
-    def __str__(self) -> str:
-        return self.text
 
 
 def _describe(interrupts: Iterable[Interrupt]) -> str:

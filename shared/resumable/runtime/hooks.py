@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from resumable.runtime.agent import Agent, AgentResult
+    from resumable.runtime.agent import Agent
     from resumable.runtime.interrupts import Interrupt
+    from resumable.runtime.seam import AgentResult
     from resumable.runtime.tools import Tool, ToolContext
 
 __all__ = [
