@@ -15,8 +15,7 @@ from hypothesis import strategies as st
 
 from resumable import Agent, FileSession, SlidingWindow, Summarizing, tool
 from resumable.exceptions import ContextWindowOverflowError, ModelError, SnapshotError
-from resumable.runtime.agent import MAX_REDUCTIONS
-from resumable.runtime.conversation import SUMMARY_HEADER, ConversationManager
+from resumable.runtime.conversation import MAX_REDUCTIONS, SUMMARY_HEADER, ConversationManager
 from resumable.runtime.hooks import AfterModelCall, BeforeModelCall, Hook
 from tests.agents import RoundModel, approve, calls, deny, make_delete_record, says
 

@@ -43,12 +43,12 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from resumable.exceptions import InvalidInvocationError, ModelError, ResumableError, SnapshotError
-from resumable.runtime.agent import AgentResult, Prompt, StopReason
 from resumable.runtime.agent_as_tool import namespace_prefix
 from resumable.runtime.approval import APPROVAL_INTERRUPT, ApprovalPolicy, decide
 from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT, Interrupt, InterruptException
 from resumable.runtime.invocation import ApprovedAction, FencingToken, Invocation, SubAgentCall
 from resumable.runtime.schema import schema_problem
+from resumable.runtime.seam import AgentResult, Prompt, StopReason
 from resumable.runtime.session import Session
 
 try:

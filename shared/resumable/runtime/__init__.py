@@ -6,13 +6,14 @@ It knows nothing about DynamoDB or S3; the store builds on it. ``OpenAIModel`` i
 
 from typing import TYPE_CHECKING, Any
 
-from resumable.runtime.agent import Agent, AgentResult
+from resumable.runtime.agent import Agent
 from resumable.runtime.agent_as_tool import AgentTool
 from resumable.runtime.approval import ApprovalPolicy
 from resumable.runtime.conversation import ConversationManager, SlidingWindow, Summarizing
 from resumable.runtime.interrupts import Interrupt
 from resumable.runtime.invocation import FencingToken, Invocation
 from resumable.runtime.models import BedrockModel, Model, ScriptedModel
+from resumable.runtime.seam import AgentResult
 from resumable.runtime.session import FileSession, Session
 from resumable.runtime.tools import ApprovalAnswer, Tool, ToolContext, tool
 

@@ -4,105 +4,39 @@ A turn stops with ``end_turn`` (the model answered), ``interrupt`` (a tool is wa
 response), ``max_steps`` (the step limit was reached) or ``canceled`` (the stop signal was seen at
 a step boundary). An interrupted turn is resumed by calling the agent with ``interruptResponse``
 blocks; tools that already finished in that step are not run again.
+
+Each step has its helpers' home: checking a prompt and its answers (resumable.runtime.prompt), running
+and closing a reply's tool calls (tool_calls), dropping more of a conversation too long for the model
+(conversation), telling the hooks (hooks), the snapshot (snapshot) and what a call returns (seam).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
-from resumable.exceptions import ContextWindowOverflowError, InvalidInvocationError, ModelError, UnknownInterruptError
+from resumable.exceptions import ContextWindowOverflowError, InvalidInvocationError, ModelError
 from resumable.runtime.approval import ApprovalPolicy
-from resumable.runtime.conversation import ConversationManager
-from resumable.runtime.hooks import AfterModelCall, BeforeModelCall, Hook, TurnEnded, TurnPaused
-from resumable.runtime.interrupts import STEPS_KEY, TOOL_RESULTS_KEY, Interrupt, InterruptState
+from resumable.runtime.conversation import ConversationManager, reduce_for
+from resumable.runtime.hooks import AfterModelCall, BeforeModelCall, Hook, TurnEnded, TurnPaused, observe
+from resumable.runtime.interrupts import STEPS_KEY, Interrupt, InterruptState, describe
 from resumable.runtime.invocation import Invocation
 from resumable.runtime.models import Model, check_assistant_message
+from resumable.runtime.prompt import checked_answers, prompt_blocks
+from resumable.runtime.seam import AgentResult, Prompt, StopReason
 from resumable.runtime.session import Session
 from resumable.runtime.snapshot import load_snapshot, make_snapshot
-from resumable.runtime.tool_calls import run_step
-from resumable.runtime.tools import APPROVAL_INTERRUPT, ApprovalAnswer, Tool, tool_result
+from resumable.runtime.tool_calls import close_step, run_step
+from resumable.runtime.tools import Tool
 
 if TYPE_CHECKING:
     from resumable.runtime.agent_as_tool import AgentTool
 
+__all__ = ["Agent", "AgentResult", "Prompt", "StopReason"]
+
 logger = logging.getLogger(__name__)
-
-StopReason = Literal["end_turn", "interrupt", "max_steps", "canceled"]
-Prompt = str | Sequence[dict[str, Any]]
-MAX_REDUCTIONS = 3
-"""How many times, for one reply, the conversation manager drops more after the model found the
-conversation longer than its context window."""
-
-
-@dataclass
-class AgentResult:
-    """How a call of an agent ended."""
-
-    stop_reason: StopReason
-    message: dict[str, Any] | None = None
-    interrupts: list[Interrupt] = field(default_factory=list)
-
-    @property
-    def text(self) -> str:
-        """The text of the final assistant message ('' when the turn did not end with one)."""
-        if self.message is None:
-            return ""
-        return "".join(block["text"] for block in self.message.get("content", []) if "text" in block)
-
-    def __str__(self) -> str:
-        return self.text
-
-
-def _describe(interrupts: Iterable[Interrupt]) -> str:
-    return ", ".join(f"{i.id!r} ({i.name})" for i in interrupts)
-
-
-# The Converse content blocks a prompt may carry.
-_PROMPT_BLOCKS = frozenset({"text", "image", "document", "video", "guardContent", "cachePoint"})
-
-
-def _check_prompt_blocks(agent_name: str, blocks: list[dict[str, Any]]) -> None:
-    for block in blocks:
-        if len(block) != 1 or next(iter(block)) not in _PROMPT_BLOCKS:
-            raise InvalidInvocationError(
-                f"agent '{agent_name}' got a prompt block {block!r}; each block must have exactly one of "
-                f"{sorted(_PROMPT_BLOCKS)} (or be an interruptResponse): nothing was added"
-            )
-        if "text" in block and (not isinstance(block["text"], str) or not block["text"].strip()):
-            raise InvalidInvocationError(
-                f"agent '{agent_name}' got a text block that is not a non-blank string: {block!r}; nothing was added"
-            )
-
-
-def _parse_responses(blocks: Sequence[Any]) -> dict[str, Any]:
-    """The ``{interrupt id: response}`` of a prompt made of interruptResponse blocks."""
-    responses: dict[str, Any] = {}
-    for block in blocks:
-        body = block.get("interruptResponse")
-        if not isinstance(body, dict) or not isinstance(body.get("interruptId"), str):
-            raise InvalidInvocationError(
-                "an interruptResponse block must be "
-                '{"interruptResponse": {"interruptId": "<id>", "response": <answer>}}, '
-                f"got {block!r}: nothing was resumed"
-            )
-        interrupt_id = body["interruptId"]
-        if body.get("response") is None:
-            raise InvalidInvocationError(
-                f"the interruptResponse for {interrupt_id!r} has no response (missing or null): "
-                "send the answer as its 'response'; nothing was resumed"
-            )
-        if interrupt_id in responses:
-            raise InvalidInvocationError(
-                f"interrupt {interrupt_id!r} is answered twice in one prompt: nothing was resumed"
-            )
-        responses[interrupt_id] = body["response"]
-    return responses
 
 
 class Agent:
@@ -221,7 +155,7 @@ class Agent:
         """
         dismissed = list(self.interrupt_state.pending.values())
         if self.interrupt_state.activated:
-            self._close_step("DISMISSED: nobody answered this tool call's interrupt; it did not run.")
+            close_step(self, "DISMISSED: nobody answered this tool call's interrupt; it did not run.")
             logger.info("agent=<%s>, interrupt_ids=<%s> | interrupts dismissed", self.name, [i.id for i in dismissed])
             if self.session is not None:
                 self.session.save(self.name, self.snapshot())
@@ -253,60 +187,23 @@ class Agent:
     def _accept(self, prompt: Prompt) -> None:
         """Check the prompt and apply it: a new user message, or the answers to pending interrupts."""
         state = self.interrupt_state
-        if isinstance(prompt, str) and prompt.strip():
-            blocks: list[Any] = [{"text": prompt}]
-        elif isinstance(prompt, Sequence) and prompt and all(isinstance(b, dict) for b in prompt):
-            blocks = list(prompt)
-        else:
-            raise InvalidInvocationError(
-                f"agent '{self.name}' needs a prompt that is a non-blank string or a non-empty list of content blocks, "
-                f"got {prompt!r}"
-            )
-        answering = [b for b in blocks if "interruptResponse" in b]
-        if not answering:
-            _check_prompt_blocks(self.name, blocks)
-        if answering and len(answering) != len(blocks):
-            raise InvalidInvocationError(
-                "a prompt cannot mix interruptResponse blocks with other content: send the answers alone "
-                "to resume, then a new prompt; nothing was changed"
-            )
-        if not answering:
-            if state.activated:
-                raise InvalidInvocationError(
-                    f"agent '{self.name}' is waiting for responses to {len(state.pending)} interrupt(s): "
-                    f"{_describe(state.pending.values())}. Answer them with "
-                    '[{"interruptResponse": {"interruptId": <id>, "response": <answer>}}] '
-                    "or call dismiss_interrupts() to drop them; the new prompt was not added"
-                )
-            if self.messages and self.messages[-1]["role"] == "user":
-                # A turn that ended on tool results (max_steps, canceled, dismissed): Converse needs
-                # roles to alternate, so the new prompt joins that user message.
-                self.messages[-1]["content"].extend(blocks)
-            else:
-                self.messages.append({"role": "user", "content": blocks})
+        blocks = prompt_blocks(self.name, prompt)
+        if any("interruptResponse" in block for block in blocks):
+            state.answers.update(checked_answers(self.name, state, blocks))
             return
-        responses = _parse_responses(answering)
-        if not state.activated:
-            raise UnknownInterruptError(
-                f"agent '{self.name}' has no pending interrupts, so {sorted(responses)} cannot be answered and "
-                "nothing was resumed: send a text prompt to start a new turn"
+        if state.activated:
+            raise InvalidInvocationError(
+                f"agent '{self.name}' is waiting for responses to {len(state.pending)} interrupt(s): "
+                f"{describe(state.pending.values())}. Answer them with "
+                '[{"interruptResponse": {"interruptId": <id>, "response": <answer>}}] '
+                "or call dismiss_interrupts() to drop them; the new prompt was not added"
             )
-        unknown = [i for i in responses if i not in state.pending]
-        if unknown:
-            raise UnknownInterruptError(
-                f"agent '{self.name}' has no pending interrupt {', '.join(map(repr, unknown))}; pending: "
-                f"{_describe(state.pending.values())}. Nothing was resumed"
-            )
-        for interrupt_id, response in responses.items():
-            if state.pending[interrupt_id].name == APPROVAL_INTERRUPT:
-                try:
-                    ApprovalAnswer.model_validate(response)
-                except ValidationError as error:
-                    raise InvalidInvocationError(
-                        f"the answer to approval {interrupt_id!r} must be {{'decision': 'approve'}} or "
-                        f"{{'decision': 'deny', 'message': '...'}}, got {response!r}: nothing was resumed"
-                    ) from error
-        state.answers.update(responses)
+        if self.messages and self.messages[-1]["role"] == "user":
+            # A turn that ended on tool results (max_steps, canceled, dismissed): Converse needs
+            # roles to alternate, so the new prompt joins that user message.
+            self.messages[-1]["content"].extend(blocks)
+        else:
+            self.messages.append({"role": "user", "content": blocks})
 
     def _run(self, invocation: Invocation) -> AgentResult:
         state = self.interrupt_state
@@ -316,7 +213,7 @@ class Agent:
         while True:
             if invocation.should_stop():
                 if state.activated:
-                    self._close_step("CANCELED: the turn was canceled before this tool call ran.")
+                    close_step(self, "CANCELED: the turn was canceled before this tool call ran.")
                 logger.info("agent=<%s>, steps=<%d> | stop signal seen, turn canceled", self.name, steps)
                 return AgentResult("canceled")
             if not state.activated:
@@ -333,7 +230,7 @@ class Agent:
             tool_uses = [b["toolUse"] for b in self.messages[-1]["content"] if "toolUse" in b]
             step = run_step(self, tool_uses, invocation, cycle)
             if step.canceled:
-                self._close_step("CANCELED: the turn was canceled before this tool call ran.", step.results)
+                close_step(self, "CANCELED: the turn was canceled before this tool call ran.", step.results)
                 logger.info("agent=<%s>, steps=<%d> | stop signal seen mid-step, turn canceled", self.name, steps)
                 return AgentResult("canceled")
             if step.interrupts:
@@ -356,7 +253,7 @@ class Agent:
         message = self._checked_reply(self._converse())
         self.messages.append(message)
         self.cycle += 1
-        self._observe("after_model_call", AfterModelCall(self, message))
+        observe(self, "after_model_call", AfterModelCall(self, message))
         return message
 
     def _converse(self) -> dict[str, Any]:
@@ -365,66 +262,18 @@ class Agent:
         tool_specs = [t.spec for t in self.tools.values()]
         reductions = 0
         while True:
-            self._observe("before_model_call", BeforeModelCall(self, self.messages))
+            observe(self, "before_model_call", BeforeModelCall(self, self.messages))
             try:
                 return self.model.converse(self.messages, self.system_prompt, tool_specs)
             except ContextWindowOverflowError as error:
-                self._reduce_for(error, reductions)
+                reduce_for(self, error, reductions)
             reductions += 1
-
-    def _reduce_for(self, overflow: ContextWindowOverflowError, reductions: int) -> None:
-        """Have the conversation manager drop more after ``overflow``, or say why the turn fails."""
-        manager = self.conversation_manager
-        too_long = (
-            f"the conversation of agent '{self.name}' ({len(self.messages)} messages) is longer than its model's "
-            "context window"
-        )
-        if manager is None:
-            raise ContextWindowOverflowError(
-                f"{too_long}, and the agent has no conversation manager, so nothing was dropped and no reply was "
-                "recorded: give it one (Agent(conversation_manager=SlidingWindow(...)) or Summarizing(...)), or use "
-                f"a model with a larger window. The model said: {overflow}"
-            ) from overflow
-        if reductions >= MAX_REDUCTIONS:
-            raise ContextWindowOverflowError(
-                f"{too_long} after its conversation manager {manager!r} dropped more {reductions} times: no reply "
-                "was recorded and nothing more was tried (what it dropped stays dropped); keep fewer messages "
-                f"(max_messages) or use a model with a larger window. The model said: {overflow}"
-            ) from overflow
-        if not manager.reduce(self):
-            raise ContextWindowOverflowError(
-                f"{too_long}, and its conversation manager {manager!r} cannot drop more of it (a sliding window "
-                "keeps the turn in progress whole; a summary keeps at least the latest reply and what follows it): "
-                "no reply was recorded; use a model with a larger window or fewer steps in a turn (max_steps). "
-                f"The model said: {overflow}"
-            ) from overflow
-        logger.warning(
-            "agent=<%s>, messages=<%d> | conversation too long for the model: its manager dropped more, asking again",
-            self.name,
-            len(self.messages),
-        )
 
     def _tell_hooks(self, result: AgentResult) -> None:
         if result.stop_reason == "interrupt":
-            self._observe("turn_paused", TurnPaused(self, result.interrupts))
+            observe(self, "turn_paused", TurnPaused(self, result.interrupts))
         else:
-            self._observe("turn_ended", TurnEnded(self, result))
-
-    def _observe(self, method: str, event: Any) -> None:
-        """Tell every hook of an event it may only observe: a hook that raises is logged, and the turn
-        goes on as it was (a question it asked, a reply it recorded, stays)."""
-        for hook in self.hooks:
-            try:
-                getattr(hook, method)(event)
-            except Exception as error:
-                logger.error(
-                    "agent=<%s> | %s hook %s raised %s: %s; the turn goes on",
-                    self.name,
-                    method,
-                    type(hook).__name__,
-                    type(error).__name__,
-                    error,
-                )
+            observe(self, "turn_ended", TurnEnded(self, result))
 
     def _checked_reply(self, reply: Any) -> dict[str, Any]:
         """The model's reply, if it is a Converse assistant message whose toolUseIds differ.
@@ -443,25 +292,3 @@ class Agent:
                 f"{repeated}: no tool ran and the reply was not recorded; every call of a reply needs its own id"
             )
         return message
-
-    def _close_step(self, unfinished: str, results: dict[str, dict[str, Any]] | None = None) -> None:
-        """End the paused step: finished calls keep their results (``results``, else those of the
-        paused turn), unfinished ones get ``unfinished``."""
-        if results is None:
-            results = self.interrupt_state.context.get(TOOL_RESULTS_KEY, {})
-        tool_uses = [b["toolUse"] for b in self.messages[-1]["content"] if "toolUse" in b] if self.messages else []
-        for use in tool_uses:
-            paused = self.tools.get(use["name"])
-            if use["toolUseId"] not in results and paused is not None:
-                paused.abandon(use["toolUseId"])
-        if tool_uses:
-            self.messages.append(
-                {
-                    "role": "user",
-                    "content": [
-                        {"toolResult": results.get(u["toolUseId"]) or tool_result(u["toolUseId"], unfinished, "error")}
-                        for u in tool_uses
-                    ],
-                }
-            )
-        self.interrupt_state.deactivate()

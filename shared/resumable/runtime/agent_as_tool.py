@@ -35,7 +35,8 @@ from resumable.runtime.invocation import SubAgentCall
 from resumable.runtime.tools import Tool, ToolContext, tool_result
 
 if TYPE_CHECKING:
-    from resumable.runtime.agent import Agent, AgentResult
+    from resumable.runtime.agent import Agent
+    from resumable.runtime.seam import AgentResult
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,8 @@ An agent keeps every message unless it is given a manager (``Agent(conversation_
 
 Before every model call the agent asks its manager to bring the conversation within bounds
 (``apply``); when the model still finds it too long (``ContextWindowOverflowError``), the agent asks
-the manager to drop about half of it (``reduce``) and calls the model again.
+the manager to drop about half of it (``reduce``) and calls the model again, at most
+``MAX_REDUCTIONS`` times for one reply (``reduce_for`` says why the turn fails when it cannot).
 
 Whatever a manager drops, the conversation stays valid Converse: it starts with a user message that
 holds no toolResult, roles alternate, and a toolUse and its toolResult are kept or dropped together.
@@ -35,7 +36,7 @@ import logging
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
-from resumable.exceptions import ModelError
+from resumable.exceptions import ContextWindowOverflowError, ModelError
 from resumable.runtime.models import Model, check_assistant_message
 
 if TYPE_CHECKING:
@@ -53,6 +54,9 @@ SUMMARY_PROMPT = (
     "plain, concise text in the third person."
 )
 SUMMARY_HEADER = "Summary of the earlier conversation (its messages were dropped to keep it short):\n\n"
+MAX_REDUCTIONS = 3
+"""How many times, for one reply, the conversation manager drops more after the model found the
+conversation longer than its context window."""
 
 
 def _is_prompt(message: dict[str, Any]) -> bool:
@@ -99,6 +103,39 @@ class ConversationManager(ABC):
     @abstractmethod
     def _drop(self, agent: Agent, start: int) -> None:
         """Take the messages before ``start`` out of the agent's conversation (all or nothing)."""
+
+
+def reduce_for(agent: Agent, overflow: ContextWindowOverflowError, reductions: int) -> None:
+    """Have the agent's conversation manager drop more after ``overflow``, or say why the turn fails."""
+    manager = agent.conversation_manager
+    too_long = (
+        f"the conversation of agent '{agent.name}' ({len(agent.messages)} messages) is longer than its model's "
+        "context window"
+    )
+    if manager is None:
+        raise ContextWindowOverflowError(
+            f"{too_long}, and the agent has no conversation manager, so nothing was dropped and no reply was "
+            "recorded: give it one (Agent(conversation_manager=SlidingWindow(...)) or Summarizing(...)), or use "
+            f"a model with a larger window. The model said: {overflow}"
+        ) from overflow
+    if reductions >= MAX_REDUCTIONS:
+        raise ContextWindowOverflowError(
+            f"{too_long} after its conversation manager {manager!r} dropped more {reductions} times: no reply "
+            "was recorded and nothing more was tried (what it dropped stays dropped); keep fewer messages "
+            f"(max_messages) or use a model with a larger window. The model said: {overflow}"
+        ) from overflow
+    if not manager.reduce(agent):
+        raise ContextWindowOverflowError(
+            f"{too_long}, and its conversation manager {manager!r} cannot drop more of it (a sliding window "
+            "keeps the turn in progress whole; a summary keeps at least the latest reply and what follows it): "
+            "no reply was recorded; use a model with a larger window or fewer steps in a turn (max_steps). "
+            f"The model said: {overflow}"
+        ) from overflow
+    logger.warning(
+        "agent=<%s>, messages=<%d> | conversation too long for the model: its manager dropped more, asking again",
+        agent.name,
+        len(agent.messages),
+    )
 
 
 class SlidingWindow(ConversationManager):

@@ -19,12 +19,14 @@ hook that keeps counters must lock them.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from resumable.runtime.agent import Agent, AgentResult
+    from resumable.runtime.agent import Agent
     from resumable.runtime.interrupts import Interrupt
+    from resumable.runtime.seam import AgentResult
     from resumable.runtime.tools import Tool, ToolContext
 
 __all__ = [
@@ -36,6 +38,8 @@ __all__ = [
     "TurnEnded",
     "TurnPaused",
 ]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -153,3 +157,20 @@ class Hook:
 
     def turn_ended(self, event: TurnEnded) -> None:
         """Called when the turn ends."""
+
+
+def observe(agent: Agent, method: str, event: Any) -> None:
+    """Tell every hook of ``agent`` of an event it may only observe: a hook that raises is logged, and
+    the turn goes on as it was (a question it asked, a reply it recorded, stays)."""
+    for hook in agent.hooks:
+        try:
+            getattr(hook, method)(event)
+        except Exception as error:
+            logger.error(
+                "agent=<%s> | %s hook %s raised %s: %s; the turn goes on",
+                agent.name,
+                method,
+                type(hook).__name__,
+                type(error).__name__,
+                error,
+            )

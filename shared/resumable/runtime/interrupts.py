@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +47,11 @@ class Interrupt:
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "reason": self.reason}
+
+
+def describe(interrupts: Iterable[Interrupt]) -> str:
+    """Interrupts as an error message lists them: ``'<id>' (<name>)``, comma-separated."""
+    return ", ".join(f"{i.id!r} ({i.name})" for i in interrupts)
 
 
 class InterruptException(Exception):  # noqa: N818 - it is a control-flow signal, not an error

@@ -10,17 +10,42 @@ interrupts it waits on, each with the display detail people are shown: its ``rea
 tree's state as JSON, stored by the service on S3).
 
 Our ``Agent`` implements it; ``resumable.integrations.strands.StrandsTree`` implements it for an agent
-tree of the Strands Agents SDK.
+tree of the Strands Agents SDK. Both take a ``Prompt`` and return an ``AgentResult`` (with its
+``StopReason``), which this module holds.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+from resumable.runtime.interrupts import Interrupt
 
 if TYPE_CHECKING:
-    from resumable.runtime.agent import AgentResult, Prompt
-    from resumable.runtime.interrupts import Interrupt
     from resumable.runtime.invocation import Invocation
+
+Prompt = str | Sequence[dict[str, Any]]
+StopReason = Literal["end_turn", "interrupt", "max_steps", "canceled"]
+
+
+@dataclass
+class AgentResult:
+    """How a call of an agent ended."""
+
+    stop_reason: StopReason
+    message: dict[str, Any] | None = None
+    interrupts: list[Interrupt] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        """The text of the final assistant message ('' when the turn did not end with one)."""
+        if self.message is None:
+            return ""
+        return "".join(block["text"] for block in self.message.get("content", []) if "text" in block)
+
+    def __str__(self) -> str:
+        return self.text
 
 
 @runtime_checkable

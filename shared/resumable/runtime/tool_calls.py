@@ -4,6 +4,8 @@ action journal, and independent calls at once on a bounded pool of threads.
 Results come back in the order the model asked for them; every interrupt of every call is collected
 into one pause; a call still waiting for a thread when the stop signal is given does not start (the
 step then ends canceled). A call that already has a result (the step is resuming) is not run again.
+A step that will not resume (canceled, or its interrupts dismissed) is closed: every call gets a
+result, the ones that did not finish an error that says so.
 """
 
 from __future__ import annotations
@@ -17,12 +19,7 @@ from typing import TYPE_CHECKING, Any
 from resumable.exceptions import ActionOutcomeUnknownError, ResumableError
 from resumable.runtime.approval import ApprovalHook, run_approved
 from resumable.runtime.hooks import AfterToolCall, BeforeToolCall
-from resumable.runtime.interrupts import (
-    CHECKPOINT_INTERRUPT,
-    TOOL_RESULTS_KEY,
-    Interrupt,
-    InterruptException,
-)
+from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT, TOOL_RESULTS_KEY, Interrupt, InterruptException
 from resumable.runtime.tools import Tool, ToolContext, tool_result
 
 if TYPE_CHECKING:
@@ -72,6 +69,29 @@ def run_step(agent: Agent, tool_uses: list[dict[str, Any]], invocation: Invocati
         else:
             results[context.tool_use_id] = outcome
     return Step(results, list(interrupts.values()), canceled)
+
+
+def close_step(agent: Agent, unfinished: str, results: dict[str, dict[str, Any]] | None = None) -> None:
+    """End the agent's paused step: finished calls keep their results (``results``, else those of the
+    paused turn), unfinished ones get ``unfinished``."""
+    if results is None:
+        results = agent.interrupt_state.context.get(TOOL_RESULTS_KEY, {})
+    tool_uses = [b["toolUse"] for b in agent.messages[-1]["content"] if "toolUse" in b] if agent.messages else []
+    for use in tool_uses:
+        paused = agent.tools.get(use["name"])
+        if use["toolUseId"] not in results and paused is not None:
+            paused.abandon(use["toolUseId"])
+    if tool_uses:
+        agent.messages.append(
+            {
+                "role": "user",
+                "content": [
+                    {"toolResult": results.get(u["toolUseId"]) or tool_result(u["toolUseId"], unfinished, "error")}
+                    for u in tool_uses
+                ],
+            }
+        )
+    agent.interrupt_state.deactivate()
 
 
 _Outcome = dict[str, Any] | InterruptException | None

@@ -14,11 +14,10 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from resumable.exceptions import AgentFactoryError, LeaseLostError, ModelError, SnapshotError, StaleCommitError
-from resumable.runtime.agent import AgentResult
 from resumable.runtime.agent_as_tool import call_prefix
 from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT, CONTINUE
 from resumable.runtime.invocation import Invocation
-from resumable.runtime.seam import AgentRuntime
+from resumable.runtime.seam import AgentResult, AgentRuntime
 from resumable.service.access import load
 from resumable.service.agent_factory import AgentContext, build
 from resumable.service.child_turns import ChildTurns
