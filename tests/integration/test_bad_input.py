@@ -1,4 +1,4 @@
-"""Issue 3, test 9: bad input gets the documented error, a message saying nothing was done, and writes
+"""Bad input gets the documented error, a message saying nothing was done, and writes
 nothing: the whole table and the whole bucket are identical before and after every rejected call.
 """
 

@@ -1,4 +1,4 @@
-"""Issue 3, test 6: cancel through the turn tree, and approval expiry, against the embedded AWS.
+"""Cancel through the turn tree, and approval expiry, against the embedded AWS.
 
 A waiting tree is settled at once; a running one is told through its record and confirms at its next
 step boundary; one whose runner never confirms is settled ``interrupted`` once the lease expires.

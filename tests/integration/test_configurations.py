@@ -1,4 +1,4 @@
-"""Issue 3, test 8: the four sub-agent configurations of the runtime, now with state in S3.
+"""The four sub-agent configurations of the runtime, now with state in S3.
 
 The service rebuilds every agent on every call, so the orchestrator's snapshot and the sub-agent's
 S3Session are all that carry a turn from one request to the next.

@@ -1,4 +1,4 @@
-"""Fault injection at every AWS call boundary of start_turn, submit_approval and cancel (issue 3, test 4),
+"""Fault injection at every AWS call boundary of start_turn, submit_approval and cancel,
 for our agent trees (tests.factories) and Strands Agents SDK ones run by StrandsTree
 (tests.strands_factories, named ``strands:<name>``).
 

@@ -1,4 +1,4 @@
-"""Issue 3, test 7: a snapshot that cannot be loaded keeps the turn waiting and the answer recorded;
+"""A snapshot that cannot be loaded keeps the turn waiting and the answer recorded;
 after repair the approved action runs exactly once.
 
 Two places can be unloadable: the root agent's snapshot object in S3 (overwritten or removed behind
