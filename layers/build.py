@@ -10,6 +10,9 @@ Strands Agents SDK and what it needs beyond the layer, for the stacks whose agen
 SharedLayer and StrandsLayer are built by ``sam build`` through layers/Makefile, which calls this same
 build (``--artifacts DIR LAYER``); ``make layer`` builds both into layers/ for the benchmark and tests.
 
+The requirements pip installs for a layer are kept in .venv/layer-requirements/ (per requirements
+file): a later build of the same requirements copies them instead of asking pip again.
+
 Every module ships compiled (``__pycache__/*.cpython-311.pyc``, unchecked-hash: used whatever the
 files' times). Lambda extracts a layer to a read-only /opt, where Python cannot write bytecode, so a
 layer without it compiles every module it imports on every cold start (measured: about 1.6x the import
@@ -19,10 +22,14 @@ time of the same handler with bytecode).
 from __future__ import annotations
 
 import compileall
+import contextlib
+import hashlib
+import os
 import py_compile
 import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,25 +89,53 @@ def _compile(target: Path) -> None:
         raise SystemExit(f"compiling the layer's modules in {target} failed: the layer was not built")
 
 
-def build(into: Path = HERE, layer: Layer = SHARED) -> tuple[int, int]:
-    """Build ``layer`` in ``into`` (its directory and archive, ``build/`` and ``layer.zip`` for the
-    main one); return its (unzipped, zipped) sizes in bytes."""
-    built, archive_path = into / layer.directory, into / layer.archive
+# pip's options for the layer's requirements: wheels for Lambda's python3.11 on arm64, whatever builds it.
+PIP_TARGET = [
+    "--no-deps", "--only-binary=:all:", "--platform", "manylinux2014_aarch64", "--implementation", "cp",
+    "--python-version", "3.11",
+]  # fmt: skip
+# Where the installed requirements are kept, per requirements file and options, when the project has
+# its .venv: a second build of unchanged requirements (sam build after make layer, make bench, the
+# tests) copies them instead of asking pip again.
+KEPT = ROOT / ".venv" / "layer-requirements"
+
+
+def _install(layer: Layer, target: Path) -> None:
+    """``layer``'s requirements installed into ``target``: by pip, or copied from what pip installed
+    for the same requirements before."""
+    requirements = HERE / layer.requirements
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *PIP_TARGET]
+    if not KEPT.parent.is_dir():
+        subprocess.run([*pip, "--target", str(target), "-r", str(requirements)], check=True)
+        return
+    digest = hashlib.sha256(requirements.read_bytes() + " ".join(PIP_TARGET).encode()).hexdigest()[:16]
+    kept = KEPT / f"{layer.directory}-{digest}"
+    if not kept.is_dir():
+        KEPT.mkdir(exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=KEPT, ignore_cleanup_errors=True) as scratch:
+            subprocess.run([*pip, "--target", scratch, "-r", str(requirements)], check=True)
+            with contextlib.suppress(OSError):  # another build kept the same install first: use theirs
+                os.rename(scratch, kept)
+    shutil.copytree(kept, target)
+
+
+def _assemble(built: Path, layer: Layer) -> None:
+    """``layer``'s files in ``built``/python: its requirements, the package if it ships it, compiled."""
     shutil.rmtree(built, ignore_errors=True)
     target = built / "python"
-    subprocess.run(
-        [
-            sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
-            "--only-binary=:all:", "--platform", "manylinux2014_aarch64", "--implementation", "cp",
-            "--python-version", "3.11", "--target", str(target), "-r", str(HERE / layer.requirements),
-        ],
-        check=True,
-    )  # fmt: skip
+    _install(layer, target)
     if layer.ships_package:
         shutil.copytree(ROOT / "shared" / "resumable", target / "resumable", ignore=_not_shipped)
     for cache in target.rglob("__pycache__"):
         shutil.rmtree(cache)
     _compile(target)
+
+
+def build(into: Path = HERE, layer: Layer = SHARED) -> tuple[int, int]:
+    """Build ``layer`` in ``into`` (its directory and archive, ``build/`` and ``layer.zip`` for the
+    main one); return its (unzipped, zipped) sizes in bytes."""
+    built, archive_path = into / layer.directory, into / layer.archive
+    _assemble(built, layer)
     with zipfile.ZipFile(archive_path, "w", zipfile.ZIP_DEFLATED) as archive:
         for path in sorted(built.rglob("*")):
             if path.is_file():
@@ -111,11 +146,9 @@ def build(into: Path = HERE, layer: Layer = SHARED) -> tuple[int, int]:
 
 def build_artifacts(artifacts: Path, layer: Layer) -> None:
     """``sam build`` (layers/Makefile, the layers' makefile build method): ``layer``'s files, built as
-    ``make layer`` builds them, into the directory sam build names."""
-    import tempfile
-
+    ``make layer`` builds them, into the directory sam build names (which zips them itself)."""
     with tempfile.TemporaryDirectory() as scratch:
-        build(Path(scratch), layer)
+        _assemble(Path(scratch) / layer.directory, layer)
         shutil.copytree(Path(scratch) / layer.directory / "python", artifacts / "python", dirs_exist_ok=True)
 
 

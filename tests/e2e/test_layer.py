@@ -81,6 +81,16 @@ def _bytecode_of(source: str) -> str:
     return f"{folder}/__pycache__/{module[:-3]}.cpython-311.pyc"
 
 
+@pytest.mark.slow
+def test_a_second_build_of_unchanged_requirements_is_the_same_layer(
+    layer: Built, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The requirements pip installed for the first build are kept (in .venv) and copied by the next."""
+    again = _build(tmp_path_factory, SHARED)
+    assert again.names == layer.names
+    assert again.unzipped == layer.unzipped
+
+
 # An import of moto, or of the local-only package, in shipped code.
 _LOCAL_IMPORT = re.compile(r"^\s*(from|import)\s+(moto|resumable\.local)\b", re.MULTILINE)
 
