@@ -2,7 +2,11 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt
+# Installs go through uv (pinned, put into .venv by pip first): the dev tools, the SAM CLI and Checkov in
+# about 25 s instead of pip's 200 s. Its cache is kept inside .venv, like everything make installs.
+UV_VERSION := 0.13.9
+UV := $(VENV)/bin/uv
+INSTALL := UV_CACHE_DIR=$(VENV)/uv-cache $(UV) pip install --quiet
 # What make run needs (the package, the embedded AWS, and the Strands Agents SDK so that a factory of Strands
 # agents runs too), and what make test needs besides (the dev tools).
 RUNNABLE := $(VENV)/.installed-run
@@ -13,12 +17,15 @@ INSTALLED := $(VENV)/.installed-dev
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(RUNNABLE): pyproject.toml constraints.txt | $(BIN)/python
-	$(PIP) -e '.[local,strands]'
+$(UV): | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+
+$(RUNNABLE): pyproject.toml constraints.txt | $(UV)
+	$(INSTALL) --python $(BIN)/python -c constraints.txt -e '.[local,strands]'
 	touch $(RUNNABLE)
 
-$(INSTALLED): pyproject.toml constraints.txt | $(BIN)/python
-	$(PIP) -e '.[dev]'
+$(INSTALLED): pyproject.toml constraints.txt | $(UV)
+	$(INSTALL) --python $(BIN)/python -c constraints.txt -e '.[dev]'
 	touch $(INSTALLED) $(RUNNABLE)
 
 ## run: the embedded AWS and the local HTTP API on 127.0.0.1:3000 (PORT=n for another; AUTH=jwt for sign-in; Ctrl-C stops)
@@ -66,9 +73,9 @@ validate: $(INSTALLED)
 # Checkov in an environment of its own (its pins conflict with the project's): tools/checkov-requirements.txt.
 CHECKOV := $(VENV)/checkov/bin/checkov
 
-$(CHECKOV): tools/checkov-requirements.txt | $(BIN)/python
-	$(PYTHON) -m venv $(VENV)/checkov
-	$(VENV)/checkov/bin/python -m pip install --quiet --disable-pip-version-check -r tools/checkov-requirements.txt
+$(CHECKOV): tools/checkov-requirements.txt | $(UV)
+	$(PYTHON) -m venv --without-pip $(VENV)/checkov
+	$(INSTALL) --python $(VENV)/checkov/bin/python -r tools/checkov-requirements.txt
 	touch $(CHECKOV)
 
 ## scan: Checkov's security scan of template.yaml (pinned, offline): every finding fixed, or skipped with its reason
@@ -89,9 +96,9 @@ $(CHROMIUM):
 # The SAM CLI in an environment of its own (its pins conflict with the project's): tools/sam-requirements.txt.
 SAM := $(VENV)/sam/bin/sam
 
-$(SAM): tools/sam-requirements.txt | $(BIN)/python
-	$(PYTHON) -m venv $(VENV)/sam
-	$(VENV)/sam/bin/python -m pip install --quiet --disable-pip-version-check -r tools/sam-requirements.txt
+$(SAM): tools/sam-requirements.txt | $(UV)
+	$(PYTHON) -m venv --without-pip $(VENV)/sam
+	$(INSTALL) --python $(VENV)/sam/bin/python -r tools/sam-requirements.txt
 	touch $(SAM)
 
 ## deploy: sam build and sam deploy (guided the first time) to the AWS account of your credentials; prints the outputs
