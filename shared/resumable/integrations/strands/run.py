@@ -45,9 +45,9 @@ class _Run:
     notes: dict[str, dict[str, Any]] = field(default_factory=dict)
     """What the model is told beside a call's result (a person's edit), by call (id prefix + toolUseId)."""
     approved_inputs: dict[str, Any] = field(default_factory=dict)
+    """The input each approval of this run approved, by approval id (an edit's, or the asked one)."""
     just_asked: set[str] = field(default_factory=set)
     """The calls of agents (by id prefix) whose model call was a step boundary with nothing asked since."""
-    """The input each approval of this run approved, by approval id (an edit's, or the asked one)."""
 
 
 class _Tree(Protocol):
