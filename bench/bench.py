@@ -44,20 +44,18 @@ import uuid
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bench import agents, context, events, strands
+from bench.aws_calls import Baseline, Call, Recorder, forget_session, service_for
 from bench.cold_start import cold_start
-from resumable.aws.clients import client
-from resumable.clock import SystemClock
 from resumable.config import Settings
 from resumable.local import embedded_aws
 from resumable.runtime.agent import Agent
 from resumable.runtime.models import ScriptedModel
 from resumable.service import Service, TurnView
-from resumable.store import DynamoDBStore, S3Snapshots
 from tests.trees import Shape, actions_of, factory
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,138 +72,6 @@ def target() -> Iterator[Settings]:
     else:
         with embedded_aws(table_name="bench", bucket_name="bench") as settings:
             yield settings
-
-
-# -- counting and replaying AWS calls -------------------------------------------------------------------
-
-
-@dataclass
-class Call:
-    name: str  # e.g. dynamodb.Query
-    body: Any  # the request's API parameters (DynamoDB) or payload size (S3 PutObject)
-    path: str
-
-
-@dataclass
-class Recorder:
-    """Every AWS call of a service's clients, as botocore is about to send it, and the time spent
-    inside them (from the request being sent to its reply being parsed)."""
-
-    calls: list[Call] = field(default_factory=list)
-    on: bool = True
-    in_calls: float = 0.0
-    _started: dict[int, float] = field(default_factory=dict)
-
-    def attach(self, *clients: Any) -> None:
-        for aws in clients:
-            aws.meta.events.register("before-call.*.*", self._record)
-            aws.meta.events.register("before-call.*.*", self._start)
-            aws.meta.events.register("after-call.*.*", self._stop)
-
-    def _start(self, **_: Any) -> None:
-        self._started[threading.get_ident()] = time.perf_counter()
-
-    def _stop(self, **_: Any) -> None:
-        started = self._started.pop(threading.get_ident(), None)
-        if started is not None and self.on:
-            self.in_calls += time.perf_counter() - started
-
-    def _record(self, model: Any, params: dict[str, Any], **_: Any) -> None:
-        if not self.on:
-            return
-        service = model.service_model.service_name
-        raw: Any = params.get("body") or b""
-        if service == "dynamodb":
-            body: Any = json.loads(raw or b"{}")
-        elif isinstance(raw, bytes | str):
-            body = len(raw)
-        else:  # a file-like body (botocore wraps S3 payloads)
-            body = len(raw.getvalue()) if hasattr(raw, "getvalue") else 0
-        self.calls.append(Call(f"{service}.{model.name}", body, params.get("url_path", "")))
-
-    def take(self) -> list[Call]:
-        taken, self.calls = self.calls, []
-        self.in_calls = 0.0
-        return taken
-
-
-class Baseline:
-    """The same calls made directly with boto3: reads repeated as they were made, writes made to
-    scratch items and objects of the same shape."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.dynamodb = client("dynamodb", settings)
-        self.s3 = client("s3", settings)
-        self.scratch = f"BENCH#{uuid.uuid4().hex}"
-        self.s3.put_object(Bucket=settings.bucket_name, Key="bench/scratch", Body=b"{}")
-
-    def _item(self, n: int) -> dict[str, Any]:
-        return {"pk": {"S": self.scratch}, "sk": {"S": f"item-{n}"}, "v": {"S": uuid.uuid4().hex}}
-
-    def replay(self, calls: list[Call]) -> float:
-        """Seconds the raw calls take."""
-        started = time.perf_counter()
-        for call in calls:
-            self._one(call)
-        return time.perf_counter() - started
-
-    def _one(self, call: Call) -> None:
-        table, bucket = self.settings.table_name, self.settings.bucket_name
-        body = call.body
-        match call.name:
-            case "dynamodb.GetItem" | "dynamodb.Query":
-                method = self.dynamodb.get_item if call.name.endswith("GetItem") else self.dynamodb.query
-                method(**body)
-            case "dynamodb.UpdateItem":
-                self.dynamodb.update_item(
-                    TableName=table,
-                    Key={"pk": {"S": self.scratch}, "sk": {"S": "item-0"}},
-                    UpdateExpression="SET v = :v",
-                    ExpressionAttributeValues={":v": {"S": uuid.uuid4().hex}},
-                )
-            case "dynamodb.PutItem":
-                self.dynamodb.put_item(TableName=table, Item=self._item(0))
-            case "dynamodb.TransactWriteItems":
-                items = len(body.get("TransactItems", [])) or 1
-                self.dynamodb.transact_write_items(
-                    TransactItems=[{"Put": {"TableName": table, "Item": self._item(n)}} for n in range(items)]
-                )
-            case "s3.PutObject":
-                self.s3.put_object(Bucket=bucket, Key="bench/scratch", Body=b"x" * int(body))
-            case "s3.GetObject":
-                self.s3.get_object(Bucket=bucket, Key="bench/scratch")
-            case "s3.PutObjectTagging":
-                self.s3.put_object_tagging(
-                    Bucket=bucket,
-                    Key="bench/scratch",
-                    Tagging={"TagSet": [{"Key": "resumable-snapshot", "Value": "superseded"}]},
-                )
-            case other:
-                raise ValueError(f"the baseline cannot replay {other}")
-
-
-def service_for(settings: Settings, shape: Shape, recorder: Recorder) -> Service:
-    store = DynamoDBStore(settings)
-    snapshots = S3Snapshots(settings)
-    recorder.attach(store.dynamodb, snapshots.s3)
-    return Service(store, settings, SystemClock(), factory(shape), snapshots=snapshots)
-
-
-def forget_session(settings: Settings, session: str) -> None:
-    """Delete a session's items (untimed): moto copies a whole table for every item of a transaction,
-    so a table that grows run after run would make each run slower than the last; AWS does not."""
-    dynamodb = client("dynamodb", settings)
-    items = dynamodb.query(
-        TableName=settings.table_name,
-        KeyConditionExpression="pk = :pk",
-        ExpressionAttributeValues={":pk": {"S": f"SESSION#{session}"}},
-        ProjectionExpression="pk, sk",
-    )["Items"]
-    for start in range(0, len(items), 25):
-        dynamodb.batch_write_item(
-            RequestItems={settings.table_name: [{"DeleteRequest": {"Key": k}} for k in items[start : start + 25]]}
-        )
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -277,7 +143,7 @@ OPERATIONS = [
 
 def measure(settings: Settings, operation: Operation, baseline: Baseline, runs: int) -> dict[str, Any]:
     recorder = Recorder()
-    service = service_for(settings, operation.shape, recorder)
+    service = service_for(settings, factory(operation.shape), recorder)
     times: list[float] = []
     raw: list[float] = []
     own: list[float] = []  # time outside the operation's own AWS calls: resumable's code (and boto3's)
@@ -327,7 +193,7 @@ def measure(settings: Settings, operation: Operation, baseline: Baseline, runs: 
 def throughput(settings: Settings, clients: int = 8, turns_each: int = 10) -> dict[str, Any]:
     """Approvals settled and resumed per second by ``clients`` threads, each with its own service
     (its own clients, like separate Lambda instances), each on turns of its own."""
-    services = [service_for(settings, Shape(1, 1), Recorder(on=False)) for _ in range(clients)]
+    services = [service_for(settings, factory(Shape(1, 1)), Recorder(on=False)) for _ in range(clients)]
     waiting = [[_paused(services[c], f"t-{uuid.uuid4().hex[:12]}") for _ in range(turns_each)] for c in range(clients)]
     barrier = threading.Barrier(clients + 1)
     failures: list[BaseException] = []
@@ -370,7 +236,7 @@ def throughput(settings: Settings, clients: int = 8, turns_each: int = 10) -> di
 def duplicates(settings: Settings, deliveries: int = 50) -> dict[str, Any]:
     """``deliveries`` concurrent deliveries of one approval: how long until all are answered, and how
     many times the approved action ran (it must be exactly once)."""
-    services = [service_for(settings, Shape(1, 1), Recorder(on=False)) for _ in range(deliveries)]
+    services = [service_for(settings, factory(Shape(1, 1)), Recorder(on=False)) for _ in range(deliveries)]
     session = f"d-{uuid.uuid4().hex[:12]}"
     turn = _paused(services[0], session)
     request = turn.interactions[0].request_id
@@ -450,7 +316,7 @@ def tree_scaling(settings: Settings, runs: int = 5) -> list[dict[str, Any]]:
     rows = []
     for shape in [Shape(1, 1), Shape(10, 1), Shape(50, 1), *[Shape(1, d) for d in range(2, 6)]]:
         recorder = Recorder()
-        service = service_for(settings, shape, recorder)
+        service = service_for(settings, factory(shape), recorder)
         start_times, answer_times = [], []
         start_calls: list[Call] = []
         answer_calls = 0
