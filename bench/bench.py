@@ -6,6 +6,9 @@ exist). The machine is shared and noisy, so every time is a median (and p95) ove
 beside a baseline measured in the same run, interleaved with it: the same AWS calls made directly
 with boto3. ``BENCH_RUNS`` (default 200) sets the runs per operation.
 
+Sections 1-3 and 6 are in bench/operations.py; every section that measures the service counts its AWS
+calls with bench/aws_calls.py.
+
 1. AWS calls per operation (exact, from botocore events).
 2. Latency: p50/p95 of each operation, and of its baseline; goal: at most 1.5x.
 3. Throughput: approvals settled and resumed per second by 8 concurrent clients on distinct turns;
@@ -38,33 +41,24 @@ import platform
 import statistics
 import subprocess
 import sys
-import threading
 import time
-import uuid
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import agents, context, events, strands
+from bench import agents, context, events, operations, strands
+from bench.aws_calls import Baseline
 from bench.cold_start import cold_start
-from resumable.aws.clients import client
-from resumable.clock import SystemClock
 from resumable.config import Settings
 from resumable.local import embedded_aws
 from resumable.runtime.agent import Agent
 from resumable.runtime.models import ScriptedModel
-from resumable.service import Service, TurnView
-from resumable.store import DynamoDBStore, S3Snapshots
-from tests.trees import Shape, actions_of, factory
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results.json"
 RUNS = int(os.environ.get("BENCH_RUNS", "200"))
-APPROVE = {"decision": "approve"}
-GOAL = 1.5
 
 
 @contextmanager
@@ -74,334 +68,6 @@ def target() -> Iterator[Settings]:
     else:
         with embedded_aws(table_name="bench", bucket_name="bench") as settings:
             yield settings
-
-
-# -- counting and replaying AWS calls -------------------------------------------------------------------
-
-
-@dataclass
-class Call:
-    name: str  # e.g. dynamodb.Query
-    body: Any  # the request's API parameters (DynamoDB) or payload size (S3 PutObject)
-    path: str
-
-
-@dataclass
-class Recorder:
-    """Every AWS call of a service's clients, as botocore is about to send it, and the time spent
-    inside them (from the request being sent to its reply being parsed)."""
-
-    calls: list[Call] = field(default_factory=list)
-    on: bool = True
-    in_calls: float = 0.0
-    _started: dict[int, float] = field(default_factory=dict)
-
-    def attach(self, *clients: Any) -> None:
-        for aws in clients:
-            aws.meta.events.register("before-call.*.*", self._record)
-            aws.meta.events.register("before-call.*.*", self._start)
-            aws.meta.events.register("after-call.*.*", self._stop)
-
-    def _start(self, **_: Any) -> None:
-        self._started[threading.get_ident()] = time.perf_counter()
-
-    def _stop(self, **_: Any) -> None:
-        started = self._started.pop(threading.get_ident(), None)
-        if started is not None and self.on:
-            self.in_calls += time.perf_counter() - started
-
-    def _record(self, model: Any, params: dict[str, Any], **_: Any) -> None:
-        if not self.on:
-            return
-        service = model.service_model.service_name
-        raw: Any = params.get("body") or b""
-        if service == "dynamodb":
-            body: Any = json.loads(raw or b"{}")
-        elif isinstance(raw, bytes | str):
-            body = len(raw)
-        else:  # a file-like body (botocore wraps S3 payloads)
-            body = len(raw.getvalue()) if hasattr(raw, "getvalue") else 0
-        self.calls.append(Call(f"{service}.{model.name}", body, params.get("url_path", "")))
-
-    def take(self) -> list[Call]:
-        taken, self.calls = self.calls, []
-        self.in_calls = 0.0
-        return taken
-
-
-class Baseline:
-    """The same calls made directly with boto3: reads repeated as they were made, writes made to
-    scratch items and objects of the same shape."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.dynamodb = client("dynamodb", settings)
-        self.s3 = client("s3", settings)
-        self.scratch = f"BENCH#{uuid.uuid4().hex}"
-        self.s3.put_object(Bucket=settings.bucket_name, Key="bench/scratch", Body=b"{}")
-
-    def _item(self, n: int) -> dict[str, Any]:
-        return {"pk": {"S": self.scratch}, "sk": {"S": f"item-{n}"}, "v": {"S": uuid.uuid4().hex}}
-
-    def replay(self, calls: list[Call]) -> float:
-        """Seconds the raw calls take."""
-        started = time.perf_counter()
-        for call in calls:
-            self._one(call)
-        return time.perf_counter() - started
-
-    def _one(self, call: Call) -> None:
-        table, bucket = self.settings.table_name, self.settings.bucket_name
-        body = call.body
-        match call.name:
-            case "dynamodb.GetItem" | "dynamodb.Query":
-                method = self.dynamodb.get_item if call.name.endswith("GetItem") else self.dynamodb.query
-                method(**body)
-            case "dynamodb.UpdateItem":
-                self.dynamodb.update_item(
-                    TableName=table,
-                    Key={"pk": {"S": self.scratch}, "sk": {"S": "item-0"}},
-                    UpdateExpression="SET v = :v",
-                    ExpressionAttributeValues={":v": {"S": uuid.uuid4().hex}},
-                )
-            case "dynamodb.PutItem":
-                self.dynamodb.put_item(TableName=table, Item=self._item(0))
-            case "dynamodb.TransactWriteItems":
-                items = len(body.get("TransactItems", [])) or 1
-                self.dynamodb.transact_write_items(
-                    TransactItems=[{"Put": {"TableName": table, "Item": self._item(n)}} for n in range(items)]
-                )
-            case "s3.PutObject":
-                self.s3.put_object(Bucket=bucket, Key="bench/scratch", Body=b"x" * int(body))
-            case "s3.GetObject":
-                self.s3.get_object(Bucket=bucket, Key="bench/scratch")
-            case "s3.PutObjectTagging":
-                self.s3.put_object_tagging(
-                    Bucket=bucket,
-                    Key="bench/scratch",
-                    Tagging={"TagSet": [{"Key": "resumable-snapshot", "Value": "superseded"}]},
-                )
-            case other:
-                raise ValueError(f"the baseline cannot replay {other}")
-
-
-def service_for(settings: Settings, shape: Shape, recorder: Recorder) -> Service:
-    store = DynamoDBStore(settings)
-    snapshots = S3Snapshots(settings)
-    recorder.attach(store.dynamodb, snapshots.s3)
-    return Service(store, settings, SystemClock(), factory(shape), snapshots=snapshots)
-
-
-def forget_session(settings: Settings, session: str) -> None:
-    """Delete a session's items (untimed): moto copies a whole table for every item of a transaction,
-    so a table that grows run after run would make each run slower than the last; AWS does not."""
-    dynamodb = client("dynamodb", settings)
-    items = dynamodb.query(
-        TableName=settings.table_name,
-        KeyConditionExpression="pk = :pk",
-        ExpressionAttributeValues={":pk": {"S": f"SESSION#{session}"}},
-        ProjectionExpression="pk, sk",
-    )["Items"]
-    for start in range(0, len(items), 25):
-        dynamodb.batch_write_item(
-            RequestItems={settings.table_name: [{"DeleteRequest": {"Key": k}} for k in items[start : start + 25]]}
-        )
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
-
-
-# -- 1 and 2: calls and latency per operation ------------------------------------------------------------
-
-
-@dataclass
-class Operation:
-    """``prepare(session)`` sets a fresh session up (untimed); ``run(session, prepared)`` is timed."""
-
-    name: str
-    shape: Shape
-    prepare: Callable[[Service, str], Any]
-    run: Callable[[Service, str, Any], TurnView]
-    expect: str
-
-
-def _paused(service: Service, session: str) -> TurnView:
-    return service.start_turn(session, "go")
-
-
-def _answered(service: Service, session: str) -> tuple[TurnView, TurnView]:
-    turn = service.start_turn(session, "go")
-    return turn, service.submit_approval(session, turn.turn_id, turn.interactions[0].request_id, APPROVE)
-
-
-OPERATIONS = [
-    Operation(
-        "start-turn that pauses", Shape(1, 1), lambda s, i: None, lambda s, i, _: s.start_turn(i, "go"), "waiting"
-    ),
-    Operation(
-        "start-turn that completes",
-        Shape(1, 1, guarded=False),
-        lambda s, i: None,
-        lambda s, i, _: s.start_turn(i, "go"),
-        "completed",
-    ),
-    Operation(
-        "submit-approval that resumes and completes",
-        Shape(1, 1),
-        _paused,
-        lambda s, i, t: s.submit_approval(i, t.turn_id, t.interactions[0].request_id, APPROVE),
-        "completed",
-    ),
-    Operation(
-        "the same answer again (duplicate)",
-        Shape(1, 1),
-        _answered,
-        lambda s, i, p: s.submit_approval(i, p[0].turn_id, p[0].interactions[0].request_id, APPROVE),
-        "completed",
-    ),
-    *[
-        Operation(
-            f"cancel of a waiting tree of {n} turn(s)",
-            Shape(n - 1, 1) if n > 1 else Shape(0),
-            _paused,
-            lambda s, i, t: s.cancel(i, t.turn_id),
-            "canceled",
-        )
-        for n in (1, 5, 20)
-    ],
-    Operation("get-turn", Shape(1, 1), _paused, lambda s, i, t: s.get_turn(i, t.turn_id), "waiting"),
-]
-
-
-def measure(settings: Settings, operation: Operation, baseline: Baseline, runs: int) -> dict[str, Any]:
-    recorder = Recorder()
-    service = service_for(settings, operation.shape, recorder)
-    times: list[float] = []
-    raw: list[float] = []
-    own: list[float] = []  # time outside the operation's own AWS calls: resumable's code (and boto3's)
-    calls: list[Call] = []
-    for n in range(runs + 1):
-        session = f"b-{uuid.uuid4().hex[:12]}"
-        recorder.on = False
-        prepared = operation.prepare(service, session)
-        recorder.on = True
-        recorder.take()
-        started = time.perf_counter()
-        turn = operation.run(service, session, prepared)
-        elapsed = time.perf_counter() - started
-        inside = recorder.in_calls
-        made = recorder.take()
-        if turn.status != operation.expect:
-            raise AssertionError(f"{operation.name}: expected {operation.expect}, got {turn.status}")
-        replayed = baseline.replay(made)
-        if not os.environ.get("BENCH_AWS"):
-            forget_session(settings, session)
-        if n == 0:
-            calls = made  # the first run warms the clients up and is not counted
-            continue
-        times.append(elapsed)
-        raw.append(replayed)
-        own.append(elapsed - inside)
-    return {
-        "operation": operation.name,
-        "calls": len(calls),
-        "which": [c.name for c in calls],
-        "p50_ms": statistics.median(times) * 1000,
-        "p95_ms": percentile(times, 0.95) * 1000,
-        "baseline_p50_ms": statistics.median(raw) * 1000,
-        "baseline_p95_ms": percentile(raw, 0.95) * 1000,
-        "ratio_p50": statistics.median(times) / statistics.median(raw),
-        "ratio_p95": percentile(times, 0.95) / percentile(raw, 0.95),
-        "own_p50_ms": statistics.median(own) * 1000,
-        "own_p95_ms": percentile(own, 0.95) * 1000,
-        "in_calls_ratio_p50": statistics.median(t / (t - o) for t, o in zip(times, own, strict=True)),
-        "runs": runs,
-    }
-
-
-# -- 3: throughput ----------------------------------------------------------------------------------------
-
-
-def throughput(settings: Settings, clients: int = 8, turns_each: int = 10) -> dict[str, Any]:
-    """Approvals settled and resumed per second by ``clients`` threads, each with its own service
-    (its own clients, like separate Lambda instances), each on turns of its own."""
-    services = [service_for(settings, Shape(1, 1), Recorder(on=False)) for _ in range(clients)]
-    waiting = [[_paused(services[c], f"t-{uuid.uuid4().hex[:12]}") for _ in range(turns_each)] for c in range(clients)]
-    barrier = threading.Barrier(clients + 1)
-    failures: list[BaseException] = []
-
-    def approve_all(index: int) -> None:
-        barrier.wait()
-        try:
-            for turn in waiting[index]:
-                done = services[index].submit_approval(
-                    turn.session_id, turn.turn_id, turn.interactions[0].request_id, APPROVE
-                )
-                assert done.status == "completed", done.status
-        except BaseException as error:  # reported below
-            failures.append(error)
-
-    threads = [threading.Thread(target=approve_all, args=(c,)) for c in range(clients)]
-    for thread in threads:
-        thread.start()
-    barrier.wait()
-    started = time.perf_counter()
-    for thread in threads:
-        thread.join()
-    elapsed = time.perf_counter() - started
-    if failures:
-        raise failures[0]
-    ran = sum(sum(actions_of(t.session_id).values()) for turns in waiting for t in turns)
-    if not os.environ.get("BENCH_AWS"):
-        for turns in waiting:
-            for turn in turns:
-                forget_session(settings, turn.session_id)
-    return {
-        "clients": clients,
-        "approvals": clients * turns_each,
-        "seconds": elapsed,
-        "approvals_per_second": clients * turns_each / elapsed,
-        "actions_run": ran,
-    }
-
-
-def duplicates(settings: Settings, deliveries: int = 50) -> dict[str, Any]:
-    """``deliveries`` concurrent deliveries of one approval: how long until all are answered, and how
-    many times the approved action ran (it must be exactly once)."""
-    services = [service_for(settings, Shape(1, 1), Recorder(on=False)) for _ in range(deliveries)]
-    session = f"d-{uuid.uuid4().hex[:12]}"
-    turn = _paused(services[0], session)
-    request = turn.interactions[0].request_id
-    barrier = threading.Barrier(deliveries + 1)
-    outcomes: list[str] = []
-
-    def deliver(index: int) -> None:
-        barrier.wait()
-        try:
-            outcomes.append(services[index].submit_approval(session, turn.turn_id, request, APPROVE).status)
-        except Exception as error:
-            outcomes.append(type(error).__name__)
-
-    threads = [threading.Thread(target=deliver, args=(n,)) for n in range(deliveries)]
-    for thread in threads:
-        thread.start()
-    barrier.wait()
-    started = time.perf_counter()
-    for thread in threads:
-        thread.join()
-    elapsed = time.perf_counter() - started
-    final = services[0].get_turn(session, turn.turn_id)
-    if not os.environ.get("BENCH_AWS"):
-        forget_session(settings, session)
-    return {
-        "deliveries": deliveries,
-        "seconds_to_settle": elapsed,
-        "replies": dict(sorted({o: outcomes.count(o) for o in outcomes}.items())),
-        "final_status": final.status,
-        "executions": sum(actions_of(session).values()),
-    }
 
 
 # -- 5: snapshot growth ----------------------------------------------------------------------------------
@@ -439,52 +105,6 @@ def snapshot_growth(sizes: tuple[int, ...] = (10, 100, 1000), repeats: int = 30)
         "bytes_exponent": _fitted_exponent(xs, [float(r["bytes"]) for r in rows]),
         "time_exponent": _fitted_exponent(xs, [float(r["ms"]) for r in rows]),
     }
-
-
-# -- 6: fan-out and depth --------------------------------------------------------------------------------
-
-
-def tree_scaling(settings: Settings, runs: int = 5) -> list[dict[str, Any]]:
-    """Calls and median time of a start-turn that pauses, and of the approvals that complete it, as
-    the tree widens and deepens."""
-    rows = []
-    for shape in [Shape(1, 1), Shape(10, 1), Shape(50, 1), *[Shape(1, d) for d in range(2, 6)]]:
-        recorder = Recorder()
-        service = service_for(settings, shape, recorder)
-        start_times, answer_times = [], []
-        start_calls: list[Call] = []
-        answer_calls = 0
-        for run in range(runs + 1):  # the first run warms up and is not counted
-            session = f"f-{uuid.uuid4().hex[:12]}"
-            recorder.take()
-            started = time.perf_counter()
-            turn = service.start_turn(session, "go")
-            start_times.append(time.perf_counter() - started)
-            start_calls = recorder.take()
-            started = time.perf_counter()
-            for interaction in turn.interactions:
-                turn = service.submit_approval(session, turn.turn_id, interaction.request_id, APPROVE)
-            answer_times.append(time.perf_counter() - started)
-            answer_calls = len(recorder.take())
-            assert turn.status == "completed" and sum(actions_of(session).values()) == len(shape.actions())
-            if not os.environ.get("BENCH_AWS"):
-                forget_session(settings, session)
-            if run == 0:
-                start_times.clear()
-                answer_times.clear()
-        rows.append(
-            {
-                "fan_out": shape.fan_out,
-                "depth": shape.depth,
-                "interactions": len(shape.actions()),
-                "start_calls": len(start_calls),
-                "start_transactions": sum(c.name == "dynamodb.TransactWriteItems" for c in start_calls),
-                "start_ms": statistics.median(start_times) * 1000,
-                "answer_all_calls": answer_calls,
-                "answer_all_ms": statistics.median(answer_times) * 1000,
-            }
-        )
-    return rows
 
 
 # -- 7: the layer ----------------------------------------------------------------------------------------
@@ -581,14 +201,14 @@ def main() -> int:
     with target() as settings:
         baseline = Baseline(settings)
         results["operations"] = []
-        for operation in OPERATIONS:
+        for operation in operations.OPERATIONS:
             print(f"measuring {operation.name} ({RUNS} runs)...", file=sys.stderr, flush=True)
-            results["operations"].append(measure(settings, operation, baseline, RUNS))
+            results["operations"].append(operations.measure(settings, operation, baseline, RUNS))
         print("measuring throughput...", file=sys.stderr, flush=True)
-        results["throughput"] = throughput(settings)
-        results["duplicates"] = duplicates(settings)
+        results["throughput"] = operations.throughput(settings)
+        results["duplicates"] = operations.duplicates(settings)
         print("measuring fan-out and depth...", file=sys.stderr, flush=True)
-        results["tree_scaling"] = tree_scaling(settings)
+        results["tree_scaling"] = operations.tree_scaling(settings)
         print("measuring cold starts...", file=sys.stderr, flush=True)
         results["cold_start"] = cold_start(settings)
         if not os.environ.get("BENCH_AWS"):  # the publisher runs as make run's: on the embedded AWS only

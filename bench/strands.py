@@ -40,13 +40,11 @@ from typing import Any
 import strands
 from strands.hooks import BeforeToolCallEvent, HookProvider, HookRegistry
 
+from bench.aws_calls import Recorder, forget_session, service_for
 from bench.cold_start import TRACED, _environment
-from resumable.clock import SystemClock
 from resumable.config import Settings
 from resumable.integrations.strands import ScriptedStrandsModel
-from resumable.service import Service
-from resumable.service.agent_factory import AgentFactory, load_factory
-from resumable.store import DynamoDBStore, S3Snapshots
+from resumable.service.agent_factory import load_factory
 from tests.agents import calls, says
 from tests.factories import LEDGER_ENV, executions
 
@@ -156,20 +154,10 @@ def _ledger(path: Path) -> Iterator[Path]:
             os.environ[LEDGER_ENV] = before
 
 
-def _service(settings: Settings, factory: AgentFactory, recorder: Any = None) -> Service:
-    """A new Service (its own clients: a rebuilt process); ``recorder`` (bench.bench's) counts its AWS calls."""
-    store, snapshots = DynamoDBStore(settings), S3Snapshots(settings)
-    if recorder is not None:
-        recorder.attach(store.dynamodb, snapshots.s3)
-    return Service(store, settings, SystemClock(), factory, snapshots=snapshots)
-
-
 def overhead(settings: Settings, runs: int = 20) -> list[dict[str, Any]]:
     """Median start-turn (to waiting) and submit-approval (to completed) of each tree, and its AWS calls."""
-    from bench.bench import Recorder, forget_session  # bench.bench runs this section: imported when called
-
     recorders = {name: Recorder() for name in TREES}
-    services = {name: _service(settings, load_factory(factory), recorders[name]) for name, factory in TREES.items()}
+    services = {name: service_for(settings, load_factory(factory), recorders[name]) for name, factory in TREES.items()}
     times: dict[tuple[str, str], list[float]] = {(n, op): [] for n in TREES for op in ("start", "submit")}
     made: dict[tuple[str, str], int] = {}
     with tempfile.TemporaryDirectory() as directory, _ledger(Path(directory) / "ledger") as ledger:
@@ -303,17 +291,15 @@ def _race_under_the_service(settings: Settings, directory: Path, race: int) -> i
     factory = load_factory(TREES["strands"])
     session = f"race-{uuid.uuid4().hex[:12]}"
     with _ledger(directory / f"race-{race}") as ledger:
-        turn = _service(settings, factory).start_turn(session, "delete the prod-db record")
+        turn = service_for(settings, factory).start_turn(session, "delete the prod-db record")
         request = turn.interactions[0].request_id
-        services = [_service(settings, factory) for _ in range(2)]
+        services = [service_for(settings, factory) for _ in range(2)]
         _at_once([partial(s.submit_approval, session, turn.turn_id, request, dict(APPROVE)) for s in services])
         final = services[0].get_turn(session, turn.turn_id)
         if final.status != "completed":
             raise AssertionError(f"race {race}: the turn ended {final.status}")
         ran = len(executions(ledger))
     if not os.environ.get("BENCH_AWS"):
-        from bench.bench import forget_session
-
         forget_session(settings, session)
     return ran
 

@@ -15,13 +15,9 @@ from strands.session import FileSessionManager
 from strands.tools.executors import SequentialToolExecutor
 
 from resumable.exceptions import AgentFactoryError, LeaseLostError, SnapshotError
-from resumable.integrations.strands import (
-    ScriptedStrandsModel,
-    StrandsTree,
-    _local_id,
-    _preserves_context,
-    fencing_token,
-)
+from resumable.integrations.strands import ScriptedStrandsModel, StrandsTree, fencing_token
+from resumable.integrations.strands.hooks import _local_id
+from resumable.integrations.strands.tree import _preserves_context
 from resumable.runtime.approval import ApprovalPolicy
 from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT, CONTINUE
 from resumable.runtime.invocation import FencingToken, Invocation
