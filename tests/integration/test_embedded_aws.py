@@ -120,3 +120,32 @@ def test_clients_of_this_process_do_not_need_the_servers_socket() -> None:
         assert s3.get_object(Bucket=settings.bucket_name, Key="k")["Body"].read() == b"snapshot"
     finally:
         _IN_PROCESS.forget(endpoint)
+
+
+@pytest.mark.parametrize(
+    ("expression", "refused"),
+    [
+        ("SET #a = :v, #b = :v SET #c = :v", 'The "SET" section can only be used once'),
+        ("SET #a = :v, #b = :v, #c = :v, #a = :v", "overlap"),
+        ("SET #a = :v REMOVE #b REMOVE #c", 'The "REMOVE" section can only be used once'),
+        ("SET #a = :v,, #b = :v", "Invalid UpdateExpression"),
+    ],
+    ids=["set twice", "overlapping paths", "remove twice", "malformed"],
+)
+def test_an_update_expression_dynamodb_refuses_is_refused_every_time_it_is_sent(
+    aws: Settings, expression: str, refused: str
+) -> None:
+    """The embedded AWS parses each distinct expression once and checks its clauses at its top: what
+    DynamoDB refuses it still refuses, the second time as the first."""
+    dynamodb = DynamoDBStore(aws).dynamodb
+    dynamodb.put_item(TableName=aws.table_name, Item=_item("p", "s", a="1"))
+    for _ in range(2):
+        with pytest.raises(dynamodb.exceptions.ClientError, match=refused):
+            dynamodb.update_item(
+                TableName=aws.table_name,
+                Key=_item("p", "s"),
+                UpdateExpression=expression,
+                ExpressionAttributeNames={"#a": "a", "#b": "b", "#c": "c"},
+                ExpressionAttributeValues={":v": {"S": "2"}},
+            )
+    assert dynamodb.get_item(TableName=aws.table_name, Key=_item("p", "s"))["Item"] == _item("p", "s", a="1")

@@ -1,0 +1,220 @@
+"""What the embedded AWS changes in moto 5.2.5: one fix (a failed task keeps its cause, as in Step
+Functions) and shortcuts that give the same result as moto's own code at a fraction of its cost (a
+transaction's rollback, routing, responses, update expressions). Each is applied once per process,
+before the server serves its first request, and each is pinned to this moto version by the
+constraints."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def apply() -> None:
+    _keep_the_cause_of_task_failures()
+    _roll_back_only_the_items_a_transaction_names()
+    _list_moto_modules_once()
+    _serialize_dynamodb_items_as_json()
+    _parse_each_update_expression_once()
+    _check_an_update_expressions_clauses_once()
+
+
+def _keep_the_cause_of_task_failures() -> None:
+    """moto 5.2.5 drops the ``cause`` of ``SendTaskFailure`` on its way from the request to the
+    interpreter (which accepts it), so a failed execution would lose the Turn it carries. Pass it on,
+    as Step Functions does."""
+    from moto.core.responses import EmptyResult
+    from moto.stepfunctions.responses import StepFunctionResponse
+
+    def send_task_failure(self: Any) -> Any:
+        self.stepfunction_backend.send_task_failure(
+            self._get_param("taskToken"), error=self._get_param("error"), cause=self._get_param("cause")
+        )
+        return EmptyResult()
+
+    StepFunctionResponse.send_task_failure = send_task_failure  # type: ignore[method-assign]
+
+
+class _Backup:
+    """The items a transaction names as they were before it (or that they were absent), and the
+    length of each table's stream: what rolls it back."""
+
+    _ABSENT = object()
+
+    def __init__(self, tables: dict[str, Any], transact_items: list[dict[str, Any]]) -> None:
+        import copy
+
+        self.items: dict[tuple[str, Any, Any], tuple[Any, Any]] = {}
+        self.streams: dict[str, tuple[Any, int]] = {}
+        for item in transact_items:
+            named = self._named(tables, item)
+            if named is None:
+                continue  # moto refuses it before it writes anything
+            table, hash_value, range_value, op_type = named
+            if op_type == "ConditionCheck":
+                continue  # writes nothing
+            current = self._current(table, hash_value, range_value)
+            # A Put stores a new item and a Delete removes the old one, leaving it as it was; only an
+            # Update changes the item in place, so only its item is copied.
+            before = copy.deepcopy(current) if op_type == "Update" and current is not self._ABSENT else current
+            self.items.setdefault((table.name, hash_value, range_value), (table, before))
+            if table.stream_shard is not None:
+                self.streams.setdefault(table.name, (table.stream_shard, len(table.stream_shard.items)))
+
+    @staticmethod
+    def _named(tables: dict[str, Any], item: dict[str, Any]) -> tuple[Any, Any, Any, str] | None:
+        """The table, hash key, range key (or None) and operation an item of a transaction names."""
+        from moto.dynamodb.models.dynamo_type import DynamoType
+
+        op_type, op = next(iter(item.items()), ("", None))
+        op = op if isinstance(op, dict) else {}
+        table: Any = tables.get(str(op.get("TableName")))
+        key: Any = (op.get("Item") or op.get("Key")) if table is not None else None
+        if not isinstance(key, dict) or not isinstance(key.get(table.hash_key_attr), dict):
+            return None
+        sort = key.get(table.range_key_attr) if table.range_key_attr else None
+        range_value = DynamoType(sort) if isinstance(sort, dict) else None
+        return table, DynamoType(key[table.hash_key_attr]), range_value, str(op_type)
+
+    def _current(self, table: Any, hash_value: Any, range_value: Any) -> Any:
+        partition = table.items.get(hash_value)
+        if partition is None:
+            return self._ABSENT
+        return partition if range_value is None else partition.get(range_value, self._ABSENT)
+
+    def restore(self) -> None:
+        for (_, hash_value, range_value), (table, before) in self.items.items():
+            if range_value is None:
+                table.items.pop(hash_value, None)
+                if before is not self._ABSENT:
+                    table.items[hash_value] = before
+            elif before is not self._ABSENT:
+                table.items[hash_value][range_value] = before
+            elif hash_value in table.items:
+                table.items[hash_value].pop(range_value, None)
+                if not table.items[hash_value]:
+                    del table.items[hash_value]
+        for shard, length in self.streams.values():
+            del shard.items[length:]
+
+
+def _list_moto_modules_once() -> None:
+    """moto's server lists its package's folders (a directory read and a stat per folder) to route
+    every request; the list does not change while it runs."""
+    from moto import backends
+
+    if getattr(backends.list_of_moto_modules, "listed_once", False):
+        return
+    modules = tuple(backends.list_of_moto_modules())
+
+    def list_of_moto_modules() -> tuple[str, ...]:
+        return modules
+
+    list_of_moto_modules.listed_once = True  # type: ignore[attr-defined]
+    backends.list_of_moto_modules = list_of_moto_modules
+
+
+def _roll_back_only_the_items_a_transaction_names() -> None:
+    """moto 5.2.5 backs up, for its rollback, every table a ``TransactWriteItems`` names, once per item
+    (a deep copy of every item of the table, 100 times for a 100-item transaction), so a transaction
+    costs as much as the table is big. A transaction writes only the items its keys name: a copy of
+    those (``_Backup``) is the same rollback at the cost of what it touches. (The embedded AWS serves
+    one request at a time, so nothing else writes meanwhile.)"""
+    import copy
+
+    from moto.dynamodb import models
+    from moto.dynamodb.models.table import Table
+
+    backend = models.DynamoDBBackend
+    if getattr(backend.transact_write_items, "backs_up_items", False):
+        return
+    real = backend.transact_write_items
+
+    class _NoTableCopies:
+        """``copy`` for moto's DynamoDB module while a transaction runs: no table is copied."""
+
+        @staticmethod
+        def deepcopy(value: Any) -> Any:
+            return value if isinstance(value, Table) else copy.deepcopy(value)
+
+    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+        backup = _Backup(self.tables, transact_items)
+        models.copy = _NoTableCopies()  # type: ignore[attr-defined,assignment]
+        try:
+            real(self, transact_items)
+        except BaseException:
+            backup.restore()
+            raise
+        finally:
+            models.copy = copy  # type: ignore[attr-defined]
+
+    transact_write_items.backs_up_items = True  # type: ignore[attr-defined]
+    backend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+
+
+# DynamoDB operations whose results moto already holds in their wire form (attribute values, counts,
+# keys): their JSON is the response body.
+_WIRE_FORM_OPERATIONS = frozenset(
+    {"Query", "Scan", "GetItem", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "TransactGetItems"}
+)
+
+
+def _serialize_dynamodb_items_as_json() -> None:
+    """moto 5.2.5 serializes every response by walking botocore's shapes, which takes most of a
+    Query's time (0.36 s of 0.44 s for 250 items). DynamoDB's item operations already hold their
+    result in wire form, so the body is its JSON; the status and headers are moto's own."""
+    from moto.core import responses
+
+    result_class = responses.ActionResult
+    if getattr(result_class.execute_result, "as_json", False):
+        return
+    serialize = result_class.execute_result
+
+    def execute_result(self: Any, context: Any) -> Any:
+        if (
+            context.service_model.service_name == "dynamodb"
+            and context.operation_model.name in _WIRE_FORM_OPERATIONS
+            and isinstance(self.result, dict)
+        ):
+            status, headers, _ = serialize(result_class({}), context)
+            return status, headers, json.dumps(self.result)
+        return serialize(self, context)
+
+    execute_result.as_json = True  # type: ignore[attr-defined]
+    result_class.execute_result = execute_result  # type: ignore[method-assign]
+
+
+def _parse_each_update_expression_once() -> None:
+    """moto parses an UpdateExpression on every UpdateItem (a tokenizer and a parser in Python: a
+    tenth of a 30-attribute update's time), though the same few expressions come again and again. The
+    tree it makes is never changed: each validation works on a deep copy of it. So one parse per
+    distinct expression serves every update that sends it (an expression that does not parse is
+    refused every time, as before)."""
+    import functools
+
+    from moto.dynamodb.parsing.expressions import UpdateExpressionParser  # type: ignore[attr-defined]
+
+    if getattr(UpdateExpressionParser.make, "parses_once", False):
+        return
+    parse = functools.lru_cache(maxsize=1024)(UpdateExpressionParser.make)
+
+    def make(cls: Any, expression: str) -> Any:
+        return parse(expression)
+
+    make.parses_once = True  # type: ignore[attr-defined]
+    UpdateExpressionParser.make = classmethod(make)
+
+
+def _check_an_update_expressions_clauses_once() -> None:
+    """Two of moto's checks of an UpdateExpression (no clause twice, no two actions on overlapping
+    paths) run at every nested expression node, each walking all of the actions under it: quadratic
+    in the number of actions (a 30-attribute SET spent a third of its time there). The top node holds
+    every action, so checking it alone finds every clause given twice and every overlap."""
+    from moto.dynamodb.parsing.ast_nodes import UpdateExpression  # type: ignore[attr-defined]
+    from moto.dynamodb.parsing.validators import ActionCountValidator, OverlappingPathsValidator
+
+    def at_the_top(self: Any, node: Any) -> Any:
+        return self.process(node) if isinstance(node, UpdateExpression) else node
+
+    ActionCountValidator.traverse = at_the_top
+    OverlappingPathsValidator.traverse = at_the_top
