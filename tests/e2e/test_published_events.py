@@ -1,6 +1,6 @@
 """The local run publishes every change: turns started, answered and canceled over the local HTTP API
 come out of the Publisher (the template's handler, fed from the table's stream) onto the embedded bus
-and a queue subscribed to every event, each once, in order per session, as the README's table says."""
+and a queue subscribed to every event, each once, in order per session, as docs/events.md's table says."""
 
 from __future__ import annotations
 

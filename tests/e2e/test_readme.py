@@ -1,6 +1,7 @@
-"""What a newcomer meets is true: every Python block of the README (and of the notes it links to) runs
-as shown, offline, and prints what its comments say it prints; every link leads somewhere; the
-README's layout names the folders that exist, and every folder of the package."""
+"""What a newcomer meets is true: the README stays a front door (small, every docs page listed); every
+Python block of the README (and of the pages it links to) runs as shown, offline, and prints what its
+comments say it prints; every link leads somewhere; the README's table of where each part lives, and
+docs/layout.md's module-by-module layout, name what exists and every folder of the package."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 from tests.patience import HANG_SECONDS
 
 ROOT = Path(__file__).resolve().parents[2]
-# The README and the longer notes it links to.
+# The README and the pages it links to.
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "bench" / "README.md"]
 PAGES.append(ROOT / "statemachines" / "README.md")
 BLOCKS = [block for page in PAGES for block in re.findall(r"```python\n(.*?)```", page.read_text(), re.DOTALL)]
@@ -68,30 +69,80 @@ def test_every_link_between_pages_leads_to_a_file_and_a_heading_that_exist(page:
     assert broken == [], f"{page.relative_to(ROOT)} links to what does not exist: {broken}"
 
 
-def _layout() -> list[str]:
-    """The paths the README's Layout section names, first word of each line."""
-    section = (ROOT / "README.md").read_text().split("## Layout", 1)[1]
-    block = section.split("```", 2)[1]
-    paths, parent = [], ""
+README_LIMIT = 20_000  # bytes
+
+
+def test_the_readme_stays_a_front_door_under_its_size_limit() -> None:
+    size = len((ROOT / "README.md").read_bytes())
+    assert size < README_LIMIT, (
+        f"README.md is {size:,} bytes, over its {README_LIMIT:,}: move the detail to its docs/ page "
+        "(docs/*.md; the README's Documentation table says which holds what) and leave a line that links it"
+    )
+
+
+def test_the_readme_lists_every_docs_page() -> None:
+    linked = set(_LINK.findall((ROOT / "README.md").read_text()))
+    pages = [p.relative_to(ROOT).as_posix() for p in PAGES[1:]] + ["CONTRIBUTING.md"]
+    unlisted = [page for page in pages if (page, "") not in linked]
+    assert unlisted == [], f"the README's Documentation table leaves out {unlisted}: give each a row, one line"
+
+
+def _folders() -> tuple[list[str], list[str]]:
+    """Every folder of the package, and every top-level folder but shared/ (its package stands for it)."""
+    package = ROOT / "shared" / "resumable"
+    folders = [f"shared/resumable/{p.name}/" for p in package.iterdir() if p.is_dir() and p.name != "__pycache__"]
+    top = [f"{p.name}/" for p in ROOT.iterdir() if p.is_dir() and not p.name.startswith((".", "__", "shared"))]
+    return folders, top
+
+
+def _check_names(page: str, named: list[str]) -> None:
+    missing = [path for path in named if not (ROOT / path).exists()]
+    assert missing == [], f"{page} names what does not exist: {missing}"
+    folders, top = _folders()
+    unnamed = [folder for folder in folders if folder not in named]
+    unnamed += [folder for folder in top if not any(name.startswith(folder) for name in named)]
+    assert unnamed == [], f"{page} leaves out folders: {unnamed}"
+
+
+def _where_each_part_lives() -> list[str]:
+    """The paths the first column of the README's table of where each part lives names."""
+    section = (ROOT / "README.md").read_text().split("### Where each part lives", 1)[1].split("\n#", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    return [path for row in rows for path in re.findall(r"`([^`]+)`", row.split("|")[1])]
+
+
+def test_the_readmes_table_names_what_exists_and_every_folder_of_the_package() -> None:
+    _check_names("README's table of where each part lives", _where_each_part_lives())
+
+
+def _layout() -> dict[str, str]:
+    """docs/layout.md's module-by-module block: each path it names (first word of a line; an indented
+    one under the last unindented), with what its lines say of it."""
+    block = (ROOT / "docs" / "layout.md").read_text().split("## Folders and modules", 1)[1].split("```", 2)[1]
+    paths: dict[str, str] = {}
+    parent, path = "", ""
     for line in block.splitlines()[1:]:
-        if not line.strip() or not line.split()[0].endswith(("/", ".yaml", ".py,", ".py")):
-            continue
-        name = line.split()[0].rstrip(",")
-        if line.startswith("  "):
-            paths.append(parent + name)
-        else:
-            parent = name
-            paths.append(name)
+        first = line.split()[0] if line.strip() else ""
+        if first.endswith(("/", ".yaml", ".toml", ".py,", ".py")):
+            name = first.rstrip(",")
+            if line.startswith("  "):
+                path = parent + name
+            else:
+                path = parent = name
+            paths[path] = ""
+        if path:
+            paths[path] += " " + line.strip()
     return paths
 
 
-def test_the_readmes_layout_names_what_exists_and_every_folder_of_the_package() -> None:
-    named = _layout()
-    missing = [path for path in named if not (ROOT / path).exists()]
-    assert missing == [], f"README's layout names what does not exist: {missing}"
-    package = ROOT / "shared" / "resumable"
-    folders = [f"shared/resumable/{p.name}/" for p in package.iterdir() if p.is_dir() and p.name != "__pycache__"]
-    unnamed = [folder for folder in folders if folder not in named]
-    assert unnamed == [], f"README's layout leaves out package folders: {unnamed}"
-    top = [f"{p.name}/" for p in ROOT.iterdir() if p.is_dir() and not p.name.startswith(".") and p.name != "shared"]
-    assert [folder for folder in top if not any(n.startswith(folder) for n in named)] == []
+def test_the_detailed_layout_names_what_exists_every_folder_of_the_package_and_each_of_their_folders() -> None:
+    layout = _layout()
+    _check_names("docs/layout.md", list(layout))
+    folders, _ = _folders()
+    unnamed = [
+        f"{folder}{sub.name}/"
+        for folder in folders
+        for sub in (ROOT / folder).iterdir()
+        if sub.is_dir() and sub.name != "__pycache__" and f" {sub.name}/" not in layout[folder]
+    ]
+    assert unnamed == [], f"docs/layout.md does not say what these folders hold: {unnamed}"

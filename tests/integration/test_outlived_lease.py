@@ -266,7 +266,7 @@ def test_an_action_its_runner_never_ran_is_run_once_by_the_run_that_took_the_tur
 
 def fenced_write(aws: Settings, ledger_table: str, before_write: Callable[[], None]) -> Callable[..., Agent]:
     """An agent whose approved action writes to another DynamoDB table in one transaction with its
-    fencing token's condition, as the README's pattern shows."""
+    fencing token's condition, as docs/approved-actions.md's example shows."""
 
     def build(context: AgentContext) -> Agent:
         @tool(approval=True, context=True)
