@@ -12,6 +12,9 @@ INSTALL := UV_CACHE_DIR=$(VENV)/uv-cache $(UV) pip install --quiet
 RUNNABLE := $(VENV)/.installed-run
 INSTALLED := $(VENV)/.installed-dev
 
+# Test workers: each runs its own embedded AWS.
+PYTEST_WORKERS ?= 2
+
 .PHONY: run demo invoke layer bench soak test test-fast lint typecheck validate scan pytest clean constraints browser deploy
 
 $(BIN)/python:
@@ -57,7 +60,7 @@ test: lint typecheck validate scan pytest
 
 ## test-fast: the unit tier alone (no embedded AWS, no servers): seconds
 test-fast: $(INSTALLED)
-	$(BIN)/pytest tests/unit
+	$(BIN)/pytest -n $(PYTEST_WORKERS) tests/unit
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check .
@@ -107,9 +110,6 @@ deploy: $(INSTALLED) $(SAM)
 	$(SAM) build
 	@if [ -f .aws-sam/deployed ]; then $(SAM) deploy; else $(SAM) deploy --guided && touch .aws-sam/deployed; fi
 	$(SAM) list stack-outputs --output table
-
-# Test workers: each runs its own embedded AWS.
-PYTEST_WORKERS ?= 2
 
 pytest: $(INSTALLED) $(CHROMIUM) $(SAM)
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal

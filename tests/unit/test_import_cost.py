@@ -42,9 +42,10 @@ for n, path in enumerate({[str(h) for h in HANDLERS]!r}):
 """
 
 
-@pytest.fixture
-def offline_aws_env(tmp_path: Path) -> dict[str, str]:
+@pytest.fixture(scope="module")
+def offline_aws_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """An environment with fake credentials and a region, no profile or config files, no metadata service."""
+    tmp_path = tmp_path_factory.mktemp("offline")
     env = {key: value for key, value in os.environ.items() if not key.startswith("AWS_")}
     env.update(
         AWS_DEFAULT_REGION="us-east-1",
@@ -77,8 +78,29 @@ def modules_after(code: str, env: dict[str, str], roots: tuple[str, ...]) -> lis
     return modules
 
 
-def test_importing_resumable_does_not_import_boto3_or_botocore(offline_aws_env: dict[str, str]) -> None:
-    assert aws_modules_after("import resumable", offline_aws_env) == []
+# Every package the checks below look for, so that one fresh interpreter serves all of them.
+WATCHED = ("resumable", *AWS, *MCP, *OPENAI, *STRANDS)
+
+
+@pytest.fixture(scope="module")
+def after_importing_resumable(offline_aws_env: dict[str, str]) -> list[str]:
+    """The modules of ``WATCHED`` loaded by importing resumable and its runtime, in a fresh interpreter."""
+    return modules_after("import resumable, resumable.runtime", offline_aws_env, WATCHED)
+
+
+@pytest.fixture(scope="module")
+def after_importing_every_handler(offline_aws_env: dict[str, str]) -> list[str]:
+    """The modules of ``WATCHED`` loaded by importing every Lambda handler, in a fresh interpreter."""
+    assert len(HANDLERS) >= 6
+    return modules_after(IMPORT_EVERY_HANDLER, offline_aws_env, WATCHED)
+
+
+def of(modules: list[str], roots: tuple[str, ...]) -> list[str]:
+    return [m for m in modules if m.split(".")[0] in roots]
+
+
+def test_importing_resumable_does_not_import_boto3_or_botocore(after_importing_resumable: list[str]) -> None:
+    assert of(after_importing_resumable, AWS) == []
 
 
 def test_constructing_bedrock_model_without_client_does_not_import_boto3(offline_aws_env: dict[str, str]) -> None:
@@ -109,8 +131,8 @@ def test_using_the_client_of_bedrock_model_imports_boto3_and_builds_a_bedrock_ru
 # -- the MCP SDK -------------------------------------------------------------------------------------------
 
 
-def test_importing_resumable_does_not_import_the_mcp_sdk(offline_aws_env: dict[str, str]) -> None:
-    assert modules_after("import resumable", offline_aws_env, MCP) == []
+def test_importing_resumable_does_not_import_the_mcp_sdk(after_importing_resumable: list[str]) -> None:
+    assert of(after_importing_resumable, MCP) == []
 
 
 def test_making_mcp_clients_does_not_import_the_mcp_sdk(offline_aws_env: dict[str, str]) -> None:
@@ -122,9 +144,8 @@ def test_making_mcp_clients_does_not_import_the_mcp_sdk(offline_aws_env: dict[st
     assert modules_after(code, offline_aws_env, MCP) == []
 
 
-def test_importing_every_lambda_handler_does_not_import_the_mcp_sdk(offline_aws_env: dict[str, str]) -> None:
-    assert len(HANDLERS) >= 6
-    assert modules_after(IMPORT_EVERY_HANDLER, offline_aws_env, MCP) == []
+def test_importing_every_lambda_handler_does_not_import_the_mcp_sdk(after_importing_every_handler: list[str]) -> None:
+    assert of(after_importing_every_handler, MCP) == []
 
 
 def test_starting_an_mcp_client_imports_the_mcp_sdk(offline_aws_env: dict[str, str]) -> None:
@@ -145,13 +166,11 @@ def test_starting_an_mcp_client_imports_the_mcp_sdk(offline_aws_env: dict[str, s
 # -- the openai SDK ----------------------------------------------------------------------------------------
 
 
-def test_importing_resumable_does_not_import_the_openai_sdk_nor_openai_model(offline_aws_env: dict[str, str]) -> None:
-    code = """
-    import sys
-    import resumable, resumable.runtime
-    assert "resumable.runtime.chat_completions" not in sys.modules
-    """
-    assert modules_after(code, offline_aws_env, OPENAI) == []
+def test_importing_resumable_does_not_import_the_openai_sdk_nor_openai_model(
+    after_importing_resumable: list[str],
+) -> None:
+    assert of(after_importing_resumable, OPENAI) == []
+    assert "resumable.runtime.chat_completions" not in after_importing_resumable
 
 
 def test_importing_and_constructing_openai_model_does_not_import_the_openai_sdk(
@@ -179,21 +198,24 @@ def test_the_first_use_of_openai_models_client_imports_the_sdk_with_its_retries_
     assert "openai" in modules_after(code, offline_aws_env, OPENAI)
 
 
-def test_importing_every_lambda_handler_does_not_import_the_openai_sdk(offline_aws_env: dict[str, str]) -> None:
-    assert modules_after(IMPORT_EVERY_HANDLER, offline_aws_env, OPENAI) == []
+def test_importing_every_lambda_handler_does_not_import_the_openai_sdk(
+    after_importing_every_handler: list[str],
+) -> None:
+    assert of(after_importing_every_handler, OPENAI) == []
 
 
 # -- the Strands Agents SDK --------------------------------------------------------------------------------
 
 
-def test_importing_resumable_does_not_import_the_strands_sdk(offline_aws_env: dict[str, str]) -> None:
-    assert modules_after("import resumable, resumable.runtime", offline_aws_env, STRANDS) == []
+def test_importing_resumable_does_not_import_the_strands_sdk(after_importing_resumable: list[str]) -> None:
+    assert of(after_importing_resumable, STRANDS) == []
 
 
-def test_importing_every_lambda_handler_does_not_import_the_strands_sdk(offline_aws_env: dict[str, str]) -> None:
+def test_importing_every_lambda_handler_does_not_import_the_strands_sdk(
+    after_importing_every_handler: list[str],
+) -> None:
     """A stack deployed without the optional Strands layer (StrandsAgents=false) has no strands to import."""
-    assert len(HANDLERS) >= 6
-    assert modules_after(IMPORT_EVERY_HANDLER, offline_aws_env, STRANDS) == []
+    assert of(after_importing_every_handler, STRANDS) == []
 
 
 def test_importing_the_strands_sdk_is_seen_by_the_checks_above(offline_aws_env: dict[str, str]) -> None:
