@@ -10,7 +10,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -28,13 +28,30 @@ class _OneRequestAtATime:
     gives the embedded AWS the atomicity the store relies on.
     """
 
-    def __init__(self, app: Callable[..., Iterable[bytes]]) -> None:
-        self.app = app
+    def __init__(self, app: Any) -> None:
+        self.app = app  # moto's DomainDispatcherApplication: routes each request to a service's app
         self.lock = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
         with self.lock:
             return list(self.app(environ, start_response))
+
+    def handle(self, environ: dict[str, Any]) -> tuple[int, dict[str, Any], bytes]:
+        """What the moto handler the server routes ``environ`` to answers (status, headers, body), as
+        the server's web framework calls it (``convert_to_flask_response``) but without it."""
+        from botocore.exceptions import ClientError
+
+        with self.lock:
+            backend = self.app.get_application(environ)
+            endpoint, _ = backend.url_map.bind_to_environ(environ).match()
+            handler = backend.view_functions[endpoint].callback
+            request = backend.request_class(environ)
+            try:
+                result = handler(request, request.raw_url, dict(request.headers))
+            except ClientError as error:
+                result = 400, {}, error.response["Error"]["Message"]
+        status, headers, body = result if len(result) == 3 else (200, {}, result)
+        return int(str(status).split(" ", 1)[0]), headers or {}, body.encode() if isinstance(body, str) else body
 
 
 def _start_server() -> tuple[Any, str]:
@@ -64,10 +81,11 @@ def _start_server() -> tuple[Any, str]:
 
 class _InProcess:
     """botocore's ``before-send`` for the clients of this process: a request to an embedded AWS
-    running here is handed to its WSGI app directly, through the same one-request-at-a-time lock,
-    instead of over a loopback socket. The app, and so every behaviour, is the same; what is saved is
-    the HTTP on both sides (about half of each call's cost). Other processes (the tests' subprocesses,
-    the ``resumable`` command) still reach the server over HTTP."""
+    running here is handed to the moto handler its server would route it to, through the same
+    one-request-at-a-time lock, instead of over a loopback socket. The handler sees the request its
+    server would give it (the same URL, host and headers); what is saved is the HTTP on both sides and
+    the web framework around the handler (together about two thirds of a GetItem's cost). Other
+    processes (the tests' subprocesses, the ``resumable`` command) still reach the server over HTTP."""
 
     def __init__(self) -> None:
         self.apps: dict[str, _OneRequestAtATime] = {}
@@ -96,29 +114,30 @@ class _InProcess:
             return None  # not an embedded AWS of this process: botocore sends it over HTTP
         from botocore.awsrequest import AWSResponse, HTTPHeaders
         from moto.core.botocore_stubber import MockRawResponse
-        from werkzeug.test import EnvironBuilder, run_wsgi_app
 
-        body = request.body
-        if hasattr(body, "read"):
-            body = body.read()
-        headers = [
-            (name, value.decode() if isinstance(value, bytes) else value)
-            for name, value in request.headers.items()
-            if name.lower() != "transfer-encoding"  # the body is whole here, as a server hands it on
-        ]
-        environ = EnvironBuilder(
-            method=request.method,
-            base_url=f"http://{endpoint}",
-            path=f"/{path}",
-            headers=headers,
-            data=body or b"",
-        ).get_environ()
-        chunks, status, response_headers = run_wsgi_app(app, environ)
-        headers_out = HTTPHeaders()
-        for name, value in response_headers.items():
-            headers_out[name] = value
-        raw = MockRawResponse(b"".join(chunks))
-        return AWSResponse(request.url, int(status.split(" ", 1)[0]), headers_out, raw)
+        status, headers, body = app.handle(_environ(request, endpoint, path))
+        replied = HTTPHeaders()
+        for name, value in headers.items():
+            replied[name] = str(value)
+        return AWSResponse(request.url, status, replied, MockRawResponse(body))
+
+
+def _environ(request: Any, endpoint: str, path: str) -> dict[str, Any]:
+    """The WSGI environment the server would make of botocore's ``request``."""
+    from werkzeug.test import EnvironBuilder
+
+    body = request.body
+    if hasattr(body, "read"):
+        body = body.read()
+    headers = [
+        (name, value.decode() if isinstance(value, bytes) else value)
+        for name, value in request.headers.items()
+        if name.lower() != "transfer-encoding"  # the body is whole here, as a server hands it on
+    ]
+    builder = EnvironBuilder(
+        method=request.method, base_url=f"http://{endpoint}", path=f"/{path}", headers=headers, data=body or b""
+    )
+    return builder.get_environ()
 
 
 _IN_PROCESS = _InProcess()
