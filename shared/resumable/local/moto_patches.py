@@ -7,11 +7,13 @@ constraints."""
 from __future__ import annotations
 
 import json
+import pickle
 from typing import Any
 
 
 def apply() -> None:
     _keep_the_cause_of_task_failures()
+    _copy_update_expressions_through_pickle()
     _roll_back_only_the_items_a_transaction_names()
     _list_moto_modules_once()
     _serialize_dynamodb_items_as_json()
@@ -218,3 +220,19 @@ def _check_an_update_expressions_clauses_once() -> None:
 
     ActionCountValidator.traverse = at_the_top
     OverlappingPathsValidator.traverse = at_the_top
+
+
+def copied(value: Any) -> Any:
+    """A deep copy of an update expression's tree or of an attribute value through pickle: the same
+    copy as ``copy.deepcopy`` makes of them (plain objects, no copy hooks of their own but
+    DynamoType's, which copies the same), in about a quarter of its time."""
+    return pickle.loads(pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
+
+
+def _copy_update_expressions_through_pickle() -> None:
+    """moto deep-copies an update expression's tree before validating it (a 30-attribute update: 1.7
+    ms of deepcopy, 0.4 ms through pickle). Its items keep moto's own copy, which skips the size check
+    that unpickling a LimitedSizeDict would run on every attribute."""
+    from moto.dynamodb.parsing import validators
+
+    validators.deepcopy = copied  # type: ignore[attr-defined,assignment]
