@@ -1,35 +1,36 @@
 """resumable: human-approved AI agents whose nested interrupts resume after a full rebuild.
 
-Importing this package does not import boto3; only BedrockModel and the AWS store do, when used. Nor
-does it import the openai SDK: ``OpenAIModel`` is loaded on first use, and imports openai on its first call.
+The names below are imported on first use: ``import resumable.cli`` (the ``resumable`` command) loads
+neither the agent runtime nor pydantic, and nothing here imports boto3 (only BedrockModel and the AWS
+store do, when used) or the openai SDK (``OpenAIModel`` imports it on its first call).
 """
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from resumable.exceptions import ActionFencedError
-from resumable.runtime import (
-    Agent,
-    AgentResult,
-    AgentTool,
-    ApprovalAnswer,
-    ApprovalPolicy,
-    BedrockModel,
-    ConversationManager,
-    FencingToken,
-    FileSession,
-    Interrupt,
-    Invocation,
-    Model,
-    ScriptedModel,
-    Session,
-    SlidingWindow,
-    Summarizing,
-    Tool,
-    ToolContext,
-    tool,
-)
-
 if TYPE_CHECKING:
+    from resumable.exceptions import ActionFencedError
+    from resumable.runtime import (
+        Agent,
+        AgentResult,
+        AgentTool,
+        ApprovalAnswer,
+        ApprovalPolicy,
+        BedrockModel,
+        ConversationManager,
+        FencingToken,
+        FileSession,
+        Interrupt,
+        Invocation,
+        Model,
+        ScriptedModel,
+        Session,
+        SlidingWindow,
+        Summarizing,
+        Tool,
+        ToolContext,
+        tool,
+    )
     from resumable.runtime.chat_completions import OpenAIModel
 
 __all__ = [
@@ -56,10 +57,17 @@ __all__ = [
     "tool",
 ]
 
+# The module each public name comes from.
+_HOMES = dict.fromkeys(__all__, "resumable.runtime") | {
+    "ActionFencedError": "resumable.exceptions",
+    "OpenAIModel": "resumable.runtime.chat_completions",
+}
+
 
 def __getattr__(name: str) -> Any:
-    if name == "OpenAIModel":
-        from resumable.runtime.chat_completions import OpenAIModel
-
-        return OpenAIModel
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value

@@ -221,3 +221,13 @@ def test_importing_every_lambda_handler_does_not_import_the_strands_sdk(
 def test_importing_the_strands_sdk_is_seen_by_the_checks_above(offline_aws_env: dict[str, str]) -> None:
     loaded = modules_after("import strands", offline_aws_env, STRANDS)
     assert {"strands", "opentelemetry"} <= {m.split(".")[0] for m in loaded}
+
+
+# -- the resumable command ---------------------------------------------------------------------------------
+
+
+def test_the_resumable_command_loads_neither_the_agent_runtime_nor_pydantic(offline_aws_env: dict[str, str]) -> None:
+    """A person waits for the command on every call: it imports what it uses (its HTTP client), not the
+    package's agent runtime, which ``import resumable`` leaves unloaded until a name of it is used."""
+    loaded = modules_after("import resumable.cli.main", offline_aws_env, ("resumable", "pydantic", *AWS))
+    assert [m for m in loaded if not m.startswith("resumable.cli")] == ["resumable"]
