@@ -149,3 +149,37 @@ def test_an_update_expression_dynamodb_refuses_is_refused_every_time_it_is_sent(
                 ExpressionAttributeValues={":v": {"S": "2"}},
             )
     assert dynamodb.get_item(TableName=aws.table_name, Key=_item("p", "s"))["Item"] == _item("p", "s", a="1")
+
+
+def test_a_long_poll_of_an_empty_queue_holds_no_other_request_up_and_a_message_sent_meanwhile_ends_it(
+    aws: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As SQS's long polling: the wait holds up nobody (a DynamoDB write, the SendMessage), and what is
+    sent during it is what it receives. (Waiting inside the request held every other call until it ran
+    out, and the message arrived only after the poll had returned empty.)"""
+    import threading
+
+    from moto.sqs.models import Queue
+
+    from resumable.aws.clients import client
+
+    waiting = threading.Event()
+    wait = Queue.wait_for_messages
+
+    def seen_waiting(queue: Any, timeout: int) -> None:
+        waiting.set()
+        wait(queue, timeout)
+
+    monkeypatch.setattr(Queue, "wait_for_messages", seen_waiting)
+    sqs = client("sqs", aws)
+    queue = sqs.create_queue(QueueName=f"long-poll-{aws.table_name}")["QueueUrl"]
+    received: list[Any] = []
+    poll = threading.Thread(
+        target=lambda: received.extend(sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=10).get("Messages", []))
+    )
+    poll.start()
+    waiting.wait()
+    DynamoDBStore(aws).dynamodb.put_item(TableName=aws.table_name, Item=_item("p", "during the poll"))
+    client("sqs", aws).send_message(QueueUrl=queue, MessageBody="wake up")
+    poll.join()
+    assert [m["Body"] for m in received] == ["wake up"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -25,15 +24,15 @@ class _OneRequestAtATime:
     Real DynamoDB applies each conditional write and transaction atomically; moto's in-memory
     backends are not thread-safe (a transaction even rolls back by restoring a copy of the whole
     table), so concurrent requests could interleave in ways AWS never allows. One request at a time
-    gives the embedded AWS the atomicity the store relies on.
+    (``moto_patches.REQUESTS``, one lock for the process, whose backends every embedded AWS of it
+    shares) gives the embedded AWS the atomicity the store relies on.
     """
 
     def __init__(self, app: Any) -> None:
         self.app = app  # moto's DomainDispatcherApplication: routes each request to a service's app
-        self.lock = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
-        with self.lock:
+        with moto_patches.REQUESTS.held():
             return list(self.app(environ, start_response))
 
     def handle(self, environ: dict[str, Any]) -> tuple[int, dict[str, Any], bytes]:
@@ -41,7 +40,7 @@ class _OneRequestAtATime:
         the server's web framework calls it (``convert_to_flask_response``) but without it."""
         from botocore.exceptions import ClientError
 
-        with self.lock:
+        with moto_patches.REQUESTS.held():
             backend = self.app.get_application(environ)
             endpoint, _ = backend.url_map.bind_to_environ(environ).match()
             handler = backend.view_functions[endpoint].callback

@@ -8,7 +8,45 @@ from __future__ import annotations
 
 import json
 import pickle
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
+
+
+class OneRequestAtATime:
+    """The lock every request to moto's backends holds while it runs (they are the process's, and not
+    thread-safe), let go of only while a long poll of an empty SQS queue waits for a message."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._holder = threading.local()
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        with self._lock:
+            self._holder.holds = True
+            try:
+                yield
+            finally:
+                self._holder.holds = False
+
+    @contextmanager
+    def let_go(self) -> Iterator[None]:
+        """Without the lock for a while, if this thread holds it; with it again afterwards."""
+        if not getattr(self._holder, "holds", False):
+            yield
+            return
+        self._holder.holds = False
+        self._lock.release()
+        try:
+            yield
+        finally:
+            self._lock.acquire()
+            self._holder.holds = True
+
+
+REQUESTS = OneRequestAtATime()
 
 
 def apply() -> None:
@@ -19,6 +57,7 @@ def apply() -> None:
     _serialize_dynamodb_items_as_json()
     _parse_each_update_expression_once()
     _check_an_update_expressions_clauses_once()
+    _let_other_requests_in_while_a_long_poll_waits()
 
 
 def _keep_the_cause_of_task_failures() -> None:
@@ -236,3 +275,22 @@ def _copy_update_expressions_through_pickle() -> None:
     from moto.dynamodb.parsing import validators
 
     validators.deepcopy = copied  # type: ignore[attr-defined,assignment]
+
+
+def _let_other_requests_in_while_a_long_poll_waits() -> None:
+    """moto's ReceiveMessage with ``WaitTimeSeconds`` waits on the queue for a message inside the
+    request: under ``REQUESTS``, every other call of every service (and the SendMessage that would end
+    the wait) stood still until the wait ran out. It waits without the lock now, as SQS's long polling
+    keeps no one else waiting; it reads the queue under the lock, as before."""
+    from moto.sqs.models import Queue
+
+    wait = Queue.wait_for_messages
+    if getattr(wait, "lets_go", False):
+        return
+
+    def wait_for_messages(self: Any, timeout: int) -> None:
+        with REQUESTS.let_go():
+            wait(self, timeout)
+
+    wait_for_messages.lets_go = True  # type: ignore[attr-defined]
+    Queue.wait_for_messages = wait_for_messages  # type: ignore[method-assign]
