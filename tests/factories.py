@@ -343,6 +343,20 @@ def nested_twice(context: AgentContext) -> Agent:
     )
 
 
-def chatty_forever(context: AgentContext) -> Agent:
-    """No tools, a reply for each of up to 200 turns of one session."""
-    return Agent(name="chatty", model=ScriptedModel([says(f"answer {n}") for n in range(200)]))
+def clerks(context: AgentContext) -> Agent:
+    """orchestrator -> ten clerk calls in one step, each looking a record up (no approval): a turn of
+    eleven records (the root and ten child turns), for up to 20 turns of one session."""
+
+    def clerk() -> Agent:
+        return Agent(
+            name="clerk",
+            model=ScriptedModel([calls(("c-1", "look_up", {"name": "a-db"})), says("found")]),
+            tools=[look_up],
+        )
+
+    asks = calls(*[(f"o-{n}", "clerk", {"prompt": f"look {n} up"}) for n in range(10)])
+    return Agent(
+        name="orchestrator",
+        model=ScriptedModel([reply for _ in range(20) for reply in (asks, says("all looked up"))]),
+        tools=[clerk().as_tool()],
+    )

@@ -207,9 +207,9 @@ def test_retention_purges_a_deleted_session_and_then_it_cannot_be_restored(
 def test_a_session_bigger_than_one_transaction_is_deleted_and_restored_whole(
     make_service: Callable[..., Service], store: DynamoDBStore, session_id: str
 ) -> None:
-    service = make_service("chatty_forever")
-    for n in range(110):
-        assert service.start_turn(session_id, f"hello {n}", ALICE).status == "completed"
+    service = make_service("clerks")
+    for n in range(10):
+        assert service.start_turn(session_id, f"look up {n}", ALICE).status == "completed"
     before = _records(store, session_id)
     assert len(before) > 100
 
@@ -250,8 +250,8 @@ def _hidden(service: Service, session_id: str, turns: list[TurnView]) -> int:
 def test_a_deletion_cut_short_is_finished_by_asking_again(
     make_service: Callable[..., Service], store: DynamoDBStore, session_id: str
 ) -> None:
-    service = make_service("chatty_forever")
-    turns = [service.start_turn(session_id, f"hello {n}", ALICE) for n in range(110)]
+    service = make_service("clerks")
+    turns = [service.start_turn(session_id, f"look up {n}", ALICE) for n in range(10)]
     _cut_short(service, session_id)
 
     assert 0 < _hidden(service, session_id, turns) < len(turns), "the first transaction landed, the rest did not"
@@ -265,9 +265,10 @@ def test_a_deletion_cut_short_is_finished_by_asking_again(
 def test_a_deletion_cut_short_can_be_restored_whole_instead(
     make_service: Callable[..., Service], store: DynamoDBStore, session_id: str
 ) -> None:
-    service = make_service("chatty_forever")
-    turns = [service.start_turn(session_id, f"hello {n}", ALICE) for n in range(110)]
+    service = make_service("clerks")
+    turns = [service.start_turn(session_id, f"look up {n}", ALICE) for n in range(10)]
     before = _records(store, session_id)
+    assert len(before) > 100
     _cut_short(service, session_id)
 
     restored = service.restore_session(session_id, ALICE)
@@ -312,9 +313,9 @@ def test_a_deletion_is_refused_whole_if_a_turn_began_since_the_session_was_read(
     """The race a deletion must not lose: a turn that begins between the deletion's read of the session
     and its first write. That write is refused, nothing is marked, and the deletion decides again (it
     cancels the new turn first)."""
-    service = make_service("chatty_forever")
-    for n in range(110):
-        service.start_turn(session_id, f"hello {n}", ALICE)
+    service = make_service("clerks")
+    for n in range(10):
+        service.start_turn(session_id, f"look up {n}", ALICE)
     seen = store.get_session(session_id)
     assert seen is not None and seen.active_turn_id is None
     clock.advance(1)
