@@ -5,8 +5,9 @@ Run as a program (it imports nothing of the tests or of resumable):
     python tests/mcp_server.py                 # over stdio
     python tests/mcp_server.py --http-fd <fd>  # over streamable HTTP, on the listening socket <fd>
 
-``delete_record`` appends ``delete <name>`` to the ledger file named by ``RESUMABLE_TEST_LEDGER`` (the
-ledger of tests/factories.py), so tests count how often it ran, across processes. With
+``delete_record`` appends ``delete <name>`` to the ledger file named by the request's ``x-ledger`` header
+(over HTTP: one server serves many tests) or by ``RESUMABLE_TEST_LEDGER`` (the ledger of
+tests/factories.py), so tests count how often it ran, across processes. With
 ``RESUMABLE_TEST_MCP_PIDS`` set, the server appends its process id to that file as it starts.
 """
 
@@ -25,6 +26,7 @@ from mcp_types import CallToolResult, TextContent
 LEDGER_ENV = "RESUMABLE_TEST_LEDGER"
 PIDS_ENV = "RESUMABLE_TEST_MCP_PIDS"
 CALLER_HEADER = "x-caller"
+LEDGER_HEADER = "x-ledger"
 
 server = MCPServer("records", log_level="WARNING")
 
@@ -53,9 +55,9 @@ def list_records() -> CallToolResult:
 
 
 @server.tool()
-def delete_record(name: str) -> str:
+def delete_record(name: str, ctx: Context) -> str:
     """Delete a database record."""
-    with open(os.environ[LEDGER_ENV], "a") as ledger:
+    with open((ctx.headers or {}).get(LEDGER_HEADER) or os.environ[LEDGER_ENV], "a") as ledger:
         ledger.write(f"delete {name}\n")
     return f"deleted {name}"
 

@@ -23,6 +23,7 @@ from tests.patience import HANG_SECONDS
 SERVER = Path(__file__).with_name("mcp_server.py")
 PIDS_ENV = "RESUMABLE_TEST_MCP_PIDS"
 CALLER_HEADER = "x-caller"
+LEDGER_HEADER = "x-ledger"
 
 
 def stdio_records(ledger: Path, pids: Path | None = None, **options: Any) -> MCPClient:
@@ -33,9 +34,10 @@ def stdio_records(ledger: Path, pids: Path | None = None, **options: Any) -> MCP
 
 
 @contextmanager
-def serving_records(ledger: Path) -> Iterator[str]:
+def serving_records(ledger: Path | None = None) -> Iterator[str]:
     """The records server over streamable HTTP on a port the system picks; yields its URL once it has
-    answered a request, and stops it afterwards.
+    answered a request, and stops it afterwards. Its ``delete_record`` writes to ``ledger``, or, with
+    none, to the ledger each request names (``LEDGER_HEADER``).
 
     The test binds the listening socket and hands it to the server process, so the port is known and
     taken before the server starts (no port to guess or race for), and the first request waits in the
@@ -46,7 +48,7 @@ def serving_records(ledger: Path) -> Iterator[str]:
     process = subprocess.Popen(
         [sys.executable, str(SERVER), "--http-fd", str(listening.fileno())],
         pass_fds=[listening.fileno()],
-        env={**os.environ, LEDGER_ENV: str(ledger)},
+        env={**os.environ, **({LEDGER_ENV: str(ledger)} if ledger is not None else {})},
     )
     listening.close()
     url = f"http://127.0.0.1:{port}/mcp"
@@ -95,16 +97,14 @@ class RecordsServer:
 
 
 @contextmanager
-def records_server(transport: str, ledger: Path, pids: Path) -> Iterator[RecordsServer]:
-    """The records server over ``transport`` (``stdio`` or ``http``), its ``delete_record`` writing to
-    ``ledger``; an HTTP server runs until the block ends."""
+def records_server(transport: str, ledger: Path, pids: Path, url: str) -> Iterator[RecordsServer]:
+    """The records server over ``transport``, its ``delete_record`` writing to ``ledger``: over ``stdio``
+    a server each client starts, over ``http`` the one serving at ``url`` (``serving_records``)."""
     if transport == "stdio":
         yield RecordsServer(transport, lambda **options: stdio_records(ledger, pids, **options), pids)
         return
-    with serving_records(ledger) as url:
-        yield RecordsServer(
-            transport, lambda **options: MCPClient.http(url, headers={CALLER_HEADER: "alice"}, **options), pids
-        )
+    headers = {CALLER_HEADER: "alice", LEDGER_HEADER: str(ledger)}
+    yield RecordsServer(transport, lambda **options: MCPClient.http(url, headers=headers, **options), pids)
 
 
 def mcp_threads() -> list[str]:

@@ -16,7 +16,7 @@ from resumable.store import DynamoDBStore
 from resumable.store.resources import create_table_request
 from tests.clock import FakeClock
 from tests.factories import LEDGER_ENV
-from tests.mcp_servers import RecordsServer, records_server
+from tests.mcp_servers import RecordsServer, records_server, serving_records
 
 
 @pytest.fixture(scope="session")
@@ -86,8 +86,15 @@ def counting() -> Iterator[None]:
         yield
 
 
+@pytest.fixture(scope="session")
+def records_url() -> Iterator[str]:
+    """tests/mcp_server.py over streamable HTTP, one for the worker: each request names its ledger."""
+    with serving_records() as url:
+        yield url
+
+
 @pytest.fixture(params=["stdio", "http"])
-def records(request: pytest.FixtureRequest, ledger: Path, tmp_path: Path) -> Iterator[RecordsServer]:
+def records(request: pytest.FixtureRequest, ledger: Path, tmp_path: Path, records_url: str) -> Iterator[RecordsServer]:
     """tests/mcp_server.py over each transport: a test using it runs once over stdio, once over HTTP."""
-    with records_server(request.param, ledger, tmp_path / "mcp-pids") as server:
+    with records_server(request.param, ledger, tmp_path / "mcp-pids", records_url) as server:
         yield server
