@@ -15,7 +15,7 @@ INSTALLED := $(VENV)/.installed-dev
 # Test workers: each runs its own embedded AWS.
 PYTEST_WORKERS ?= 2
 
-.PHONY: run demo invoke layer bench soak test test-fast lint typecheck validate scan pytest clean constraints browser deploy
+.PHONY: run demo invoke layer bench soak test test-fast checks lint typecheck validate scan pytest clean constraints browser deploy
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -55,8 +55,13 @@ bench: layer
 soak: $(INSTALLED)
 	$(BIN)/python -m tests.soak
 
-## test: lint, format check, type check, template validation, the security scan and the whole test suite
-test: lint typecheck validate scan pytest
+## test: lint, format check, type check, template validation and the security scan (side by side), then the whole test suite
+test: $(INSTALLED) $(CHECKOV) $(SAM) $(CHROMIUM)
+	@$(MAKE) --no-print-directory -j 4 --output-sync=target checks
+	@$(MAKE) --no-print-directory pytest
+
+## checks: the static checks alone (make -j runs them side by side)
+checks: lint typecheck validate scan
 
 ## test-fast: the unit tier alone (no embedded AWS, no servers): seconds
 test-fast: $(INSTALLED)
