@@ -164,14 +164,7 @@ def throughput(settings: Settings, clients: int = 8, turns_each: int = 10) -> di
         except BaseException as error:  # reported below
             failures.append(error)
 
-    threads = [threading.Thread(target=approve_all, args=(c,)) for c in range(clients)]
-    for thread in threads:
-        thread.start()
-    barrier.wait()
-    started = time.perf_counter()
-    for thread in threads:
-        thread.join()
-    elapsed = time.perf_counter() - started
+    elapsed = _at_once(approve_all, clients, barrier)
     if failures:
         raise failures[0]
     ran = sum(sum(actions_of(t.session_id).values()) for turns in waiting for t in turns)
@@ -186,6 +179,19 @@ def throughput(settings: Settings, clients: int = 8, turns_each: int = 10) -> di
         "approvals_per_second": clients * turns_each / elapsed,
         "actions_run": ran,
     }
+
+
+def _at_once(work: Callable[[int], None], threads: int, barrier: threading.Barrier) -> float:
+    """Run ``work(0..threads-1)`` on threads that each wait on ``barrier`` (whose last party is this
+    thread) before starting: the seconds from their release until the last has finished."""
+    running = [threading.Thread(target=work, args=(n,)) for n in range(threads)]
+    for thread in running:
+        thread.start()
+    barrier.wait()
+    started = time.perf_counter()
+    for thread in running:
+        thread.join()
+    return time.perf_counter() - started
 
 
 def duplicates(settings: Settings, deliveries: int = 50) -> dict[str, Any]:
@@ -205,14 +211,7 @@ def duplicates(settings: Settings, deliveries: int = 50) -> dict[str, Any]:
         except Exception as error:
             outcomes.append(type(error).__name__)
 
-    threads = [threading.Thread(target=deliver, args=(n,)) for n in range(deliveries)]
-    for thread in threads:
-        thread.start()
-    barrier.wait()
-    started = time.perf_counter()
-    for thread in threads:
-        thread.join()
-    elapsed = time.perf_counter() - started
+    elapsed = _at_once(deliver, deliveries, barrier)
     final = services[0].get_turn(session, turn.turn_id)
     if not os.environ.get("BENCH_AWS"):
         forget_session(settings, session)
