@@ -1,5 +1,7 @@
 """The embedded AWS keeps DynamoDB's promise where resumable depends on it: a transaction that is
-canceled writes nothing (its rollback restores only what it names, so this is checked here)."""
+canceled writes nothing, not even to the table's stream (its rollback restores only what it names,
+so this is checked here); and a client of this process, which reaches it without a socket, meets
+what a client over the socket meets."""
 
 from __future__ import annotations
 
@@ -57,6 +59,25 @@ def test_a_canceled_transaction_leaves_every_item_it_named_as_it_was(aws: Settin
         )["Items"]
         == []
     )
+    # The publisher reads the stream: a canceled commit must not announce anything.
+    assert _stream_records(aws) == [("INSERT", "p", "kept"), ("INSERT", "p", "deleted"), ("INSERT", "q", "replaced")]
+
+
+def _stream_records(aws: Settings) -> list[tuple[str, str, str]]:
+    """What the table's stream holds: (event, pk, sk) of every record, oldest first."""
+    from resumable.aws.clients import client
+
+    streams = client("dynamodbstreams", aws)
+    arn = DynamoDBStore(aws).dynamodb.describe_table(TableName=aws.table_name)["Table"]["LatestStreamArn"]
+    records: list[tuple[str, str, str]] = []
+    for shard in streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
+        iterator = streams.get_shard_iterator(
+            StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+        )["ShardIterator"]
+        for record in streams.get_records(ShardIterator=iterator)["Records"]:
+            keys = record["dynamodb"]["Keys"]
+            records.append((record["eventName"], keys["pk"]["S"], keys["sk"]["S"]))
+    return records
 
 
 def test_a_request_from_this_process_is_applied_once_whichever_session_made_its_client(aws: Settings) -> None:
@@ -183,3 +204,36 @@ def test_a_long_poll_of_an_empty_queue_holds_no_other_request_up_and_a_message_s
     client("sqs", aws).send_message(QueueUrl=queue, MessageBody="wake up")
     poll.join()
     assert [m["Body"] for m in received] == ["wake up"]
+
+
+def test_a_request_moto_fails_on_is_a_500_with_or_without_the_socket(aws: Settings) -> None:
+    """An operation the emulator lacks fails as over its socket: an AWS error with status 500 (which
+    botocore retries, then raises as ClientError), never a Python exception of moto's own; and every
+    reply says its length."""
+    import boto3
+    from botocore.config import Config
+    from botocore.exceptions import ClientError
+
+    def dynamodb(endpoint: str) -> Any:
+        return boto3.client(
+            "dynamodb",
+            region_name=aws.region,
+            endpoint_url=endpoint,
+            aws_access_key_id=aws.access_key_id,
+            aws_secret_access_key=aws.secret_access_key,
+            config=Config(retries={"mode": "standard", "max_attempts": 1}),
+        )
+
+    assert aws.endpoint_url is not None and "127.0.0.1" in aws.endpoint_url
+    in_process, over_the_socket = (
+        dynamodb(aws.endpoint_url),
+        dynamodb(aws.endpoint_url.replace("127.0.0.1", "localhost")),
+    )
+    statuses = []
+    for client in (in_process, over_the_socket):
+        with pytest.raises(ClientError) as failed:
+            client.describe_contributor_insights(TableName=aws.table_name)
+        statuses.append(failed.value.response["ResponseMetadata"]["HTTPStatusCode"])
+    assert statuses == [500, 500]
+    reply = in_process.describe_table(TableName=aws.table_name)["ResponseMetadata"]
+    assert int(reply["HTTPHeaders"]["content-length"]) > 0

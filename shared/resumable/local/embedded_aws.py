@@ -17,6 +17,8 @@ from resumable.config import Settings
 from resumable.local import moto_patches
 from resumable.store.resources import BUCKET_LIFECYCLE_RULES, create_table_request, ttl_request
 
+_log = logging.getLogger(__name__)
+
 
 class _OneRequestAtATime:
     """Serialises requests to moto's backends.
@@ -39,6 +41,7 @@ class _OneRequestAtATime:
         """What the moto handler the server routes ``environ`` to answers (status, headers, body), as
         the server's web framework calls it (``convert_to_flask_response``) but without it."""
         from botocore.exceptions import ClientError
+        from werkzeug.exceptions import InternalServerError
 
         with moto_patches.REQUESTS.held():
             backend = self.app.get_application(environ)
@@ -49,8 +52,14 @@ class _OneRequestAtATime:
                 result = handler(request, request.raw_url, dict(request.headers))
             except ClientError as error:
                 result = 400, {}, error.response["Error"]["Message"]
+            except Exception:  # moto failed (e.g. an operation it lacks): a 500, as its server answers
+                _log.exception("the embedded AWS failed to answer %s %s", environ["REQUEST_METHOD"], request.url)
+                failed = InternalServerError()
+                result = 500, dict(failed.get_headers(environ)), failed.get_body(environ)
         status, headers, body = result if len(result) == 3 else (200, {}, result)
-        return int(str(status).split(" ", 1)[0]), headers or {}, body.encode() if isinstance(body, str) else body
+        body = body.encode() if isinstance(body, str) else body
+        headers = {"Content-Length": str(len(body)), **(headers or {})}
+        return int(str(status).split(" ", 1)[0]), headers, body
 
 
 def _start_server() -> tuple[Any, str]:
