@@ -56,6 +56,12 @@ def _imported(module: str, path: Path, known: dict[str, Path]) -> Iterator[str]:
                 found = found.rpartition(".")[0]
             if found and found != module:
                 yield found
+            # Importing ``a.b.c`` runs ``a`` and ``a.b`` first: those of them ``module`` is not inside.
+            parent = found.rpartition(".")[0]
+            while parent:
+                if parent in known and not f"{module}.".startswith(f"{parent}."):
+                    yield parent
+                parent = parent.rpartition(".")[0]
 
 
 def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -112,6 +118,26 @@ def test_no_import_circle_outside_runtime() -> None:
 def test_the_circle_finder_finds_a_circle_and_only_that() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
     assert _circles(graph) == [["a", "b", "c"]]
+
+
+def test_a_circle_through_a_package_that_runs_first_is_found(tmp_path: Path) -> None:
+    """``pkg_b.thing`` imports ``pkg_a.core``, which runs ``pkg_a`` (its ``__init__``) first, which
+    imports ``pkg_b.thing``: a circle no line of the code spells out."""
+    for name, text in {
+        "top/__init__.py": "",
+        "top/pkg_a/__init__.py": "from top.pkg_b.thing import B\n",
+        "top/pkg_a/core.py": "A = 1\n",
+        "top/pkg_b/__init__.py": "",
+        "top/pkg_b/thing.py": "from top.pkg_a.core import A\nB = A\n",
+    }.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    known = {
+        ".".join(p.relative_to(tmp_path).with_suffix("").parts).removesuffix(".__init__"): p
+        for p in tmp_path.rglob("*.py")
+    }
+    graph = {module: set(_imported(module, path, known)) for module, path in known.items()}
+    assert _circles(graph) == [["top.pkg_a", "top.pkg_b.thing"]]
 
 
 def test_no_test_is_named_after_an_issue() -> None:
