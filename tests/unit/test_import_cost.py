@@ -231,3 +231,22 @@ def test_the_resumable_command_loads_neither_the_agent_runtime_nor_pydantic(offl
     package's agent runtime, which ``import resumable`` leaves unloaded until a name of it is used."""
     loaded = modules_after("import resumable.cli.main", offline_aws_env, ("resumable", "pydantic", *AWS))
     assert [m for m in loaded if not m.startswith("resumable.cli")] == ["resumable"]
+
+
+def test_every_public_name_of_resumable_is_listed_and_imports_from_the_package(offline_aws_env: dict[str, str]) -> None:
+    """The public names load on first use, yet a fresh ``import resumable`` lists them (``dir``, the REPL's
+    completion) and each comes from the package; a name it does not have is an AttributeError naming it."""
+    code = """
+    import resumable
+    missing = [name for name in resumable.__all__ if name not in dir(resumable)]
+    assert missing == [], missing
+    for name in resumable.__all__:
+        exec(f"from resumable import {name}")
+    try:
+        resumable.Agnet
+    except AttributeError as error:
+        assert "'Agnet'" in str(error), error
+    else:
+        raise AssertionError("resumable.Agnet did not raise")
+    """
+    modules_after(code, offline_aws_env, ())
