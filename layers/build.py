@@ -24,6 +24,7 @@ from __future__ import annotations
 import compileall
 import contextlib
 import hashlib
+import importlib.metadata
 import os
 import py_compile
 import shutil
@@ -108,7 +109,10 @@ def _install(layer: Layer, target: Path) -> None:
     if not KEPT.parent.is_dir():
         subprocess.run([*pip, "--target", str(target), "-r", str(requirements)], check=True)
         return
-    digest = hashlib.sha256(requirements.read_bytes() + " ".join(PIP_TARGET).encode()).hexdigest()[:16]
+    # What pip installs depends on the requirements, the options, pip itself and where it looks.
+    where = sorted((name, value) for name, value in os.environ.items() if name.startswith("PIP_"))
+    key = [requirements.read_text(), *PIP_TARGET, importlib.metadata.version("pip"), repr(where)]
+    digest = hashlib.sha256("\n".join(key).encode()).hexdigest()[:16]
     kept = KEPT / f"{layer.directory}-{digest}"
     if not kept.is_dir():
         KEPT.mkdir(exist_ok=True)
