@@ -72,6 +72,21 @@ def test_a_canceled_question_is_gone_and_denying_says_why(url: str) -> None:
     assert denied.returncode == 0 and "DENIED: not test" in denied.stdout
 
 
+def test_what_a_turn_says_reaches_the_terminal_as_text_never_as_its_control_sequences(url: str) -> None:
+    """A denial's message (or a model's output) holding an escape sequence, a bell or a bidi override
+    is shown escaped: the command never hands the approver's terminal a sequence to obey."""
+    turn = json.loads(resumable(url, "--json", "start", "cli-c", "delete the test-db record").stdout)
+    hostile = "no\x1b[2J\x07\u202etxt.exe"
+    denied = resumable(url, "deny", "cli-c", turn["turnId"], turn["interactions"][0]["requestId"], "--message", hostile)
+    shown = resumable(url, "show", "cli-c", turn["turnId"])
+    for ran in (denied, shown):
+        assert ran.returncode == 0, ran.stderr
+        assert not any(c in ran.stdout for c in "\x1b\x07\u202e"), repr(ran.stdout)
+        assert "DENIED: no\\x1b[2J\\x07\\u202etxt.exe" in ran.stdout, ran.stdout
+    as_json = json.loads(resumable(url, "--json", "show", "cli-c", turn["turnId"]).stdout)
+    assert hostile in as_json["output"]  # the data itself is kept whole
+
+
 def test_an_unreachable_api_is_exit_1_and_says_where(url: str) -> None:
     ran = resumable("http://127.0.0.1:9", "inbox")
     assert ran.returncode == 1 and "could not reach http://127.0.0.1:9" in ran.stderr

@@ -171,12 +171,38 @@ def _events(options: argparse.Namespace) -> int:
     return 0
 
 
+class _Harmless:
+    """A stream that writes control and format characters (an escape sequence, NUL, a bidi override)
+    as escapes (``\\x1b``): what a turn, a question or an error says is shown to the person at the
+    terminal, never obeyed by it. ``keep`` is what the command itself writes (new lines)."""
+
+    def __init__(self, stream: Any, keep: str) -> None:
+        self.stream = stream
+        self.keep = keep
+
+    def write(self, text: str) -> int:
+        return int(self.stream.write("".join(_harmless(c, self.keep) for c in text)))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def _harmless(character: str, keep: str) -> str:
+    if character.isprintable() or character in keep:
+        return character
+    return character.encode("unicode_escape").decode("ascii")
+
+
 def main(argv: list[str] | None = None) -> int:
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Harmless(out, "\n\t"), _Harmless(err, "\n\t\r")
     try:
         return _main(argv)
     except BrokenPipeError:  # the reader went away (| head): what it did not read is not an error
         sys.stderr.close()
         return 0
+    finally:
+        sys.stdout, sys.stderr = out, err
 
 
 def _main(argv: list[str] | None = None) -> int:
