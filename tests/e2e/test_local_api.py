@@ -234,18 +234,57 @@ def _raw(url: str, request: bytes) -> tuple[int, dict[str, Any]]:
         b"GARBAGE\r\n\r\n",
         b"GET /interactions HTTP/9.9\r\n\r\n",
         b"POST /sessions/s/turns HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n{}",
-        b"POST /sessions/s/turns HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999\r\n\r\n{}",
         b"GET /interactions?cursor=" + b"x" * 70_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"POST /sessions/s/turns HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
     ],
     ids=[
         "garbage request line",
         "unknown HTTP version",
         "Content-Length not a number",
-        "huge Content-Length",
         "huge URL",
+        "malformed chunk",
     ],
 )
 def test_malformed_http_gets_a_json_error_and_the_server_serves_on(url: str, request_bytes: bytes) -> None:
     status, body = _raw(url, request_bytes)
     assert (400 <= status < 500 or status == 505) and body["code"] == "bad_request", body  # 505: HTTP version
     assert call(url, "GET", "/interactions")[0] == 200
+
+
+def test_a_long_url_is_refused_saying_so(url: str) -> None:
+    status, body = _raw(url, b"GET /interactions?cursor=" + b"x" * 70_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert (status, body["message"]) == (414, "URI is too long; nothing was done")
+
+
+def test_a_body_over_the_apis_limit_is_a_413_that_a_client_writing_it_whole_reads(url: str) -> None:
+    """As API Gateway: over 10 MB is refused, and the client that sent it all before reading (as
+    http.client does) gets the reply, not a broken pipe."""
+    import http.client
+
+    host, port = url.removeprefix("http://").split(":")
+    for declared, sent in ((20_000_000, 20_000_000), (99_999_999_999, 2)):
+        connection = http.client.HTTPConnection(host, int(port), timeout=HANG_SECONDS)
+        try:
+            connection.putrequest("POST", "/sessions/big/turns")
+            connection.putheader("Content-Length", str(declared))
+            connection.endheaders()
+            connection.send(b"{" + b" " * (sent - 2) + b"}")
+            reply = connection.getresponse()
+            body = json.loads(reply.read())
+        finally:
+            connection.close()
+        assert (reply.status, body["code"]) == (413, "too_large"), body
+        assert f"the body is {declared} bytes, over the API's 10,485,760" in body["message"]
+    assert call(url, "GET", "/interactions")[0] == 200
+
+
+def test_a_chunked_body_is_read_whole(url: str) -> None:
+    """A client that streams its body in chunks (curl with Transfer-Encoding: chunked) is served as
+    one that sends its length."""
+    prompt = json.dumps({"prompt": "delete the c record"}).encode()
+    chunks = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (prompt[:7], prompt[7:])) + b"0\r\n\r\n"
+    head = (
+        b"POST /sessions/chunked/turns HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    )
+    status, body = _raw(url, head + chunks)
+    assert (status, body["status"]) == (201, "waiting"), body

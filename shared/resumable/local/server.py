@@ -13,6 +13,7 @@ template event says ``Authorizer: NONE`` is served to anyone.
 from __future__ import annotations
 
 import base64
+import contextlib
 import importlib.util
 import json
 import logging
@@ -23,6 +24,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
@@ -212,8 +214,27 @@ def query_parameters(query: str) -> dict[str, str] | None:
     return {name: ",".join(values) for name, values in found.items()} or None
 
 
-# API Gateway's payload limit; a larger body is refused before it is read.
+# API Gateway's payload limit; a larger body is refused (413) without being used.
 MAX_BODY_BYTES = 10 * 1024 * 1024
+# How much of a refused body is read and dropped so that its client sees the reply; beyond it, the
+# connection is closed.
+_DROPPED_AT_MOST = 64 * 1024 * 1024
+
+
+def _described(status: int) -> str:
+    """What HTTP says a status means ("URI is too long"), or nothing for one it does not name."""
+    try:
+        return HTTPStatus(status).description
+    except ValueError:
+        return ""
+
+
+class _BodyError(Exception):
+    """A request body refused: its status, code and what was wrong ("nothing was done" is added)."""
+
+    def __init__(self, status: int, code: str, what: str) -> None:
+        super().__init__(what)
+        self.status, self.code, self.message = status, code, f"{what}; nothing was done"
 
 
 def make_server(
@@ -259,7 +280,8 @@ def make_server(
             """Python's own refusals (a malformed request line, headers too large) in the API's shape."""
             self.close_connection = True
             self.request_version = "HTTP/1.1"  # an unparsed request line left 0.9, which gets no headers
-            body = {"code": "bad_request", "message": f"{message or 'the request is malformed'}; nothing was done"}
+            said = message or _described(code)
+            body = {"code": "bad_request", "message": f"{said or 'the request is malformed'}; nothing was done"}
             raw = json.dumps(body).encode()
             self.send_response(code, message)
             self.send_header("Content-Type", "application/json")
@@ -285,20 +307,16 @@ def make_server(
 
         def _serve(self) -> None:
             url = urlsplit(self.path)
-            declared = self.headers.get("Content-Length") or "0"
-            if not declared.isdigit() or int(declared) > MAX_BODY_BYTES:
-                self.close_connection = True
-                message = (
-                    f"Content-Length {declared[:40]!r} is not a byte count from 0 to {MAX_BODY_BYTES}; nothing was done"
-                )
-                self._reply(400, {"code": "bad_request", "message": message}, {"Connection": "close"})
-                return
             self.connection.settimeout(30)  # a client that sends less than it declared is not waited on forever
             try:
-                body = self.rfile.read(int(declared))
+                body = self._body()
+            except _BodyError as refused:
+                self.close_connection = True
+                self._reply(refused.status, {"code": refused.code, "message": refused.message}, {"Connection": "close"})
+                return
             except TimeoutError:
                 self.close_connection = True
-                message = f"the body ended before the {declared} bytes Content-Length declared; nothing was done"
+                message = "the body ended before the bytes its Content-Length or chunks declared; nothing was done"
                 self._reply(400, {"code": "bad_request", "message": message}, {"Connection": "close"})
                 return
             path = unquote(url.path)
@@ -337,6 +355,53 @@ def make_server(
             payload = reply.get("body") or ""
             raw = base64.b64decode(payload) if reply.get("isBase64Encoded") else payload.encode()
             self._send(int(reply.get("statusCode", 200)), raw, reply.get("headers") or {})
+
+        def _body(self) -> bytes:
+            """The request's body, whole: by its Content-Length, or by its chunks (as API Gateway takes
+            either). Over the API's limit, ``_BodyError`` 413 once what was sent is read and dropped (a
+            client that writes all before it reads sees the reply)."""
+            if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+                return self._chunks()
+            declared = self.headers.get("Content-Length") or "0"
+            if not declared.isdigit():
+                raise _BodyError(400, "bad_request", f"Content-Length {declared[:40]!r} is not a byte count")
+            if int(declared) > MAX_BODY_BYTES:
+                self._drop(int(declared))
+                too_large = f"the body is {declared} bytes, over the API's {MAX_BODY_BYTES:,}"
+                raise _BodyError(413, "too_large", too_large)
+            body = self.rfile.read(int(declared))
+            if len(body) < int(declared):
+                raise TimeoutError
+            return body
+
+        def _chunks(self) -> bytes:
+            body = b""
+            while True:
+                line = self.rfile.readline(1024)
+                try:
+                    size = int(line.split(b";", 1)[0].strip(), 16)
+                except ValueError:
+                    malformed = f"a chunk's size line {line[:40]!r} is malformed"
+                    raise _BodyError(400, "bad_request", malformed) from None
+                if size == 0:
+                    while self.rfile.readline(8192).strip():  # the trailer, up to its blank line
+                        pass
+                    return body
+                if len(body) + size > MAX_BODY_BYTES:
+                    too_large = f"the chunked body is over the API's {MAX_BODY_BYTES:,} bytes"
+                    raise _BodyError(413, "too_large", too_large)
+                chunk = self.rfile.read(size)
+                if len(chunk) < size or self.rfile.read(2) != b"\r\n":
+                    raise TimeoutError
+                body += chunk
+
+        def _drop(self, declared: int) -> None:
+            """Read and drop up to ``_DROPPED_AT_MOST`` bytes of a body that is refused unused."""
+            left = min(declared, _DROPPED_AT_MOST)
+            self.connection.settimeout(2)  # a client that stops sending is not waited on
+            with contextlib.suppress(OSError):
+                while left > 0 and (read := self.rfile.read(min(left, 1 << 20))):
+                    left -= len(read)
 
         def _reply(self, status: int, body: Any, headers: dict[str, str]) -> None:
             self._send(status, json.dumps(body).encode(), {"Content-Type": "application/json", **headers})
