@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -95,6 +96,20 @@ def test_an_unreachable_api_is_exit_1_and_says_where(url: str) -> None:
         [sys.executable, "-m", "resumable.cli", "events"], capture_output=True, text=True, env=env, check=False
     )
     assert events.returncode == 2 and "--queue" in events.stderr
+
+
+def test_a_queue_that_is_not_there_or_no_url_is_said_so_not_a_traceback(handler_environment: Any) -> None:
+    missing = f"{handler_environment.endpoint_url}/123456789012/no-such-queue"
+    for queue, code in ((missing, 1), ("not-a-url", 2)):
+        ran = subprocess.run(
+            [sys.executable, "-m", "resumable.cli", "events", "--queue", queue, "--once"],
+            capture_output=True,
+            text=True,
+            timeout=HANG_SECONDS,
+            check=False,
+        )
+        assert ran.returncode == code, ran.stderr
+        assert f"could not read the queue '{queue}'" in ran.stderr and "Traceback" not in ran.stderr, ran.stderr
 
 
 def test_signed_requests_act_as_their_signer_and_a_forged_signature_is_refused(url: str, tmp_path: Path) -> None:

@@ -163,11 +163,20 @@ def _events(options: argparse.Namespace) -> int:
     except ImportError:
         print("resumable events reads the local run's queue: install resumable with its local extra", file=sys.stderr)
         return 1
+    from botocore.exceptions import BotoCoreError, ClientError
+
     try:
         for event in read_events(options.queue, follow=not options.once):
             print(json.dumps(event) if options.json else line(event), flush=True)
     except KeyboardInterrupt:
         pass
+    except (BotoCoreError, ClientError, ValueError) as error:
+        print(
+            f"resumable events: could not read the queue {options.queue!r} ({error}); make run prints its URL "
+            "(RESUMABLE_EVENTS_QUEUE), and it lasts as long as that make run",
+            file=sys.stderr,
+        )
+        return 2 if isinstance(error, ValueError) else 1
     return 0
 
 
