@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,11 +24,25 @@ MAX_LINES = 400
 CIRCLES_ALLOWED_IN = "resumable.runtime"
 
 
+def _ours(folder: Path) -> list[Path]:
+    """The Python files of ``folder`` that are the project's: what git tracks or would (not what it
+    ignores, such as a layer's build with its third-party packages)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z", "--", "*.py"],
+        cwd=folder,
+        capture_output=True,
+        check=False,
+    )
+    if listed.returncode != 0:  # not a git checkout (an unpacked archive): every file
+        return sorted(folder.rglob("*.py"))
+    return sorted(folder / name for name in listed.stdout.decode().split("\0") if name and (folder / name).exists())
+
+
 def _modules() -> dict[str, Path]:
     """Every module of the code by its dotted name (a package by its own name)."""
     found = {}
     for folder, name in CODE:
-        for path in sorted(folder.rglob("*.py")):
+        for path in _ours(folder):
             parts = [name, *path.relative_to(folder).with_suffix("").parts]
             if parts[-1] == "__init__":
                 parts.pop()
