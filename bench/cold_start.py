@@ -34,7 +34,7 @@ from typing import Any
 
 from resumable.config import Settings
 from resumable.local.authorizers import iam_identity
-from resumable.local.server import LambdaContext, api_event, function_arn, load_template, routes
+from resumable.local.functions import LambdaContext, api_event, function_arn, load_template, routes
 from resumable.service import Service
 
 ROOT = Path(__file__).resolve().parents[1]

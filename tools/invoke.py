@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from resumable.local.embedded_aws import embedded_aws
-from resumable.local.server import LambdaContext, functions, load_handler, load_template
+from resumable.local.functions import LambdaContext, functions, load_handler, load_template
 
 
 def invoke(function: str, event: dict[str, Any]) -> dict[str, Any]:

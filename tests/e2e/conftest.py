@@ -14,7 +14,8 @@ from resumable.api.app import forget
 from resumable.config import Settings
 from resumable.local.authorizers import LocalCredentials
 from resumable.local.embedded_aws import embedded_aws
-from resumable.local.server import function_arn, make_server
+from resumable.local.functions import function_arn
+from resumable.local.server import make_server
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from resumable.api.app import continue_function
 from resumable.config import Settings
 from resumable.exceptions import BadRequestError, NotFoundError, ValidationFailedError
 from resumable.local.events import create_event_resources, read_events
-from resumable.local.server import ROOT, LambdaContext, function_arn, functions, load_template, routes
+from resumable.local.functions import ROOT, LambdaContext, function_arn, functions, load_template, routes
 from resumable.store import DynamoDBStore
 from resumable.store.resources import OUTBOX_FILTER
 from tests.patience import eventually

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from resumable.api.app import forget
-from resumable.local.server import load_template
-from resumable.local.server import routes as template_routes
+from resumable.local.functions import load_template
+from resumable.local.functions import routes as template_routes
 from resumable.local.template import functions_in_process
 from tests.e2e.local_api import APPROVER, MALLORY, call
 from tests.factories import LEDGER_ENV, executions

@@ -16,7 +16,7 @@ import pytest
 from resumable.config import Settings
 from resumable.events.schemas import MODELS, SCHEMAS, schema_file
 from resumable.local.events import EventResources, line, publishing, read_events
-from resumable.local.server import ROOT
+from resumable.local.functions import ROOT
 from tests.e2e.local_api import call
 from tests.patience import HANG_SECONDS, eventually
 

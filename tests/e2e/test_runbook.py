@@ -24,7 +24,7 @@ from resumable.cli.main import _parser
 from resumable.config import Settings
 from resumable.events.publisher import Publishing
 from resumable.local.events import EventResources, publishing, read_events
-from resumable.local.server import ROOT
+from resumable.local.functions import ROOT
 from resumable.local.template import create_state_machine, functions_in_process
 from resumable.store import DynamoDBStore, S3Snapshots
 from tests.e2e.local_api import APPROVER, cli

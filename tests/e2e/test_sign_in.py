@@ -163,7 +163,7 @@ def test_with_jwt_the_caller_is_the_token_subject_and_nobody_stands_in_for_a_mis
     jwt_url: str, issuer: LocalIssuer
 ) -> None:
     """What API Gateway hands the function: the claims as strings (an array claim in brackets)."""
-    from resumable.local.server import ROOT
+    from resumable.local.functions import ROOT
     from tools.invoke import invoke
 
     event = json.loads((ROOT / "events" / "start_turn.json").read_text())

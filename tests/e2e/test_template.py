@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from resumable.local.events import Mapping
-from resumable.local.server import load_template
+from resumable.local.functions import load_template
 from resumable.metrics import METRICS
 from resumable.store.resources import (
     BILLING_MODE,

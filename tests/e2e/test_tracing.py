@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from resumable.config import Settings
-from resumable.local.server import ROOT
+from resumable.local.functions import ROOT
 from tests.patience import HANG_SECONDS
 
 pytestmark = pytest.mark.slow

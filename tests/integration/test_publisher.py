@@ -19,7 +19,7 @@ from resumable.events.publisher import Publishing
 from resumable.events.schemas import MODELS, SCHEMAS, json_schema, schema_file
 from resumable.exceptions import AwsError
 from resumable.local.events import EventResources, Handler, create_event_resources, publishing
-from resumable.local.server import ROOT
+from resumable.local.functions import ROOT
 from resumable.service import Service
 from resumable.store import DynamoDBStore
 from resumable.store.codec import encode, key

@@ -26,7 +26,7 @@ from typing import Any
 
 from resumable.aws.clients import client
 from resumable.config import Settings
-from resumable.local.server import LambdaContext, functions, load_handler, load_template
+from resumable.local.functions import LambdaContext, functions, load_handler, load_template
 
 logger = logging.getLogger(__name__)
 

@@ -20,9 +20,10 @@ from contextlib import ExitStack
 from resumable.local.authorizers import JwtVerifier, LocalCredentials
 from resumable.local.embedded_aws import embedded_aws
 from resumable.local.events import publishing
+from resumable.local.functions import ROOT, function_arn
 from resumable.local.issuer import GROUPS_CLAIM, LocalIssuer
 from resumable.local.schedules import running_schedules
-from resumable.local.server import DEFAULT_PRINCIPAL, ROOT, LocalServer, function_arn, make_server
+from resumable.local.server import DEFAULT_PRINCIPAL, LocalServer, make_server
 from resumable.local.template import create_state_machine, functions_in_process
 
 # Every line of the walkthrough runs as printed, in order, in bash with curl >= 7.82 (tests/e2e follow it).

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from resumable.local.server import ACCOUNT, LambdaContext, function_arn, functions, load_handler, load_template
+from resumable.local.functions import ACCOUNT, LambdaContext, function_arn, functions, load_handler, load_template
 
 logger = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from resumable.config import Settings
-from resumable.local.server import ACCOUNT, ROOT, LambdaContext, function_arn, functions, load_handler, load_template
+from resumable.local.functions import ACCOUNT, ROOT, LambdaContext, function_arn, functions, load_handler, load_template
 
 logger = logging.getLogger(__name__)
 
