@@ -288,3 +288,10 @@ def test_a_chunked_body_is_read_whole(url: str) -> None:
     )
     status, body = _raw(url, head + chunks)
     assert (status, body["status"]) == (201, "waiting"), body
+
+
+@pytest.mark.parametrize("size", [b"zz", b"-2", b""])
+def test_a_chunk_size_that_is_no_size_is_refused_at_once_saying_so(url: str, size: bytes) -> None:
+    head = b"POST /sessions/s/turns HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+    status, body = _raw(url, head + size + b"\r\n{}\r\n0\r\n\r\n")
+    assert (status, body["code"]) == (400, "bad_request") and "chunk's size line" in body["message"], body

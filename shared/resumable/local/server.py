@@ -206,6 +206,8 @@ def make_server(
                 line = self.rfile.readline(1024)
                 try:
                     size = int(line.split(b";", 1)[0].strip(), 16)
+                    if size < 0:
+                        raise ValueError(size)
                 except ValueError:
                     malformed = f"a chunk's size line {line[:40]!r} is malformed"
                     raise _BodyError(400, "bad_request", malformed) from None
