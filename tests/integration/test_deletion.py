@@ -18,11 +18,11 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 
 from resumable.api.app import build_app
 from resumable.exceptions import GoneError, NotFoundError, TurnBusyError
-from resumable.service import Service, TurnView
+from resumable.service import Service, SessionView, TurnView
 from resumable.store import DynamoDBStore
 from tests.clock import FakeClock
 from tests.factories import executions
-from tests.integration.helpers import ALICE, APPROVE, at_once, http, meet_after_first, session_items
+from tests.integration.helpers import ALICE, APPROVE, at_once, http, meet_after_first, session_items, store_of
 from tests.integration.test_snapshot_lifecycle import pointed_at, retired
 from tests.patience import HANG_SECONDS
 
@@ -354,3 +354,22 @@ def test_an_action_that_finishes_after_its_session_was_deleted_is_recorded_and_n
     recorded = store.dynamodb.get_item(TableName=store.table, Key=key(session_id, action_sk(started.turn_id, "a-1")))
     assert (recorded["Item"]["status"], recorded["Item"]["late"]) == ({"S": "finished"}, {"BOOL": True})
     assert _events(store, session_id) == events, "no event after the deletion's"
+
+
+def test_a_deletion_that_read_the_session_before_another_deleted_it_whole_returns_the_same(
+    make_service: Callable[..., Service], store: DynamoDBStore, session_id: str
+) -> None:
+    """The second deleter read the session (a turn waiting) just before the first deleted all of it: its
+    cancel of that turn finds nothing, and it reads the session again instead of answering 404."""
+    service = make_service("nested_twice")
+    _a_session_with_history(service, session_id)
+    first, late = make_service("nested_twice"), make_service("nested_twice")
+    done: list[SessionView] = []
+
+    def the_other_deletes_it_all(**_: Any) -> None:
+        if not done:
+            done.append(first.delete_session(session_id, ALICE))
+
+    store_of(late).dynamodb.meta.events.register("after-call.dynamodb.GetItem", the_other_deletes_it_all)
+    assert late.delete_session(session_id, ALICE) == done[0]
+    assert _events(store, session_id)["Session Deleted"] == 1

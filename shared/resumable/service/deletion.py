@@ -43,7 +43,10 @@ def delete_session(deps: Dependencies, session_id: str, principal: str | None) -
         if session.deleted and not session.deleting:
             return SessionView.of(session)  # deleting again changes nothing
         if not session.deleted and session.active_turn_id is not None:
-            canceled = cancel(deps, session_id, session.active_turn_id, principal)
+            try:
+                canceled = cancel(deps, session_id, session.active_turn_id, principal)
+            except NotFoundError:
+                continue  # another deletion took the turn since the session was read: read it again
             if canceled.status in ("running", "waiting"):
                 raise TurnBusyError(
                     f"session {session_id!r}'s turn {canceled.turn_id} is being run: it was told to cancel, and "
