@@ -237,3 +237,11 @@ def test_a_request_moto_fails_on_is_a_500_with_or_without_the_socket(aws: Settin
     assert statuses == [500, 500]
     reply = in_process.describe_table(TableName=aws.table_name)["ResponseMetadata"]
     assert int(reply["HTTPHeaders"]["content-length"]) > 0
+
+
+def test_a_head_request_says_the_length_of_the_object_not_of_its_empty_reply(aws: Settings) -> None:
+    from resumable.aws.clients import client
+
+    s3 = client("s3", aws)
+    s3.put_object(Bucket=aws.bucket_name, Key="head", Body=b"x" * 1234)
+    assert s3.head_object(Bucket=aws.bucket_name, Key="head")["ContentLength"] == 1234

@@ -58,7 +58,9 @@ class _OneRequestAtATime:
                 result = 500, dict(failed.get_headers(environ)), failed.get_body(environ)
         status, headers, body = result if len(result) == 3 else (200, {}, result)
         body = body.encode() if isinstance(body, str) else body
-        headers = {"Content-Length": str(len(body)), **(headers or {})}
+        headers = dict(headers or {})
+        if not any(name.lower() == "content-length" for name in headers):  # (a HEAD's says its object's)
+            headers["Content-Length"] = str(len(body))
         return int(str(status).split(" ", 1)[0]), headers, body
 
 
