@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 if TYPE_CHECKING:
     from resumable.runtime.approval import ApprovalPolicy
@@ -31,6 +31,8 @@ class Settings(BaseModel):
     (where the publisher sends an outbox record it can never publish), ``CURSOR_SECRET`` (signs the
     inbox's cursors; without it, a key of the process), ``APPROVAL_REQUIRED`` and ``APPROVAL_EDITS``
     (comma-separated tool-name patterns, e.g. ``delete_*,drop_*``: the deployment's approval policy),
+    ``APPROVAL_RULES`` (a JSON list of approval rules: who may answer which tools' calls, and how many
+    must agree; see ``resumable.runtime.approval.ApprovalRule``; a bad rule stops the start, named),
     ``AUTH_MODE`` (``IAM``, or ``JWT`` where people sign in: then ``JWT_ISSUER`` and ``JWT_AUDIENCE``
     tell the inbox page where to sign in), ``APPROVER_GROUPS`` (comma-separated groups whose members
     are approvers, read from the token's ``JWT_GROUPS_CLAIM``, default ``cognito:groups``).
@@ -61,11 +63,21 @@ class Settings(BaseModel):
     cursor_secret: str | None = Field(default=None, repr=False)
     approval_required: tuple[str, ...] = ()
     approval_edits: tuple[str, ...] = ()
+    approval_rules: tuple[Any, ...] = ()  # ApprovalRule (the runtime is imported only when there are some)
     auth_mode: Literal["IAM", "JWT"] = "IAM"
     jwt_issuer: str | None = None
     jwt_audience: tuple[str, ...] = ()
     approver_groups: tuple[str, ...] = ()
     jwt_groups_claim: str = "cognito:groups"
+
+    @field_validator("approval_rules", mode="before")
+    @classmethod
+    def _rules(cls, rules: Any) -> Any:
+        if not rules:
+            return ()
+        from resumable.runtime.approval import parse_rules
+
+        return parse_rules(rules)
 
     @property
     def retention_seconds(self) -> float:
@@ -75,11 +87,11 @@ class Settings(BaseModel):
     def default_approval_policy(self) -> ApprovalPolicy | None:
         """The deployment's approval policy (tools that need approval, and whose input may be edited,
         where neither the tool's declaration nor its agent's policy decides); None if it has none."""
-        if not (self.approval_required or self.approval_edits):
+        if not (self.approval_required or self.approval_edits or self.approval_rules):
             return None
         from resumable.runtime.approval import ApprovalPolicy
 
-        return ApprovalPolicy(require=self.approval_required, edits=self.approval_edits)
+        return ApprovalPolicy(require=self.approval_required, edits=self.approval_edits, rules=self.approval_rules)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -103,6 +115,7 @@ class Settings(BaseModel):
             "auth_mode": "AUTH_MODE",
             "jwt_issuer": "JWT_ISSUER",
             "jwt_groups_claim": "JWT_GROUPS_CLAIM",
+            "approval_rules": "APPROVAL_RULES",
         }
         values: dict[str, str] = {field: env[var] for field, var in names.items() if env.get(var)}
         region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
@@ -112,6 +125,16 @@ class Settings(BaseModel):
         def listed(variable: str) -> tuple[str, ...]:
             return tuple(p.strip() for p in env.get(variable, "").split(",") if p.strip())
 
+        from pydantic import ValidationError
+
+        try:
+            return cls._from(values, listed)
+        except ValidationError as error:
+            problems = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in error.errors())
+            raise ValueError(f"the configuration in the environment is not valid: {problems}") from None
+
+    @classmethod
+    def _from(cls, values: dict[str, str], listed: Callable[[str], tuple[str, ...]]) -> Settings:
         return cls.model_validate(
             {
                 **values,

@@ -42,6 +42,7 @@ def handler_environment() -> Iterator[Settings]:
 # The local principals that can sign (each a profile of the `local_credentials` file).
 SIGNERS = {
     "approver": "arn:aws:iam::000000000000:user/approver-ann",
+    "approver2": "arn:aws:iam::000000000000:user/approver-ben",
     "alice": "arn:aws:iam::000000000000:user/alice",
     "bob": "arn:aws:iam::000000000000:user/bob",
 }

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -144,3 +145,55 @@ def test_a_url_that_is_no_address_and_a_profile_that_does_not_exist_are_bad_inpu
     missing = resumable(url, "inbox", profile="resumable-nobody")
     assert missing.returncode == 2 and "cannot sign: The config profile (resumable-nobody)" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+@pytest.fixture
+def two_person(url: str) -> Iterator[str]:
+    """The local API, with a deployment rule for this test: deleting needs two approvers."""
+    from resumable.api.app import forget
+
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("APPROVAL_RULES", '[{"tools": ["delete_*"], "required": 2, "name": "two-person delete"}]')
+        forget()
+        yield url
+    forget()
+
+
+def test_two_approvers_approve_from_the_terminal_and_the_first_is_told_it_waits(two_person: str) -> None:
+    url = two_person
+    turn = json.loads(resumable(url, "--json", "start", "cli-two", "delete the prod-db record", profile="bob").stdout)
+    request = turn["interactions"][0]["requestId"]
+    [row] = [r for r in resumable(url, "inbox", profile="approver").stdout.splitlines() if request in r]
+    assert "0 of 2" in row
+
+    first = resumable(url, "approve", "cli-two", turn["turnId"], request, profile="approver")
+    assert first.returncode == 0, first.stderr
+    assert (
+        "waiting" in first.stdout.splitlines()[0]
+        and "1 of 2: arn:aws:iam::000000000000:user/approver-ann" in first.stdout
+    )
+    again = resumable(url, "approve", "cli-two", turn["turnId"], request, profile="approver")
+    assert again.returncode == 4 and "already approved" in again.stderr and "1 of 2 approvals" in again.stderr
+    [row] = [r for r in resumable(url, "inbox", profile="approver").stdout.splitlines() if request in r]
+    assert "1 of 2: arn:aws:iam::000000000000:user/approver-ann (you approved)" in row
+
+    second = resumable(url, "approve", "cli-two", turn["turnId"], request, profile="approver2")
+    assert second.returncode == 0, second.stderr
+    assert "completed" in second.stdout and "output: record prod-db deleted" in second.stdout
+    assert "2 of 2: arn:aws:iam::000000000000:user/approver-ann, arn:aws:iam::000000000000:user/approver-ben" in (
+        second.stdout
+    )
+
+
+def test_approving_ones_own_turn_under_a_two_person_rule_is_refused_naming_the_rule(two_person: str) -> None:
+    url = two_person
+    turn = json.loads(
+        resumable(url, "--json", "start", "cli-own", "delete the dev-db record", profile="approver").stdout
+    )
+    request = turn["interactions"][0]["requestId"]
+    assert request not in resumable(url, "inbox", profile="approver").stdout
+
+    refused = resumable(url, "approve", "cli-own", turn["turnId"], request, profile="approver")
+    assert refused.returncode == 6, refused.stderr
+    assert "403 forbidden" in refused.stderr and "approval rule 'two-person delete'" in refused.stderr
+    assert request in resumable(url, "inbox", profile="approver2").stdout

@@ -29,7 +29,7 @@ DESCRIPTION = (
 class GatewayRefusal(BaseModel):
     """API Gateway's own reply when IAM authorization refuses a request (before any function runs); or
     resumable's, ``forbidden``, when an operator's route (/admin/...) is called by one who is not an
-    approver."""
+    approver, or an answer by one its question's approval rule does not let answer."""
 
     model_config = ConfigDict(defer_build=True)
     code: str | None = None
@@ -40,14 +40,16 @@ class GatewayRefusal(BaseModel):
 ERRORS: dict[int, str] = {
     400: "bad_request: the body is not a JSON object (not JSON, or JSON that is not an object); nothing was done",
     404: "not_found: no such session, turn or interaction, or another principal's (they look the same)",
-    409: "conflict (answered differently before; the message names the answer that stands) or turn_busy",
+    409: "conflict (answered differently before, the message names the answer that stands; or, under an approval "
+    "rule, approved by the caller already or with another input) or turn_busy",
     410: "gone: the interaction is no longer live (canceled, superseded or expired)",
     422: "validation_failed: a JSON object of the wrong shape, too large, too deep, or text UTF-8 cannot hold",
     500: "aws_failed: an AWS call failed; what was written before it stands and the turn is resumable: retry",
 }
 FORBIDDEN = (
     "API Gateway refused the request's SigV4 signature or IAM denied it (no function ran); or, on /admin/..., "
-    "forbidden: the caller is not an approver"
+    "forbidden: the caller is not an approver; or, answering, forbidden: the question's approval rule does not "
+    "let the caller answer it (the message names the rule)"
 )
 
 # The path parameters' alphabets (resumable.service.ids): an id outside them is simply not found.

@@ -182,7 +182,8 @@ def get_turn(sessionId: str, turnId: str) -> Response[TurnView]:  # noqa: N803
 @router.post(
     "/sessions/<sessionId>/turns/<turnId>/interactions/<requestId>",
     operation_id="submitApproval",
-    summary="Answer an interaction, once; the last answer resumes the turn",
+    summary="Answer an interaction, once (under an approval rule, one of the approvals it needs); "
+    "the last answer resumes the turn",
     responses=responses(
         200, "The Turn after the answer (resumed, or still waiting)", TurnView, 400, 404, 409, 410, 422
     ),
@@ -195,7 +196,8 @@ def submit_approval(
 ) -> Response[TurnView]:
     ids = _path("sessionId", sessionId), _path("turnId", turnId), _path("requestId", requestId)
     turn = service().submit_approval(*ids, body.response, principal())
-    count("ApprovalsSettled")
+    if any(i.request_id == ids[2] and i.status != "requested" for i in turn.interactions):
+        count("ApprovalsSettled")  # (not a vote that waits for more approvals)
     if turn.status != "waiting":
         count("Resumes")
     return _json(turn)

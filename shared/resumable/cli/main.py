@@ -106,6 +106,24 @@ def _asked(interaction: dict[str, Any]) -> str:
     return f"{interaction.get('name')}: {json.dumps(reason, ensure_ascii=False)[:60]}"
 
 
+def _unless_empty(rows: list[list[Any]], header: list[str]) -> tuple[list[list[Any]], list[str]]:
+    """The table without its APPROVALS column when no question in it is under an approval rule."""
+    column = header.index("APPROVALS")
+    if any(row[column] for row in rows):
+        return rows, header
+    return [row[:column] + row[column + 1 :] for row in rows], header[:column] + header[column + 1 :]
+
+
+def _approvals(interaction: dict[str, Any]) -> str:
+    """Where a question under an approval rule stands: "1 of 2: alice" ("" without a rule)."""
+    rule = interaction.get("rule")
+    if not isinstance(rule, dict):
+        return ""
+    given = [str(a.get("by")) for a in interaction.get("approvals", []) if isinstance(a, dict)]
+    shown = f"{len(given)} of {rule.get('required')}" + (": " + ", ".join(given) if given else "")
+    return shown + (" (you approved)" if interaction.get("approvedByYou") else "")
+
+
 def _print_inbox(body: dict[str, Any]) -> None:
     listed = body.get("interactions", [])
     if not listed:
@@ -118,11 +136,12 @@ def _print_inbox(body: dict[str, Any]) -> None:
             i["requestId"],
             " -> ".join(i.get("agentPath", [])),
             _asked(i) + (" (editable)" if i.get("editable") else ""),
+            _approvals(i),
             _until(i.get("expiresAt")),
         ]
         for i in listed
     ]
-    print(_table(rows, ["SESSION", "TURN", "REQUEST", "AGENTS", "ASKS", "EXPIRES IN"]))
+    print(_table(*_unless_empty(rows, ["SESSION", "TURN", "REQUEST", "AGENTS", "ASKS", "APPROVALS", "EXPIRES IN"])))
     if body.get("cursor"):
         print(f"\nmore: resumable inbox --cursor {body['cursor']}")
 
@@ -134,11 +153,18 @@ def _print_turn(turn: dict[str, Any]) -> None:
     if turn.get("error"):
         print(f"error: {turn['error']}")
     rows = [
-        [i["requestId"], i["status"], " -> ".join(i.get("agentPath", [])), _asked(i), i.get("answeredBy") or ""]
+        [
+            i["requestId"],
+            i["status"],
+            " -> ".join(i.get("agentPath", [])),
+            _asked(i),
+            _approvals(i),
+            i.get("answeredBy") or "",
+        ]
         for i in turn.get("interactions", [])
     ]
     if rows:
-        print(_table(rows, ["REQUEST", "STATUS", "AGENTS", "ASKS", "ANSWERED BY"]))
+        print(_table(*_unless_empty(rows, ["REQUEST", "STATUS", "AGENTS", "ASKS", "APPROVALS", "ANSWERED BY"])))
 
 
 def _wait(api: Api, reply: Reply) -> Reply:

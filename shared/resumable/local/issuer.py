@@ -21,8 +21,9 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 CLIENT_ID = "resumable-inbox"
 GROUPS_CLAIM = "cognito:groups"
-# The named local users and their groups: alice approves; bob and carol see only their own sessions.
-USERS: dict[str, tuple[str, ...]] = {"alice": ("approvers",), "bob": (), "carol": ()}
+# The named local users and their groups: alice and dave approve (two, for a rule that needs two);
+# bob and carol see only their own sessions.
+USERS: dict[str, tuple[str, ...]] = {"alice": ("approvers",), "dave": ("approvers",), "bob": (), "carol": ()}
 _CODE_SECONDS = 120
 
 

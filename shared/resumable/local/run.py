@@ -17,6 +17,7 @@ import os
 import sys
 from contextlib import ExitStack
 
+from resumable.config import Settings
 from resumable.local.authorizers import JwtVerifier, LocalCredentials
 from resumable.local.embedded_aws import embedded_aws
 from resumable.local.events import publishing
@@ -93,8 +94,8 @@ Signed requests mean what they mean on AWS: each profile of @CREDENTIALS signs a
 JWT_WALKTHROUGH = r"""resumable is serving @URL with AUTH=jwt  (Ctrl-C stops it and forgets everything)
 
 Every request needs a sign-in token from the local issuer @ISSUER, checked as API Gateway's JWT
-authorizer would (no token, an expired one or one for another audience: 401). Its users: alice (group
-"approvers": answers every session), bob and carol (only their own sessions).
+authorizer would (no token, an expired one or one for another audience: 401). Its users: alice and dave
+(group "approvers": answer every session), bob and carol (only their own sessions).
 
 1. Ask a risky step as bob (the local issuer hands out tokens for curl at /local/token):
   TOKEN=$(curl -s '@ISSUER/local/token?user=bob')
@@ -103,6 +104,11 @@ authorizer would (no token, an expired one or one for another audience: 401). It
 
 2. Open the inbox page, sign in as alice and approve it (or sign in as bob: he sees only his own):
   @URL/inbox
+
+3. Two people for one question: run it with a rule that a delete needs two approvers,
+  APPROVAL_RULES='[{"tools": ["delete_*"], "required": 2}]' make run AUTH=jwt
+then ask as bob again, approve as alice (the card says "your approval is 1 of 2" and waits) and as
+dave in another browser (or a private window): the second approval runs it (docs/approval-rules.md).
 
 The resumable command takes the same token: @PYTHON -m resumable.cli --url @URL --token "$TOKEN" inbox
 """
@@ -155,6 +161,14 @@ def main() -> None:
     auth = os.environ.get("AUTH", "iam").strip().lower() or "iam"
     if auth not in ("iam", "jwt"):
         sys.exit(f"make run: AUTH={auth!r} is not a way to sign in; use AUTH=iam (the default) or AUTH=jwt")
+    try:
+        configured = Settings.from_env()  # what every handler reads: a bad setting (a rule) stops here, named
+    except ValueError as error:
+        sys.exit(f"make run: {error}")
+    for rule in configured.approval_rules:
+        who = "whoever may answer" if rule.approvers is None else ", ".join(rule.approvers)
+        print(f"approval rule {rule.title!r}: {rule.required} approval(s) by {who}"
+              f"{'' if rule.allows_self_approval else ', never the one who started the turn'}", flush=True)  # fmt: skip
     with ExitStack() as stack:
         settings = stack.enter_context(embedded_aws())
         stack.enter_context(functions_in_process())

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from resumable.runtime.agent import Agent
 from resumable.runtime.agent_as_tool import AgentTool
-from resumable.runtime.approval import ApprovalPolicy
+from resumable.runtime.approval import ApprovalPolicy, ApprovalRule
 from resumable.runtime.conversation import ConversationManager, SlidingWindow, Summarizing
 from resumable.runtime.interrupts import Interrupt
 from resumable.runtime.invocation import FencingToken, Invocation
@@ -26,6 +26,7 @@ __all__ = [
     "AgentTool",
     "ApprovalAnswer",
     "ApprovalPolicy",
+    "ApprovalRule",
     "BedrockModel",
     "ConversationManager",
     "FencingToken",

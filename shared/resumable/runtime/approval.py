@@ -6,7 +6,16 @@ A call needs approval when any of these says so, in this order:
 2. the calling agent's ``ApprovalPolicy`` (``Agent(approval_policy=...)``): ``exempt`` patterns first,
    then ``require`` patterns (``fnmatch`` patterns of tool names, e.g. ``delete_*``);
 3. the deployment's default policy (the invocation's ``default_policy``; the service makes it from
-   ``APPROVAL_REQUIRED`` and ``APPROVAL_EDITS``), for a tool neither of the above decides.
+   ``APPROVAL_REQUIRED``, ``APPROVAL_EDITS`` and ``APPROVAL_RULES``), for a tool neither of the above
+   decides.
+
+An approval rule (``ApprovalRule``, in a policy's ``rules``) says more of the calls it matches: who may
+answer, how many distinct approvers must agree, whether the principal who started the turn may approve
+its own, and whether the input may be edited. A call a rule matches always asks (``exempt`` does not
+apply to it), under the first matching rule of the deployment's policy, else of the agent's: the
+organisation's rules come before an agent's. The rule travels with the question (its reason's
+``rule``) and is stored with it, so the rule a question was asked under is the one its answers meet,
+whatever the deployment says later.
 
 And whatever they say now, a call that was already asked about (its approval is pending or answered
 in the restored turn) is still asked: a rebuilt agent with another policy never runs, unapproved, a
@@ -28,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from resumable.exceptions import ResumableError
 from resumable.runtime.hooks import BeforeToolCall, Hook
@@ -58,16 +67,111 @@ def _matches(name: str, patterns: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
 
 
+GROUP_PREFIX = "group:"
+"""An ``approvers`` entry naming a group of a sign-in token (``group:dba``), not a principal pattern."""
+
+MAX_REQUIRED = 10
+"""The most approvals a rule may require (each is kept on the question until it settles)."""
+
+
+class ApprovalRule(BaseModel):
+    """Who may answer the approval of a call of the ``tools`` it matches (``fnmatch`` patterns), and
+    how many of them must agree.
+
+    ``approvers``: principal patterns (``arn:aws:iam::*:role/dba-*``, a token subject) and groups of a
+    sign-in token (``group:dba``); None: whoever may answer the session's questions (its principal and
+    every approver), as without a rule. A rule only narrows: nobody who may not see the session answers.
+    ``required``: how many distinct approvers must approve before the call runs (any deny settles it
+    denied at once). ``self_approval``: whether the principal who started the turn may approve its own
+    call (default: not when two or more must agree, else yes). ``edits``: whether an approver may edit
+    the input (every approving vote then approves the same input). ``name`` is what messages call it
+    (default: its patterns)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    tools: tuple[str, ...] = Field(min_length=1)
+    name: str | None = Field(default=None, min_length=1, max_length=100)
+    approvers: tuple[str, ...] | None = None
+    required: int = Field(default=1, ge=1, le=MAX_REQUIRED)
+    self_approval: bool | None = None
+    edits: bool = False
+
+    @field_validator("tools", "approvers")
+    @classmethod
+    def _patterns(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if value is not None and not all(p.strip() and p == p.strip() for p in value):
+            raise ValueError("patterns must be non-empty strings without surrounding spaces")
+        if value is not None and any(p == GROUP_PREFIX for p in value):
+            raise ValueError(f"{GROUP_PREFIX!r} must be followed by a group's name")
+        return value
+
+    @property
+    def title(self) -> str:
+        """What messages call the rule."""
+        return self.name or ",".join(self.tools)
+
+    @property
+    def allows_self_approval(self) -> bool:
+        return self.required < 2 if self.self_approval is None else self.self_approval
+
+    def matches(self, tool_name: str) -> bool:
+        return _matches(tool_name, self.tools)
+
+    def admits(self, principal: str, groups: frozenset[str]) -> bool:
+        """Whether ``approvers`` names ``principal`` (or one of its ``groups``); None names everyone."""
+        if self.approvers is None:
+            return True
+        return any(
+            p[len(GROUP_PREFIX) :] in groups if p.startswith(GROUP_PREFIX) else fnmatch.fnmatchcase(principal, p)
+            for p in self.approvers
+        )
+
+
+def parse_rules(rules: Any, where: str = "APPROVAL_RULES") -> tuple[ApprovalRule, ...]:
+    """``rules`` (a JSON list of rule objects, as text or already parsed) as ApprovalRules; a
+    ValueError naming the first bad rule (by position and patterns) and what is wrong with it."""
+    from pydantic import ValidationError
+
+    if isinstance(rules, str):
+        try:
+            rules = json.loads(rules) if rules.strip() else []
+        except ValueError as error:
+            raise ValueError(f"{where} is not JSON ({error}): give a list of rules, e.g. "
+                             '[{"tools": ["delete_*"], "required": 2}]') from None  # fmt: skip
+    if not isinstance(rules, (list, tuple)):
+        raise ValueError(f"{where} must be a list of rules, got {type(rules).__name__}")
+    parsed = []
+    for number, rule in enumerate(rules, 1):
+        if isinstance(rule, ApprovalRule):
+            parsed.append(rule)
+            continue
+        named = rule.get("name") or rule.get("tools") if isinstance(rule, dict) else None
+        try:
+            parsed.append(ApprovalRule.model_validate(rule))
+        except ValidationError as error:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'the rule'}: {e['msg']}" for e in error.errors()
+            )
+            raise ValueError(f"{where}: rule {number} ({json.dumps(named)}) is not a rule: {problems}") from None
+    return tuple(parsed)
+
+
 @dataclass(frozen=True)
 class ApprovalPolicy:
     """Tool-name patterns: ``require`` approval, ``exempt`` from it (wins over ``require``), and whose
-    input a person may edit before approving (``edits``)."""
+    input a person may edit before approving (``edits``); and ``rules`` (``ApprovalRule``), each of
+    which requires approval of the calls it matches and says who may give it."""
 
     require: tuple[str, ...] = ()
     exempt: tuple[str, ...] = ()
     edits: tuple[str, ...] = ()
+    rules: tuple[ApprovalRule, ...] = ()
 
     def __post_init__(self) -> None:
+        rules: Any = self.rules
+        if isinstance(rules, ApprovalRule) or not all(isinstance(r, ApprovalRule) for r in rules):
+            raise ValueError(f"ApprovalPolicy.rules takes a tuple of ApprovalRule, got {self.rules!r}")
+        object.__setattr__(self, "rules", tuple(self.rules))
         for field_name in ("require", "exempt", "edits"):
             value = getattr(self, field_name)
             if isinstance(value, str) or not all(isinstance(p, str) and p for p in value):
@@ -88,19 +192,30 @@ class ApprovalPolicy:
     def allows_edits(self, tool_name: str) -> bool:
         return _matches(tool_name, self.edits)
 
+    def rule_for(self, tool_name: str) -> ApprovalRule | None:
+        return next((r for r in self.rules if r.matches(tool_name)), None)
+
+
+def rule_for(tool_name: str, *policies: ApprovalPolicy | None) -> ApprovalRule | None:
+    """The first rule that matches ``tool_name`` in ``policies``, in the order given."""
+    return next((r for p in policies if p is not None and (r := p.rule_for(tool_name)) is not None), None)
+
 
 @dataclass(frozen=True)
 class Approval:
-    """What a call's approval allows: whether its input may be edited."""
+    """What a call's approval allows: whether its input may be edited, and under which rule (None:
+    whoever may answer the session's questions, one answer)."""
 
     edits: bool
+    rule: ApprovalRule | None = None
 
 
 def approval_for(tool: Tool, context: ToolContext) -> Approval | None:
     """The approval ``tool``'s call needs (None: none), by the precedence of this module."""
     agent_policy = context.agent.approval_policy
     default = context.invocation.default_policy
-    required = tool.approval
+    rule = rule_for(tool.name, default, agent_policy)
+    required = tool.approval or rule is not None
     if not required:
         said = agent_policy.decides(tool.name) if agent_policy else None
         if said is None and default is not None:
@@ -113,10 +228,11 @@ def approval_for(tool: Tool, context: ToolContext) -> Approval | None:
         return None
     edits = (
         tool.approval_edits
+        or bool(rule and rule.edits)
         or bool(agent_policy and agent_policy.allows_edits(tool.name))
         or bool(default and default.allows_edits(tool.name))
     )
-    return Approval(edits=edits)
+    return Approval(edits=edits, rule=rule)
 
 
 def _edited_note(original: Any, edited: Any) -> dict[str, Any]:
@@ -147,19 +263,22 @@ def decide(
     edit_schema: dict[str, Any] | None = None,
     invalid_edit: Callable[[Any], str | None] | None = None,
     approved: Any = None,
+    rule: ApprovalRule | None = None,
 ) -> Decision:
     """The approval of one call that needs it, whatever runtime runs the call: refuse a call that cannot
     run (nobody is asked about it) or whose input changed since the person was asked (``asked``: the
     reason they saw; ``approved``, an input this run already approved for it, is no change: a retry);
     else ``ask`` (which pauses the turn until answered) with the reason people are shown, and apply the
     answer: a denial, or an approval, whose edit (allowed where ``edit_schema`` is given, checked by
-    ``invalid_edit``, else ``invalid``) replaces the input."""
+    ``invalid_edit``, else ``invalid``) replaces the input. The ``rule`` goes with the question."""
     problem = invalid(tool_input)
     if problem is not None:
         return Decision(refusal=problem)
     reason: dict[str, Any] = {"agent": agent, "tool": tool, "input": tool_input}
     if edit_schema is not None:
         reason |= {"editable": True, "inputSchema": edit_schema}
+    if rule is not None:
+        reason["rule"] = rule.model_dump(mode="json", exclude_none=True)
     if asked is not None and asked.get("input") != tool_input and (approved is None or approved != tool_input):
         # What runs must be what the person saw: the agent's hooks changed it since (a new deployment).
         return Decision(
@@ -204,6 +323,7 @@ class ApprovalHook(Hook):
             ask=lambda reason: context.interrupt(APPROVAL_INTERRUPT, reason=reason),
             asked=_asked(context),
             edit_schema=tool.input_schema if approval.edits else None,
+            rule=approval.rule,
         )
         if decision.refusal is not None:
             event.refuse(decision.refusal)

@@ -14,7 +14,7 @@ from urllib.parse import quote
 from resumable.exceptions import StaleCommitError
 from resumable.metrics import count_commit
 from resumable.runtime.agent_as_tool import call_prefix
-from resumable.runtime.approval import APPROVAL_INTERRUPT
+from resumable.runtime.approval import APPROVAL_INTERRUPT, ApprovalRule
 from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT, Interrupt
 from resumable.runtime.seam import AgentRuntime
 from resumable.service.child_turns import ChildTurns
@@ -188,19 +188,31 @@ def _commit_of(
     )
 
 
-def _edit_terms(interrupt: Interrupt) -> tuple[Any, bool, dict[str, Any] | None]:
-    """The reason shown to people, and whether (and against which schema) an answer may edit the
-    input: an editable approval carries its tool's input schema, which is kept apart from the reason."""
+def _edit_terms(interrupt: Interrupt) -> tuple[Any, bool, dict[str, Any] | None, dict[str, Any] | None]:
+    """The reason shown to people, whether (and against which schema) an answer may edit the input,
+    and the approval rule its answers must meet (None: one answer by whoever may answer the session).
+    An editable approval carries its tool's input schema, and a ruled one its rule: both are kept apart
+    from the reason. A rule that does not read as one lets nobody answer (never anyone at all)."""
     reason = interrupt.reason
-    if interrupt.name == APPROVAL_INTERRUPT and isinstance(reason, dict) and reason.get("editable") is True:
+    if interrupt.name != APPROVAL_INTERRUPT or not isinstance(reason, dict):
+        return reason, False, None, None
+    rule = reason.get("rule")
+    shown = {k: v for k, v in reason.items() if k not in ("inputSchema", "rule")}
+    if rule is not None:
+        try:
+            rule = ApprovalRule.model_validate(rule).model_dump(mode="json", exclude_none=True)
+        except ValueError:
+            logger.error("tool %r asked under a rule that is not one (%.200r): nobody may answer it",
+                         reason.get("tool"), rule)  # fmt: skip
+            rule = {"tools": [str(reason.get("tool"))], "name": "unreadable rule", "approvers": []}
+    if reason.get("editable") is True:
         schema = reason.get("inputSchema")
-        shown = {k: v for k, v in reason.items() if k != "inputSchema"}
         if isinstance(schema, dict) and len(json.dumps(schema).encode()) <= MAX_SCHEMA_BYTES:
-            return shown, True, schema
+            return shown, True, schema, rule
         logger.warning("tool %r's input schema is missing or over %d bytes: its approval is not editable",
                        reason.get("tool"), MAX_SCHEMA_BYTES)  # fmt: skip
-        return {**shown, "editable": False}, False, None
-    return reason, False, None
+        return {**shown, "editable": False}, False, None, rule
+    return shown, False, None, rule
 
 
 def _no_longer_pointed_at(root: TurnRecord, snapshot_key: str | None, session: S3Session) -> list[str]:
@@ -236,7 +248,7 @@ def _waiting_on(
         if known is None:
             prefix = call_prefix(interrupt.id)
             owner_turn = children.turn_id(prefix)
-            reason, editable, input_schema = _edit_terms(interrupt)
+            reason, editable, input_schema, rule = _edit_terms(interrupt)
             new.append(
                 InteractionRecord(
                     session_id=root.session_id,
@@ -248,6 +260,7 @@ def _waiting_on(
                     reason=bounded_json(reason, MAX_REASON_BYTES),
                     editable=editable,
                     input_schema=input_schema,
+                    rule=rule,
                     asked_in_version=root.version + 1,
                     agent_path=children.records[owner_turn].agent_path if prefix else [root.agent],
                     principal=root.principal,

@@ -10,12 +10,17 @@ from resumable.exceptions import ValidationFailedError
 from resumable.service import cursor
 from resumable.service.access import is_approver
 from resumable.service.views import InteractionView, View
+from resumable.service.votes import may_answer, rule_of
+from resumable.store.records import InteractionRecord
 
 if TYPE_CHECKING:
     from resumable.service.dependencies import Dependencies
 
 DEFAULT_PAGE = 50
 MAX_PAGE = 200
+MAX_READS = 10
+"""The most index reads one page makes when the reader may not answer what they find (a shorter page,
+with a cursor, then says there is more)."""
 
 
 class InboxPage(View):
@@ -42,8 +47,27 @@ def inbox(deps: Dependencies, principal: str | None, status: str, limit: int, af
     secret = deps.settings.cursor_secret
     start = cursor.read(after, partition, index, secret) if after is not None else None
     now = deps.clock.now()
-    found, last = deps.store.list_inbox(whose, now, limit, start)
-    return InboxPage(
-        interactions=[InteractionView.of(i, now) for i in found],
-        cursor=cursor.issue(last, partition, secret) if last else None,
-    )
+    shown: list[InteractionView] = []
+    last = start
+    for _ in range(MAX_READS):  # questions the reader may not answer are left out: read on to fill the page
+        found, last = deps.store.list_inbox(whose, now, limit - len(shown), last)
+        for interaction in found:
+            view = _for_reader(interaction, principal, now)
+            if view is not None:
+                shown.append(view)
+        if last is None or len(shown) == limit:
+            break
+    return InboxPage(interactions=shown, cursor=cursor.issue(last, partition, secret) if last else None)
+
+
+def _for_reader(interaction: InteractionRecord, principal: str | None, now: float) -> InteractionView | None:
+    """The question as ``principal`` sees it in its inbox, or None when it is not theirs to answer: its
+    approval rule does not let them approve it (they are not among its approvers, or they started the
+    turn and may not approve their own). One they approved already stays, showing who else must."""
+    view = InteractionView.of(interaction, now)
+    rule = rule_of(interaction)
+    if rule is None or principal is None:
+        return view
+    if principal in interaction.votes:
+        return view.model_copy(update={"approved_by_you": True})
+    return view if may_answer(rule, interaction, principal) is None else None

@@ -24,6 +24,7 @@ from resumable.service.ids import root_of, valid_request_id, valid_session_id, v
 from resumable.service.limits import json_utf8
 from resumable.service.run import advance
 from resumable.service.views import TurnView
+from resumable.service.votes import answer_under_rule
 from resumable.store.records import InteractionRecord, TurnRecord, expired
 
 if TYPE_CHECKING:
@@ -67,16 +68,20 @@ def submit_approval(
         raise missing
     if answer.outcome == "turn_busy":
         raise _busy(answer.turn, root_id, request_id)
+    if answer.outcome == "refused" and _ruled(answer.interaction, approval_shaped, deps.clock.now()):
+        assert answer.interaction is not None
+        _visible(deps, answer.interaction, turn_id, root_id, principal, missing)
+        answer = answer_under_rule(
+            deps, answer.interaction, response, principal, child_turn_id=turn_id if turn_id != root_id else None
+        )
+        if answer.outcome == "missing":
+            raise missing
+        if answer.outcome == "turn_busy":
+            raise _busy(answer.turn, root_id, request_id)
     if answer.outcome == "refused":
         interaction = answer.interaction
-        if (
-            interaction is None
-            or turn_id not in (root_id, interaction.turn_id)
-            or not may_act_for(deps.settings, interaction.principal, principal)
-            or expired(interaction.purge_at, deps.clock.now())
-            or interaction.deleted_generation is not None
-        ):
-            raise missing
+        assert interaction is not None
+        _visible(deps, interaction, turn_id, root_id, principal, missing)
         if _expired_unanswered(interaction, approval_shaped):
             # The answer came too late: settle the turn expired (a write), then say so.
             advance(deps, load(deps, session_id, root_id))
@@ -98,6 +103,36 @@ def submit_approval(
         if recorded is not None:
             count_answer(recorded)
     return TurnView.of(advance(deps, tree))  # the root turn, whichever turn id was sent
+
+
+def _ruled(interaction: InteractionRecord | None, approval_shaped: bool, now: float) -> bool:
+    """Whether the answer was refused because the interaction is asked under an approval rule (and is
+    still open to its answers)."""
+    return (
+        interaction is not None
+        and interaction.rule is not None
+        and approval_shaped
+        and interaction.status == "requested"
+        and interaction.expires_at > now
+    )
+
+
+def _visible(
+    deps: Dependencies,
+    interaction: InteractionRecord,
+    turn_id: str,
+    root_id: str,
+    principal: str | None,
+    missing: NotFoundError,
+) -> None:
+    """Raise ``missing`` unless ``principal`` may see the interaction (as it was asked for it)."""
+    if (
+        turn_id not in (root_id, interaction.turn_id)
+        or not may_act_for(deps.settings, interaction.principal, principal)
+        or expired(interaction.purge_at, deps.clock.now())
+        or interaction.deleted_generation is not None
+    ):
+        raise missing
 
 
 def _checked(deps: Dependencies, response: Any) -> bool:

@@ -25,6 +25,41 @@ class View(BaseModel):
     )
 
 
+class RuleView(View):
+    """The approval rule a question was asked under."""
+
+    name: str = Field(description="What messages call the rule (its tool patterns unless named).")
+    tools: list[str]
+    approvers: list[str] | None = Field(
+        description="Principal patterns and 'group:NAME' entries that may answer; null: whoever may answer the session."
+    )
+    required: int = Field(description="How many distinct approvers must approve before the call runs.")
+    self_approval: bool = Field(description="Whether the principal who started the turn may approve its own call.")
+
+    @classmethod
+    def of(cls, rule: dict[str, Any]) -> RuleView:
+        tools = [str(t) for t in rule.get("tools", [])]
+        required = int(rule.get("required", 1))
+        approvers = rule.get("approvers")
+        allowed = rule.get("self_approval")
+        return cls(
+            name=str(rule.get("name") or ",".join(tools)),
+            tools=tools,
+            approvers=None if approvers is None else [str(a) for a in approvers],
+            required=required,
+            self_approval=required < 2 if allowed is None else bool(allowed),
+        )
+
+
+class VoteView(View):
+    """One approver's approval of a question asked under a rule."""
+
+    by: str
+    at: str
+    input: Any = Field(default=None, description="The edited input it approved; null: the input asked.")
+    message: str | None = None
+
+
 class InteractionView(View):
     session_id: str
     request_id: str
@@ -42,6 +77,15 @@ class InteractionView(View):
     answered_by: str | None
     answered_at: str | None
     expires_at: str | None
+    rule: RuleView | None = Field(
+        default=None, description="The approval rule it was asked under; null: one answer by whoever may answer."
+    )
+    approvals: list[VoteView] = Field(
+        default_factory=list, description="The approvals given so far under its rule, oldest first."
+    )
+    approved_by_you: bool = Field(
+        default=False, description="In the inbox: the reader approved it already and it waits for other approvers."
+    )
 
     @classmethod
     def of(cls, record: InteractionRecord, now: float | None = None) -> InteractionView:
@@ -63,6 +107,11 @@ class InteractionView(View):
             answered_by=record.answered_by,
             answered_at=iso(record.answered_at),
             expires_at=iso(record.expires_at),
+            rule=None if record.rule is None else RuleView.of(record.rule),
+            approvals=[
+                VoteView(by=by, at=iso(vote.at) or "", input=vote.input, message=vote.message)
+                for by, vote in sorted(record.votes.items(), key=lambda item: item[1].at)
+            ],
         )
 
 

@@ -16,6 +16,7 @@ from resumable.store.records import (
     TurnRecord,
     TurnStatus,
     TurnTree,
+    Vote,
 )
 
 
@@ -90,14 +91,24 @@ class Expiring:
 class AnswerOutcome:
     """What happened when an answer was offered for an interaction.
 
-    ``answered``: this answer was recorded. ``refused``: the interaction was not ``requested`` (or had
+    ``answered``: this answer was recorded. ``voted``: this approval was counted, and the interaction
+    waits for more (its rule's ``required``). ``refused``: the interaction was not ``requested`` (or had
     expired); ``interaction`` holds it as it is. ``missing``: no such interaction. ``turn_busy``: the
     turn is not waiting for answers; ``turn`` holds it.
     """
 
-    outcome: Literal["answered", "refused", "missing", "turn_busy"]
+    outcome: Literal["answered", "voted", "refused", "missing", "turn_busy"]
     interaction: InteractionRecord | None = None
     turn: TurnRecord | None = None
+
+
+@dataclass(frozen=True)
+class Votes:
+    """An interaction's votes with one more: ``counted`` is how many it held when read (the write's
+    condition), ``votes`` all of them now, by principal."""
+
+    counted: int
+    votes: dict[str, Vote]
 
 
 class Store(ABC):
@@ -234,11 +245,31 @@ class Store(ABC):
         approval_shaped: bool,
         child_turn_id: str | None = None,
         principal: str | None = None,
+        ruled: bool = False,
+        votes: Votes | None = None,
     ) -> AnswerOutcome:
         """``requested -> answered`` in one conditional write, if the turn is waiting (and not being
         canceled) and the interaction has not expired; a response that is not ``approval_shaped`` is
         refused for an approval interaction; with ``child_turn_id``, the interaction must be that
-        child turn's; with ``principal``, its session must be that principal's."""
+        child turn's; with ``principal``, its session must be that principal's. Unless ``ruled``, the
+        interaction must have no approval rule; with ``votes`` (the vote that reaches its rule's
+        ``required``), it must still hold the votes it was read with, and keeps them with this one."""
+
+    @abstractmethod
+    def vote_interaction(
+        self,
+        session_id: str,
+        root_turn_id: str,
+        request_id: str,
+        votes: Votes,
+        now: float,
+        *,
+        child_turn_id: str | None = None,
+        principal: str | None = None,
+    ) -> AnswerOutcome:
+        """Add a vote that does not settle the interaction, in one conditional write: it must be
+        ``requested``, unexpired and hold the votes it was read with (``voted``; else ``refused`` with
+        it as it is now, or ``missing``)."""
 
     @abstractmethod
     def get_interaction(self, session_id: str, root_turn_id: str, request_id: str) -> InteractionRecord | None: ...

@@ -27,7 +27,7 @@ from typing import Any
 from resumable.store.records import InteractionRecord, OutboxEvent, TurnRecord
 
 # Fields held as JSON text: any JSON survives unchanged (DynamoDB has no float type).
-JSON_FIELDS = frozenset({"reason", "response", "result", "detail", "input", "input_schema"})
+JSON_FIELDS = frozenset({"reason", "response", "result", "detail", "input", "input_schema", "rule", "votes"})
 
 
 def value(python: Any) -> dict[str, Any]:

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from resumable.runtime.tools import APPROVAL_INTERRUPT
-from resumable.store.base import AnswerOutcome
+from resumable.store.base import AnswerOutcome, Votes
 from resumable.store.codec import (
     INBOX,
     INBOX_KEYS,
@@ -40,11 +40,20 @@ class InteractionItems(Table):
         approval_shaped: bool,
         child_turn_id: str | None = None,
         principal: str | None = None,
+        ruled: bool = False,
+        votes: Votes | None = None,
     ) -> AnswerOutcome:
         answered = interaction_answered(root_turn_id, request_id, response, answered_by, now)
         answer = self._answer_write(
             session_id, root_turn_id, request_id, response, answered_by, now, approval_shaped, child_turn_id, principal
         )
+        update = answer["Update"]
+        if not ruled:  # (an interaction stored before rules has no attribute; one without a rule, null)
+            update["ConditionExpression"] += " AND (attribute_not_exists(#rule) OR #rule = :no_rule)"
+            update["ExpressionAttributeNames"]["#rule"] = "rule"
+            update["ExpressionAttributeValues"][":no_rule"] = value(json.dumps(None))
+        if votes is not None:
+            _with_votes(update, votes)
         sk = f"TURN#{root_turn_id}#EVENT#answered#{request_id}"
         try:
             self._transact_write(
@@ -65,6 +74,38 @@ class InteractionItems(Table):
             turn = refused_item(error, 1)
             return AnswerOutcome("turn_busy", turn=TurnRecord.model_validate(decode(turn)) if turn else None)
         return AnswerOutcome("answered")
+
+    @aws_call
+    def vote_interaction(
+        self,
+        session_id: str,
+        root_turn_id: str,
+        request_id: str,
+        votes: Votes,
+        now: float,
+        *,
+        child_turn_id: str | None = None,
+        principal: str | None = None,
+    ) -> AnswerOutcome:
+        write = self._answer_write(session_id, root_turn_id, request_id, None, "", now, True, child_turn_id, principal)[
+            "Update"
+        ]
+        write["UpdateExpression"] = "SET updated_at = :now"
+        for name in (":answered", ":response", ":by", ":gsi1sk"):
+            del write["ExpressionAttributeValues"][name]
+        del write["ExpressionAttributeNames"]["#response"]
+        _with_votes(write, votes)
+        write["ConditionExpression"] += " AND attribute_exists(#rule) AND #rule <> :no_rule"
+        write["ExpressionAttributeNames"]["#rule"] = "rule"
+        write["ExpressionAttributeValues"][":no_rule"] = value(json.dumps(None))
+        try:
+            self.dynamodb.update_item(**write)
+        except self._conditional_failure as error:
+            item: dict[str, Any] | None = error.response.get("Item")  # type: ignore[assignment]
+            if not item:
+                return AnswerOutcome("missing")
+            return AnswerOutcome("refused", interaction=InteractionRecord.model_validate(decode(item)))
+        return AnswerOutcome("voted")
 
     def _answer_write(
         self,
@@ -195,3 +236,20 @@ class InteractionItems(Table):
     def inbox_partition(principal: str | None) -> tuple[str, str]:
         """The index and partition key a principal's inbox is read from."""
         return (INBOX_INDEX, INBOX) if principal is None else (PRINCIPAL_INBOX_INDEX, principal_inbox(principal))
+
+
+def _with_votes(update: dict[str, Any], votes: Votes) -> None:
+    """Make ``update`` write ``votes`` on the condition that the interaction still holds the number it
+    was read with (any vote given meanwhile refuses it: the voter reads again)."""
+    held = "vote_count = :counted"
+    if votes.counted == 0:  # (an interaction stored before votes has no count)
+        held = f"(attribute_not_exists(vote_count) OR {held})"
+    update["ConditionExpression"] += f" AND {held}"
+    update["UpdateExpression"] = update["UpdateExpression"].replace(
+        "SET ", "SET votes = :votes, vote_count = :count, ", 1
+    )
+    update["ExpressionAttributeValues"] |= {
+        ":counted": value(votes.counted),
+        ":count": value(len(votes.votes)),
+        ":votes": value(json.dumps({who: vote.model_dump() for who, vote in votes.votes.items()})),
+    }

@@ -116,6 +116,15 @@ class TurnRecord(Record):
         return {k for k in keys if k}
 
 
+class Vote(Record):
+    """One approver's approval of a question asked under an approval rule: when, with the input it
+    approved (None: the input asked) and the note it gave."""
+
+    at: float
+    input: Any = None
+    message: str | None = None
+
+
 class InteractionRecord(Record):
     """The durable record of one interrupt that waits for a person.
 
@@ -124,6 +133,9 @@ class InteractionRecord(Record):
     ``editable``: an approval whose answer may edit the tool's input, which must then match
     ``input_schema`` (the tool's JSON Schema). ``asked_in_version``: the root version of the commit
     that asked it (a commit attempt that did not land may have written it before its last transaction).
+    ``rule``: the approval rule it was asked under (``ApprovalRule``'s JSON; None: one answer by whoever
+    may answer the session's questions); ``votes``: the approvals given so far under it, by principal
+    (``vote_count`` of them), until the one that reaches its ``required`` settles it with them.
     """
 
     session_id: str
@@ -139,6 +151,9 @@ class InteractionRecord(Record):
     editable: bool = False
     input_schema: dict[str, Any] | None = None
     asked_in_version: int | None = None
+    rule: dict[str, Any] | None = None
+    votes: dict[str, Vote] = Field(default_factory=dict)
+    vote_count: int = 0
     response: Any = None
     answered_by: str | None = None
     answered_at: float | None = None

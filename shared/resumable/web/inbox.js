@@ -104,6 +104,9 @@ async function refresh() {
     if (!card) {
       card = { element: buildCard(item), item, busy: false, closed: false };
       cards.set(item.requestId, card);
+    } else if (!card.busy && !card.closed) {
+      card.item = item;
+      showApprovals(card.element, item); // others may have approved since
     }
     const list = $("cards");
     if (list.children[index] !== card.element) list.insertBefore(card.element, list.children[index] || null);
@@ -200,6 +203,7 @@ function buildCard(item) {
   }
   const countdown = element.querySelector(".countdown");
   if (item.expiresAt) countdown.dateTime = item.expiresAt;
+  showApprovals(element, item);
 
   const approve = element.querySelector(".approve");
   approve.setAttribute("aria-label", "Approve " + tool.title + " in session " + item.sessionId);
@@ -259,6 +263,19 @@ function buildCard(item) {
   return element;
 }
 
+// A question under an approval rule: how many must approve, who has, and whether the reader did.
+function showApprovals(element, item) {
+  const rule = item.rule;
+  const line = element.querySelector(".approvals");
+  line.hidden = !rule;
+  if (!rule) return;
+  const given = (item.approvals || []).map((approval) => approval.by);
+  line.textContent = given.length + " of " + rule.required + " approvals" +
+    (given.length ? " (" + given.join(", ") + ")" : "") + " · rule " + rule.name +
+    (item.approvedByYou ? " · you approved: it waits for another approver" : "");
+  for (const button of element.querySelectorAll(".approve, .edit-open")) button.disabled = Boolean(item.approvedByYou);
+}
+
 // ---- answering ----
 
 async function answer(item, response, errorPlace) {
@@ -275,6 +292,28 @@ async function answer(item, response, errorPlace) {
   card.busy = false;
   buttons.forEach((button) => { button.disabled = false; });
   const title = toolOf(item).title;
+  const asked = reply.status === 200 ? (reply.data.interactions || []).find((i) => i.requestId === item.requestId) : null;
+  if (asked && asked.status === "requested") {
+    // An approval under a rule that needs more: counted, and the question waits for other approvers.
+    card.item = Object.assign({}, item, asked, { approvedByYou: true });
+    showApprovals(card.element, card.item);
+    outcome("Approved: " + title + " in session " + item.sessionId, "your approval is " + asked.approvals.length +
+      " of " + asked.rule.required + "; the question waits for another approver", false);
+    return;
+  }
+  if (reply.status === 409 && reply.data && reply.data.code === "conflict") {
+    const now = await recorded(item);
+    if (now && now.status === "requested") { // a vote refused (approved already, or another input): still open
+      place.textContent = "Not recorded (409): " + message(reply);
+      place.hidden = false;
+      return;
+    }
+  }
+  if (reply.status === 403 && reply.data && reply.data.code === "forbidden") { // the question's approval rule
+    place.textContent = "Not yours to answer (403): " + message(reply);
+    place.hidden = false;
+    return;
+  }
   if ([200, 409, 410].includes(reply.status)) answered.add(item.requestId);
   if (reply.status === 200) {
     const turn = reply.data;

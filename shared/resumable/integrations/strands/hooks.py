@@ -24,7 +24,7 @@ from resumable.integrations.strands.journal import _Journaled
 from resumable.integrations.strands.refusal import REUSED_ID, _reused
 from resumable.integrations.strands.run import _FRAMES, _Frame, _Tree, _with_frame
 from resumable.runtime.agent_as_tool import namespace_prefix
-from resumable.runtime.approval import APPROVAL_INTERRUPT, decide
+from resumable.runtime.approval import APPROVAL_INTERRUPT, ApprovalRule, decide
 from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT
 from resumable.runtime.invocation import ApprovedAction, SubAgentCall
 from resumable.runtime.schema import schema_problem
@@ -118,11 +118,11 @@ class _Guard(HookProvider):
         tool: Any = event.selected_tool
         sub_agent = tool is not None and tool.tool_type == "agent" and hasattr(tool, "agent")
         approval_id = invocation.id_prefix + _local_id(event, APPROVAL_INTERRUPT)
-        required, edits = self.tree.needs_approval(use["name"], invocation)
+        required, edits, rule = self.tree.needs_approval(use["name"], invocation)
         asked = self.tree.asked(approval_id)
         approved = False
         if required or asked is not None:
-            if not self._approve(event, approval_id, edits, asked):
+            if not self._approve(event, approval_id, edits, asked, rule):
                 return
             approved = True
         if not sub_agent and invocation.should_checkpoint():
@@ -139,7 +139,9 @@ class _Guard(HookProvider):
             action = ApprovedAction(approval_id, use["toolUseId"], use["name"], use["input"], invocation.agent_path)
             event.selected_tool = _Journaled(tool, action, invocation, self.tree)
 
-    def _approve(self, event: BeforeToolCallEvent, approval_id: str, edits: bool, asked: Any) -> bool:
+    def _approve(
+        self, event: BeforeToolCallEvent, approval_id: str, edits: bool, asked: Any, rule: ApprovalRule | None
+    ) -> bool:
         """Ask for (or apply the answer to) the call's approval; False when the call does not run."""
         use, run = event.tool_use, self.tree._run
         schema = _input_schema(event.selected_tool)
@@ -154,6 +156,7 @@ class _Guard(HookProvider):
             edit_schema=editable,
             invalid_edit=lambda value: _invalid(use["name"], value, editable),
             approved=run.approved_inputs.get(approval_id),
+            rule=rule,
         )
         if decision.refusal is not None:
             event.cancel_tool = decision.refusal

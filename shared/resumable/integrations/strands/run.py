@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from resumable.runtime.approval import ApprovalRule
 from resumable.runtime.invocation import Invocation, SubAgentCall
 from resumable.runtime.session import Session
 
@@ -64,4 +65,4 @@ class _Tree(Protocol):
 
     def asked(self, interrupt_id: str) -> Any: ...
 
-    def needs_approval(self, tool_name: str, invocation: Invocation) -> tuple[bool, bool]: ...
+    def needs_approval(self, tool_name: str, invocation: Invocation) -> tuple[bool, bool, ApprovalRule | None]: ...

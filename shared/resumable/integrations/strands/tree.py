@@ -22,7 +22,7 @@ from resumable.integrations.strands.snapshot import (
     _tree_snapshot,
     _tree_state,
 )
-from resumable.runtime.approval import APPROVAL_INTERRUPT, ApprovalPolicy
+from resumable.runtime.approval import APPROVAL_INTERRUPT, ApprovalPolicy, ApprovalRule, rule_for
 from resumable.runtime.interrupts import Interrupt
 from resumable.runtime.invocation import Invocation
 from resumable.runtime.seam import AgentResult, Prompt, StopReason
@@ -175,11 +175,15 @@ class StrandsTree:
         """The reason shown to a person for the approval ``interrupt_id`` this turn asked (None: not asked)."""
         return self._asked.get(interrupt_id)
 
-    def needs_approval(self, tool_name: str, invocation: Invocation) -> tuple[bool, bool]:
-        """(needs approval, may be edited) for a call of ``tool_name``: the tree's policy, then the default."""
+    def needs_approval(self, tool_name: str, invocation: Invocation) -> tuple[bool, bool, ApprovalRule | None]:
+        """(needs approval, may be edited, under which rule) for a call of ``tool_name``: a rule of the
+        deployment's or the tree's policy, else the tree's policy, then the default."""
         policies = [p for p in (self.approval_policy, invocation.default_policy) if p is not None]
-        required = next((said for p in policies if (said := p.decides(tool_name)) is not None), False)
-        return required, any(p.allows_edits(tool_name) for p in policies)
+        rule = rule_for(tool_name, invocation.default_policy, self.approval_policy)
+        said = next((said for p in policies if (said := p.decides(tool_name)) is not None), False)
+        required = rule is not None or said
+        edits = bool(rule and rule.edits) or any(p.allows_edits(tool_name) for p in policies)
+        return required, edits, rule
 
 
 def _answers(prompt: Any) -> bool:

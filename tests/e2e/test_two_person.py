@@ -1,0 +1,110 @@
+"""A question that needs two approvers, in a real headless Chromium signed in as two people of the local
+issuer: the first sees "1 of 2" and cannot approve again; the second's approval settles it; a person
+who started the turn never sees their own question to approve, and the API refuses it naming the rule."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from resumable.api.app import forget
+from resumable.config import Settings
+from resumable.local.authorizers import JwtVerifier
+from resumable.local.issuer import GROUPS_CLAIM, LocalIssuer
+from resumable.local.server import make_server
+from tests.e2e.browser import screenshot
+from tests.e2e.test_sign_in import call, card, sign_in
+
+pytestmark = pytest.mark.slow
+
+RULES = '[{"tools": ["delete_*"], "required": 2, "name": "two-person delete"}]'
+
+
+@pytest.fixture(scope="module")
+def issuer() -> Iterator[LocalIssuer]:
+    started = LocalIssuer().start()
+    yield started
+    started.stop()
+
+
+@pytest.fixture(scope="module")
+def url(handler_environment: Settings, issuer: LocalIssuer) -> Iterator[str]:
+    """The local API in JWT mode, with a deployment rule: deleting needs two approvers."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("AUTH_MODE", "JWT")
+        env.setenv("JWT_ISSUER", issuer.url)
+        env.setenv("JWT_AUDIENCE", issuer.client_id)
+        env.setenv("APPROVER_GROUPS", "approvers")
+        env.setenv("JWT_GROUPS_CLAIM", GROUPS_CLAIM)
+        env.setenv("APPROVAL_RULES", RULES)
+        forget()
+        server = make_server(port=0, jwt=JwtVerifier(issuer.url, (issuer.client_id,)))
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+        server.shutdown()
+        server.server_close()
+    forget()
+
+
+def start(url: str, issuer: LocalIssuer, user: str, session: str) -> dict[str, Any]:
+    status, turn = call(
+        url, "POST", f"/sessions/{session}/turns", issuer.mint(user), {"prompt": "delete the prod-db record"}
+    )
+    assert (status, turn["status"]) == (201, "waiting"), turn
+    return turn
+
+
+def test_two_people_approve_and_the_first_sees_it_wait_for_the_second(
+    url: str, issuer: LocalIssuer, browser: Any
+) -> None:
+    start(url, issuer, "bob", "two-bob")
+
+    alice = sign_in(browser, url, "alice")
+    asked = card(alice, "two-bob")
+    expect(asked.locator(".approvals")).to_have_text("0 of 2 approvals · rule two-person delete")
+    asked.get_by_role("button", name="Approve").click()
+    expect(alice.locator("#outcomes li").first).to_contain_text(
+        "your approval is 1 of 2; the question waits for another approver"
+    )
+    expect(asked.locator(".approvals")).to_contain_text("1 of 2 approvals (alice)")
+    expect(asked.locator(".approvals")).to_contain_text("you approved: it waits for another approver")
+    expect(asked.get_by_role("button", name="Approve")).to_be_disabled()
+    screenshot(alice, "inbox-one-of-two")
+    # Read again from the API, on this page and on a new one: still there, still waiting on another.
+    alice.get_by_role("button", name="Refresh").click()
+    alice.wait_for_function("() => Number(document.body.dataset.refreshes) >= 2")
+    expect(asked.get_by_role("button", name="Approve")).to_be_disabled()
+    again = card(sign_in(browser, url, "alice"), "two-bob")
+    expect(again.locator(".approvals")).to_contain_text("1 of 2 approvals (alice) · rule two-person delete · you")
+    expect(again.get_by_role("button", name="Approve")).to_be_disabled()
+
+    dave = sign_in(browser, url, "dave")
+    theirs = card(dave, "two-bob")
+    expect(theirs.locator(".approvals")).to_have_text("1 of 2 approvals (alice) · rule two-person delete")
+    theirs.get_by_role("button", name="Approve").click()
+    expect(dave.locator("#outcomes li").first).to_contain_text("the turn is completed")
+    status, listed = call(url, "GET", "/sessions/two-bob/interactions", issuer.mint("bob"))
+    assert status == 200
+    [settled] = listed["interactions"]
+    assert (settled["answeredBy"], [a["by"] for a in settled["approvals"]]) == ("dave", ["alice", "dave"])
+
+
+def test_whoever_started_the_turn_may_not_approve_it_and_never_sees_it_to_approve(
+    url: str, issuer: LocalIssuer, browser: Any
+) -> None:
+    turn = start(url, issuer, "alice", "two-alice")
+    [asked] = turn["interactions"]
+    path = f"/sessions/two-alice/turns/{turn['turnId']}/interactions/{asked['requestId']}"
+
+    status, refused = call(url, "POST", path, issuer.mint("alice"), {"response": {"decision": "approve"}})
+    assert status == 403 and refused["code"] == "forbidden"
+    assert "the approval rule 'two-person delete' does not let the principal who started a turn" in refused["message"]
+
+    alice = sign_in(browser, url, "alice")  # (signed in once the inbox was read)
+    expect(card(alice, "two-alice")).to_have_count(0)
+    dave = sign_in(browser, url, "dave")
+    expect(card(dave, "two-alice")).to_have_count(1)

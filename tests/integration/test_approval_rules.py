@@ -1,0 +1,331 @@
+"""Approval rules on the embedded AWS: who may answer a question, how many must agree, and settlement
+exactly once whatever the order and timing of the votes."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from resumable.aws.stepfunctions import TaskTokens
+from resumable.config import Settings
+from resumable.exceptions import ConflictError, ForbiddenError, ResumableError
+from resumable.runtime.approval import parse_rules
+from resumable.service import Service
+from resumable.service.access import Principal
+from resumable.service.views import TurnView
+from resumable.service.votes import answer_under_rule
+from resumable.store import DynamoDBStore
+from resumable.store.codec import key, root_sk
+from tests.clock import FakeClock
+from tests.factories import executions
+from tests.integration.helpers import APPROVE, at_once, session_items, store_of
+
+OWNER = Principal("arn:aws:iam::123456789012:role/agent-runner")
+ALICE, BOB, CAROL = Principal("alice"), Principal("bob"), Principal("carol")
+DAVE = Principal("dave", groups=("dba",))
+DENY = {"decision": "deny", "message": "not today"}
+PROMPT = "delete the prod-db record"
+
+
+def ruled(make_service: Callable[..., Service], *rules: dict[str, Any], factory: str = "nested") -> Service:
+    """A service whose deployment has ``rules``, where alice, bob, carol and the dba group are approvers."""
+    return make_service(
+        factory,
+        approval_rules=parse_rules(list(rules)),
+        approver_principals=("alice", "bob", "carol", "erin-*"),
+        approver_groups=("dba",),
+    )
+
+
+def question(view: TurnView) -> Any:
+    [interaction] = [i for i in view.interactions if i.status == "requested"]
+    return interaction
+
+
+def answer(service: Service, view: TurnView, response: dict[str, Any], principal: str) -> TurnView:
+    return service.submit_approval(view.session_id, view.turn_id, question(view).request_id, response, principal)
+
+
+@pytest.mark.parametrize("factory", ["nested", "strands:nested"])
+def test_two_approvers_must_agree_and_the_second_settles_it(
+    make_service: Callable[..., Service], session_id: str, ledger: Path, factory: str
+) -> None:
+    service = ruled(make_service, {"tools": ["delete_*"], "required": 2, "name": "two-person delete"}, factory=factory)
+    started = service.start_turn(session_id, PROMPT, OWNER)
+    asked = question(started)
+    assert asked.rule is not None
+    assert (asked.rule.name, asked.rule.required, asked.rule.self_approval) == ("two-person delete", 2, False)
+    assert "rule" not in asked.reason  # shown as the question's rule, not in what the agent said
+
+    first = answer(service, started, APPROVE, ALICE)
+    assert first.status == "waiting"
+    [waiting] = first.interactions
+    assert waiting.status == "requested"
+    assert [a.by for a in waiting.approvals] == ["alice"]
+    assert executions(ledger) == []
+
+    with pytest.raises(ConflictError, match=r"alice already approved .* \(1 of 2 approvals"):
+        answer(service, started, APPROVE, ALICE)
+
+    done = answer(service, started, APPROVE, BOB)
+    assert done.status == "completed"
+    [settled] = done.interactions
+    assert (settled.status, settled.response, settled.answered_by) == ("answered", APPROVE, "bob")
+    assert [a.by for a in settled.approvals] == ["alice", "bob"]
+    assert executions(ledger) == ["delete prod-db"]
+    # A voter's replay of the same answer after it settled is the same result, as for any answer.
+    assert answer_again(service, started, settled.request_id, ALICE).status == "completed"
+
+
+def answer_again(service: Service, started: TurnView, request_id: str, principal: str) -> TurnView:
+    return service.submit_approval(started.session_id, started.turn_id, request_id, APPROVE, principal)
+
+
+def test_someone_outside_the_rules_approvers_is_refused_naming_the_rule_and_nothing_is_recorded(
+    make_service: Callable[..., Service], session_id: str, ledger: Path
+) -> None:
+    service = ruled(make_service, {"tools": ["delete_record"], "approvers": ["bob", "group:dba"], "name": "dba only"})
+    started = service.start_turn(session_id, PROMPT, OWNER)
+    before = _interaction_item(service, session_id)
+
+    for response in (APPROVE, DENY):
+        with pytest.raises(ForbiddenError, match="alice is not one of the approvers of the approval rule 'dba only'"):
+            answer(service, started, response, ALICE)
+    assert _interaction_item(service, session_id) == before
+    # A member of a named group may answer: one approval settles it (required 1).
+    assert answer(service, started, APPROVE, DAVE).status == "completed"
+    assert executions(ledger) == ["delete prod-db"]
+
+
+def _interaction_item(service: Service, session_id: str) -> dict[str, Any]:
+    [item] = [i for i in session_items(store_of(service), session_id) if i.get("entity") == "interaction"]
+    return item
+
+
+@pytest.mark.parametrize(
+    ("rule", "may_approve_own"),
+    [
+        ({"tools": ["delete_*"], "required": 2}, False),  # two or more: not by default
+        ({"tools": ["delete_*"], "required": 2, "self_approval": True}, True),
+        ({"tools": ["delete_*"]}, True),  # one: yes by default, as without a rule
+        ({"tools": ["delete_*"], "self_approval": False}, False),
+    ],
+)
+def test_the_principal_who_started_the_turn_approves_its_own_call_only_where_the_rule_allows(
+    make_service: Callable[..., Service], session_id: str, rule: dict[str, Any], may_approve_own: bool
+) -> None:
+    service = ruled(make_service, rule)
+    erin = Principal("erin-oncall")  # an approver, and the one who starts the turn
+    started = service.start_turn(session_id, PROMPT, erin)
+    if may_approve_own:
+        view = answer(service, started, APPROVE, erin)
+        [asked] = view.interactions
+        assert [a.by for a in asked.approvals] == ["erin-oncall"]
+        assert view.status == ("waiting" if asked.rule and asked.rule.required == 2 else "completed")
+        return
+    with pytest.raises(ForbiddenError, match="erin-oncall started this turn"):
+        answer(service, started, APPROVE, erin)
+    # They may still deny their own call (as they may cancel their own turn).
+    assert answer(service, started, DENY, erin).status == "completed"
+
+
+def test_a_deny_settles_the_question_at_once_whatever_was_approved_before(
+    make_service: Callable[..., Service], session_id: str, ledger: Path
+) -> None:
+    service = ruled(make_service, {"tools": ["delete_*"], "required": 3})
+    started = service.start_turn(session_id, PROMPT, OWNER)
+    answer(service, started, APPROVE, ALICE)
+
+    denied = answer(service, started, DENY, CAROL)
+
+    assert denied.status == "completed"
+    [settled] = denied.interactions
+    assert (settled.response, settled.answered_by) == (DENY, "carol")
+    assert [a.by for a in settled.approvals] == ["alice"]  # what was approved before stays known
+    assert executions(ledger) == []
+    with pytest.raises(ConflictError, match="already answered"):
+        answer_again(service, started, settled.request_id, ALICE)
+
+
+def test_every_approval_approves_the_same_input_or_is_refused_naming_the_one_approved(
+    make_service: Callable[..., Service], session_id: str, ledger: Path
+) -> None:
+    service = ruled(make_service, {"tools": ["delete_*"], "required": 2, "edits": True})
+    started = service.start_turn(session_id, PROMPT, OWNER)
+    assert question(started).editable
+    edited = {"decision": "approve", "input": {"name": "staging-db"}}
+    answer(service, started, edited, ALICE)
+
+    for other in (APPROVE, {"decision": "approve", "input": {"name": "test-db"}}):
+        with pytest.raises(ConflictError, match=re.escape('approved so far with {"name": "staging-db"}')) as refused:
+            answer(service, started, other, BOB)
+        assert refused.value.winning == edited
+
+    assert answer(service, started, edited, BOB).status == "completed"
+    assert executions(ledger) == ["delete staging-db"]
+
+
+def test_fifty_votes_at_once_from_ten_approvers_settle_once_with_two_votes_and_run_the_action_once(
+    make_service: Callable[..., Service], session_id: str, ledger: Path
+) -> None:
+    service = ruled(make_service, {"tools": ["delete_*"], "required": 2})
+    started = service.start_turn(session_id, PROMPT, OWNER)
+    request = question(started).request_id
+    voters = [Principal(f"erin-{n % 10}") for n in range(50)]
+    services = [ruled(make_service, {"tools": ["delete_*"], "required": 2}) for _ in voters]
+
+    outcomes = at_once(
+        [
+            partial(s.submit_approval, session_id, started.turn_id, request, dict(APPROVE), voter)
+            for s, voter in zip(services, voters, strict=True)
+        ]
+    )
+
+    errors = [o for o in outcomes if isinstance(o, Exception)]
+    assert all(isinstance(e, ResumableError) for e in errors), errors
+    final = service.get_turn(session_id, started.turn_id)
+    [settled] = final.interactions
+    assert (final.status, settled.status, settled.response) == ("completed", "answered", APPROVE)
+    voted = [a.by for a in settled.approvals]
+    assert len(voted) == 2 and len(set(voted)) == 2 and settled.answered_by == voted[1]
+    assert executions(ledger) == ["delete prod-db"]
+    # Each refusal says why: a second vote of the same approver, or one that came as it settled.
+    assert all(isinstance(e, ConflictError) or "retry" in str(e) for e in errors), errors
+
+
+def test_an_approval_and_a_deny_at_once_settle_once_and_the_action_runs_only_if_the_approval_settled_it(
+    make_service: Callable[..., Service], session_id: str, ledger: Path
+) -> None:
+    rule = {"tools": ["delete_*"], "required": 2}
+    service = ruled(make_service, rule)
+    started = service.start_turn(session_id, PROMPT, OWNER)
+    answer(service, started, APPROVE, ALICE)
+    request = question(started).request_id
+    bob, carol = ruled(make_service, rule), ruled(make_service, rule)
+
+    outcomes = at_once(
+        [
+            partial(bob.submit_approval, session_id, started.turn_id, request, dict(APPROVE), BOB),
+            partial(carol.submit_approval, session_id, started.turn_id, request, dict(DENY), CAROL),
+        ]
+    )
+
+    [won] = [o for o in outcomes if isinstance(o, TurnView)]
+    [lost] = [o for o in outcomes if isinstance(o, Exception)]
+    assert isinstance(lost, ConflictError)
+    final = service.get_turn(session_id, started.turn_id)
+    [settled] = final.interactions
+    assert final.status == "completed" and won.interactions[0].response == settled.response
+    assert executions(ledger) == (["delete prod-db"] if settled.response == APPROVE else [])
+
+
+def test_a_vote_read_before_another_landed_is_counted_with_it_never_over_it(
+    make_service: Callable[..., Service], session_id: str, ledger: Path
+) -> None:
+    """Bob's vote was read when the question had no votes; Alice's landed before Bob's write. Bob's
+    write is refused (the question holds another number of votes), read again, and settles it with both."""
+    service = ruled(make_service, {"tools": ["delete_*"], "required": 2})
+    started = service.start_turn(session_id, PROMPT, OWNER)
+    asked = question(started)
+    stale = service.store.get_interaction(session_id, started.turn_id, asked.request_id)
+    assert stale is not None and stale.votes == {}
+    answer(service, started, APPROVE, ALICE)
+
+    outcome = answer_under_rule(service.deps, stale, dict(APPROVE), BOB, child_turn_id=None)
+
+    assert outcome.outcome == "answered"
+    settled = service.store.get_interaction(session_id, started.turn_id, asked.request_id)
+    assert settled is not None and (settled.status, set(settled.votes)) == ("answered", {"alice", "bob"})
+    # Bob's client, told nothing (the process stopped there), sends it again: the turn resumes once.
+    assert answer_again(service, started, asked.request_id, BOB).status == "completed"
+    assert executions(ledger) == ["delete prod-db"]
+
+
+def _inbox(service: Service, principal: str, limit: int = 50) -> list[Any]:
+    """Every question of ``principal``'s inbox, page by page."""
+    shown, cursor = [], None
+    while True:
+        page = service.inbox(principal, limit=limit, cursor=cursor)
+        shown += page.interactions
+        if page.cursor is None:
+            return shown
+        cursor = page.cursor
+
+
+def test_the_inbox_shows_each_reader_the_questions_it_may_answer_with_the_approvals_so_far(
+    make_service: Callable[..., Service], session_id: str
+) -> None:
+    service = ruled(make_service, {"tools": ["delete_*"], "approvers": ["bob", "group:dba"], "required": 2})
+    started = service.start_turn(session_id, PROMPT, OWNER)
+    request = question(started).request_id
+
+    assert [i.request_id for i in _inbox(service, BOB)] == [request]
+    assert [i.request_id for i in _inbox(service, DAVE)] == [request]
+    assert _inbox(service, ALICE) == []  # an approver of the deployment, not of this rule
+    assert _inbox(service, OWNER) == []  # their own session's question, which they may not approve
+
+    answer(service, started, APPROVE, BOB)
+
+    [bobs] = _inbox(service, BOB)
+    assert bobs.approved_by_you and [a.by for a in bobs.approvals] == ["bob"]
+    assert bobs.rule is not None and (bobs.rule.required, bobs.rule.approvers) == (2, ["bob", "group:dba"])
+    [daves] = _inbox(service, DAVE)
+    assert not daves.approved_by_you and [a.by for a in daves.approvals] == ["bob"]
+
+
+def test_an_inbox_page_reads_on_past_questions_the_reader_may_not_answer_and_loses_none(
+    make_service: Callable[..., Service],
+) -> None:
+    dba_only = ruled(make_service, {"tools": ["delete_*"], "approvers": ["group:dba"]})
+    anyone = ruled(make_service)
+    hidden = {question(dba_only.start_turn(f"hidden-{n}", PROMPT, OWNER)).request_id for n in range(7)}
+    shown = {question(anyone.start_turn(f"shown-{n}", PROMPT, OWNER)).request_id for n in range(3)}
+
+    in_order = [i.request_id for i in _inbox(anyone, None) if i.request_id in shown]
+    for limit in (1, 2, 50):
+        assert [i.request_id for i in _inbox(anyone, ALICE, limit)] == in_order
+    assert {i.request_id for i in _inbox(anyone, DAVE, 2)} == hidden | shown
+    # The index holds the hidden ones first (their sessions sort first): a page reads on past them.
+    assert len(anyone.inbox(ALICE, limit=2).interactions) == 2
+
+
+def test_a_workflow_waiting_on_the_turn_is_told_once_when_the_question_settles_never_at_a_vote(
+    aws: Settings, clock: FakeClock, session_id: str, ledger: Path
+) -> None:
+    told: list[str] = []
+
+    class StepFunctions:
+        """AWS's Step Functions client as the task token reaches it (what it was sent, nothing else)."""
+
+        def send_task_success(self, taskToken: str, output: str) -> None:  # noqa: N803
+            told.append(f"success {taskToken} {json.loads(output)['status']}")
+
+        def send_task_failure(self, taskToken: str, error: str, cause: str) -> None:  # noqa: N803
+            told.append(f"failure {taskToken} {error}")
+
+    settings = aws.model_copy(
+        update={
+            "approval_rules": parse_rules([{"tools": ["delete_*"], "required": 2}]),
+            "approver_principals": ("alice", "bob"),
+            "agent_factory": "tests.factories:nested",
+        }
+    )
+    service = Service(DynamoDBStore(settings), settings, clock, task_tokens=TaskTokens(settings, StepFunctions()))
+    started = service.start_turn(session_id, PROMPT, OWNER, workflow=True)
+    store_of(service).dynamodb.update_item(  # what the workflow's own task writes once it waits
+        TableName=settings.table_name,
+        Key=key(session_id, root_sk(started.turn_id)),
+        UpdateExpression="SET task_token = :token",
+        ExpressionAttributeValues={":token": {"S": "token-1"}},
+    )
+
+    assert answer(service, started, APPROVE, ALICE).status == "waiting"
+    assert told == []
+    assert answer(service, started, APPROVE, BOB).status == "completed"
+    assert told == ["success token-1 completed"]
