@@ -5,8 +5,10 @@ Thin: the shared routes parse the request, call the service and shape the reply.
 
 from typing import Any
 
-from resumable.api.app import handle
+from resumable.api.app import check_settings, handle
 from resumable.api.observability import tracer
+
+check_settings()  # a bad setting stops the function's start, named
 
 
 @tracer.capture_lambda_handler(capture_response=False)

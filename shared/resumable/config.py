@@ -75,7 +75,7 @@ class Settings(BaseModel):
     def _rules(cls, rules: Any) -> Any:
         if not rules:
             return ()
-        from resumable.runtime.approval import parse_rules
+        from resumable.runtime.rules import parse_rules
 
         return parse_rules(rules)
 

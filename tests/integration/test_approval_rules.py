@@ -12,18 +12,28 @@ from typing import Any
 
 import pytest
 
+from resumable import Agent, ScriptedModel
 from resumable.aws.stepfunctions import TaskTokens
 from resumable.config import Settings
-from resumable.exceptions import ConflictError, ForbiddenError, ResumableError
-from resumable.runtime.approval import parse_rules
+from resumable.exceptions import (
+    ConflictError,
+    ForbiddenError,
+    GoneError,
+    NotFoundError,
+    ResumableError,
+    StaleCommitError,
+)
+from resumable.runtime.rules import parse_rules
 from resumable.service import Service
 from resumable.service.access import Principal
+from resumable.service.settlement import settle_tree
 from resumable.service.views import TurnView
 from resumable.service.votes import answer_under_rule
 from resumable.store import DynamoDBStore
 from resumable.store.codec import key, root_sk
+from tests.agents import calls, says
 from tests.clock import FakeClock
-from tests.factories import executions
+from tests.factories import delete_record, executions
 from tests.integration.helpers import APPROVE, at_once, session_items, store_of
 
 OWNER = Principal("arn:aws:iam::123456789012:role/agent-runner")
@@ -33,7 +43,7 @@ DENY = {"decision": "deny", "message": "not today"}
 PROMPT = "delete the prod-db record"
 
 
-def ruled(make_service: Callable[..., Service], *rules: dict[str, Any], factory: str = "nested") -> Service:
+def ruled(make_service: Callable[..., Service], *rules: dict[str, Any], factory: Any = "nested") -> Service:
     """A service whose deployment has ``rules``, where alice, bob, carol and the dba group are approvers."""
     return make_service(
         factory,
@@ -284,15 +294,18 @@ def test_an_inbox_page_reads_on_past_questions_the_reader_may_not_answer_and_los
 ) -> None:
     dba_only = ruled(make_service, {"tools": ["delete_*"], "approvers": ["group:dba"]})
     anyone = ruled(make_service)
-    hidden = {question(dba_only.start_turn(f"hidden-{n}", PROMPT, OWNER)).request_id for n in range(7)}
+    hidden = {question(dba_only.start_turn(f"hidden-{n}", PROMPT, OWNER)).request_id for n in range(4)}
     shown = {question(anyone.start_turn(f"shown-{n}", PROMPT, OWNER)).request_id for n in range(3)}
 
     in_order = [i.request_id for i in _inbox(anyone, None) if i.request_id in shown]
     for limit in (1, 2, 50):
         assert [i.request_id for i in _inbox(anyone, ALICE, limit)] == in_order
     assert {i.request_id for i in _inbox(anyone, DAVE, 2)} == hidden | shown
-    # The index holds the hidden ones first (their sessions sort first): a page reads on past them.
+    # The index holds the hidden ones first (their sessions sort first): a page reads on past them (up
+    # to three reads), and one that found nothing to show still says where to read on.
     assert len(anyone.inbox(ALICE, limit=2).interactions) == 2
+    empty = anyone.inbox(ALICE, limit=1)
+    assert (empty.interactions, empty.cursor is not None) == ([], True)
 
 
 def test_a_workflow_waiting_on_the_turn_is_told_once_when_the_question_settles_never_at_a_vote(
@@ -329,3 +342,122 @@ def test_a_workflow_waiting_on_the_turn_is_told_once_when_the_question_settles_n
     assert told == []
     assert answer(service, started, APPROVE, BOB).status == "completed"
     assert told == ["success token-1 completed"]
+
+
+def _two_turns(context: Any) -> Agent:
+    """An agent that asks to delete prod-db in each of two turns."""
+    delete = [calls((f"o-{n}", "delete_record", {"name": "prod-db"})) for n in (1, 2)]
+    return Agent(
+        name="ops", model=ScriptedModel([delete[0], says("done"), delete[1], says("done again")]), tools=[delete_record]
+    )
+
+
+def test_self_approval_is_about_who_started_the_turn_not_whose_session_it_is(
+    make_service: Callable[..., Service], session_id: str, ledger: Path
+) -> None:
+    """Alice, an approver, starts a turn in the owner's session: she may not approve it; the owner,
+    who did not start this one, may."""
+    service = ruled(make_service, {"tools": ["delete_*"], "required": 2}, factory=_two_turns)
+    first = service.start_turn(session_id, PROMPT, OWNER)
+    answer(service, first, DENY, BOB)
+    second = service.start_turn(session_id, PROMPT, ALICE)
+    assert service.store.get_session(session_id).principal == OWNER  # type: ignore[union-attr]
+
+    with pytest.raises(ForbiddenError, match="alice started this turn"):
+        answer(service, second, APPROVE, ALICE)
+    assert answer(service, second, APPROVE, OWNER).status == "waiting"
+    assert answer(service, second, APPROVE, BOB).status == "completed"
+    assert executions(ledger) == ["delete prod-db"]
+
+
+def test_one_who_approved_may_still_deny_and_that_settles_it(
+    make_service: Callable[..., Service], session_id: str, ledger: Path
+) -> None:
+    service = ruled(make_service, {"tools": ["delete_*"], "required": 2})
+    started = service.start_turn(session_id, PROMPT, OWNER)
+    answer(service, started, APPROVE, ALICE)
+
+    denied = answer(service, started, DENY, ALICE)
+
+    [settled] = denied.interactions
+    assert (denied.status, settled.response, [a.by for a in settled.approvals]) == ("completed", DENY, ["alice"])
+    assert executions(ledger) == []
+
+
+def test_a_principal_who_may_not_see_the_session_gets_404_not_the_rule(
+    make_service: Callable[..., Service], session_id: str
+) -> None:
+    service = ruled(make_service, {"tools": ["delete_*"], "approvers": ["bob"], "name": "secret rule"})
+    started = service.start_turn(session_id, PROMPT, OWNER)
+    stranger = Principal("mallory")  # neither the session's principal nor an approver
+
+    for response in (APPROVE, DENY):
+        with pytest.raises(NotFoundError) as refused:
+            answer(service, started, response, stranger)
+        assert "secret rule" not in str(refused.value)
+
+
+def test_after_it_settled_only_those_the_rule_lets_answer_are_told_their_answer_stands(
+    make_service: Callable[..., Service], session_id: str
+) -> None:
+    service = ruled(make_service, {"tools": ["delete_*"], "approvers": ["bob", "carol"]})
+    started = service.start_turn(session_id, PROMPT, OWNER)
+    request = question(started).request_id
+    answer(service, started, APPROVE, BOB)
+
+    assert answer_again(service, started, request, CAROL).status == "completed"
+    with pytest.raises(ForbiddenError, match="alice is not one of the approvers"):
+        answer_again(service, started, request, ALICE)
+
+
+def test_an_edit_that_leaves_the_input_as_asked_is_the_same_approval_as_none(
+    make_service: Callable[..., Service], session_id: str, ledger: Path
+) -> None:
+    service = ruled(make_service, {"tools": ["delete_*"], "required": 2, "edits": True})
+    started = service.start_turn(session_id, PROMPT, OWNER)
+    answer(service, started, {"decision": "approve", "input": {"name": "prod-db"}}, ALICE)  # the page's Edit, unchanged
+
+    assert answer(service, started, APPROVE, BOB).status == "completed"
+    assert executions(ledger) == ["delete prod-db"]
+
+
+def test_votes_given_stay_on_a_question_its_cancel_supersedes_and_none_is_taken_after(
+    make_service: Callable[..., Service], session_id: str
+) -> None:
+    service = ruled(make_service, {"tools": ["delete_*"], "required": 2})
+    started = service.start_turn(session_id, PROMPT, OWNER)
+    request = question(started).request_id
+    read_before_the_vote = service.store.load_tree(session_id, started.turn_id)
+    stale = service.store.get_interaction(session_id, started.turn_id, request)
+    answer(service, started, APPROVE, ALICE)
+
+    # A settlement decided on what it read before the vote is refused (it would write the record
+    # without the vote), and decides again.
+    with pytest.raises(StaleCommitError):
+        settle_tree(service.deps, read_before_the_vote, "canceled", "superseded", "canceled on request")  # type: ignore[arg-type]
+    canceled = service.cancel(session_id, started.turn_id, OWNER)
+    [closed] = canceled.interactions
+    assert (closed.status, [a.by for a in closed.approvals]) == ("superseded", ["alice"])
+    # A vote read before the cancel is not taken once the question is superseded.
+    assert stale is not None
+    late = answer_under_rule(service.deps, stale, dict(APPROVE), BOB, child_turn_id=None)
+    assert late.outcome in ("refused", "turn_busy")
+    with pytest.raises(GoneError):
+        answer(service, started, APPROVE, BOB)
+
+
+def test_a_question_stored_before_rules_existed_is_answered_as_it_was(
+    make_service: Callable[..., Service], session_id: str, ledger: Path
+) -> None:
+    service = ruled(make_service)
+    started = service.start_turn(session_id, PROMPT, OWNER)
+    item = _interaction_item(service, session_id)
+    store_of(service).dynamodb.update_item(
+        TableName=service.settings.table_name,
+        Key={"pk": {"S": item["pk"]}, "sk": {"S": item["sk"]}},
+        UpdateExpression="REMOVE #rule, votes, vote_count, started_by, escalated_at",
+        ExpressionAttributeNames={"#rule": "rule"},
+    )
+
+    assert answer(service, started, APPROVE, ALICE).status == "completed"
+    assert executions(ledger) == ["delete prod-db"]

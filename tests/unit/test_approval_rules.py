@@ -4,15 +4,22 @@ configuration with an error that names the bad one."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from resumable import Agent, ApprovalPolicy, ApprovalRule, Invocation, ScriptedModel
 from resumable.config import Settings
-from resumable.runtime.approval import parse_rules
+from resumable.runtime.rules import parse_rules
 from tests.agents import calls, says
+from tests.patience import HANG_SECONDS
 from tests.unit.test_approval_policy import ThirdPartyTool
+
+ROOT = Path(__file__).resolve().parents[2]
 
 TWO_DBAS = ApprovalRule(tools=("drop_*",), approvers=("group:dba",), required=2, name="two DBAs")
 ANYONE_ONCE = ApprovalRule(tools=("drop_table",), edits=True)
@@ -44,6 +51,7 @@ def test_a_rule_asks_even_where_the_agents_policy_exempts_the_tool() -> None:
         "approvers": ["group:dba"],
         "required": 2,
         "edits": False,
+        "on_expiry": "expire",
     }
 
 
@@ -75,7 +83,6 @@ def test_a_call_no_rule_matches_asks_as_before_with_no_rule() -> None:
         (ApprovalRule(tools=("*",), approvers=("arn:aws:iam::*:role/dba-*",)), "arn:aws:iam::1:role/dev", (), False),
         (ApprovalRule(tools=("*",), approvers=("group:dba",)), "dave", ("dba", "ops"), True),
         (ApprovalRule(tools=("*",), approvers=("group:dba",)), "group:dba", (), False),
-        (ApprovalRule(tools=("*",), approvers=()), "anyone", ("dba",), False),
     ],
     ids=[
         "no approvers: everyone",
@@ -83,7 +90,6 @@ def test_a_call_no_rule_matches_asks_as_before_with_no_rule() -> None:
         "pattern, not matched",
         "group",
         "a principal named like a group",
-        "an empty list: nobody",
     ],
 )
 def test_who_a_rule_admits(rule: ApprovalRule, principal: str, groups: tuple[str, ...], admitted: bool) -> None:
@@ -117,6 +123,12 @@ def test_a_deployments_rules_are_read_from_its_configuration() -> None:
         ('[{"tools": []}]', "rule 1 ([]) is not a rule: tools"),
         ('[{"tools": ["x"], "approvers": ["group:"]}]', "must be followed by a group's name"),
         ('[{"tools": ["x"], "required": 11}]', "less than or equal to 10"),
+        ('[{"tools": ["x"], "approvers": []}]', "approvers: Tuple should have at least 1 item"),
+        ('[{"tools": ["x"], "required": true}]', "required: Input should be a valid integer"),
+        ('[{"tools": ["x"], "self_approval": "no"}]', "self_approval: Input should be a valid boolean"),
+        ('[{"tools": ["x"], "escalate_after": "30m"}]', "escalate_after and escalate_to go together"),
+        ('[{"tools": ["x"], "escalate_after": "soon", "escalate_to": ["b"]}]', "a duration such as '90s'"),
+        ('[{"tools": ["x"], "on_expiry": "approve"}]', "on_expiry: Input should be 'expire' or 'deny'"),
         ('{"tools": ["x"]}', "must be a list of rules"),
         ("[{tools: x}]", "APPROVAL_RULES is not JSON"),
     ],
@@ -131,3 +143,31 @@ def test_rules_given_in_code_are_checked_too() -> None:
     with pytest.raises(ValueError, match=r"ApprovalPolicy\.rules takes a tuple of ApprovalRule"):
         ApprovalPolicy(rules=({"tools": ["x"]},))  # type: ignore[arg-type]
     assert parse_rules([TWO_DBAS, {"tools": ["y"]}])[1] == ApprovalRule(tools=("y",))
+
+
+@pytest.mark.parametrize(
+    "start",
+    [
+        ["-c", "import runpy; runpy.run_path('functions/submit_approval/app.py')"],  # a function's start (init)
+        ["-m", "resumable.local.run"],  # make run's
+    ],
+    ids=["a function", "make run"],
+)
+def test_a_bad_rule_in_the_environment_stops_the_start_saying_which(start: list[str]) -> None:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "RESUMABLE_"))}
+    environment |= {
+        "APPROVAL_RULES": '[{"tools": ["delete_*"], "required": 2}, {"tools": ["drop_*"], "required": "two"}]'
+    }
+    started = subprocess.run(
+        [sys.executable, *start],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=HANG_SECONDS,
+        check=False,
+    )
+    assert started.returncode != 0
+    assert 'APPROVAL_RULES: rule 2 (["drop_*"]) is not a rule: required: Input should be a valid integer' in (
+        started.stderr
+    )

@@ -123,6 +123,13 @@ def resolver() -> APIGatewayHttpResolver:
     return build_app()
 
 
+def check_settings() -> None:
+    """Read the settings from the environment as the requests will, when the function starts: a bad
+    one (an approval rule that is not one) stops the function's start with the error that names it,
+    rather than failing each of its requests."""
+    Settings.from_env()
+
+
 @functools.cache
 def process_service() -> Service:
     """This process's service and its AWS clients, from the environment, built once."""

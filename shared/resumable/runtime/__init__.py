@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 from resumable.runtime.agent import Agent
 from resumable.runtime.agent_as_tool import AgentTool
-from resumable.runtime.approval import ApprovalPolicy, ApprovalRule
+from resumable.runtime.approval import ApprovalPolicy
 from resumable.runtime.conversation import ConversationManager, SlidingWindow, Summarizing
 from resumable.runtime.interrupts import Interrupt
 from resumable.runtime.invocation import FencingToken, Invocation
 from resumable.runtime.models import BedrockModel, Model, ScriptedModel
+from resumable.runtime.rules import ApprovalRule
 from resumable.runtime.seam import AgentResult
 from resumable.runtime.session import FileSession, Session
 from resumable.runtime.tools import ApprovalAnswer, Tool, ToolContext, tool

@@ -31,18 +31,18 @@ These rules run as ``ApprovalHook``, a hook (resumable.runtime.hooks) every agen
 
 from __future__ import annotations
 
-import fnmatch
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict
 
 from resumable.exceptions import ResumableError
 from resumable.runtime.hooks import BeforeToolCall, Hook
 from resumable.runtime.interrupts import InterruptException
 from resumable.runtime.invocation import ApprovedAction, FencingToken
+from resumable.runtime.rules import ApprovalRule, matches_any
 
 if TYPE_CHECKING:
     from resumable.runtime.tools import Tool, ToolContext
@@ -61,99 +61,6 @@ class ApprovalAnswer(BaseModel):
     decision: Literal["approve", "deny"]
     message: str | None = None
     input: dict[str, Any] | None = None
-
-
-def _matches(name: str, patterns: tuple[str, ...]) -> bool:
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
-
-
-GROUP_PREFIX = "group:"
-"""An ``approvers`` entry naming a group of a sign-in token (``group:dba``), not a principal pattern."""
-
-MAX_REQUIRED = 10
-"""The most approvals a rule may require (each is kept on the question until it settles)."""
-
-
-class ApprovalRule(BaseModel):
-    """Who may answer the approval of a call of the ``tools`` it matches (``fnmatch`` patterns), and
-    how many of them must agree.
-
-    ``approvers``: principal patterns (``arn:aws:iam::*:role/dba-*``, a token subject) and groups of a
-    sign-in token (``group:dba``); None: whoever may answer the session's questions (its principal and
-    every approver), as without a rule. A rule only narrows: nobody who may not see the session answers.
-    ``required``: how many distinct approvers must approve before the call runs (any deny settles it
-    denied at once). ``self_approval``: whether the principal who started the turn may approve its own
-    call (default: not when two or more must agree, else yes). ``edits``: whether an approver may edit
-    the input (every approving vote then approves the same input). ``name`` is what messages call it
-    (default: its patterns)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-    tools: tuple[str, ...] = Field(min_length=1)
-    name: str | None = Field(default=None, min_length=1, max_length=100)
-    approvers: tuple[str, ...] | None = None
-    required: int = Field(default=1, ge=1, le=MAX_REQUIRED)
-    self_approval: bool | None = None
-    edits: bool = False
-
-    @field_validator("tools", "approvers")
-    @classmethod
-    def _patterns(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
-        if value is not None and not all(p.strip() and p == p.strip() for p in value):
-            raise ValueError("patterns must be non-empty strings without surrounding spaces")
-        if value is not None and any(p == GROUP_PREFIX for p in value):
-            raise ValueError(f"{GROUP_PREFIX!r} must be followed by a group's name")
-        return value
-
-    @property
-    def title(self) -> str:
-        """What messages call the rule."""
-        return self.name or ",".join(self.tools)
-
-    @property
-    def allows_self_approval(self) -> bool:
-        return self.required < 2 if self.self_approval is None else self.self_approval
-
-    def matches(self, tool_name: str) -> bool:
-        return _matches(tool_name, self.tools)
-
-    def admits(self, principal: str, groups: frozenset[str]) -> bool:
-        """Whether ``approvers`` names ``principal`` (or one of its ``groups``); None names everyone."""
-        if self.approvers is None:
-            return True
-        return any(
-            p[len(GROUP_PREFIX) :] in groups if p.startswith(GROUP_PREFIX) else fnmatch.fnmatchcase(principal, p)
-            for p in self.approvers
-        )
-
-
-def parse_rules(rules: Any, where: str = "APPROVAL_RULES") -> tuple[ApprovalRule, ...]:
-    """``rules`` (a JSON list of rule objects, as text or already parsed) as ApprovalRules; a
-    ValueError naming the first bad rule (by position and patterns) and what is wrong with it."""
-    from pydantic import ValidationError
-
-    if isinstance(rules, str):
-        try:
-            rules = json.loads(rules) if rules.strip() else []
-        except ValueError as error:
-            raise ValueError(f"{where} is not JSON ({error}): give a list of rules, e.g. "
-                             '[{"tools": ["delete_*"], "required": 2}]') from None  # fmt: skip
-    if not isinstance(rules, (list, tuple)):
-        raise ValueError(f"{where} must be a list of rules, got {type(rules).__name__}")
-    parsed = []
-    for number, rule in enumerate(rules, 1):
-        if isinstance(rule, ApprovalRule):
-            parsed.append(rule)
-            continue
-        named = rule.get("name") or rule.get("tools") if isinstance(rule, dict) else None
-        try:
-            parsed.append(ApprovalRule.model_validate(rule))
-        except ValidationError as error:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'the rule'}: {e['msg']}" for e in error.errors()
-            )
-            raise ValueError(f"{where}: rule {number} ({json.dumps(named)}) is not a rule: {problems}") from None
-    return tuple(parsed)
 
 
 @dataclass(frozen=True)
@@ -183,14 +90,14 @@ class ApprovalPolicy:
 
     def decides(self, tool_name: str) -> bool | None:
         """True: needs approval; False: exempt; None: this policy does not say."""
-        if _matches(tool_name, self.exempt):
+        if matches_any(tool_name, self.exempt):
             return False
-        if _matches(tool_name, self.require):
+        if matches_any(tool_name, self.require):
             return True
         return None
 
     def allows_edits(self, tool_name: str) -> bool:
-        return _matches(tool_name, self.edits)
+        return matches_any(tool_name, self.edits)
 
     def rule_for(self, tool_name: str) -> ApprovalRule | None:
         return next((r for r in self.rules if r.matches(tool_name)), None)

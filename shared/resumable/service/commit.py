@@ -14,8 +14,9 @@ from urllib.parse import quote
 from resumable.exceptions import StaleCommitError
 from resumable.metrics import count_commit
 from resumable.runtime.agent_as_tool import call_prefix
-from resumable.runtime.approval import APPROVAL_INTERRUPT, ApprovalRule
+from resumable.runtime.approval import APPROVAL_INTERRUPT
 from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT, Interrupt
+from resumable.runtime.rules import ApprovalRule
 from resumable.runtime.seam import AgentRuntime
 from resumable.service.child_turns import ChildTurns
 from resumable.service.ids import request_id
@@ -264,6 +265,7 @@ def _waiting_on(
                     asked_in_version=root.version + 1,
                     agent_path=children.records[owner_turn].agent_path if prefix else [root.agent],
                     principal=root.principal,
+                    started_by=root.started_by if root.started_by is not None else root.principal,
                     status="requested",
                     expires_at=now + deps.settings.approval_expiry_seconds,
                     created_at=now,

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 DEFAULT_PAGE = 50
 MAX_PAGE = 200
-MAX_READS = 10
+MAX_READS = 3
 """The most index reads one page makes when the reader may not answer what they find (a shorter page,
 with a cursor, then says there is more)."""
 

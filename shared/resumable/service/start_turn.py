@@ -71,6 +71,7 @@ def start_turn(deps: Dependencies, session_id: str, prompt: Any, principal: str 
         base_agent_snapshots=dict(seen.agent_snapshots) if seen else {},
         prompt=prompt,
         principal=seen.principal if seen else principal,
+        started_by=principal,
         workflow=workflow,
         created_at=now,
         updated_at=now,

@@ -24,7 +24,7 @@ from resumable.service.ids import root_of, valid_request_id, valid_session_id, v
 from resumable.service.limits import json_utf8
 from resumable.service.run import advance
 from resumable.service.views import TurnView
-from resumable.service.votes import answer_under_rule
+from resumable.service.votes import answer_under_rule, check_may_answer
 from resumable.store.records import InteractionRecord, TurnRecord, expired
 
 if TYPE_CHECKING:
@@ -82,6 +82,8 @@ def submit_approval(
         interaction = answer.interaction
         assert interaction is not None
         _visible(deps, interaction, turn_id, root_id, principal, missing)
+        if approval_shaped:
+            check_may_answer(interaction, response, principal)  # (a replay too: the rule says who may answer)
         if _expired_unanswered(interaction, approval_shaped):
             # The answer came too late: settle the turn expired (a write), then say so.
             advance(deps, load(deps, session_id, root_id))

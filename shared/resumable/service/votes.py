@@ -19,7 +19,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from resumable.exceptions import ConflictError, ForbiddenError, TurnBusyError
-from resumable.runtime.approval import ApprovalRule
+from resumable.runtime.rules import ApprovalRule
 from resumable.service.access import is_approver
 from resumable.store.base import AnswerOutcome, Votes
 from resumable.store.records import InteractionRecord, Vote
@@ -34,20 +34,41 @@ APPLICATION = "application"
 
 
 def rule_of(interaction: InteractionRecord) -> ApprovalRule | None:
-    return None if interaction.rule is None else ApprovalRule.model_validate(interaction.rule)
+    """The rule the interaction was asked under; one that does not read as a rule lets nobody answer."""
+    if interaction.rule is None:
+        return None
+    try:
+        return ApprovalRule.model_validate(interaction.rule)
+    except ValueError:
+        logger.error("interaction %s holds a rule that is not one: nobody may answer it", interaction.request_id)
+        return ApprovalRule.model_construct(tools=("*",), name="unreadable rule", approvers=(), required=1)
 
 
-def may_answer(rule: ApprovalRule, interaction: InteractionRecord, principal: str | None) -> str | None:
-    """Why ``principal`` may not approve ``interaction`` under ``rule`` (None: it may)."""
+def may_answer(
+    rule: ApprovalRule, interaction: InteractionRecord, principal: str | None, *, approving: bool = True
+) -> str | None:
+    """Why ``principal`` may not approve (or, not ``approving``, deny) ``interaction`` under ``rule``
+    (None: it may)."""
     who = principal or APPLICATION
-    if not rule.admits(who, getattr(principal, "groups", frozenset())):
-        return f"{who} is not one of the approvers of the approval rule {rule.title!r} ({_approvers(rule)})"
-    if not rule.allows_self_approval and principal is not None and principal == interaction.principal:
+    escalated = interaction.escalated_at is not None
+    if not rule.admits(who, getattr(principal, "groups", frozenset()), escalated=escalated):
+        return f"{who} is not one of the approvers of the approval rule {rule.title!r} ({_approvers(rule, escalated)})"
+    if approving and not rule.allows_self_approval and principal is not None and principal == interaction.started_by:
         return (
             f"{who} started this turn, and the approval rule {rule.title!r} does not let the principal who "
             f"started a turn approve its own calls (it needs {rule.required} other approver(s))"
         )
     return None
+
+
+def check_may_answer(interaction: InteractionRecord, response: dict[str, Any], principal: str | None) -> None:
+    """403 (naming the rule) unless ``principal`` may give ``response`` under the interaction's rule."""
+    rule = rule_of(interaction)
+    if rule is None:
+        return
+    refused_because = may_answer(rule, interaction, principal, approving=response["decision"] == "approve")
+    if refused_because is not None:
+        raise ForbiddenError(f"{refused_because}: interaction {interaction.request_id} was not answered")
 
 
 def answer_under_rule(
@@ -63,49 +84,31 @@ def answer_under_rule(
     interaction as it is now) when it is no longer open to votes."""
     rule = rule_of(interaction)
     assert rule is not None
+    check_may_answer(interaction, response, principal)
     who = principal or APPLICATION
-    refused_because = may_answer(rule, interaction, principal)
-    deny = response["decision"] == "deny"
-    if refused_because is not None and not (deny and rule.admits(who, getattr(principal, "groups", frozenset()))):
-        raise ForbiddenError(f"{refused_because}: interaction {interaction.request_id} was not answered")
     now = deps.clock.now()
-    common: dict[str, Any] = {  # the conditions of an answer (see store.base.Store.answer_interaction)
+    asker: dict[str, Any] = {  # whose question it must be (see store.base.Store.answer_interaction)
         "child_turn_id": child_turn_id,
         "principal": None if principal is None or is_approver(deps.settings, principal) else principal,
     }
+    ids = interaction.session_id, interaction.root_turn_id, interaction.request_id
+    if response["decision"] == "deny":  # settles it at once, whatever was approved before
+        outcome = deps.store.answer_interaction(*ids, response, who, now, approval_shaped=True, ruled=True, **asker)
+        _logged(outcome, interaction, f"denied by {who} under rule {rule.title!r}")
+        return outcome
     for _ in range(rule.required + 3):  # each refusal is another vote landing first: at most required
         if interaction.status != "requested" or interaction.expires_at <= now:
             return AnswerOutcome("refused", interaction=interaction)
         votes = _with_vote(rule, interaction, response, who, now)
-        if deny or len(votes.votes) >= rule.required:
+        if len(votes.votes) >= rule.required:
             outcome = deps.store.answer_interaction(
-                interaction.session_id,
-                interaction.root_turn_id,
-                interaction.request_id,
-                response,
-                who,
-                now,
-                approval_shaped=True,
-                ruled=True,
-                votes=None if deny else votes,
-                **common,
+                *ids, response, who, now, approval_shaped=True, ruled=True, votes=votes, **asker
             )
         else:
-            outcome = deps.store.vote_interaction(
-                interaction.session_id, interaction.root_turn_id, interaction.request_id, votes, now, **common
-            )
+            outcome = deps.store.vote_interaction(*ids, votes, now, **asker)
         if outcome.outcome != "refused":
-            if outcome.outcome in ("answered", "voted"):
-                logger.info(
-                    "session_id=<%s>, request_id=<%s> | %s by %s under rule %r (%d of %d approvals)",
-                    interaction.session_id,
-                    interaction.request_id,
-                    "denied" if deny else "approved",
-                    who,
-                    rule.title,
-                    len(votes.votes),
-                    rule.required,
-                )
+            _logged(outcome, interaction, f"approved by {who} under rule {rule.title!r} "
+                                          f"({len(votes.votes)} of {rule.required} approvals)")  # fmt: skip
             return outcome
         assert outcome.interaction is not None
         interaction = outcome.interaction
@@ -114,30 +117,41 @@ def answer_under_rule(
     )
 
 
+def _logged(outcome: AnswerOutcome, interaction: InteractionRecord, what: str) -> None:
+    if outcome.outcome in ("answered", "voted"):
+        logger.info("session_id=<%s>, request_id=<%s> | %s", interaction.session_id, interaction.request_id, what)
+
+
 def _with_vote(
     rule: ApprovalRule, interaction: InteractionRecord, response: dict[str, Any], who: str, now: float
 ) -> Votes:
-    """The interaction's votes with ``who``'s approval; 409 if it already approved, or approved another input."""
+    """The interaction's votes with ``who``'s approval; 409 if it already approved, or approved another
+    input (an edit that leaves the input as asked is no edit)."""
     held = len(interaction.votes)
     if who in interaction.votes:
         raise ConflictError(
             f"{who} already approved interaction {interaction.request_id} ({held} of {rule.required} approvals under "
-            f"the approval rule {rule.title!r}; it waits for another approver): nothing more was recorded",
+            f"the approval rule {rule.title!r}; it waits for another approver): that approval stands and nothing "
+            "more was recorded",
             winning=None,
         )
+    asked = interaction.reason.get("input") if isinstance(interaction.reason, dict) else None
     edited = response.get("input")
-    approved = {json.dumps(v.input, sort_keys=True) for v in interaction.votes.values()}
-    if response["decision"] == "approve" and approved and approved != {json.dumps(edited, sort_keys=True)}:
-        first = next(iter(interaction.votes.values())).input
-        shown = "the input asked" if first is None else json.dumps(first, ensure_ascii=False)
+    edited = None if edited == asked else edited
+    first = next(iter(interaction.votes.values()), None)
+    if first is not None and any(v.input != edited for v in interaction.votes.values()):
+        shown = "the input asked" if first.input is None else json.dumps(first.input, ensure_ascii=False)
         raise ConflictError(
             f"interaction {interaction.request_id} was approved so far with {shown}: every approval under the approval "
             f"rule {rule.title!r} must approve the same input; approve that one, or deny; this vote was not recorded",
-            winning={"decision": "approve", **({"input": first} if first is not None else {})},
+            winning={"decision": "approve", **({"input": first.input} if first.input is not None else {})},
         )
     vote = Vote(at=now, input=edited, message=response.get("message"))
     return Votes(counted=interaction.vote_count, votes={**interaction.votes, who: vote})
 
 
-def _approvers(rule: ApprovalRule) -> str:
-    return "whoever may answer the session" if rule.approvers is None else "approvers: " + ", ".join(rule.approvers)
+def _approvers(rule: ApprovalRule, escalated: bool) -> str:
+    if rule.approvers is None:
+        return "whoever may answer the session"
+    named = [*rule.approvers, *(rule.escalate_to or () if escalated else ())]
+    return "approvers: " + ", ".join(named)

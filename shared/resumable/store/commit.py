@@ -190,9 +190,11 @@ class CommitItems(Table):
                 "Put": {
                     "TableName": self.table,
                     "Item": interaction_item(changed),
-                    "ConditionExpression": "#status = :from",
+                    # (as read: a vote given since would be lost with the record's rewrite)
+                    "ConditionExpression": "#status = :from"
+                    " AND (attribute_not_exists(vote_count) OR vote_count = :votes)",
                     "ExpressionAttributeNames": {"#status": "status"},
-                    "ExpressionAttributeValues": {":from": value(from_status)},
+                    "ExpressionAttributeValues": {":from": value(from_status), ":votes": value(changed.vote_count)},
                 }
             }
             for changed, from_status in commit.interaction_changes

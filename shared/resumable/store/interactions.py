@@ -87,24 +87,39 @@ class InteractionItems(Table):
         child_turn_id: str | None = None,
         principal: str | None = None,
     ) -> AnswerOutcome:
-        write = self._answer_write(session_id, root_turn_id, request_id, None, "", now, True, child_turn_id, principal)[
-            "Update"
-        ]
-        write["UpdateExpression"] = "SET updated_at = :now"
-        for name in (":answered", ":response", ":by", ":gsi1sk"):
-            del write["ExpressionAttributeValues"][name]
-        del write["ExpressionAttributeNames"]["#response"]
-        _with_votes(write, votes)
-        write["ConditionExpression"] += " AND attribute_exists(#rule) AND #rule <> :no_rule"
-        write["ExpressionAttributeNames"]["#rule"] = "rule"
-        write["ExpressionAttributeValues"][":no_rule"] = value(json.dumps(None))
+        vote = self._answer_write(session_id, root_turn_id, request_id, None, "", now, True, child_turn_id, principal)
+        update = vote["Update"]
+        update["UpdateExpression"] = "SET updated_at = :now"  # the answer's condition, but not its changes
+        for unused in (":answered", ":response", ":by", ":gsi1sk"):
+            del update["ExpressionAttributeValues"][unused]
+        del update["ExpressionAttributeNames"]["#response"]
+        update["ConditionExpression"] += " AND attribute_exists(#rule) AND #rule <> :no_rule"
+        update["ExpressionAttributeNames"]["#rule"] = "rule"
+        update["ExpressionAttributeValues"][":no_rule"] = value(json.dumps(None))
+        _with_votes(update, votes)
+        waiting = self._one_answer_fewer(session_id, root_turn_id, now)["Update"]  # its condition alone
+        check = {
+            "ConditionCheck": {
+                k: waiting[k]
+                for k in ("TableName", "Key", "ConditionExpression", "ReturnValuesOnConditionCheckFailure")
+            }
+        }
+        check["ConditionCheck"]["ExpressionAttributeNames"] = {"#status": "status"}
+        check["ConditionCheck"]["ExpressionAttributeValues"] = {
+            k: waiting["ExpressionAttributeValues"][k] for k in (":waiting", ":false", ":zero")
+        }
         try:
-            self.dynamodb.update_item(**write)
-        except self._conditional_failure as error:
-            item: dict[str, Any] | None = error.response.get("Item")  # type: ignore[assignment]
-            if not item:
-                return AnswerOutcome("missing")
-            return AnswerOutcome("refused", interaction=InteractionRecord.model_validate(decode(item)))
+            self._transact_write([vote, check])
+        except self._canceled as error:
+            if not condition_failed(error):
+                raise
+            interaction = refused_item(error, 0)
+            if interaction is not None:
+                if not interaction:
+                    return AnswerOutcome("missing")
+                return AnswerOutcome("refused", interaction=InteractionRecord.model_validate(decode(interaction)))
+            turn = refused_item(error, 1)
+            return AnswerOutcome("turn_busy", turn=TurnRecord.model_validate(decode(turn)) if turn else None)
         return AnswerOutcome("voted")
 
     def _answer_write(

@@ -69,6 +69,9 @@ class TurnRecord(Record):
     workflow writes itself (no commit touches it). ``sweeps``: how many times the sweeper moved the
     root on since its last commit (see service.sweep). ``purge_at``: once settled, when its retention
     ends (see service.retention). ``deleted_generation``: its session was deleted (service.deletion).
+    ``principal`` is the session's (who owns it); ``started_by``, the principal that started this turn
+    (an approver may start one in another's session; None: the application, or a turn begun before
+    resumable recorded it).
     """
 
     session_id: str
@@ -93,6 +96,7 @@ class TurnRecord(Record):
     error: str | None = None
     open_interactions: int = 0
     principal: str | None = None
+    started_by: str | None = None
     workflow: bool = False
     task_token: str | None = None
     sweeps: int = 0
@@ -129,13 +133,15 @@ class InteractionRecord(Record):
     """The durable record of one interrupt that waits for a person.
 
     The display detail (name, reason, agent path) never changes; the response is written once.
-    ``principal`` is the principal whose session it is (only they, or an approver, may answer it).
+    ``principal`` is the principal whose session it is (only they, or an approver, may answer it);
+    ``started_by``, the principal that started its turn (what an approval rule's self-approval means).
     ``editable``: an approval whose answer may edit the tool's input, which must then match
     ``input_schema`` (the tool's JSON Schema). ``asked_in_version``: the root version of the commit
     that asked it (a commit attempt that did not land may have written it before its last transaction).
     ``rule``: the approval rule it was asked under (``ApprovalRule``'s JSON; None: one answer by whoever
     may answer the session's questions); ``votes``: the approvals given so far under it, by principal
-    (``vote_count`` of them), until the one that reaches its ``required`` settles it with them.
+    (``vote_count`` of them), until the one that reaches its ``required`` settles it with them;
+    ``escalated_at``: when its rule's ``escalate_to`` were let answer it too.
     """
 
     session_id: str
@@ -147,6 +153,7 @@ class InteractionRecord(Record):
     reason: Any = None
     agent_path: list[str]
     principal: str | None = None
+    started_by: str | None = None
     status: InteractionStatus
     editable: bool = False
     input_schema: dict[str, Any] | None = None
@@ -154,6 +161,7 @@ class InteractionRecord(Record):
     rule: dict[str, Any] | None = None
     votes: dict[str, Vote] = Field(default_factory=dict)
     vote_count: int = 0
+    escalated_at: float | None = None
     response: Any = None
     answered_by: str | None = None
     answered_at: float | None = None

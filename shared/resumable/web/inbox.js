@@ -85,6 +85,15 @@ async function refresh() {
   if (stopped || (config.authMode === "JWT" && !token)) return;
   const asked = generation; // an answer or a sign-out since the request makes its reply stale
   const reply = await call("GET", "/interactions?status=requested&limit=200");
+  // A page leaves out what this reader may not answer (an approval rule's), so it can come back short
+  // with a cursor: read on, a few pages at most, to show the most urgent 200 that are theirs.
+  for (let pages = 1; pages < 5 && reply.status === 200 && reply.data && reply.data.cursor &&
+    Array.isArray(reply.data.interactions) && reply.data.interactions.length < 200; pages += 1) {
+    const next = await call("GET", "/interactions?status=requested&limit=" + (200 - reply.data.interactions.length) +
+      "&cursor=" + encodeURIComponent(reply.data.cursor));
+    if (next.status !== 200 || !next.data || !Array.isArray(next.data.interactions)) break;
+    reply.data = { interactions: reply.data.interactions.concat(next.data.interactions), cursor: next.data.cursor };
+  }
   refreshes += 1;
   document.body.dataset.refreshes = String(refreshes);
   if (asked !== generation) return;

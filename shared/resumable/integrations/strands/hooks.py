@@ -24,9 +24,10 @@ from resumable.integrations.strands.journal import _Journaled
 from resumable.integrations.strands.refusal import REUSED_ID, _reused
 from resumable.integrations.strands.run import _FRAMES, _Frame, _Tree, _with_frame
 from resumable.runtime.agent_as_tool import namespace_prefix
-from resumable.runtime.approval import APPROVAL_INTERRUPT, ApprovalRule, decide
+from resumable.runtime.approval import APPROVAL_INTERRUPT, decide
 from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT
 from resumable.runtime.invocation import ApprovedAction, SubAgentCall
+from resumable.runtime.rules import ApprovalRule
 from resumable.runtime.schema import schema_problem
 
 CANCELED = "CANCELED: the turn was canceled before this call ran; it did not run."

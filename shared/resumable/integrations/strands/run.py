@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from resumable.runtime.approval import ApprovalRule
 from resumable.runtime.invocation import Invocation, SubAgentCall
+from resumable.runtime.rules import ApprovalRule
 from resumable.runtime.session import Session
 
 

@@ -22,9 +22,10 @@ from resumable.integrations.strands.snapshot import (
     _tree_snapshot,
     _tree_state,
 )
-from resumable.runtime.approval import APPROVAL_INTERRUPT, ApprovalPolicy, ApprovalRule, rule_for
+from resumable.runtime.approval import APPROVAL_INTERRUPT, ApprovalPolicy, rule_for
 from resumable.runtime.interrupts import Interrupt
 from resumable.runtime.invocation import Invocation
+from resumable.runtime.rules import ApprovalRule
 from resumable.runtime.seam import AgentResult, Prompt, StopReason
 from resumable.runtime.session import Session
 

@@ -1,0 +1,140 @@
+"""Approval rules: who may answer the approval of which tools' calls, and how many must agree.
+
+A rule belongs to an ``ApprovalPolicy`` (resumable.runtime.approval), of an agent or of the
+deployment (``APPROVAL_RULES``, read by ``parse_rules``). The runtime only carries a call's rule into
+the question it asks; the service enforces it on the answers (resumable.service.votes).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator, model_validator
+
+
+def matches_any(name: str, patterns: tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+
+
+GROUP_PREFIX = "group:"
+"""An ``approvers`` entry naming a group of a sign-in token (``group:dba``), not a principal pattern."""
+
+MAX_REQUIRED = 10
+"""The most approvals a rule may require (each is kept on the question until it settles)."""
+MAX_PATTERNS = 50
+"""The most patterns a rule's list may hold (a rule is stored with every question asked under it)."""
+Pattern = Annotated[str, Field(min_length=1, max_length=256)]
+
+
+class ApprovalRule(BaseModel):
+    """Who may answer the approval of a call of the ``tools`` it matches (``fnmatch`` patterns), and
+    how many of them must agree.
+
+    ``approvers``: principal patterns (``arn:aws:sts::*:assumed-role/dba-*/*``, a token subject) and
+    groups of a sign-in token (``group:dba``, the exact name); None: whoever may answer the session's
+    questions (its principal and every approver), as without a rule. A rule only narrows: nobody who
+    may not see the session answers. Distinct approvers are distinct principals as the API knows them.
+    ``required``: how many distinct approvers must approve before the call runs (any deny settles it
+    denied at once). ``self_approval``: whether the principal who started the turn may approve its own
+    call (default: not when two or more must agree, else yes). ``edits``: whether an approver may edit
+    the input (every approving vote then approves the same input). ``name`` is what messages call it
+    (default: its patterns).
+
+    ``escalate_after`` (seconds, or ``"90s"``, ``"30m"``, ``"4h"``, ``"2d"``) with ``escalate_to``
+    (principal patterns and groups, as ``approvers``): when nobody settled the question that long after
+    it was asked, the sweeper lets ``escalate_to`` answer it too, and says so (``Interaction
+    Escalated``). ``on_expiry``: what a question nobody settled becomes at its expiry: ``expire`` (its
+    turn settles ``expired``, as without a rule) or ``deny`` (it is denied, the agent is told it timed
+    out, and the turn goes on)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    tools: tuple[Pattern, ...] = Field(min_length=1, max_length=MAX_PATTERNS)
+    name: str | None = Field(default=None, min_length=1, max_length=100)
+    approvers: tuple[Pattern, ...] | None = Field(default=None, min_length=1, max_length=MAX_PATTERNS)
+    required: StrictInt = Field(default=1, ge=1, le=MAX_REQUIRED)
+    self_approval: StrictBool | None = None
+    edits: StrictBool = False
+    escalate_after: float | None = Field(default=None, gt=0)
+    escalate_to: tuple[Pattern, ...] | None = Field(default=None, min_length=1, max_length=MAX_PATTERNS)
+    on_expiry: Literal["expire", "deny"] = "expire"
+
+    @field_validator("escalate_after", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd])\s*", value)
+            if found is None:
+                raise ValueError("give a number of seconds, or a duration such as '90s', '30m', '4h' or '2d'")
+            return float(found[1]) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[found[2]]
+        return value
+
+    @model_validator(mode="after")
+    def _escalation(self) -> ApprovalRule:
+        if (self.escalate_after is None) != (self.escalate_to is None):
+            raise ValueError("escalate_after and escalate_to go together: when, and to whom")
+        return self
+
+    @field_validator("tools", "approvers", "escalate_to")
+    @classmethod
+    def _patterns(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if value is not None and not all(p.strip() and p == p.strip() for p in value):
+            raise ValueError("patterns must be non-empty strings without surrounding spaces")
+        if value is not None and any(p == GROUP_PREFIX for p in value):
+            raise ValueError(f"{GROUP_PREFIX!r} must be followed by a group's name")
+        return value
+
+    @property
+    def title(self) -> str:
+        """What messages call the rule."""
+        return self.name or ",".join(self.tools)
+
+    @property
+    def allows_self_approval(self) -> bool:
+        return self.required < 2 if self.self_approval is None else self.self_approval
+
+    def matches(self, tool_name: str) -> bool:
+        return matches_any(tool_name, self.tools)
+
+    def admits(self, principal: str, groups: frozenset[str], *, escalated: bool = False) -> bool:
+        """Whether ``approvers`` (and, once ``escalated``, ``escalate_to``) names ``principal`` or one of
+        its ``groups``; no ``approvers`` names everyone."""
+        if self.approvers is None:
+            return True
+        named = (*self.approvers, *(self.escalate_to or () if escalated else ()))
+        return any(
+            p[len(GROUP_PREFIX) :] in groups if p.startswith(GROUP_PREFIX) else fnmatch.fnmatchcase(principal, p)
+            for p in named
+        )
+
+
+def parse_rules(rules: Any, where: str = "APPROVAL_RULES") -> tuple[ApprovalRule, ...]:
+    """``rules`` (a JSON list of rule objects, as text or already parsed) as ApprovalRules; a
+    ValueError naming the first bad rule (by position and patterns) and what is wrong with it."""
+    from pydantic import ValidationError
+
+    if isinstance(rules, str):
+        try:
+            rules = json.loads(rules) if rules.strip() else []
+        except ValueError as error:
+            raise ValueError(f"{where} is not JSON ({error}): give a list of rules, e.g. "
+                             '[{"tools": ["delete_*"], "required": 2}]') from None  # fmt: skip
+    if not isinstance(rules, (list, tuple)):
+        raise ValueError(f"{where} must be a list of rules, got {type(rules).__name__}")
+    parsed = []
+    for number, rule in enumerate(rules, 1):
+        if isinstance(rule, ApprovalRule):
+            parsed.append(rule)
+            continue
+        named = rule.get("name") or rule.get("tools") if isinstance(rule, dict) else None
+        try:
+            parsed.append(ApprovalRule.model_validate(rule))
+        except ValidationError as error:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'the rule'}: {e['msg']}" for e in error.errors()
+            )
+            raise ValueError(f"{where}: rule {number} ({json.dumps(named)}) is not a rule: {problems}") from None
+    return tuple(parsed)
