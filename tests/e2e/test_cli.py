@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -197,3 +198,26 @@ def test_approving_ones_own_turn_under_a_two_person_rule_is_refused_naming_the_r
     assert refused.returncode == 6, refused.stderr
     assert "403 forbidden" in refused.stderr and "approval rule 'two-person delete'" in refused.stderr
     assert request in resumable(url, "inbox", profile="approver2").stdout
+
+
+def test_an_escalated_question_reaches_the_inbox_of_the_one_it_escalated_to_marked_so(url: str) -> None:
+    from resumable.api.app import forget
+    from tests.e2e.test_two_person import _sweep_once_escalation_is_due
+
+    ann, ben = "arn:aws:iam::000000000000:user/approver-ann", "arn:aws:iam::000000000000:user/approver-ben"
+    rules = [{"tools": ["delete_*"], "approvers": [ann], "escalate_after": 1, "escalate_to": [ben]}]
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("APPROVAL_RULES", json.dumps(rules))
+        forget()
+        turn = json.loads(resumable(url, "--json", "start", "cli-esc", "delete the qa-db record", profile="bob").stdout)
+        asked = time.time()  # (after the question was asked)
+        request = turn["interactions"][0]["requestId"]
+        assert request not in resumable(url, "inbox", profile="approver2").stdout
+
+        _sweep_once_escalation_is_due(asked)
+
+        [row] = [r for r in resumable(url, "inbox", profile="approver2").stdout.splitlines() if request in r]
+        assert "0 of 1 (escalated)" in row
+        approved = resumable(url, "approve", "cli-esc", turn["turnId"], request, profile="approver2")
+        assert approved.returncode == 0 and "completed" in approved.stdout, approved.stderr
+    forget()

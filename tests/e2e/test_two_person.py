@@ -4,7 +4,9 @@ who started the turn never sees their own question to approve, and the API refus
 
 from __future__ import annotations
 
+import json
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -108,3 +110,39 @@ def test_whoever_started_the_turn_may_not_approve_it_and_never_sees_it_to_approv
     expect(card(alice, "two-alice")).to_have_count(0)
     dave = sign_in(browser, url, "dave")
     expect(card(dave, "two-alice")).to_have_count(1)
+
+
+def _sweep_once_escalation_is_due(asked: float) -> None:
+    """Run the Sweeper as its schedule would, once the rule's 1 s has passed since the question was
+    ``asked`` (whatever else ran meanwhile)."""
+    from resumable.local.functions import ROOT
+    from tools.invoke import invoke
+
+    time.sleep(max(0.0, asked + 1.05 - time.time()))
+    invoke("SweeperFunction", json.loads((ROOT / "events" / "schedules" / "sweep.json").read_text()))
+
+
+def test_a_question_nobody_settled_in_time_is_escalated_and_shows_so_to_the_one_it_escalated_to(
+    url: str, issuer: LocalIssuer, browser: Any
+) -> None:
+    rules = [{"tools": ["delete_*"], "approvers": ["alice"], "escalate_after": 1, "escalate_to": ["dave"],
+              "name": "alice, then dave"}]  # fmt: skip
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("APPROVAL_RULES", json.dumps(rules))
+        forget()
+        start(url, issuer, "bob", "esc-bob")
+        asked = time.time()  # (after the question was asked)
+        dave = sign_in(browser, url, "dave")
+        expect(card(dave, "esc-bob")).to_have_count(0)  # not his to answer yet
+
+        _sweep_once_escalation_is_due(asked)
+
+        dave.get_by_role("button", name="Refresh").click()
+        escalated = card(dave, "esc-bob")
+        expect(escalated.locator(".approvals")).to_have_text(
+            "0 of 1 approvals · rule alice, then dave · escalated to dave"
+        )
+        screenshot(dave, "inbox-escalated")
+        escalated.get_by_role("button", name="Approve").click()
+        expect(dave.locator("#outcomes li").first).to_contain_text("the turn is completed")
+    forget()

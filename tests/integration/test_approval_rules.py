@@ -26,6 +26,8 @@ from resumable.exceptions import (
 from resumable.runtime.rules import parse_rules
 from resumable.service import Service
 from resumable.service.access import Principal
+from resumable.service.agent_factory import load_factory
+from resumable.service.escalation import escalate
 from resumable.service.settlement import settle_tree
 from resumable.service.views import TurnView
 from resumable.service.votes import answer_under_rule
@@ -461,3 +463,114 @@ def test_a_question_stored_before_rules_existed_is_answered_as_it_was(
 
     assert answer(service, started, APPROVE, ALICE).status == "completed"
     assert executions(ledger) == ["delete prod-db"]
+
+
+def _events(service: Service, session_id: str, kind: str) -> list[dict[str, Any]]:
+    found = [
+        i for i in session_items(store_of(service), session_id) if i.get("entity") == "event" and i["type"] == kind
+    ]
+    return [i["detail"] if isinstance(i["detail"], dict) else json.loads(i["detail"]) for i in found]
+
+
+ESCALATING = {
+    "tools": ["delete_*"],
+    "approvers": ["bob"],
+    "escalate_after": "1h",
+    "escalate_to": ["carol"],
+    "name": "bob, then carol",
+}
+
+
+def test_a_question_nobody_settled_in_time_escalates_once_and_then_its_new_approvers_may_answer(
+    make_service: Callable[..., Service], session_id: str, clock: FakeClock, ledger: Path
+) -> None:
+    service = ruled(make_service, ESCALATING)
+    started = service.start_turn(session_id, PROMPT, OWNER)
+    with pytest.raises(ForbiddenError, match=r"carol is not one of the approvers .* \(approvers: bob\)"):
+        answer(service, started, APPROVE, CAROL)
+    assert _inbox(service, CAROL) == []
+    clock.advance(3600 - 1)
+    assert service.sweep().escalated == 0
+
+    clock.advance(2)  # the sweeper's index has the turn due a look at its escalation, not only its expiry
+    read_before = service.store.load_tree(session_id, started.turn_id)
+    reports = at_once([ruled(make_service, ESCALATING).sweep for _ in range(3)])
+
+    assert sum(r.escalated for r in reports if not isinstance(r, Exception)) == 1, reports
+    assert read_before is not None and escalate(service.deps, read_before, clock.now()) == 0  # once, whoever tries
+    [row] = _inbox(service, CAROL)
+    assert row.escalated_at is not None and row.rule is not None and row.rule.escalate_to == ["carol"]
+    [event] = _events(service, session_id, "Interaction Escalated")
+    assert (event["escalatedTo"], event["rule"]) == (["carol"], "bob, then carol")
+    assert event["summary"].startswith("escalated to carol: orchestrator -> db_admin wants to run delete_record")
+    with pytest.raises(ForbiddenError, match=r"alice is not one of the approvers .* \(approvers: bob, carol\)"):
+        answer(service, started, APPROVE, ALICE)
+    assert answer(service, started, APPROVE, CAROL).status == "completed"
+    assert executions(ledger) == ["delete prod-db"]
+
+
+def test_a_turn_the_sweeper_looked_at_before_its_escalation_is_looked_at_again_then(
+    make_service: Callable[..., Service], session_id: str, clock: FakeClock
+) -> None:
+    """Two questions: answering one makes the turn due a look at once; the sweeper, finding nothing to
+    do, sets its next look at the other's escalation (not its expiry, a day later)."""
+    service = ruled(make_service, ESCALATING, factory="fan_out")
+    started = service.start_turn(session_id, PROMPT, OWNER)
+    first, _ = started.interactions
+    service.submit_approval(session_id, started.turn_id, first.request_id, APPROVE, BOB)
+    assert service.sweep().not_yet == 1
+
+    clock.advance(3600 + 1)
+
+    assert service.sweep().escalated == 1
+
+
+def test_a_question_settled_before_its_escalation_never_escalates(
+    make_service: Callable[..., Service], session_id: str, clock: FakeClock
+) -> None:
+    service = ruled(make_service, {**ESCALATING, "required": 2, "approvers": ["bob", "alice"]})
+    started = service.start_turn(session_id, PROMPT, OWNER)
+    answer(service, started, APPROVE, BOB)
+    answer(service, started, APPROVE, ALICE)
+    clock.advance(7200)
+    assert service.sweep().escalated == 0
+    assert _events(service, session_id, "Interaction Escalated") == []
+
+
+def test_a_question_whose_rule_denies_at_expiry_is_denied_and_the_agent_is_told_so(
+    make_service: Callable[..., Service], session_id: str, clock: FakeClock, ledger: Path
+) -> None:
+    rule = {"tools": ["delete_*"], "required": 2, "on_expiry": "deny", "name": "two, or no"}
+    service = ruled(make_service, rule, factory=load_factory("resumable.demo_agents:build_demo_agents"))
+    started = service.start_turn(session_id, PROMPT, OWNER)
+    answer(service, started, APPROVE, ALICE)
+    clock.advance(service.settings.approval_expiry_seconds + 1)
+
+    service.sweep()
+
+    final = service.get_turn(session_id, started.turn_id)
+    [settled] = final.interactions
+    said = "nobody settled it before it expired, and the approval rule 'two, or no' then denies it"
+    assert (settled.status, settled.response, settled.answered_by) == (
+        "answered",
+        {"decision": "deny", "message": said},
+        "expiry",
+    )
+    assert [a.by for a in settled.approvals] == ["alice"]
+    assert final.status == "completed" and f"DENIED: {said}" in (final.output or "")
+    assert executions(ledger) == []
+    [denied] = _events(service, session_id, "Interaction Answered")
+    assert (denied["answeredBy"], denied["decision"]) == ("expiry", "deny")
+
+
+def test_an_answer_after_a_deny_on_expiry_question_expired_is_410_saying_it_was_denied(
+    make_service: Callable[..., Service], session_id: str, clock: FakeClock, ledger: Path
+) -> None:
+    service = ruled(make_service, {"tools": ["delete_*"], "on_expiry": "deny"})
+    started = service.start_turn(session_id, PROMPT, OWNER)
+    clock.advance(service.settings.approval_expiry_seconds + 1)
+
+    with pytest.raises(GoneError, match="its approval rule denies a question at its expiry: it was denied"):
+        answer(service, started, APPROVE, ALICE)
+    assert service.get_turn(session_id, started.turn_id).status == "completed"
+    assert executions(ledger) == []

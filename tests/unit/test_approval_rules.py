@@ -171,3 +171,18 @@ def test_a_bad_rule_in_the_environment_stops_the_start_saying_which(start: list[
     assert 'APPROVAL_RULES: rule 2 (["drop_*"]) is not a rule: required: Input should be a valid integer' in (
         started.stderr
     )
+
+
+@pytest.mark.parametrize(
+    ("given", "seconds"), [(90, 90.0), ("90s", 90.0), ("30m", 1800.0), ("4h", 14400.0), ("2d", 172800.0)]
+)
+def test_escalate_after_takes_seconds_or_a_duration(given: Any, seconds: float) -> None:
+    rule = ApprovalRule.model_validate({"tools": ["x"], "escalate_after": given, "escalate_to": ["group:leads"]})
+    assert rule.escalate_after == seconds
+
+
+def test_escalate_to_may_answer_only_once_escalated() -> None:
+    rule = ApprovalRule(tools=("x",), approvers=("bob",), escalate_after=60, escalate_to=("group:leads",))
+    assert not rule.admits("carol", frozenset({"leads"}))
+    assert rule.admits("carol", frozenset({"leads"}), escalated=True)
+    assert rule.admits("bob", frozenset(), escalated=True)

@@ -121,6 +121,7 @@ def _approvals(interaction: dict[str, Any]) -> str:
         return ""
     given = [str(a.get("by")) for a in interaction.get("approvals", []) if isinstance(a, dict)]
     shown = f"{len(given)} of {rule.get('required')}" + (": " + ", ".join(given) if given else "")
+    shown += " (escalated)" if interaction.get("escalatedAt") else ""
     return shown + (" (you approved)" if interaction.get("approvedByYou") else "")
 
 

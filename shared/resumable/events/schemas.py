@@ -21,6 +21,7 @@ from resumable.store.outbox import (
     ACTION_REPORTED,
     INTERACTION_ANSWERED,
     INTERACTION_CLOSED,
+    INTERACTION_ESCALATED,
     INTERACTION_REQUESTED,
     SESSION_DELETED,
     SESSION_RESTORED,
@@ -56,6 +57,10 @@ class InteractionRequested(EventDetail):
         default=False,  # not in events written before edits existed
         description="Whether the answer may edit the input: {'decision': 'approve', 'input': {...}}.",
     )
+    rule: dict[str, Any] | None = Field(
+        default=None,  # not in events written before approval rules existed
+        description="The approval rule it was asked under (who may answer, how many must agree); null: none.",
+    )
     reason: Any = Field(description="What the agent said when it asked.")
     summary: str = Field(description="One line a person reads: 'a -> b wants to run tool {...}'.")
     expires_at: str
@@ -78,6 +83,19 @@ class InteractionClosed(EventDetail):
     child_turn_id: str | None
     status: Literal["superseded", "expired"]
     why: str
+
+
+class InteractionEscalated(EventDetail):
+    """Nobody settled a question in the time its approval rule gives: its escalateTo may answer it now."""
+
+    request_id: str
+    child_turn_id: str | None
+    rule: str = Field(description="The approval rule's name.")
+    escalated_to: list[str] = Field(description="Who may answer it now too (principal patterns, group:NAME).")
+    summary: str
+    expires_at: str
+    answer_path: str = Field(description='POST {"response": ...} here to answer.')
+    answer_url: str | None = Field(description="answerPath on the deployed HTTP API, when the publisher knows it.")
 
 
 class TurnSettled(EventDetail):
@@ -116,6 +134,7 @@ MODELS: dict[str, type[EventDetail]] = {
     INTERACTION_REQUESTED: InteractionRequested,
     INTERACTION_ANSWERED: InteractionAnswered,
     INTERACTION_CLOSED: InteractionClosed,
+    INTERACTION_ESCALATED: InteractionEscalated,
     TURN_SETTLED: TurnSettled,
     ACTION_REPORTED: ActionReported,
     SESSION_DELETED: SessionDeleted,

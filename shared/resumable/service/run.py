@@ -64,7 +64,11 @@ def _advance_once(deps: Dependencies, tree: TurnTree) -> TurnTree | None:
     if why is None:
         return tree
     if why in SETTLES:
-        return settle_stalled(deps, tree, why)
+        moved = settle_stalled(deps, tree, why)
+        if moved.root.settled or stall(moved, now) != "answered_unresumed":
+            return moved
+        tree, why = moved, "answered_unresumed"  # its expired questions were denied (their rule says so)
+        root = tree.root
     lease_owner = uuid.uuid4().hex
     until = now + deps.settings.lease_seconds
     takeover = why != "answered_unresumed"

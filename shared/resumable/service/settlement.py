@@ -95,10 +95,45 @@ def settle_stalled(deps: Dependencies, tree: TurnTree, why: Stall) -> TurnTree:
     interaction past its expiry; ``canceled`` (or ``interrupted``) if a cancel was requested but did
     not get to settle it."""
     if why == "question_expired":
-        return settle_tree(deps, tree, "expired", "expired", EXPIRED)
+        denied = deny_at_expiry(deps, tree)
+        return denied if denied is not None else settle_tree(deps, tree, "expired", "expired", EXPIRED)
     if tree.root.status == "waiting":
         return settle_tree(deps, tree, "canceled", "superseded", CANCELED_ON_REQUEST)
     return settle_canceled_run(deps, tree)
+
+
+EXPIRY = "expiry"
+"""Who denies a question at its expiry, where its approval rule says ``on_expiry: deny``."""
+
+
+def deny_at_expiry(deps: Dependencies, tree: TurnTree) -> TurnTree | None:
+    """Where every question of ``tree`` past its expiry is under a rule that says ``on_expiry: deny``:
+    deny each (the agent is told nobody settled it in time) and return the tree as it then is, its
+    turn to resume once nothing else is open; None (deny nothing) otherwise: the turn settles expired."""
+    from resumable.service.votes import rule_of
+
+    now = deps.clock.now()
+    overdue = [i for i in tree.interactions if i.status == "requested" and i.expires_at <= now]
+    rules = [rule_of(i) for i in overdue]
+    if not overdue or any(rule is None or rule.on_expiry != "deny" for rule in rules):
+        return None
+    for interaction, rule in zip(overdue, rules, strict=True):
+        assert rule is not None
+        message = f"nobody settled it before it expired, and the approval rule {rule.title!r} then denies it"
+        outcome = deps.store.answer_interaction(
+            interaction.session_id,
+            interaction.root_turn_id,
+            interaction.request_id,
+            {"decision": "deny", "message": message},
+            EXPIRY,
+            now,
+            approval_shaped=True,
+            ruled=True,
+            at_expiry=True,
+        )
+        logger.info("request_id=<%s>, outcome=<%s> | denied at its expiry (rule %r)", interaction.request_id,
+                    outcome.outcome, rule.title)  # fmt: skip
+    return deps.store.load_tree(tree.root.session_id, tree.root.turn_id) or tree
 
 
 def settle_if_stalled(deps: Dependencies, tree: TurnTree) -> TurnTree:

@@ -23,6 +23,7 @@ from resumable.service.edits import check_edit
 from resumable.service.ids import root_of, valid_request_id, valid_session_id, valid_turn_id
 from resumable.service.limits import json_utf8
 from resumable.service.run import advance
+from resumable.service.settlement import EXPIRY
 from resumable.service.views import TurnView
 from resumable.service.votes import answer_under_rule, check_may_answer
 from resumable.store.records import InteractionRecord, TurnRecord, expired
@@ -86,7 +87,12 @@ def submit_approval(
             check_may_answer(interaction, response, principal)  # (a replay too: the rule says who may answer)
         if _expired_unanswered(interaction, approval_shaped):
             # The answer came too late: settle the turn expired (a write), then say so.
-            advance(deps, load(deps, session_id, root_id))
+            moved = advance(deps, load(deps, session_id, root_id))
+            if any(i.request_id == request_id and i.answered_by == EXPIRY for i in moved.interactions):
+                raise GoneError(
+                    f"interaction {request_id} expired before it was answered, and its approval rule denies a "
+                    "question at its expiry: it was denied and the turn went on; nothing was answered"
+                )
             raise GoneError(
                 f"interaction {request_id} expired before it was answered; its turn is settled as expired and "
                 "nothing was answered"

@@ -9,6 +9,10 @@ turn whose runner is gone, that was checkpointed and not continued, or whose eve
 recorded but whose resume was lost (with no continuation to ask for, it runs the turn itself, as
 ``recover`` does).
 
+It escalates the questions whose approval rule says to, once nobody settled them for
+``escalate_after`` (service.escalation), and denies, rather than expires, those whose rule says
+``on_expiry: deny`` (service.settlement).
+
 It also ends the retention of records whose time has come (service.retention): it retires the
 snapshots only they pointed at.
 
@@ -32,6 +36,7 @@ from typing import TYPE_CHECKING
 from resumable.exceptions import AwsError, StaleCommitError
 from resumable.metrics import count
 from resumable.service.continuation import continue_later
+from resumable.service.escalation import escalate
 from resumable.service.retention import expire
 from resumable.service.run import advance
 from resumable.service.settlement import settle_stalled
@@ -68,6 +73,8 @@ class SweepReport:
     """Turns it could not act on for an AWS failure (looked at again in the next run)."""
     expired: int = 0
     """Records whose retention ended, whose snapshots it retired (see service.retention)."""
+    escalated: int = 0
+    """Questions whose rule's ``escalate_to`` it let answer them (see service.escalation)."""
 
 
 def sweep(deps: Dependencies, limit: int = DEFAULT_LIMIT) -> SweepReport:
@@ -95,7 +102,8 @@ def sweep(deps: Dependencies, limit: int = DEFAULT_LIMIT) -> SweepReport:
         count("SweeperFinds", moved, Stall=why)
     count("StuckTurns", report.stuck)
     logger.info(
-        "looked=<%d>, moved=<%s>, not_yet=<%d>, given_up=<%d>, stuck=<%d>, failed=<%d>, expired=<%d> | swept",
+        "looked=<%d>, moved=<%s>, not_yet=<%d>, given_up=<%d>, stuck=<%d>, failed=<%d>, expired=<%d>, "
+        "escalated=<%d> | swept",
         report.looked,
         dict(report.moved),
         report.not_yet,
@@ -103,6 +111,7 @@ def sweep(deps: Dependencies, limit: int = DEFAULT_LIMIT) -> SweepReport:
         report.stuck,
         report.failed,
         report.expired,
+        report.escalated,
     )
     return report
 
@@ -112,6 +121,10 @@ def _look(deps: Dependencies, found: DueTurn, now: float, report: SweepReport) -
     tree = deps.store.load_tree(root.session_id, root.turn_id)
     if tree is None or tree.root.settled:
         return  # it settled since it was found (settling takes it out of the index)
+    escalated = escalate(deps, tree, now)
+    if escalated:
+        report.escalated += escalated
+        tree = deps.store.load_tree(root.session_id, root.turn_id) or tree
     why = stall(tree, now)
     waits_to_be_taken_up = why in ("checkpointed", "answered_unresumed") and not idle(
         tree, now, deps.settings.stall_seconds
@@ -140,22 +153,28 @@ def _look(deps: Dependencies, found: DueTurn, now: float, report: SweepReport) -
                    root.turn_id, why)  # fmt: skip
     if why in SETTLES:
         try:
-            settle_stalled(deps, tree, why)
+            tree = settle_stalled(deps, tree, why)
         except StaleCommitError:
             logger.info("turn_id=<%s> | the turn changed while the sweeper settled it", root.turn_id)
-    elif deps.continuation is not None:
+            return
+        if tree.root.settled or stall(tree, now) != "answered_unresumed":
+            return
+        # Its expired questions were denied (their rule says so): the turn goes on, told so.
+    if deps.continuation is not None:
         continue_later(deps, tree.root)
     else:
         advance(deps, tree)
 
 
 def _next_look(deps: Dependencies, tree: TurnTree, now: float) -> float:
-    """When a turn found not stalled could next be: its lease's expiry, its first question's expiry,
-    or (checkpointed, or answered, and taken up by nobody yet) once it has been idle long enough."""
+    """When a turn found not stalled could next be: its lease's expiry, its first question's expiry or
+    escalation, or (checkpointed, or answered, and taken up by nobody yet) once it has been idle long
+    enough."""
     root = tree.root
     if root.status == "running" and root.lease_owner is not None and (root.lease_expires_at or 0) > now:
         return float(root.lease_expires_at or now)
     expiries = [i.expires_at for i in tree.interactions if i.status == "requested" and i.expires_at > now]
+    expiries += [at for i in tree.interactions if (at := i.escalates_at) is not None and at > now]
     if root.status == "waiting" and root.open_interactions > 0 and expiries:
         return min(expiries)
     return max(now, root.updated_at + deps.settings.stall_seconds)

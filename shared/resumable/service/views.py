@@ -35,6 +35,9 @@ class RuleView(View):
     )
     required: int = Field(description="How many distinct approvers must approve before the call runs.")
     self_approval: bool = Field(description="Whether the principal who started the turn may approve its own call.")
+    escalate_after: float | None = Field(default=None, description="Seconds after it was asked that it escalates.")
+    escalate_to: list[str] | None = Field(default=None, description="Who may answer it too once it escalated.")
+    on_expiry: str = Field(default="expire", description="'expire' (the turn settles expired) or 'deny'.")
 
     @classmethod
     def of(cls, rule: dict[str, Any]) -> RuleView:
@@ -48,6 +51,9 @@ class RuleView(View):
             approvers=None if approvers is None else [str(a) for a in approvers],
             required=required,
             self_approval=required < 2 if allowed is None else bool(allowed),
+            escalate_after=rule.get("escalate_after"),
+            escalate_to=rule.get("escalate_to"),
+            on_expiry=str(rule.get("on_expiry", "expire")),
         )
 
 
@@ -83,6 +89,9 @@ class InteractionView(View):
     approvals: list[VoteView] = Field(
         default_factory=list, description="The approvals given so far under its rule, oldest first."
     )
+    escalated_at: str | None = Field(
+        default=None, description="When its rule's escalateTo were let answer it too; null: not escalated."
+    )
     approved_by_you: bool = Field(
         default=False, description="In the inbox: the reader approved it already and it waits for other approvers."
     )
@@ -108,6 +117,7 @@ class InteractionView(View):
             answered_at=iso(record.answered_at),
             expires_at=iso(record.expires_at),
             rule=None if record.rule is None else RuleView.of(record.rule),
+            escalated_at=iso(record.escalated_at),
             approvals=[
                 VoteView(by=by, at=iso(vote.at) or "", input=vote.input, message=vote.message)
                 for by, vote in sorted(record.votes.items(), key=lambda item: item[1].at)

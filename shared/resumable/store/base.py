@@ -247,13 +247,20 @@ class Store(ABC):
         principal: str | None = None,
         ruled: bool = False,
         votes: Votes | None = None,
+        at_expiry: bool = False,
     ) -> AnswerOutcome:
         """``requested -> answered`` in one conditional write, if the turn is waiting (and not being
         canceled) and the interaction has not expired; a response that is not ``approval_shaped`` is
         refused for an approval interaction; with ``child_turn_id``, the interaction must be that
         child turn's; with ``principal``, its session must be that principal's. Unless ``ruled``, the
         interaction must have no approval rule; with ``votes`` (the vote that reaches its rule's
-        ``required``), it must still hold the votes it was read with, and keeps them with this one."""
+        ``required``), it must still hold the votes it was read with, and keeps them with this one.
+        ``at_expiry``: the answer its expiry gives (its rule denies then): it must have expired."""
+
+    @abstractmethod
+    def escalate_interaction(self, interaction: InteractionRecord, now: float, event: OutboxEvent) -> bool:
+        """Mark a requested, unexpired interaction escalated at ``now`` with its ``event``, in one
+        transaction; False (nothing written) if it was escalated already, or is no longer open."""
 
     @abstractmethod
     def vote_interaction(

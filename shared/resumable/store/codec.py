@@ -121,15 +121,16 @@ def sweeper_keys(turn: TurnRecord, asked: Iterable[InteractionRecord] = ()) -> d
 
 def due(turn: TurnRecord, asked: Iterable[InteractionRecord] = ()) -> float:
     """When the sweeper should look at unsettled root turn ``turn`` next if nothing else writes it: the
-    earliest moment it could need moving on (its lease's expiry; its first question's expiry, of those
-    just ``asked``; otherwise at once, and the sweeper finds out when). Never later than that: a look
-    that comes early costs one look, and the sweeper sets the next."""
+    earliest moment it could need moving on (its lease's expiry; its first question's expiry or
+    escalation, of those just ``asked``; otherwise at once, and the sweeper finds out when). Never
+    later than that: a look that comes early costs one look, and the sweeper sets the next."""
     if turn.status == "running" and turn.lease_owner is not None and turn.lease_expires_at is not None:
         return turn.lease_expires_at
     if turn.status == "waiting" and not turn.cancel_requested:
         expiries = [i.expires_at for i in asked if i.status == "requested"]
         if expiries and len(expiries) >= turn.open_interactions > 0:
-            return min(expiries)
+            escalations = [at for i in asked if (at := i.escalates_at) is not None]
+            return min(expiries + escalations)
     return turn.updated_at
 
 

@@ -21,7 +21,7 @@ from resumable.store.codec import (
     value,
 )
 from resumable.store.outbox import interaction_answered
-from resumable.store.records import InteractionRecord, InteractionStatus, TurnRecord
+from resumable.store.records import InteractionRecord, InteractionStatus, OutboxEvent, TurnRecord
 from resumable.store.resources import INBOX_INDEX, INTERACTIONS_INDEX, PRINCIPAL_INBOX_INDEX
 from resumable.store.table import Table, aws_call, condition_failed, refused_item
 
@@ -42,12 +42,17 @@ class InteractionItems(Table):
         principal: str | None = None,
         ruled: bool = False,
         votes: Votes | None = None,
+        at_expiry: bool = False,
     ) -> AnswerOutcome:
         answered = interaction_answered(root_turn_id, request_id, response, answered_by, now)
         answer = self._answer_write(
             session_id, root_turn_id, request_id, response, answered_by, now, approval_shaped, child_turn_id, principal
         )
         update = answer["Update"]
+        if at_expiry:  # (its rule's on_expiry: deny) the answer only expiry gives
+            update["ConditionExpression"] = update["ConditionExpression"].replace(
+                "expires_at > :now", "expires_at <= :now"
+            )
         if not ruled:  # (an interaction stored before rules has no attribute; one without a rule, null)
             update["ConditionExpression"] += " AND (attribute_not_exists(#rule) OR #rule = :no_rule)"
             update["ExpressionAttributeNames"]["#rule"] = "rule"
@@ -121,6 +126,38 @@ class InteractionItems(Table):
             turn = refused_item(error, 1)
             return AnswerOutcome("turn_busy", turn=TurnRecord.model_validate(decode(turn)) if turn else None)
         return AnswerOutcome("voted")
+
+    @aws_call
+    def escalate_interaction(self, interaction: InteractionRecord, now: float, event: OutboxEvent) -> bool:
+        sk = f"TURN#{interaction.root_turn_id}#EVENT#escalated#{interaction.request_id}"
+        try:
+            self._transact_write(
+                [
+                    {
+                        "Update": {
+                            "TableName": self.table,
+                            "Key": key(
+                                interaction.session_id, interaction_sk(interaction.root_turn_id, interaction.request_id)
+                            ),
+                            "UpdateExpression": "SET escalated_at = :now, updated_at = :now",
+                            "ConditionExpression": "#status = :requested AND expires_at > :now AND "
+                            "(attribute_not_exists(escalated_at) OR attribute_type(escalated_at, :null_type))",
+                            "ExpressionAttributeNames": {"#status": "status"},
+                            "ExpressionAttributeValues": {
+                                ":now": value(now),
+                                ":requested": value("requested"),
+                                ":null_type": {"S": "NULL"},
+                            },
+                        }
+                    },
+                    event_put(self.table, interaction.session_id, sk, event),
+                ]
+            )
+        except self._canceled as error:
+            if not condition_failed(error):
+                raise
+            return False
+        return True
 
     def _answer_write(
         self,

@@ -27,6 +27,7 @@ from resumable.store.table import Table, aws_call, condition_failed, refused_ite
 INTERACTION_REQUESTED = "Interaction Requested"
 INTERACTION_ANSWERED = "Interaction Answered"
 INTERACTION_CLOSED = "Interaction Closed"
+INTERACTION_ESCALATED = "Interaction Escalated"
 TURN_SETTLED = "Turn Settled"
 ACTION_REPORTED = "Action Reported"
 SESSION_DELETED = "Session Deleted"
@@ -35,6 +36,7 @@ DETAIL_TYPES = (
     INTERACTION_REQUESTED,
     INTERACTION_ANSWERED,
     INTERACTION_CLOSED,
+    INTERACTION_ESCALATED,
     TURN_SETTLED,
     ACTION_REPORTED,
     SESSION_DELETED,
@@ -103,12 +105,31 @@ def interaction_requested(interaction: InteractionRecord) -> OutboxEvent:
             "tool": tool,
             "input": tool_input,
             "editable": interaction.editable,
+            "rule": interaction.rule,
             "reason": interaction.reason,
             "summary": summary(interaction),
             "expiresAt": iso(interaction.expires_at),
             "answerPath": answer_path(interaction.session_id, interaction.root_turn_id, interaction.request_id),
         },
         created_at=interaction.created_at,
+    )
+
+
+def interaction_escalated(interaction: InteractionRecord, rule: str, to: list[str], now: float) -> OutboxEvent:
+    """Nobody settled ``interaction`` in the time its rule gives: ``to`` may answer it now too."""
+    return OutboxEvent(
+        type=INTERACTION_ESCALATED,
+        turn_id=interaction.root_turn_id,
+        detail={
+            "requestId": interaction.request_id,
+            "childTurnId": _child(interaction),
+            "rule": rule,
+            "escalatedTo": to,
+            "summary": f"escalated to {', '.join(to)}: {summary(interaction)}",
+            "expiresAt": iso(interaction.expires_at),
+            "answerPath": answer_path(interaction.session_id, interaction.root_turn_id, interaction.request_id),
+        },
+        created_at=now,
     )
 
 

@@ -171,6 +171,14 @@ class InteractionRecord(Record):
     created_at: float
     updated_at: float
 
+    @property
+    def escalates_at(self) -> float | None:
+        """When its rule lets ``escalate_to`` answer it too, while that is still to come."""
+        after = (self.rule or {}).get("escalate_after")
+        if self.status != "requested" or self.escalated_at is not None or not isinstance(after, int | float):
+            return None
+        return self.created_at + after
+
 
 ActionStatus = Literal["started", "finished", "not_run"]
 

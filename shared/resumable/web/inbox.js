@@ -281,7 +281,9 @@ function showApprovals(element, item) {
   const given = (item.approvals || []).map((approval) => approval.by);
   line.textContent = given.length + " of " + rule.required + " approvals" +
     (given.length ? " (" + given.join(", ") + ")" : "") + " · rule " + rule.name +
+    (item.escalatedAt ? " · escalated to " + (rule.escalateTo || []).join(", ") : "") +
     (item.approvedByYou ? " · you approved: it waits for another approver" : "");
+  element.classList.toggle("escalated", Boolean(item.escalatedAt));
   for (const button of element.querySelectorAll(".approve, .edit-open")) button.disabled = Boolean(item.approvedByYou);
 }
 
