@@ -295,3 +295,31 @@ def test_a_chunk_size_that_is_no_size_is_refused_at_once_saying_so(url: str, siz
     head = b"POST /sessions/s/turns HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
     status, body = _raw(url, head + size + b"\r\n{}\r\n0\r\n\r\n")
     assert (status, body["code"]) == (400, "bad_request") and "chunk's size line" in body["message"], body
+
+
+@pytest.mark.parametrize(
+    "start",
+    [
+        ["-c", "import runpy; runpy.run_path('functions/submit_approval/app.py')"],  # a function's start (init)
+        ["-m", "resumable.local.run"],  # make run's
+    ],
+    ids=["a function", "make run"],
+)
+def test_a_bad_rule_in_the_environment_stops_the_start_saying_which(start: list[str]) -> None:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "RESUMABLE_"))}
+    environment |= {
+        "APPROVAL_RULES": '[{"tools": ["delete_*"], "required": 2}, {"tools": ["drop_*"], "required": "two"}]'
+    }
+    started = subprocess.run(
+        [sys.executable, *start],
+        cwd=Path(__file__).resolve().parents[2],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=HANG_SECONDS,
+        check=False,
+    )
+    assert started.returncode != 0
+    assert 'APPROVAL_RULES: rule 2 (["drop_*"]) is not a rule: required: Input should be a valid integer' in (
+        started.stderr
+    )
