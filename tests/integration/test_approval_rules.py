@@ -561,6 +561,8 @@ def test_a_question_whose_rule_denies_at_expiry_is_denied_and_the_agent_is_told_
     assert executions(ledger) == []
     [denied] = _events(service, session_id, "Interaction Answered")
     assert (denied["answeredBy"], denied["decision"]) == ("expiry", "deny")
+    with pytest.raises(GoneError, match="its approval rule denies a question at its expiry: it was denied"):
+        answer_again(service, started, settled.request_id, BOB)  # a late answer is too late, not a conflict
 
 
 def test_an_answer_after_a_deny_on_expiry_question_expired_is_410_saying_it_was_denied(

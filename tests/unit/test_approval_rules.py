@@ -113,7 +113,7 @@ def test_a_deployments_rules_are_read_from_its_configuration() -> None:
     [
         ('[{"tools": ["ok_*"]}, {"tools": ["drop_*"], "required": 0}]', 'rule 2 (["drop_*"]) is not a rule: required'),
         ('[{"tools": ["x"], "name": "mine", "aprovers": ["bob"]}]', 'rule 1 ("mine") is not a rule: aprovers: Extra'),
-        ('[{"tools": []}]', "rule 1 ([]) is not a rule: tools"),
+        ('[{"tools": []}]', "rule 1 is not a rule: tools: Tuple should have at least 1 item"),
         ('[{"tools": ["x"], "approvers": ["group:"]}]', "must be followed by a group's name"),
         ('[{"tools": ["x"], "required": 11}]', "less than or equal to 10"),
         ('[{"tools": ["x"], "approvers": []}]', "approvers: Tuple should have at least 1 item"),
@@ -122,6 +122,11 @@ def test_a_deployments_rules_are_read_from_its_configuration() -> None:
         ('[{"tools": ["x"], "escalate_after": "30m"}]', "escalate_after and escalate_to go together"),
         ('[{"tools": ["x"], "escalate_after": "soon", "escalate_to": ["b"]}]', "a duration such as '90s'"),
         ('[{"tools": ["x"], "on_expiry": "approve"}]', "on_expiry: Input should be 'expire' or 'deny'"),
+        (
+            '[{"tools": ["x"], "required": 2, "approvers": ["alice"]}]',
+            "names only 1 (alice): its questions could never",
+        ),
+        ("[{}]", "rule 1 is not a rule: tools: Field required"),
         ('{"tools": ["x"]}', "must be a list of rules"),
         ("[{tools: x}]", "APPROVAL_RULES is not JSON"),
     ],
@@ -151,3 +156,14 @@ def test_escalate_to_may_answer_only_once_escalated() -> None:
     assert not rule.admits("carol", frozenset({"leads"}))
     assert rule.admits("carol", frozenset({"leads"}), escalated=True)
     assert rule.admits("bob", frozenset(), escalated=True)
+
+
+def test_the_command_shows_how_far_a_question_under_a_rule_is_and_the_input_approved_so_far() -> None:
+    from resumable.cli.main import _approvals
+
+    asked = {"rule": {"required": 2}, "approvals": [{"by": "alice", "input": {"name": "dev-db"}}]}
+    assert _approvals(asked) == '1 of 2: alice with {"name": "dev-db"}'
+    assert _approvals(asked | {"escalatedAt": "2026-12-03T10:00:00Z", "approvedByYou": True}) == (
+        '1 of 2: alice with {"name": "dev-db"} (escalated) (you approved)'
+    )
+    assert _approvals({"rule": None}) == ""

@@ -119,8 +119,11 @@ def _approvals(interaction: dict[str, Any]) -> str:
     rule = interaction.get("rule")
     if not isinstance(rule, dict):
         return ""
-    given = [str(a.get("by")) for a in interaction.get("approvals", []) if isinstance(a, dict)]
+    approvals = [a for a in interaction.get("approvals", []) if isinstance(a, dict)]
+    given = [str(a.get("by")) for a in approvals]
     shown = f"{len(given)} of {rule.get('required')}" + (": " + ", ".join(given) if given else "")
+    edited = next((a["input"] for a in approvals if a.get("input") is not None), None)
+    shown += f" with {json.dumps(edited, ensure_ascii=False)}" if edited is not None else ""
     shown += " (escalated)" if interaction.get("escalatedAt") else ""
     return shown + (" (you approved)" if interaction.get("approvedByYou") else "")
 

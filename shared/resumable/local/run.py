@@ -16,6 +16,7 @@ import errno
 import os
 import sys
 from contextlib import ExitStack
+from typing import TYPE_CHECKING
 
 from resumable.config import Settings
 from resumable.local.authorizers import JwtVerifier, LocalCredentials
@@ -26,6 +27,9 @@ from resumable.local.issuer import GROUPS_CLAIM, LocalIssuer
 from resumable.local.schedules import running_schedules
 from resumable.local.server import DEFAULT_PRINCIPAL, LocalServer, make_server
 from resumable.local.template import create_state_machine, functions_in_process
+
+if TYPE_CHECKING:
+    from resumable.runtime.rules import ApprovalRule
 
 # Every line of the walkthrough runs as printed, in order, in bash with curl >= 7.82 (tests/e2e follow it).
 # @URL, @AWS, @MACHINE and @EXECUTION are filled in; the embedded AWS takes any signature (the
@@ -105,10 +109,15 @@ authorizer would (no token, an expired one or one for another audience: 401). It
 2. Open the inbox page, sign in as alice and approve it (or sign in as bob: he sees only his own):
   @URL/inbox
 
-3. Two people for one question: run it with a rule that a delete needs two approvers,
+3. Two people for one question, under an approval rule (the lines above the banner name the rules in
+force; without one, stop this run and start it with, say,
   APPROVAL_RULES='[{"tools": ["delete_*"], "required": 2}]' make run AUTH=jwt
-then ask as bob again, approve as alice (the card says "your approval is 1 of 2" and waits) and as
-dave in another browser (or a private window): the second approval runs it (docs/approval-rules.md).
+keeping your PORT): ask as bob again, approve as alice (the card says "your approval is 1 of 2" and
+waits) and as dave in another browser or a private window: the second approval runs it
+(docs/approval-rules.md).
+
+Every question and answer is published as it happens; read them (each once):
+  @PYTHON -m resumable.local.events @QUEUE
 
 The resumable command takes the same token: @PYTHON -m resumable.cli --url @URL --token "$TOKEN" inbox
 """
@@ -156,6 +165,17 @@ def _listen(port: int, credentials: LocalCredentials | None, jwt: JwtVerifier | 
         )
 
 
+def _said(rule: ApprovalRule) -> str:
+    """A rule as the banner says it: what it asks of whom, and what happens in time."""
+    who = "whoever may answer" if rule.approvers is None else ", ".join(rule.approvers)
+    said = f"{rule.title!r}: {rule.required} approval(s) by {who}"
+    said += "" if rule.allows_self_approval else ", never the one who started the turn"
+    said += "; the input may be edited" if rule.edits else ""
+    if rule.escalate_after is not None and rule.escalate_to:
+        said += f"; after {rule.escalate_after:g} s unsettled, {', '.join(rule.escalate_to)} too"
+    return said + ("; denied at its expiry" if rule.on_expiry == "deny" else "")
+
+
 def main() -> None:
     port = int(os.environ.get("PORT", "3000"))
     auth = os.environ.get("AUTH", "iam").strip().lower() or "iam"
@@ -166,9 +186,7 @@ def main() -> None:
     except ValueError as error:
         sys.exit(f"make run: {error}")
     for rule in configured.approval_rules:
-        who = "whoever may answer" if rule.approvers is None else ", ".join(rule.approvers)
-        print(f"approval rule {rule.title!r}: {rule.required} approval(s) by {who}"
-              f"{'' if rule.allows_self_approval else ', never the one who started the turn'}", flush=True)  # fmt: skip
+        print(f"approval rule {_said(rule)}", flush=True)
     with ExitStack() as stack:
         settings = stack.enter_context(embedded_aws())
         stack.enter_context(functions_in_process())

@@ -76,6 +76,14 @@ class ApprovalRule(BaseModel):
     def _escalation(self) -> ApprovalRule:
         if (self.escalate_after is None) != (self.escalate_to is None):
             raise ValueError("escalate_after and escalate_to go together: when, and to whom")
+        named = [*(self.approvers or ()), *(self.escalate_to or ())]
+        exact = self.approvers is not None and not any(p.startswith(GROUP_PREFIX) or any(c in p for c in "*?[")
+                                                        for p in named)  # fmt: skip
+        if exact and len(set(named)) < self.required:
+            raise ValueError(
+                f"it requires {self.required} distinct approvers but names only {len(set(named))} "
+                f"({', '.join(sorted(set(named)))}): its questions could never be approved"
+            )
         return self
 
     @field_validator("tools", "approvers", "escalate_to")
@@ -129,12 +137,14 @@ def parse_rules(rules: Any, where: str = "APPROVAL_RULES") -> tuple[ApprovalRule
         if isinstance(rule, ApprovalRule):
             parsed.append(rule)
             continue
-        named = rule.get("name") or rule.get("tools") if isinstance(rule, dict) else None
+        named = (rule.get("name") or rule.get("tools")) if isinstance(rule, dict) else None
         try:
             parsed.append(ApprovalRule.model_validate(rule))
         except ValidationError as error:
             problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'the rule'}: {e['msg']}" for e in error.errors()
+                f"{'.'.join(str(p) for p in e['loc']) or 'the rule'}: {str(e['msg']).removeprefix('Value error, ')}"
+                for e in error.errors()
             )
-            raise ValueError(f"{where}: rule {number} ({json.dumps(named)}) is not a rule: {problems}") from None
+            which = f"rule {number}" + (f" ({json.dumps(named)})" if named else "")
+            raise ValueError(f"{where}: {which} is not a rule: {problems}") from None
     return tuple(parsed)

@@ -188,6 +188,11 @@ def _unless_replayed(interaction: InteractionRecord, response: Any, approval_sha
     if interaction.status == "answered":
         if _canonical(interaction.response) == _canonical(response):
             return
+        if interaction.answered_by == EXPIRY:
+            raise GoneError(
+                f"interaction {interaction.request_id} expired before it was answered, and its approval rule denies "
+                "a question at its expiry: it was denied and the turn went on; nothing was answered"
+            )
         raise ConflictError(
             f"interaction {interaction.request_id} was already answered with {_canonical(interaction.response)} "
             f"by {interaction.answered_by}; that answer stands and this one was not recorded",

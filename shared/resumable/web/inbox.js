@@ -279,8 +279,11 @@ function showApprovals(element, item) {
   line.hidden = !rule;
   if (!rule) return;
   const given = (item.approvals || []).map((approval) => approval.by);
+  const edited = (item.approvals || []).find((approval) => approval.input !== null && approval.input !== undefined);
   line.textContent = given.length + " of " + rule.required + " approvals" +
-    (given.length ? " (" + given.join(", ") + ")" : "") + " · rule " + rule.name +
+    (given.length ? " (" + given.join(", ") + ")" : "") +
+    (edited ? " with the input " + JSON.stringify(edited.input) + " (approve that one, or deny)" : "") +
+    " · rule " + rule.name +
     (item.escalatedAt ? " · escalated to " + (rule.escalateTo || []).join(", ") : "") +
     (item.approvedByYou ? " · you approved: it waits for another approver" : "");
   element.classList.toggle("escalated", Boolean(item.escalatedAt));
