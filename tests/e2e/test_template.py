@@ -74,10 +74,13 @@ def test_the_publisher_reads_only_outbox_items_from_the_stream_and_dead_letters_
     )
 
 
-def test_questions_reach_the_notify_email_topic_in_words_a_person_reads(resources: dict[str, Any]) -> None:
+def test_questions_and_their_escalations_reach_the_notify_email_topic_in_words_a_person_reads(
+    resources: dict[str, Any],
+) -> None:
     rule = resources["InteractionRequestedRule"]
     assert rule["Condition"] == resources["NotifyTopic"]["Condition"] == "HasNotifyEmail"
-    assert rule["Properties"]["EventPattern"] == {"source": ["resumable"], "detail-type": ["Interaction Requested"]}
+    asked = {"source": ["resumable"], "detail-type": ["Interaction Requested", "Interaction Escalated"]}
+    assert rule["Properties"]["EventPattern"] == asked
     [target] = rule["Properties"]["Targets"]
     assert target["Arn"] == "NotifyTopic"
     transformer = target["InputTransformer"]

@@ -500,6 +500,8 @@ def test_a_question_nobody_settled_in_time_escalates_once_and_then_its_new_appro
     assert read_before is not None and escalate(service.deps, read_before, clock.now()) == 0  # once, whoever tries
     [row] = _inbox(service, CAROL)
     assert row.escalated_at is not None and row.rule is not None and row.rule.escalate_to == ["carol"]
+    [requested] = _events(service, session_id, "Interaction Requested")
+    assert requested["rule"]["escalateTo"] == ["carol"]  # (camelCase, as every event's fields)
     [event] = _events(service, session_id, "Interaction Escalated")
     assert (event["escalatedTo"], event["rule"]) == (["carol"], "bob, then carol")
     assert event["summary"].startswith("escalated to carol: orchestrator -> db_admin wants to run delete_record")
@@ -576,3 +578,39 @@ def test_an_answer_after_a_deny_on_expiry_question_expired_is_410_saying_it_was_
         answer(service, started, APPROVE, ALICE)
     assert service.get_turn(session_id, started.turn_id).status == "completed"
     assert executions(ledger) == []
+
+
+def test_a_read_that_finds_a_question_its_rule_denies_at_expiry_denies_it_and_asks_for_the_turns_continuation(
+    make_service: Callable[..., Service], session_id: str, clock: FakeClock, ledger: Path
+) -> None:
+    requested: list[tuple[str, str]] = []
+    service = ruled(make_service, {"tools": ["delete_*"], "on_expiry": "deny"})
+    started = service.start_turn(session_id, PROMPT, OWNER)
+    clock.advance(service.settings.approval_expiry_seconds + 1)
+
+    read = service.continued_by(lambda s, t: requested.append((s, t))).get_turn(session_id, started.turn_id)
+
+    [denied] = read.interactions
+    assert (read.status, denied.answered_by) == ("waiting", "expiry")
+    assert requested == [(session_id, started.turn_id)]  # at once, not once it has been idle a while
+    assert executions(ledger) == []
+
+
+def test_a_turn_whose_cancel_died_before_settling_it_is_settled_at_expiry_never_denied_and_left(
+    make_service: Callable[..., Service], session_id: str, clock: FakeClock
+) -> None:
+    service = ruled(make_service, {"tools": ["delete_*"], "on_expiry": "deny"})
+    started = service.start_turn(session_id, PROMPT, OWNER)
+    store_of(service).dynamodb.update_item(  # the cancel's first write, and then nothing (it died)
+        TableName=service.settings.table_name,
+        Key=key(session_id, root_sk(started.turn_id)),
+        UpdateExpression="SET cancel_requested = :true",
+        ExpressionAttributeValues={":true": {"BOOL": True}},
+    )
+    clock.advance(service.settings.approval_expiry_seconds + 1)
+
+    service.sweep()
+
+    final = service.get_turn(session_id, started.turn_id)
+    assert final.status in ("expired", "canceled"), final
+    assert final.interactions[0].answered_by is None

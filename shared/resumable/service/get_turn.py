@@ -23,14 +23,17 @@ def get_turn(deps: Dependencies, session_id: str, turn_id: str, principal: str |
     """Read the turn. A stalled turn that settling moves on (an interaction past its expiry, a cancel
     that died before it settled the tree) is settled first, so nobody is shown a question that can no
     longer be answered; one that needs a run (its continuation or resume was lost, its runner died)
-    gets a continuation requested, so polling it is enough to move it on."""
+    gets a continuation requested, so polling it is enough to move it on. A question its approval
+    rule denies at its expiry is denied here, and the turn's continuation requested at once."""
     tree = load(deps, session_id, turn_id, principal)
+    read = tree
     try:
         tree = settle_if_stalled(deps, tree)
     except StaleCommitError:
         logger.info("turn_id=<%s> | settling raced another change", tree.root.turn_id)
         tree = load(deps, session_id, turn_id)
-    if _needs_continuation(tree, deps.clock.now(), deps.settings.stall_seconds):
+    denied_at_expiry = tree is not read and not tree.root.settled and stall(tree, deps.clock.now()) is not None
+    if denied_at_expiry or _needs_continuation(tree, deps.clock.now(), deps.settings.stall_seconds):
         continue_later(deps, tree.root)
     return TurnView.of(tree, turn_id)
 

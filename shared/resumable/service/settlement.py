@@ -115,8 +115,8 @@ def deny_at_expiry(deps: Dependencies, tree: TurnTree) -> TurnTree | None:
     now = deps.clock.now()
     overdue = [i for i in tree.interactions if i.status == "requested" and i.expires_at <= now]
     rules = [rule_of(i) for i in overdue]
-    if not overdue or any(rule is None or rule.on_expiry != "deny" for rule in rules):
-        return None
+    if tree.root.cancel_requested or not overdue or any(rule is None or rule.on_expiry != "deny" for rule in rules):
+        return None  # (a cancel that died before it settled the tree: it settles, as without a rule)
     for interaction, rule in zip(overdue, rules, strict=True):
         assert rule is not None
         message = f"nobody settled it before it expired, and the approval rule {rule.title!r} then denies it"

@@ -16,6 +16,8 @@ import uuid
 from typing import Any
 from urllib.parse import quote
 
+from pydantic.alias_generators import to_camel
+
 from resumable.clock import iso
 from resumable.exceptions import NotPublishedError
 from resumable.runtime.tools import APPROVAL_INTERRUPT
@@ -105,7 +107,7 @@ def interaction_requested(interaction: InteractionRecord) -> OutboxEvent:
             "tool": tool,
             "input": tool_input,
             "editable": interaction.editable,
-            "rule": interaction.rule,
+            "rule": None if interaction.rule is None else {to_camel(k): v for k, v in interaction.rule.items()},
             "reason": interaction.reason,
             "summary": summary(interaction),
             "expiresAt": iso(interaction.expires_at),
