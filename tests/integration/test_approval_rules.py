@@ -614,3 +614,21 @@ def test_a_turn_whose_cancel_died_before_settling_it_is_settled_at_expiry_never_
     final = service.get_turn(session_id, started.turn_id)
     assert final.status in ("expired", "canceled"), final
     assert final.interactions[0].answered_by is None
+
+
+def test_a_turn_being_canceled_escalates_nothing(
+    make_service: Callable[..., Service], session_id: str, clock: FakeClock
+) -> None:
+    service = ruled(make_service, ESCALATING)
+    started = service.start_turn(session_id, PROMPT, OWNER)
+    tree = service.store.load_tree(session_id, started.turn_id)
+    store_of(service).dynamodb.update_item(  # a cancel's first write, and then nothing (it died)
+        TableName=service.settings.table_name,
+        Key=key(session_id, root_sk(started.turn_id)),
+        UpdateExpression="SET cancel_requested = :true",
+        ExpressionAttributeValues={":true": {"BOOL": True}},
+    )
+    clock.advance(3600 + 1)
+
+    assert tree is not None and escalate(service.deps, tree, clock.now()) == 0
+    assert _events(service, session_id, "Interaction Escalated") == []

@@ -102,17 +102,7 @@ class InteractionItems(Table):
         update["ExpressionAttributeNames"]["#rule"] = "rule"
         update["ExpressionAttributeValues"][":no_rule"] = value(json.dumps(None))
         _with_votes(update, votes)
-        waiting = self._one_answer_fewer(session_id, root_turn_id, now)["Update"]  # its condition alone
-        check = {
-            "ConditionCheck": {
-                k: waiting[k]
-                for k in ("TableName", "Key", "ConditionExpression", "ReturnValuesOnConditionCheckFailure")
-            }
-        }
-        check["ConditionCheck"]["ExpressionAttributeNames"] = {"#status": "status"}
-        check["ConditionCheck"]["ExpressionAttributeValues"] = {
-            k: waiting["ExpressionAttributeValues"][k] for k in (":waiting", ":false", ":zero")
-        }
+        check = self._waiting(session_id, root_turn_id, now)
         try:
             self._transact_write([vote, check])
         except self._canceled as error:
@@ -151,6 +141,8 @@ class InteractionItems(Table):
                         }
                     },
                     event_put(self.table, interaction.session_id, sk, event),
+                    # (a turn being canceled, whose cancel died before it settled it, escalates nothing)
+                    self._waiting(interaction.session_id, interaction.root_turn_id, now),
                 ]
             )
         except self._canceled as error:
@@ -158,6 +150,19 @@ class InteractionItems(Table):
                 raise
             return False
         return True
+
+    def _waiting(self, session_id: str, root_turn_id: str, now: float) -> dict[str, Any]:
+        """A transaction's check that the root turn waits for answers and is not being canceled (the
+        condition of an answer's turn write, alone)."""
+        waiting = self._one_answer_fewer(session_id, root_turn_id, now)["Update"]
+        check = {
+            k: waiting[k] for k in ("TableName", "Key", "ConditionExpression", "ReturnValuesOnConditionCheckFailure")
+        }
+        check["ExpressionAttributeNames"] = {"#status": "status"}
+        check["ExpressionAttributeValues"] = {
+            k: waiting["ExpressionAttributeValues"][k] for k in (":waiting", ":false", ":zero")
+        }
+        return {"ConditionCheck": check}
 
     def _answer_write(
         self,
