@@ -15,6 +15,7 @@ from resumable.config import Settings
 from resumable.local.authorizers import LocalCredentials
 from resumable.local.embedded_aws import embedded_aws
 from resumable.local.functions import function_arn
+from resumable.local.issuer import LocalIssuer
 from resumable.local.server import make_server
 
 
@@ -78,3 +79,11 @@ def browser() -> Iterator[Any]:
     expect.set_options(timeout=WAIT_MS)
     with chromium() as launched:
         yield launched
+
+
+@pytest.fixture(scope="module")
+def issuer() -> Iterator[LocalIssuer]:
+    """The local sign-in issuer (make run AUTH=jwt's), with its named users."""
+    started = LocalIssuer().start()
+    yield started
+    started.stop()

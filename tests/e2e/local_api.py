@@ -6,12 +6,20 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from resumable.local.server import PRINCIPAL_HEADER
+import pytest
+
+from resumable.api.app import forget
+from resumable.local.authorizers import JwtVerifier
+from resumable.local.issuer import GROUPS_CLAIM, LocalIssuer
+from resumable.local.server import PRINCIPAL_HEADER, make_server
 from tests.patience import HANG_SECONDS
 
 MALLORY = "arn:aws:iam::000000000000:user/mallory"
@@ -46,3 +54,29 @@ def cli(url: str, credentials: Path, *args: str, profile: str) -> subprocess.Com
         env=env | signer,
         check=False,
     )
+
+
+@contextmanager
+def settings(**environment: str) -> Iterator[None]:
+    """The handlers of this process read these environment variables (an approval rule, say) until
+    the block ends; their cached settings and service are dropped before and after."""
+    with pytest.MonkeyPatch.context() as env:
+        for variable, value in environment.items():
+            env.setenv(variable, value)
+        forget()
+        yield
+    forget()
+
+
+@contextmanager
+def jwt_api(issuer: LocalIssuer, **environment: str) -> Iterator[str]:
+    """The local API in JWT mode on a free port: the page is told where to sign in, the group
+    approvers approve, and ``environment`` holds whatever else the test sets."""
+    jwt = {"AUTH_MODE": "JWT", "JWT_ISSUER": issuer.url, "JWT_AUDIENCE": issuer.client_id}
+    jwt |= {"APPROVER_GROUPS": "approvers", "JWT_GROUPS_CLAIM": GROUPS_CLAIM}
+    with settings(**jwt, **environment):
+        server = make_server(port=0, jwt=JwtVerifier(issuer.url, (issuer.client_id,)))
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+        server.shutdown()
+        server.server_close()

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.local_api import cli
+from tests.e2e.local_api import cli, settings
 from tests.patience import HANG_SECONDS
 
 _CREDENTIALS: list[Path] = []
@@ -151,13 +151,8 @@ def test_a_url_that_is_no_address_and_a_profile_that_does_not_exist_are_bad_inpu
 @pytest.fixture
 def two_person(url: str) -> Iterator[str]:
     """The local API, with a deployment rule for this test: deleting needs two approvers."""
-    from resumable.api.app import forget
-
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("APPROVAL_RULES", '[{"tools": ["delete_*"], "required": 2, "name": "two-person delete"}]')
-        forget()
+    with settings(APPROVAL_RULES='[{"tools": ["delete_*"], "required": 2, "name": "two-person delete"}]'):
         yield url
-    forget()
 
 
 def test_two_approvers_approve_from_the_terminal_and_the_first_is_told_it_waits(two_person: str) -> None:
@@ -201,14 +196,11 @@ def test_approving_ones_own_turn_under_a_two_person_rule_is_refused_naming_the_r
 
 
 def test_an_escalated_question_reaches_the_inbox_of_the_one_it_escalated_to_marked_so(url: str) -> None:
-    from resumable.api.app import forget
     from tests.e2e.test_two_person import _sweep_once_escalation_is_due
 
     ann, ben = "arn:aws:iam::000000000000:user/approver-ann", "arn:aws:iam::000000000000:user/approver-ben"
     rules = [{"tools": ["delete_*"], "approvers": [ann], "escalate_after": 1, "escalate_to": [ben]}]
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("APPROVAL_RULES", json.dumps(rules))
-        forget()
+    with settings(APPROVAL_RULES=json.dumps(rules)):
         turn = json.loads(resumable(url, "--json", "start", "cli-esc", "delete the qa-db record", profile="bob").stdout)
         asked = time.time()  # (after the question was asked)
         request = turn["interactions"][0]["requestId"]
@@ -220,4 +212,3 @@ def test_an_escalated_question_reaches_the_inbox_of_the_one_it_escalated_to_mark
         assert "0 of 1 (escalated)" in row
         approved = resumable(url, "approve", "cli-esc", turn["turnId"], request, profile="approver2")
         assert approved.returncode == 0 and "completed" in approved.stdout, approved.stderr
-    forget()

@@ -6,7 +6,6 @@ only their own sessions; the local API checks tokens as API Gateway's JWT author
 from __future__ import annotations
 
 import json
-import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -16,41 +15,21 @@ from urllib.parse import urlencode
 import pytest
 from playwright.sync_api import expect
 
-from resumable.api.app import forget
 from resumable.config import Settings
-from resumable.local.authorizers import JwtVerifier
 from resumable.local.issuer import GROUPS_CLAIM, LocalIssuer
-from resumable.local.server import make_server
 from tests.e2e.browser import WAIT_MS, screenshot
 from tests.e2e.local_api import call as local_call
+from tests.e2e.local_api import jwt_api
 from tests.patience import HANG_SECONDS
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def issuer() -> Iterator[LocalIssuer]:
-    started = LocalIssuer().start()
-    yield started
-    started.stop()
-
-
-@pytest.fixture(scope="module")
 def jwt_url(handler_environment: Settings, issuer: LocalIssuer) -> Iterator[str]:
     """The local API in JWT mode: the page is told where to sign in, and the group approvers approve."""
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("AUTH_MODE", "JWT")
-        env.setenv("JWT_ISSUER", issuer.url)
-        env.setenv("JWT_AUDIENCE", issuer.client_id)
-        env.setenv("APPROVER_GROUPS", "approvers")
-        env.setenv("JWT_GROUPS_CLAIM", GROUPS_CLAIM)
-        forget()
-        server = make_server(port=0, jwt=JwtVerifier(issuer.url, (issuer.client_id,)))
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-        server.shutdown()
-        server.server_close()
-    forget()
+    with jwt_api(issuer) as url:
+        yield url
 
 
 def call(url: str, method: str, path: str, token: str | None, body: Any = None) -> tuple[int, Any]:

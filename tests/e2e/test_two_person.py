@@ -5,7 +5,6 @@ who started the turn never sees their own question to approve, and the API refus
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -13,12 +12,10 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from resumable.api.app import forget
 from resumable.config import Settings
-from resumable.local.authorizers import JwtVerifier
-from resumable.local.issuer import GROUPS_CLAIM, LocalIssuer
-from resumable.local.server import make_server
+from resumable.local.issuer import LocalIssuer
 from tests.e2e.browser import screenshot
+from tests.e2e.local_api import jwt_api, settings
 from tests.e2e.test_sign_in import call, card, sign_in
 
 pytestmark = pytest.mark.slow
@@ -27,29 +24,10 @@ RULES = '[{"tools": ["delete_*"], "required": 2, "name": "two-person delete"}]'
 
 
 @pytest.fixture(scope="module")
-def issuer() -> Iterator[LocalIssuer]:
-    started = LocalIssuer().start()
-    yield started
-    started.stop()
-
-
-@pytest.fixture(scope="module")
 def url(handler_environment: Settings, issuer: LocalIssuer) -> Iterator[str]:
     """The local API in JWT mode, with a deployment rule: deleting needs two approvers."""
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("AUTH_MODE", "JWT")
-        env.setenv("JWT_ISSUER", issuer.url)
-        env.setenv("JWT_AUDIENCE", issuer.client_id)
-        env.setenv("APPROVER_GROUPS", "approvers")
-        env.setenv("JWT_GROUPS_CLAIM", GROUPS_CLAIM)
-        env.setenv("APPROVAL_RULES", RULES)
-        forget()
-        server = make_server(port=0, jwt=JwtVerifier(issuer.url, (issuer.client_id,)))
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-        server.shutdown()
-        server.server_close()
-    forget()
+    with jwt_api(issuer, APPROVAL_RULES=RULES) as url:
+        yield url
 
 
 def start(url: str, issuer: LocalIssuer, user: str, session: str) -> dict[str, Any]:
@@ -127,9 +105,7 @@ def test_a_question_nobody_settled_in_time_is_escalated_and_shows_so_to_the_one_
 ) -> None:
     rules = [{"tools": ["delete_*"], "approvers": ["alice"], "escalate_after": 1, "escalate_to": ["dave"],
               "name": "alice, then dave"}]  # fmt: skip
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("APPROVAL_RULES", json.dumps(rules))
-        forget()
+    with settings(APPROVAL_RULES=json.dumps(rules)):
         start(url, issuer, "bob", "esc-bob")
         asked = time.time()  # (after the question was asked)
         dave = sign_in(browser, url, "dave")
@@ -145,4 +121,3 @@ def test_a_question_nobody_settled_in_time_is_escalated_and_shows_so_to_the_one_
         screenshot(dave, "inbox-escalated")
         escalated.get_by_role("button", name="Approve").click()
         expect(dave.locator("#outcomes li").first).to_contain_text("the turn is completed")
-    forget()

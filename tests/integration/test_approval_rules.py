@@ -596,17 +596,22 @@ def test_a_read_that_finds_a_question_its_rule_denies_at_expiry_denies_it_and_as
     assert executions(ledger) == []
 
 
+def _cancel_died(service: Service, session_id: str, turn_id: str) -> None:
+    """A cancel's first write (the tree is to be canceled), and then nothing: it died."""
+    store_of(service).dynamodb.update_item(
+        TableName=service.settings.table_name,
+        Key=key(session_id, root_sk(turn_id)),
+        UpdateExpression="SET cancel_requested = :true",
+        ExpressionAttributeValues={":true": {"BOOL": True}},
+    )
+
+
 def test_a_turn_whose_cancel_died_before_settling_it_is_settled_at_expiry_never_denied_and_left(
     make_service: Callable[..., Service], session_id: str, clock: FakeClock
 ) -> None:
     service = ruled(make_service, {"tools": ["delete_*"], "on_expiry": "deny"})
     started = service.start_turn(session_id, PROMPT, OWNER)
-    store_of(service).dynamodb.update_item(  # the cancel's first write, and then nothing (it died)
-        TableName=service.settings.table_name,
-        Key=key(session_id, root_sk(started.turn_id)),
-        UpdateExpression="SET cancel_requested = :true",
-        ExpressionAttributeValues={":true": {"BOOL": True}},
-    )
+    _cancel_died(service, session_id, started.turn_id)
     clock.advance(service.settings.approval_expiry_seconds + 1)
 
     service.sweep()
@@ -622,13 +627,18 @@ def test_a_turn_being_canceled_escalates_nothing(
     service = ruled(make_service, ESCALATING)
     started = service.start_turn(session_id, PROMPT, OWNER)
     tree = service.store.load_tree(session_id, started.turn_id)
-    store_of(service).dynamodb.update_item(  # a cancel's first write, and then nothing (it died)
-        TableName=service.settings.table_name,
-        Key=key(session_id, root_sk(started.turn_id)),
-        UpdateExpression="SET cancel_requested = :true",
-        ExpressionAttributeValues={":true": {"BOOL": True}},
-    )
+    _cancel_died(service, session_id, started.turn_id)
     clock.advance(3600 + 1)
 
     assert tree is not None and escalate(service.deps, tree, clock.now()) == 0
     assert _events(service, session_id, "Interaction Escalated") == []
+
+
+def test_no_vote_is_taken_on_a_turn_being_canceled(make_service: Callable[..., Service], session_id: str) -> None:
+    service = ruled(make_service, {"tools": ["delete_*"], "required": 2})
+    started = service.start_turn(session_id, PROMPT, OWNER)
+    _cancel_died(service, session_id, started.turn_id)
+
+    with pytest.raises(GoneError, match="being canceled"):
+        answer(service, started, APPROVE, ALICE)
+    assert _interaction_item(service, session_id).get("vote_count") in (None, 0)

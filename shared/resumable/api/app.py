@@ -124,9 +124,10 @@ def resolver() -> APIGatewayHttpResolver:
 
 
 def check_settings() -> None:
-    """Read the settings from the environment as the requests will, when the function starts: a bad
-    one (an approval rule that is not one) stops the function's start with the error that names it,
-    rather than failing each of its requests."""
+    """Read the settings when the function starts (its init), as its requests will: a bad one (an
+    approval rule that is not one) stops the start with the error that names it, rather than failing
+    each of its requests. What is read is not kept: the service reads them again on its first request
+    (the local run sets the embedded AWS's environment after it has imported the handlers)."""
     Settings.from_env()
 
 

@@ -73,16 +73,15 @@ class ApprovalRule(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _escalation(self) -> ApprovalRule:
+    def _answerable(self) -> ApprovalRule:
         if (self.escalate_after is None) != (self.escalate_to is None):
             raise ValueError("escalate_after and escalate_to go together: when, and to whom")
-        named = [*(self.approvers or ()), *(self.escalate_to or ())]
-        exact = self.approvers is not None and not any(p.startswith(GROUP_PREFIX) or any(c in p for c in "*?[")
-                                                        for p in named)  # fmt: skip
-        if exact and len(set(named)) < self.required:
+        named = {*(self.approvers or ()), *(self.escalate_to or ())}
+        patterned = any(p.startswith(GROUP_PREFIX) or any(c in p for c in "*?[") for p in named)
+        if self.approvers is not None and not patterned and len(named) < self.required:
             raise ValueError(
-                f"it requires {self.required} distinct approvers but names only {len(set(named))} "
-                f"({', '.join(sorted(set(named)))}): its questions could never be approved"
+                f"it requires {self.required} distinct approvers but names only {len(named)} "
+                f"({', '.join(sorted(named))}): its questions could never be approved"
             )
         return self
 

@@ -31,7 +31,7 @@ def get_turn(deps: Dependencies, session_id: str, turn_id: str, principal: str |
         tree = settle_if_stalled(deps, tree)
     except StaleCommitError:
         logger.info("turn_id=<%s> | settling raced another change", tree.root.turn_id)
-        tree = load(deps, session_id, turn_id)
+        tree = read = load(deps, session_id, turn_id)  # (as another change left it: nothing settled here)
     denied_at_expiry = tree is not read and not tree.root.settled and stall(tree, deps.clock.now()) is not None
     if denied_at_expiry or _needs_continuation(tree, deps.clock.now(), deps.settings.stall_seconds):
         continue_later(deps, tree.root)

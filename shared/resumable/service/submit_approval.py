@@ -25,7 +25,7 @@ from resumable.service.limits import json_utf8
 from resumable.service.run import advance
 from resumable.service.settlement import EXPIRY
 from resumable.service.views import TurnView
-from resumable.service.votes import answer_under_rule, check_may_answer
+from resumable.service.votes import APPLICATION, answer_under_rule, check_may_answer
 from resumable.store.records import InteractionRecord, TurnRecord, expired
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ def submit_approval(
         root_id,
         request_id,
         response,
-        principal or "application",
+        principal or APPLICATION,
         deps.clock.now(),
         approval_shaped=approval_shaped,
         child_turn_id=turn_id if turn_id != root_id else None,

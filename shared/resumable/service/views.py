@@ -8,6 +8,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from resumable.clock import iso
+from resumable.runtime.rules import ApprovalRule
+from resumable.service.votes import rule_of
 from resumable.store.records import (
     ActionRecord,
     InteractionRecord,
@@ -40,20 +42,16 @@ class RuleView(View):
     on_expiry: str = Field(default="expire", description="'expire' (the turn settles expired) or 'deny'.")
 
     @classmethod
-    def of(cls, rule: dict[str, Any]) -> RuleView:
-        tools = [str(t) for t in rule.get("tools", [])]
-        required = int(rule.get("required", 1))
-        approvers = rule.get("approvers")
-        allowed = rule.get("self_approval")
+    def of(cls, rule: ApprovalRule) -> RuleView:
         return cls(
-            name=str(rule.get("name") or ",".join(tools)),
-            tools=tools,
-            approvers=None if approvers is None else [str(a) for a in approvers],
-            required=required,
-            self_approval=required < 2 if allowed is None else bool(allowed),
-            escalate_after=rule.get("escalate_after"),
-            escalate_to=rule.get("escalate_to"),
-            on_expiry=str(rule.get("on_expiry", "expire")),
+            name=rule.title,
+            tools=list(rule.tools),
+            approvers=None if rule.approvers is None else list(rule.approvers),
+            required=rule.required,
+            self_approval=rule.allows_self_approval,
+            escalate_after=rule.escalate_after,
+            escalate_to=None if rule.escalate_to is None else list(rule.escalate_to),
+            on_expiry=rule.on_expiry,
         )
 
 
@@ -116,7 +114,7 @@ class InteractionView(View):
             answered_by=record.answered_by,
             answered_at=iso(record.answered_at),
             expires_at=iso(record.expires_at),
-            rule=None if record.rule is None else RuleView.of(record.rule),
+            rule=None if (rule := rule_of(record)) is None else RuleView.of(rule),
             escalated_at=iso(record.escalated_at),
             approvals=[
                 VoteView(by=by, at=iso(vote.at) or "", input=vote.input, message=vote.message)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from resumable.runtime.tools import APPROVAL_INTERRUPT
 from resumable.store.base import AnswerOutcome, Votes
@@ -45,39 +45,41 @@ class InteractionItems(Table):
         at_expiry: bool = False,
     ) -> AnswerOutcome:
         answered = interaction_answered(root_turn_id, request_id, response, answered_by, now)
-        answer = self._answer_write(
-            session_id, root_turn_id, request_id, response, answered_by, now, approval_shaped, child_turn_id, principal
+        answer = self._open_interaction(
+            session_id,
+            root_turn_id,
+            request_id,
+            now,
+            child_turn_id=child_turn_id,
+            principal=principal,
+            approval_shaped=approval_shaped,
+            rule="any" if ruled else "none",
+            expired=at_expiry,
         )
-        update = answer["Update"]
-        if at_expiry:  # (its rule's on_expiry: deny) the answer only expiry gives
-            update["ConditionExpression"] = update["ConditionExpression"].replace(
-                "expires_at > :now", "expires_at <= :now"
-            )
-        if not ruled:  # (an interaction stored before rules has no attribute; one without a rule, null)
-            update["ConditionExpression"] += " AND (attribute_not_exists(#rule) OR #rule = :no_rule)"
-            update["ExpressionAttributeNames"]["#rule"] = "rule"
-            update["ExpressionAttributeValues"][":no_rule"] = value(json.dumps(None))
+        answer["UpdateExpression"] = (
+            "SET #status = :answered, #response = :response, answered_by = :by, answered_at = :now, "
+            "updated_at = :now, gsi1sk = :gsi1sk REMOVE " + ", ".join(INBOX_KEYS)
+        )
+        answer["ExpressionAttributeNames"]["#response"] = "response"
+        answer["ExpressionAttributeValues"] |= {
+            ":answered": value("answered"),
+            ":response": value(json.dumps(response)),
+            ":by": value(answered_by),
+            ":gsi1sk": value(f"answered#{request_id}"),
+        }
         if votes is not None:
-            _with_votes(update, votes)
+            _with_votes(answer, votes)
         sk = f"TURN#{root_turn_id}#EVENT#answered#{request_id}"
         try:
             self._transact_write(
                 [
-                    answer,
+                    {"Update": answer},
                     self._one_answer_fewer(session_id, root_turn_id, now),
                     event_put(self.table, session_id, sk, answered),
                 ]
             )
         except self._canceled as error:
-            if not condition_failed(error):
-                raise
-            interaction = refused_item(error, 0)
-            if interaction is not None:
-                if not interaction:
-                    return AnswerOutcome("missing")
-                return AnswerOutcome("refused", interaction=InteractionRecord.model_validate(decode(interaction)))
-            turn = refused_item(error, 1)
-            return AnswerOutcome("turn_busy", turn=TurnRecord.model_validate(decode(turn)) if turn else None)
+            return _refusal(error)
         return AnswerOutcome("answered")
 
     @aws_call
@@ -92,29 +94,15 @@ class InteractionItems(Table):
         child_turn_id: str | None = None,
         principal: str | None = None,
     ) -> AnswerOutcome:
-        vote = self._answer_write(session_id, root_turn_id, request_id, None, "", now, True, child_turn_id, principal)
-        update = vote["Update"]
-        update["UpdateExpression"] = "SET updated_at = :now"  # the answer's condition, but not its changes
-        for unused in (":answered", ":response", ":by", ":gsi1sk"):
-            del update["ExpressionAttributeValues"][unused]
-        del update["ExpressionAttributeNames"]["#response"]
-        update["ConditionExpression"] += " AND attribute_exists(#rule) AND #rule <> :no_rule"
-        update["ExpressionAttributeNames"]["#rule"] = "rule"
-        update["ExpressionAttributeValues"][":no_rule"] = value(json.dumps(None))
-        _with_votes(update, votes)
-        check = self._waiting(session_id, root_turn_id, now)
+        vote = self._open_interaction(
+            session_id, root_turn_id, request_id, now, child_turn_id=child_turn_id, principal=principal, rule="some"
+        )
+        vote["UpdateExpression"] = "SET updated_at = :now"
+        _with_votes(vote, votes)
         try:
-            self._transact_write([vote, check])
+            self._transact_write([{"Update": vote}, self._waiting(session_id, root_turn_id)])
         except self._canceled as error:
-            if not condition_failed(error):
-                raise
-            interaction = refused_item(error, 0)
-            if interaction is not None:
-                if not interaction:
-                    return AnswerOutcome("missing")
-                return AnswerOutcome("refused", interaction=InteractionRecord.model_validate(decode(interaction)))
-            turn = refused_item(error, 1)
-            return AnswerOutcome("turn_busy", turn=TurnRecord.model_validate(decode(turn)) if turn else None)
+            return _refusal(error)
         return AnswerOutcome("voted")
 
     @aws_call
@@ -142,7 +130,7 @@ class InteractionItems(Table):
                     },
                     event_put(self.table, interaction.session_id, sk, event),
                     # (a turn being canceled, whose cancel died before it settled it, escalates nothing)
-                    self._waiting(interaction.session_id, interaction.root_turn_id, now),
+                    self._waiting(interaction.session_id, interaction.root_turn_id),
                 ]
             )
         except self._canceled as error:
@@ -151,42 +139,39 @@ class InteractionItems(Table):
             return False
         return True
 
-    def _waiting(self, session_id: str, root_turn_id: str, now: float) -> dict[str, Any]:
-        """A transaction's check that the root turn waits for answers and is not being canceled (the
-        condition of an answer's turn write, alone)."""
-        waiting = self._one_answer_fewer(session_id, root_turn_id, now)["Update"]
-        check = {
-            k: waiting[k] for k in ("TableName", "Key", "ConditionExpression", "ReturnValuesOnConditionCheckFailure")
+    def _waiting(self, session_id: str, root_turn_id: str) -> dict[str, Any]:
+        """A transaction's check that the root turn waits for answers and is not being canceled."""
+        return {
+            "ConditionCheck": {
+                "TableName": self.table,
+                "Key": key(session_id, root_sk(root_turn_id)),
+                "ConditionExpression": _WAITING,
+                "ExpressionAttributeNames": {"#status": "status"},
+                "ExpressionAttributeValues": {":waiting": value("waiting"), ":false": value(False), ":zero": value(0)},
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
         }
-        check["ExpressionAttributeNames"] = {"#status": "status"}
-        check["ExpressionAttributeValues"] = {
-            k: waiting["ExpressionAttributeValues"][k] for k in (":waiting", ":false", ":zero")
-        }
-        return {"ConditionCheck": check}
 
-    def _answer_write(
+    def _open_interaction(
         self,
         session_id: str,
         root_turn_id: str,
         request_id: str,
-        response: Any,
-        answered_by: str,
         now: float,
-        approval_shaped: bool,
+        *,
         child_turn_id: str | None,
         principal: str | None,
+        approval_shaped: bool = True,
+        rule: Literal["none", "some", "any"],
+        expired: bool = False,
     ) -> dict[str, Any]:
-        """``requested -> answered``, on every condition the answer must meet."""
-        condition = "#status = :requested AND expires_at > :now"
-        names = {"#status": "status", "#response": "response"}
-        values = {
-            ":answered": value("answered"),
-            ":requested": value("requested"),
-            ":response": value(json.dumps(response)),
-            ":by": value(answered_by),
-            ":now": value(now),
-            ":gsi1sk": value(f"answered#{request_id}"),
-        }
+        """An update of the interaction (its changes for the caller to add) on every condition an answer
+        must meet: it is requested and unexpired (``expired``: the answer its expiry gives, so expired),
+        the asking child turn's, the principal's session's, approval-shaped for an approval, and under
+        no approval rule, some, or ``any``."""
+        condition = "#status = :requested AND " + ("expires_at <= :now" if expired else "expires_at > :now")
+        names = {"#status": "status"}
+        values: dict[str, Any] = {":requested": value("requested"), ":now": value(now)}
         if child_turn_id is not None:
             condition += " AND turn_id = :asker"
             values[":asker"] = value(child_turn_id)
@@ -203,18 +188,21 @@ class InteractionItems(Table):
             condition += " AND #name <> :approval"
             names["#name"] = "name"
             values[":approval"] = value(APPROVAL_INTERRUPT)
+        if rule != "any":  # (one stored before rules has no attribute; one without a rule, null)
+            condition += (
+                " AND (attribute_not_exists(#rule) OR #rule = :no_rule)"
+                if rule == "none"
+                else " AND attribute_exists(#rule) AND #rule <> :no_rule"
+            )
+            names["#rule"] = "rule"
+            values[":no_rule"] = value(json.dumps(None))
         return {
-            "Update": {
-                "TableName": self.table,
-                "Key": key(session_id, interaction_sk(root_turn_id, request_id)),
-                "UpdateExpression": "SET #status = :answered, #response = :response, "
-                "answered_by = :by, answered_at = :now, updated_at = :now, gsi1sk = :gsi1sk "
-                "REMOVE " + ", ".join(INBOX_KEYS),
-                "ConditionExpression": condition,
-                "ExpressionAttributeNames": names,
-                "ExpressionAttributeValues": values,
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
+            "TableName": self.table,
+            "Key": key(session_id, interaction_sk(root_turn_id, request_id)),
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
 
     def _one_answer_fewer(self, session_id: str, root_turn_id: str, now: float) -> dict[str, Any]:
@@ -226,7 +214,7 @@ class InteractionItems(Table):
                 "Key": key(session_id, root_sk(root_turn_id)),
                 "UpdateExpression": "SET updated_at = :now, gsi4pk = :unsettled, gsi4sk = :now "
                 "ADD open_interactions :minus, version :one",
-                "ConditionExpression": "#status = :waiting AND cancel_requested = :false AND open_interactions > :zero",
+                "ConditionExpression": _WAITING,
                 "ExpressionAttributeNames": {"#status": "status"},
                 "ExpressionAttributeValues": {
                     ":now": value(now),
@@ -293,6 +281,23 @@ class InteractionItems(Table):
     def inbox_partition(principal: str | None) -> tuple[str, str]:
         """The index and partition key a principal's inbox is read from."""
         return (INBOX_INDEX, INBOX) if principal is None else (PRINCIPAL_INBOX_INDEX, principal_inbox(principal))
+
+
+_WAITING = "#status = :waiting AND cancel_requested = :false AND open_interactions > :zero"
+"""What a root turn must be to take an answer or a vote: waiting for answers, not being canceled."""
+
+
+def _refusal(error: Exception) -> AnswerOutcome:
+    """Why a transaction of an interaction's write (first) and its root turn's (second) was refused."""
+    if not condition_failed(error):
+        raise error
+    interaction = refused_item(error, 0)
+    if interaction is not None:
+        if not interaction:
+            return AnswerOutcome("missing")
+        return AnswerOutcome("refused", interaction=InteractionRecord.model_validate(decode(interaction)))
+    turn = refused_item(error, 1)
+    return AnswerOutcome("turn_busy", turn=TurnRecord.model_validate(decode(turn)) if turn else None)
 
 
 def _with_votes(update: dict[str, Any], votes: Votes) -> None:

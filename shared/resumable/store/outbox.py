@@ -94,14 +94,23 @@ def _shown(value: object) -> str:
     return shown if len(shown) <= _SUMMARY_INPUT_CHARS else shown[:_SUMMARY_INPUT_CHARS] + "..."
 
 
+def _to_answer(interaction: InteractionRecord) -> dict[str, Any]:
+    """What an event of an open question says of it: which it is, until when, and where to answer it."""
+    return {
+        "requestId": interaction.request_id,
+        "childTurnId": _child(interaction),
+        "expiresAt": iso(interaction.expires_at),
+        "answerPath": answer_path(interaction.session_id, interaction.root_turn_id, interaction.request_id),
+    }
+
+
 def interaction_requested(interaction: InteractionRecord) -> OutboxEvent:
     tool, tool_input = _tool_call(interaction)
     return OutboxEvent(
         type=INTERACTION_REQUESTED,
         turn_id=interaction.root_turn_id,
-        detail={
-            "requestId": interaction.request_id,
-            "childTurnId": _child(interaction),
+        detail=_to_answer(interaction)
+        | {
             "agentPath": interaction.agent_path,
             "name": interaction.name,
             "tool": tool,
@@ -110,8 +119,6 @@ def interaction_requested(interaction: InteractionRecord) -> OutboxEvent:
             "rule": None if interaction.rule is None else {to_camel(k): v for k, v in interaction.rule.items()},
             "reason": interaction.reason,
             "summary": summary(interaction),
-            "expiresAt": iso(interaction.expires_at),
-            "answerPath": answer_path(interaction.session_id, interaction.root_turn_id, interaction.request_id),
         },
         created_at=interaction.created_at,
     )
@@ -122,15 +129,8 @@ def interaction_escalated(interaction: InteractionRecord, rule: str, to: list[st
     return OutboxEvent(
         type=INTERACTION_ESCALATED,
         turn_id=interaction.root_turn_id,
-        detail={
-            "requestId": interaction.request_id,
-            "childTurnId": _child(interaction),
-            "rule": rule,
-            "escalatedTo": to,
-            "summary": f"escalated to {', '.join(to)}: {summary(interaction)}",
-            "expiresAt": iso(interaction.expires_at),
-            "answerPath": answer_path(interaction.session_id, interaction.root_turn_id, interaction.request_id),
-        },
+        detail=_to_answer(interaction)
+        | {"rule": rule, "escalatedTo": to, "summary": f"escalated to {', '.join(to)}: {summary(interaction)}"},
         created_at=now,
     )
 
