@@ -33,7 +33,11 @@ class Settings(BaseModel):
     (comma-separated tool-name patterns, e.g. ``delete_*,drop_*``: the deployment's approval policy),
     ``APPROVAL_RULES`` (a JSON list of approval rules: who may answer which tools' calls, and how many
     must agree; see ``resumable.runtime.approval.ApprovalRule``; a bad rule stops the start, named),
-    ``AUTH_MODE`` (``IAM``, or ``JWT`` where people sign in: then ``JWT_ISSUER`` and ``JWT_AUDIENCE``
+    ``AUDIT_RETENTION_DAYS`` (how long an audit record is kept, whatever becomes of its session) and
+    ``AUDIT_INPUTS`` (what the audit trail shows of the inputs asked and approved: ``session``, the inputs
+    while their session exists and their digests after; ``keep``, the inputs themselves for as long as
+    the entry; ``digest``, digests only), ``AUTH_MODE`` (``IAM``, or ``JWT`` where people sign in: then
+    ``JWT_ISSUER`` and ``JWT_AUDIENCE``
     tell the inbox page where to sign in), ``APPROVER_GROUPS`` (comma-separated groups whose members
     are approvers, read from the token's ``JWT_GROUPS_CLAIM``, default ``cognito:groups``).
     """
@@ -64,6 +68,8 @@ class Settings(BaseModel):
     approval_required: tuple[str, ...] = ()
     approval_edits: tuple[str, ...] = ()
     approval_rules: tuple[Any, ...] = ()  # ApprovalRule (the runtime is imported only when there are some)
+    audit_retention_days: float = Field(default=400, gt=0)
+    audit_inputs: Literal["session", "keep", "digest"] = "session"
     auth_mode: Literal["IAM", "JWT"] = "IAM"
     jwt_issuer: str | None = None
     jwt_audience: tuple[str, ...] = ()
@@ -82,6 +88,10 @@ class Settings(BaseModel):
     @property
     def retention_seconds(self) -> float:
         return self.retention_days * 86400
+
+    @property
+    def audit_retention_seconds(self) -> float:
+        return self.audit_retention_days * 86400
 
     @property
     def default_approval_policy(self) -> ApprovalPolicy | None:
@@ -116,6 +126,8 @@ class Settings(BaseModel):
             "jwt_issuer": "JWT_ISSUER",
             "jwt_groups_claim": "JWT_GROUPS_CLAIM",
             "approval_rules": "APPROVAL_RULES",
+            "audit_retention_days": "AUDIT_RETENTION_DAYS",
+            "audit_inputs": "AUDIT_INPUTS",
         }
         values: dict[str, str] = {field: env[var] for field, var in names.items() if env.get(var)}
         region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")

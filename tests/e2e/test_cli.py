@@ -180,6 +180,27 @@ def test_two_approvers_approve_from_the_terminal_and_the_first_is_told_it_waits(
         second.stdout
     )
 
+    # The audit trail, exported: each approval with how its signer was authenticated, and what ran.
+    exported = resumable(url, "admin", "audit", "--since", "2026-01-01", "--format", "jsonl", profile="approver")
+    assert exported.returncode == 0, exported.stderr
+    mine = [e for e in map(json.loads, exported.stdout.splitlines()) if e["requestId"] == request]
+    assert [(e["kind"], e["outcome"]) for e in mine] == [("vote", "voted"), ("decision", "approved"), ("action", "ran")]
+    ann, ben = "arn:aws:iam::000000000000:user/approver-ann", "arn:aws:iam::000000000000:user/approver-ben"
+    assert [(v["by"], v["authentication"]["method"], v["authentication"]["arn"]) for v in mine[1]["votes"]] == [
+        (ann, "iam", ann),
+        (ben, "iam", ben),
+    ]
+    assert mine[1]["inputAsked"] == {"name": "prod-db"} and mine[1]["rule"] == "two-person delete"
+    assert "audit records from 2026-01-01T00:00:00.000Z to " in exported.stderr
+    table = resumable(url, "admin", "audit", "--since", "2026-01-01", "--outcome", "approved", profile="approver")
+    assert table.returncode == 0, table.stderr
+    [row] = [r for r in table.stdout.splitlines() if request in r]
+    assert "approved" in row and "2 approvals: " + ann in row
+    refused = resumable(url, "admin", "audit", profile="bob")  # not an approver
+    assert refused.returncode == 6 and "403 forbidden" in refused.stderr and "approvers only" in refused.stderr
+    bad = resumable(url, "admin", "audit", "--since", "last week", profile="approver")
+    assert bad.returncode == 2 and "ISO 8601" in bad.stderr
+
 
 def test_approving_ones_own_turn_under_a_two_person_rule_is_refused_naming_the_rule(two_person: str) -> None:
     url = two_person

@@ -38,6 +38,7 @@ EXPECTED = {
     "admin_inspect": 403,
     "admin_recover": 403,
     "admin_republish": 403,
+    "list_audit": 403,  # (approvers only, too)
     "restore_session": 404,
     "list_interactions": 404,
     "list_inbox": 200,

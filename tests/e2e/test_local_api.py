@@ -38,6 +38,7 @@ def test_every_route_of_the_template_is_served() -> None:
         ("GET", "/inbox"),
         ("DELETE", "/sessions/{sessionId}"),
         ("POST", "/sessions/{sessionId}/restore"),
+        ("GET", "/audit"),
         ("GET", "/admin/stuck"),
         ("GET", "/admin/sessions/{sessionId}/turns/{turnId}"),
         ("POST", "/admin/sessions/{sessionId}/turns/{turnId}/recover"),

@@ -32,6 +32,7 @@ OPERATIONS = [
     "cancelTurn",
     "listInteractions",
     "listInbox",
+    "listAudit",
     "deleteSession",
     "restoreSession",
     "listStalledTurns",

@@ -72,6 +72,30 @@ def test_two_people_approve_and_the_first_sees_it_wait_for_the_second(
     [settled] = listed["interactions"]
     assert (settled["answeredBy"], [a["by"] for a in settled["approvals"]]) == ("dave", ["alice", "dave"])
 
+    # The audit trail on the page: shown, then exported as JSON lines, each vote with its sign-in.
+    audit = dave.locator("#audit")
+    audit.locator("summary").click()
+    audit.get_by_label("Principal").fill("alice")
+    audit.get_by_role("button", name="Show").click()
+    expect(audit.locator("#audit-status")).to_contain_text("records from")
+    rows = audit.locator("tbody tr").filter(has_text=settled["requestId"])
+    expect(rows).to_have_count(2)  # alice's vote, and the decision that counted it
+    expect(rows.nth(1)).to_contain_text("2 approvals: alice, dave")
+    screenshot(dave, "inbox-audit")
+    with dave.expect_download() as downloading:
+        audit.get_by_role("button", name="Export JSON lines").click()
+    exported = [json.loads(line) for line in downloading.value.path().read_text(encoding="utf-8").splitlines()]
+    expect(audit.locator("#audit-status")).to_contain_text(f"Exported {len(exported)} records")
+    mine = [e for e in exported if e["requestId"] == settled["requestId"]]
+    assert [(e["kind"], e["by"]) for e in mine] == [("vote", "alice"), ("decision", "dave")]
+    assert [v["authentication"] for v in mine[1]["votes"]] == [
+        {"method": "jwt", "subject": who, "issuer": issuer.url} for who in ("alice", "dave")
+    ]
+    bob = sign_in(browser, url, "bob")  # not an approver: the audit trail is not theirs to read
+    bob.locator("#audit summary").click()
+    bob.locator("#audit").get_by_role("button", name="Show").click()
+    expect(bob.locator("#audit-status")).to_contain_text("approvers only")
+
 
 def test_whoever_started_the_turn_may_not_approve_it_and_never_sees_it_to_approve(
     url: str, issuer: LocalIssuer, browser: Any

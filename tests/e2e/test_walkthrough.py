@@ -61,6 +61,9 @@ def test_every_step_of_the_printed_walkthrough_works_when_followed_literally(pri
         '"status": "SUCCEEDED"',  # 5: the workflow
         "record dev-db deleted",
         "Interaction Requested  orchestrator -> db_admin wants to run delete_record",  # 6: the events
+        '"outcome": "denied", "at"',  # 7: the audit trail
+        '"message": "not staging"',
+        "approved  delete_record",
     ]
     for step in said:
         assert step.replace(": ", ":").replace(", ", ",") in out.replace(": ", ":").replace(", ", ","), step

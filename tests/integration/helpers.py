@@ -46,9 +46,13 @@ def http(
     raw: str | None = None,
     headers: dict[str, str] | None = None,
     principal: str = ALICE,
+    claims: dict[str, str] | None = None,
 ) -> tuple[int, Any]:
     """The status and JSON body of ``app``'s reply to an API Gateway HTTP API (v2) event, as the
-    functions' shared handler would pass it on (``handle`` reads every body as JSON)."""
+    functions' shared handler would pass it on (``handle`` reads every body as JSON): signed by
+    ``principal`` (IAM), or with ``claims``, by a sign-in token API Gateway's JWT authorizer checked
+    (the claims as strings, as it hands them on)."""
+    signed = {"iam": {"userArn": principal, "accountId": "111122223333", "userId": "AIDA", "callerId": "c"}}
     event = {
         "version": "2.0",
         "routeKey": "$default",
@@ -59,9 +63,7 @@ def http(
         "requestContext": {
             "accountId": "111122223333",
             "apiId": "api",
-            "authorizer": {
-                "iam": {"userArn": principal, "accountId": "111122223333", "userId": "AIDA", "callerId": "c"}
-            },
+            "authorizer": signed if claims is None else {"jwt": {"claims": claims, "scopes": None}},
             "domainName": "api.example.com",
             "domainPrefix": "api",
             "http": {"method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1", "userAgent": "t"},

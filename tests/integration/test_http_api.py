@@ -105,6 +105,7 @@ def test_the_openapi_document_lists_every_route(api: APIGatewayHttpResolver) -> 
         "/interactions",
         "/sessions/{sessionId}",
         "/sessions/{sessionId}/restore",
+        "/audit",
         "/admin/stuck",
         "/admin/sessions/{sessionId}/turns/{turnId}",
         "/admin/sessions/{sessionId}/turns/{turnId}/recover",

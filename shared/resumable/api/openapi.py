@@ -47,8 +47,8 @@ ERRORS: dict[int, str] = {
     500: "aws_failed: an AWS call failed; what was written before it stands and the turn is resumable: retry",
 }
 FORBIDDEN = (
-    "API Gateway refused the request's SigV4 signature or IAM denied it (no function ran); or, on /admin/..., "
-    "forbidden: the caller is not an approver; or, answering, forbidden: the question's approval rule does not "
+    "API Gateway refused the request's SigV4 signature or IAM denied it (no function ran); or, on /admin/... and "
+    "/audit, forbidden: the caller is not an approver; or, answering, forbidden: the question's approval rule does not "
     "let the caller answer it (the message names the rule)"
 )
 

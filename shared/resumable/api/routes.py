@@ -34,9 +34,12 @@ from resumable.metrics import count
 from resumable.service import InboxPage, InteractionView, Service, SessionView, TurnView
 from resumable.service.access import Principal
 from resumable.service.admin import MAX_STALLED, Republished, StalledTurns, TurnRecords
+from resumable.service.audit_trail import DEFAULT_PAGE as DEFAULT_AUDIT_PAGE
+from resumable.service.audit_trail import MAX_PAGE as MAX_AUDIT_PAGE
+from resumable.service.audit_trail import AuditPage
 from resumable.service.cursor import MAX_CURSOR_CHARS
 from resumable.service.inbox import DEFAULT_PAGE, MAX_PAGE
-from resumable.store.records import InteractionStatus
+from resumable.store.records import AuditOutcome, InteractionStatus
 
 router = APIGatewayHttpRouter()
 
@@ -111,13 +114,24 @@ def principal() -> str:
         if not isinstance(subject, str) or not subject:
             raise BadRequestError("the sign-in token names no subject (sub); nothing was done: sign in again")
         groups_claim = service().settings.jwt_groups_claim
-        return Principal(subject, token_groups(event.headers.get("authorization"), subject, groups_claim))
+        issuer = claims.get("iss")
+        return Principal(
+            subject,
+            token_groups(event.headers.get("authorization"), subject, groups_claim),
+            {"method": "jwt", "subject": subject, "issuer": issuer if isinstance(issuer, str) else ""},
+        )
     if service().settings.auth_mode == "JWT":
         # API Gateway's JWT authorizer hands on the claims of every request it lets through: none
         # means the request did not come through it, and nobody may stand in for a person.
         raise BadRequestError("the request carries no sign-in token's claims; nothing was done: sign in and retry")
     iam = authorizer.iam if authorizer else None
-    return (iam.user_arn if iam else None) or LOCAL_PRINCIPAL
+    if iam is None or not iam.user_arn:
+        # (no authorizer: a caller of the handler itself, locally; API Gateway always names one)
+        return Principal(LOCAL_PRINCIPAL, (), {"method": "none"})
+    signed = {"method": "iam", "arn": iam.user_arn}
+    if iam.access_key:
+        signed["accessKey"] = iam.access_key  # (what CloudTrail names the same caller by)
+    return Principal(iam.user_arn, (), signed)
 
 
 def token_groups(authorization: str | None, subject: str, claim: str) -> tuple[str, ...]:
@@ -269,6 +283,42 @@ def delete_session(sessionId: str) -> Response[SessionView]:  # noqa: N803
 def restore_session(sessionId: str) -> Response[SessionView]:  # noqa: N803
     count("SessionsRestored")
     return _json(service().restore_session(_path("sessionId", sessionId), principal()))
+
+
+@router.get(
+    "/audit",
+    operation_id="listAudit",
+    summary="The audit trail: every vote, decision and approved action's outcome, oldest first (approvers only)",
+    responses=responses(200, "A page of the audit trail, and the cursor of the next", AuditPage, 422),
+)
+def list_audit(
+    since: Annotated[
+        str | None,
+        Query(max_length=64, description="From this ISO 8601 date or time (UTC unless it says); default 7 days ago."),
+    ] = None,
+    until: Annotated[
+        str | None, Query(max_length=64, description="Before this ISO 8601 date or time; default now.")
+    ] = None,
+    principal_: Annotated[
+        str | None,
+        Query(alias="principal", max_length=2048, description="Only entries it answered, or voted in."),
+    ] = None,
+    tool: Annotated[
+        str | None, Query(max_length=256, description="Only entries of tools matching this ('*' wildcards).")
+    ] = None,
+    outcome: Annotated[AuditOutcome | None, Query(description="Only entries with this outcome.")] = None,
+    limit: Annotated[
+        int, Query(ge=1, le=MAX_AUDIT_PAGE, description=f"At most this many (1 to {MAX_AUDIT_PAGE}).")
+    ] = DEFAULT_AUDIT_PAGE,
+    cursor: Annotated[
+        str | None,
+        Query(max_length=MAX_CURSOR_CHARS, description="The previous page's cursor, as it came, with the same query."),
+    ] = None,
+) -> Response[AuditPage]:
+    page = service().audit(
+        principal(), since=since, until=until, by=principal_, tool=tool, outcome=outcome, limit=limit, after=cursor
+    )
+    return _json(page)
 
 
 # -- the operator's routes (resumable admin; docs/runbook.md): approvers only, 403 for anyone else ----------

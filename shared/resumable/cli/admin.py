@@ -1,6 +1,7 @@
 """``resumable admin``: the operator's commands, as docs/runbook.md uses them.
 
-``stuck``, ``inspect``, ``recover`` and ``republish`` call the API's /admin routes (approvers only).
+``stuck``, ``inspect``, ``recover`` and ``republish`` call the API's /admin routes (approvers only);
+``audit`` exports the audit trail (GET /audit, every page) as JSON lines or a table.
 ``dead-letters`` reads a dead-letter queue itself, with the caller's AWS credentials, says what each
 message is and the command that deals with it, and with ``--redrive`` runs that command and deletes
 each message it dealt with.
@@ -13,7 +14,7 @@ import contextlib
 import json
 import sys
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 from resumable.cli.client import Api, Reply, part
 
@@ -29,6 +30,13 @@ def add_commands(commands: Any) -> None:
     recover.add_argument("session"), recover.add_argument("turn")
     republish = verbs.add_parser("republish", help="give the publisher a session's unpublished events again")
     republish.add_argument("session")
+    audit = verbs.add_parser("audit", help="export the audit trail: every vote, decision and action's outcome")
+    audit.add_argument("--since", help="from this ISO 8601 date or time, e.g. 2026-01-01 (default: 7 days ago)")
+    audit.add_argument("--until", help="before this ISO 8601 date or time (default: now)")
+    audit.add_argument("--principal", help="only records this principal answered, or voted in")
+    audit.add_argument("--tool", help="only records of tools matching this pattern ('*' wildcards)")
+    audit.add_argument("--outcome", choices=AUDIT_OUTCOMES, help="only records with this outcome")
+    audit.add_argument("--format", choices=["table", "jsonl"], default="table", help="jsonl: one record per line")
     dead = verbs.add_parser("dead-letters", help="what a dead-letter queue holds, and what deals with each message")
     dead.add_argument("queue_url", metavar="QUEUE_URL", help="the queue (stack outputs *DeadLetterQueueUrl)")
     dead.add_argument("--redrive", action="store_true", help="deal with each message, then delete it")
@@ -92,6 +100,57 @@ def _print_records(body: dict[str, Any], table: Any) -> None:
     if body["snapshots"]:
         rows = [[s["key"], ", ".join(s["pointedAtBy"]), s["state"][:80]] for s in body["snapshots"]]
         print("\n" + table(rows, ["SNAPSHOT", "POINTED AT BY", "STATE"]))
+
+
+AUDIT_OUTCOMES = ["voted", "approved", "denied", "ran", "failed", "unknown", "not_run"]
+
+
+def audit(api: Api, options: argparse.Namespace, exit_codes: dict[int, int], table: Any) -> int:
+    """Write every record of the audit trail the query finds, oldest first, following the pages to the
+    end: each as a line of JSON as it comes (``--format jsonl``), or a table once all are read. What
+    was written, and why it stopped, go to stderr."""
+    query = {"since": options.since, "until": options.until, "principal": options.principal}
+    query |= {"tool": options.tool, "outcome": options.outcome, "limit": "500"}
+    asked = {name: value for name, value in query.items() if value is not None}
+    rows: list[list[str]] = []
+    written, cursor, span = 0, None, ""
+    while True:
+        reply = api.call("GET", "/audit?" + urlencode(asked | ({"cursor": cursor} if cursor else {})))
+        if reply.status >= 300:
+            body = reply.body if isinstance(reply.body, dict) else {}
+            code = body.get("code") or {401: "unauthorized", 403: "forbidden"}.get(reply.status, "error")
+            print(f"{reply.status} {code}: {body.get('message')}", file=sys.stderr)
+            if written:
+                print(f"resumable: {written} audit records were written before it stopped", file=sys.stderr)
+            return exit_codes.get(reply.status, 1)
+        span = f"from {reply.body['since']} to {reply.body['until']}"
+        for record in reply.body["records"]:
+            if options.format == "jsonl":
+                print(json.dumps(record, ensure_ascii=False), flush=False)
+            else:
+                rows.append(_audit_row(record))
+            written += 1
+        cursor = reply.body.get("cursor")
+        if cursor is None:
+            break
+    if options.format == "table":
+        print(table(rows, ["AT", "OUTCOME", "TOOL", "BY", "HOW", "SESSION", "QUESTION", "DETAIL"]) if rows else
+              f"no audit record {span}")  # fmt: skip
+    print(f"{written} audit records {span}", file=sys.stderr)
+    return 0
+
+
+def _audit_row(record: dict[str, Any]) -> list[str]:
+    how = record.get("authentication") or {}
+    detail = (
+        [f"{len(record['votes'])} approvals: {', '.join(v['by'] for v in record['votes'])}"] if record["votes"] else []
+    )
+    detail += [f"message: {record['message']}"] if record.get("message") else []
+    detail += ["late"] if record.get("late") else []
+    return [
+        record["at"], record["outcome"], record.get("tool") or "-", record.get("by") or "-", how.get("method", "-"),
+        record["sessionId"], record["requestId"], "; ".join(detail)[:80],
+    ]  # fmt: skip
 
 
 def dead_letters(api: Api, options: argparse.Namespace) -> int:

@@ -252,6 +252,8 @@ def _main(argv: list[str] | None = None) -> int:
         api = _api(options)
         if options.command == "admin" and options.verb == "dead-letters":
             return admin.dead_letters(api, options)
+        if options.command == "admin" and options.verb == "audit":
+            return admin.audit(api, options, EXIT_CODES, _table)
         reply = _run(api, options)
     except UnreachableError as error:
         print(f"resumable: {error}", file=sys.stderr)

@@ -81,6 +81,10 @@ event once; --follow keeps reading, --json prints each event whole):
   @PYTHON -m resumable.local.events @QUEUE
       # demo  #1  Interaction Requested  orchestrator -> db_admin wants to run delete_record {"name": "prod-db"}
 
+7. Who decided what, when and how they proved it: the audit trail (approvers; docs/audit.md).
+  curl -s '@URL/audit?outcome=denied'      # the deny of step 3: who, how signed in, the message, input digests
+  @PYTHON -m resumable.cli --url @URL admin audit      # every vote, decision and action's outcome, as a table
+
 The OpenAPI document: @URL/openapi.json
 """
 
@@ -118,6 +122,8 @@ waits) and as dave in another browser or a private window: the second approval r
 
 Every question and answer is published as it happens; read them (each once):
   @PYTHON -m resumable.local.events @QUEUE
+
+Who decided what, and how each signed in: the page's Audit trail (at its foot, as alice or dave).
 
 The resumable command takes the same token: @PYTHON -m resumable.cli --url @URL --token "$TOKEN" inbox
 """

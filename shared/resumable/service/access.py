@@ -14,14 +14,23 @@ from resumable.store.records import TurnTree
 
 class Principal(str):
     """A caller's identity, as the sessions it starts store it (an IAM ARN, or a sign-in token's
-    subject), with the groups its token named (none for IAM). It is a ``str``: stored, compared and
+    subject), with the groups its token named (none for IAM) and how it proved it was so
+    (``authentication``: ``{"method": "iam", "arn": ...}`` or ``{"method": "jwt", "subject": ...,
+    "issuer": ...}``, what the audit trail records of each answer). It is a ``str``: stored, compared and
     logged as the identity alone; the groups only decide whether it is an approver."""
 
     groups: frozenset[str]
+    authentication: dict[str, str]
 
-    def __new__(cls, identity: str, groups: frozenset[str] | tuple[str, ...] = ()) -> Principal:
+    def __new__(
+        cls,
+        identity: str,
+        groups: frozenset[str] | tuple[str, ...] = (),
+        authentication: dict[str, str] | None = None,
+    ) -> Principal:
         made = super().__new__(cls, identity)
         made.groups = frozenset(groups)
+        made.authentication = dict(authentication or {})
         return made
 
 

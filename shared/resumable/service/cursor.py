@@ -1,5 +1,6 @@
-"""Inbox cursors: where the next page starts, signed, so that only a cursor this inbox issued, as it
-issued it and for the same inbox, starts a page (any other is refused before anything is read)."""
+"""Cursors of the inbox and the audit trail: where the next page starts, signed, so that only a cursor
+this listing issued, as it issued it and for the same inbox or query, starts a page (any other is
+refused before anything is read)."""
 
 from __future__ import annotations
 
@@ -40,12 +41,17 @@ def issue(start: dict[str, Any], partition: str, secret: str | None) -> str:
     return f"{payload}.{_mac(secret, partition, payload)}"
 
 
-def read(cursor: str, partition: str, index: str, secret: str | None) -> dict[str, Any]:
-    """Where the page of ``cursor`` starts; ``ValidationFailedError`` for a cursor this inbox did not
-    issue, one that was changed, or one of another inbox."""
+def read(
+    cursor: str, partition: str, index: str | None, secret: str | None, *, fields: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """Where the page of ``cursor`` starts; ``ValidationFailedError`` for a cursor this inbox (or, with
+    ``index`` None, this listing) did not issue, one that was changed, or one of another inbox or
+    query. It holds the table's key, the ``index``'s and any other ``fields``, each a string."""
+    listing = "this inbox" if index is not None else "this listing"
     refused = ValidationFailedError(
-        "query parameter 'cursor' is not one this inbox issued for you (or it was changed): send the cursor "
-        "of the previous page as it came, or none for the first page; nothing was listed"
+        f"query parameter 'cursor' is not one {listing} issued for you (or it was changed, or the other query "
+        "parameters are not those it was issued with): send the cursor of the previous page as it came, with "
+        "the same query, or none for the first page; nothing was listed"
     )
     payload, _, mac = cursor.partition(".")
     if (
@@ -58,7 +64,7 @@ def read(cursor: str, partition: str, index: str, secret: str | None) -> dict[st
         start = json.loads(_unb64(payload))
     except (binascii.Error, ValueError) as error:
         raise refused from error
-    expected = {"pk", "sk", f"{index}pk", f"{index}sk"}
+    expected = {"pk", "sk", *fields, *((f"{index}pk", f"{index}sk") if index is not None else ())}
     if (
         not isinstance(start, dict)
         or start.keys() != expected

@@ -9,6 +9,7 @@ from resumable.exceptions import NotFoundError, ValidationFailedError
 from resumable.runtime.approval import APPROVAL_INTERRUPT
 from resumable.runtime.schema import schema_problem
 from resumable.service.access import may_act_for
+from resumable.store.records import InteractionRecord
 
 if TYPE_CHECKING:
     from resumable.service.dependencies import Dependencies
@@ -16,10 +17,8 @@ if TYPE_CHECKING:
 
 def check_edit(
     deps: Dependencies,
-    session_id: str,
-    root_id: str,
+    interaction: InteractionRecord,
     turn_id: str,
-    request_id: str,
     decision: str,
     edited: dict[str, Any],
     principal: str | None,
@@ -29,11 +28,9 @@ def check_edit(
     or one that does not match the tool's input schema; 404 as for any answer if the interaction is
     not the caller's. An interaction that is not a requested approval is left to the answer's own
     checks (another interrupt takes any JSON; a settled one is refused as 409 or 410)."""
-    interaction = deps.store.get_interaction(session_id, root_id, request_id)
-    if (
-        interaction is None
-        or turn_id not in (root_id, interaction.turn_id)
-        or not may_act_for(deps.settings, interaction.principal, principal)
+    request_id = interaction.request_id
+    if turn_id not in (interaction.root_turn_id, interaction.turn_id) or not may_act_for(
+        deps.settings, interaction.principal, principal
     ):
         raise missing
     if interaction.name != APPROVAL_INTERRUPT or interaction.status != "requested":

@@ -27,9 +27,10 @@ from resumable.exceptions import ActionFencedError, ActionOutcomeUnknownError, A
 from resumable.runtime.interrupts import InterruptException
 from resumable.runtime.invocation import ApprovedAction, FencingToken
 from resumable.runtime.tools import tool_result
+from resumable.service.audit import action_entry
 from resumable.service.lease import LeaseGuard
 from resumable.service.limits import bounded_json
-from resumable.store.records import ActionRecord
+from resumable.store.records import ActionRecord, AuditOutcome, AuditRecord
 
 logger = logging.getLogger(__name__)
 
@@ -75,7 +76,7 @@ class LeasedActionJournal:
             return self._from_earlier(action, earlier, perform)
         self.known[record.key] = record
         self.lease.extended(until)
-        self._still_leased(record)
+        self._still_leased(record, action.input)
         token = FencingToken(
             record.key,
             record.lease_generation,
@@ -90,7 +91,9 @@ class LeasedActionJournal:
             raise
         except ActionOutcomeUnknownError as unknown:
             # Whether it took effect is unknown: in doubt, as a takeover finds an unfinished one.
-            earlier = self.store.mark_action_unknown(self.session_id, self.root_turn_id, action.key, self.clock.now())
+            now = self.clock.now()
+            entry = self._audit(record, "unknown", now, action.input)
+            earlier = self.store.mark_action_unknown(self.session_id, self.root_turn_id, action.key, now, entry)
             self.known[earlier.key] = earlier
             logger.error(
                 "turn_id=<%s>, action=<%s> | approved action's outcome is unknown: %s",
@@ -106,14 +109,21 @@ class LeasedActionJournal:
                 "error",
             )
         except ActionFencedError:
-            self._not_run(record, "its fence refused it: a newer attempt took the turn over")
+            self._not_run(record, "its fence refused it: a newer attempt took the turn over", action.input)
             raise LeaseLostError(
                 f"turn {self.root_turn_id} was taken over while the approved action {action.key!r} was about to "
                 "run: its fence refused it, it did not run, and this run stops without committing"
             ) from None
         now = self.clock.now()
+        outcome: AuditOutcome = "failed" if result.get("status") == "error" else "ran"
         in_time = self.store.finish_action(
-            self.session_id, self.root_turn_id, record, result, now, self.lease.lease_owner
+            self.session_id,
+            self.root_turn_id,
+            record,
+            result,
+            now,
+            self.lease.lease_owner,
+            self._audit(record, outcome, now, action.input),
         )
         self.known[record.key] = record.model_copy(
             update={"status": "finished", "result": result, "finished_at": now, "late": not in_time}
@@ -127,19 +137,24 @@ class LeasedActionJournal:
             )
         return result
 
-    def _still_leased(self, record: ActionRecord) -> None:
+    def _audit(self, record: ActionRecord, outcome: AuditOutcome, now: float, ran_with: Any) -> AuditRecord:
+        """The audit trail's record of what became of the action (``ran_with``: the input it was given)."""
+        return action_entry(self.lease.deps, self.root_turn_id, self.session_id, record, outcome, now, ran_with)
+
+    def _still_leased(self, record: ActionRecord, ran_with: Any) -> None:
         """Right before the action runs: the run must still hold the turn, else the action never runs."""
         if self.lease.surely_held():
             return
         try:
             self.lease.renew()
         except (LeaseLostError, AwsError):
-            self._not_run(record, "the run lost the turn before it")
+            self._not_run(record, "the run lost the turn before it", ran_with)
             raise
 
-    def _not_run(self, record: ActionRecord, why: str) -> None:
+    def _not_run(self, record: ActionRecord, why: str, ran_with: Any) -> None:
         now = self.clock.now()
-        self.store.mark_action_not_run(self.session_id, self.root_turn_id, record, now)
+        entry = self._audit(record, "not_run", now, ran_with)
+        self.store.mark_action_not_run(self.session_id, self.root_turn_id, record, now, entry)
         self.known[record.key] = record.model_copy(update={"status": "not_run", "finished_at": now})
         logger.error(
             "turn_id=<%s>, action=<%s> | the approved action did NOT run: %s", self.root_turn_id, record.key, why
@@ -151,7 +166,9 @@ class LeasedActionJournal:
         if earlier.status == "started":
             # Nobody knows whether it took effect; unless its runner records what happened meanwhile,
             # that is what the model is told, and the turn shows it in doubt.
-            earlier = self.store.mark_action_unknown(self.session_id, self.root_turn_id, action.key, self.clock.now())
+            now = self.clock.now()
+            entry = self._audit(earlier, "unknown", now, action.input)
+            earlier = self.store.mark_action_unknown(self.session_id, self.root_turn_id, action.key, now, entry)
             self.known[earlier.key] = earlier
             if earlier.status == "started":
                 logger.error(

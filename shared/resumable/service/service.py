@@ -1,5 +1,5 @@
 """The service: a thin facade over the use cases (start-turn, submit-approval, cancel, get-turn,
-recover, list-interactions, inbox, delete-session, restore-session, sweep), each a plain function of
+recover, list-interactions, inbox, audit, delete-session, restore-session, sweep), each a plain function of
 the ``Dependencies`` it needs.
 
 Agents are built afresh from the application's agent factory on every call and never cached.
@@ -13,6 +13,7 @@ from resumable.clock import Clock, SystemClock
 from resumable.config import Settings
 from resumable.service import admin
 from resumable.service.agent_factory import AgentFactory, load_factory
+from resumable.service.audit_trail import AuditPage, audit
 from resumable.service.cancel import cancel
 from resumable.service.deletion import delete_session, restore_session
 from resumable.service.dependencies import Continuation, Dependencies
@@ -132,6 +133,11 @@ class Service:
     def sweep(self, limit: int = DEFAULT_LIMIT) -> SweepReport:
         """Move on the turns nobody is moving (the sweeper's scheduled run)."""
         return sweep(self.deps, limit)
+
+    def audit(self, principal: str | None = None, **query: Any) -> AuditPage:
+        """A page of the audit trail (approvers only): ``since``, ``until``, ``by``, ``tool``, ``outcome``,
+        ``limit``, ``after`` (the previous page's cursor); see ``service.audit_trail.audit``."""
+        return audit(self.deps, principal, **query)
 
     def delete_session(self, session_id: str, principal: str | None = None) -> SessionView:
         return delete_session(self.deps, session_id, principal)

@@ -6,6 +6,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from resumable.metrics import count_commit
+from resumable.service.audit import decision_entry
 from resumable.service.retention import purge_time
 from resumable.service.stall import SETTLES, Stall, stall
 from resumable.service.workflow import tell_workflow
@@ -120,16 +121,20 @@ def deny_at_expiry(deps: Dependencies, tree: TurnTree) -> TurnTree | None:
     for interaction, rule in zip(overdue, rules, strict=True):
         assert rule is not None
         message = f"nobody settled it before it expired, and the approval rule {rule.title!r} then denies it"
+        denial = {"decision": "deny", "message": message}
         outcome = deps.store.answer_interaction(
             interaction.session_id,
             interaction.root_turn_id,
             interaction.request_id,
-            {"decision": "deny", "message": message},
+            denial,
             EXPIRY,
             now,
             approval_shaped=True,
             ruled=True,
             at_expiry=True,
+            audit=decision_entry(
+                deps, interaction, denial, EXPIRY, {"method": "expiry"}, now, rule=rule.title, votes=interaction.votes
+            ),
         )
         logger.info("request_id=<%s>, outcome=<%s> | denied at its expiry (rule %r)", interaction.request_id,
                     outcome.outcome, rule.title)  # fmt: skip

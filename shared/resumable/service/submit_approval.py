@@ -19,6 +19,7 @@ from resumable.exceptions import (
 from resumable.metrics import count_answer
 from resumable.runtime.tools import APPROVAL_INTERRUPT, ApprovalAnswer
 from resumable.service.access import is_approver, load, may_act_for
+from resumable.service.audit import authentication_of, decision_entry
 from resumable.service.edits import check_edit
 from resumable.service.ids import root_of, valid_request_id, valid_session_id, valid_turn_id
 from resumable.service.limits import json_utf8
@@ -26,6 +27,7 @@ from resumable.service.run import advance
 from resumable.service.settlement import EXPIRY
 from resumable.service.views import TurnView
 from resumable.service.votes import APPLICATION, answer_under_rule, check_may_answer
+from resumable.store.base import AnswerOutcome
 from resumable.store.records import InteractionRecord, TurnRecord, expired
 
 if TYPE_CHECKING:
@@ -41,8 +43,8 @@ def _canonical(value: Any) -> str:
 def submit_approval(
     deps: Dependencies, session_id: str, turn_id: str, request_id: str, response: Any, principal: str | None
 ) -> TurnView:
-    """Record ``response`` for the interaction (one conditional write), then resume if nothing else is
-    awaited. The same answer again is idempotent (and drives a resume that a crash interrupted)."""
+    """Record ``response`` for the interaction (one read of it, then one conditional write), then resume
+    if nothing else is awaited. The same answer again is idempotent (and drives a resume that a crash interrupted)."""
     missing = NotFoundError(
         f"there is no interaction {request_id!r} in turn {turn_id!r} of session {session_id!r}; nothing was answered"
     )
@@ -50,35 +52,41 @@ def submit_approval(
         raise missing
     approval_shaped = _checked(deps, response)
     root_id = root_of(turn_id)
+    # Read first: an edit is checked against the question's tool, and the audit trail records the
+    # question's tool and input asked with the answer (its display detail never changes); the write
+    # below checks everything else.
+    asked = deps.store.get_interaction(session_id, root_id, request_id)
+    if asked is None:
+        raise missing
     if approval_shaped and response.get("input") is not None:
-        check_edit(
-            deps, session_id, root_id, turn_id, request_id, response["decision"], response["input"], principal, missing
+        check_edit(deps, asked, turn_id, response["decision"], response["input"], principal, missing)
+    asker = turn_id if turn_id != root_id else None
+    now = deps.clock.now()
+    if asked.status != "requested" or asked.expires_at <= now:
+        answer = AnswerOutcome("refused", interaction=asked)  # (as the write would be: no need to try it)
+    elif _ruled(asked, approval_shaped, now):
+        _visible(deps, asked, turn_id, root_id, principal, missing)
+        answer = answer_under_rule(deps, asked, response, principal, child_turn_id=asker)
+    else:
+        who = principal or APPLICATION
+        answer = deps.store.answer_interaction(
+            session_id,
+            root_id,
+            request_id,
+            response,
+            who,
+            now,
+            approval_shaped=approval_shaped,
+            child_turn_id=asker,
+            principal=None if principal is None or is_approver(deps.settings, principal) else principal,
+            audit=decision_entry(deps, asked, response, who, authentication_of(principal), now)
+            if approval_shaped
+            else None,
         )
-    answer = deps.store.answer_interaction(
-        session_id,
-        root_id,
-        request_id,
-        response,
-        principal or APPLICATION,
-        deps.clock.now(),
-        approval_shaped=approval_shaped,
-        child_turn_id=turn_id if turn_id != root_id else None,
-        principal=None if principal is None or is_approver(deps.settings, principal) else principal,
-    )
     if answer.outcome == "missing":
         raise missing
     if answer.outcome == "turn_busy":
         raise _busy(answer.turn, root_id, request_id)
-    if answer.outcome == "refused" and _ruled(answer.interaction, approval_shaped, deps.clock.now()):
-        assert answer.interaction is not None
-        _visible(deps, answer.interaction, turn_id, root_id, principal, missing)
-        answer = answer_under_rule(
-            deps, answer.interaction, response, principal, child_turn_id=turn_id if turn_id != root_id else None
-        )
-        if answer.outcome == "missing":
-            raise missing
-        if answer.outcome == "turn_busy":
-            raise _busy(answer.turn, root_id, request_id)
     if answer.outcome == "refused":
         interaction = answer.interaction
         assert interaction is not None

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from resumable.exceptions import ConflictError, ForbiddenError, TurnBusyError
 from resumable.runtime.rules import ApprovalRule
 from resumable.service.access import is_approver
+from resumable.service.audit import authentication_of, decision_entry, vote_entry
 from resumable.store.base import AnswerOutcome, Votes
 from resumable.store.records import InteractionRecord, Vote
 
@@ -92,20 +93,26 @@ def answer_under_rule(
         "principal": None if principal is None or is_approver(deps.settings, principal) else principal,
     }
     ids = interaction.session_id, interaction.root_turn_id, interaction.request_id
+    signed = authentication_of(principal)
     if response["decision"] == "deny":  # settles it at once, whatever was approved before
-        outcome = deps.store.answer_interaction(*ids, response, who, now, approval_shaped=True, ruled=True, **asker)
+        entry = decision_entry(deps, interaction, response, who, signed, now, rule=rule.title, votes=interaction.votes)
+        outcome = deps.store.answer_interaction(
+            *ids, response, who, now, approval_shaped=True, ruled=True, audit=entry, **asker
+        )
         _logged(outcome, interaction, f"denied by {who} under rule {rule.title!r}")
         return outcome
     for _ in range(rule.required + 3):  # each refusal is another vote landing first: at most required
         if interaction.status != "requested" or interaction.expires_at <= now:
             return AnswerOutcome("refused", interaction=interaction)
-        votes = _with_vote(rule, interaction, response, who, now)
+        votes = _with_vote(rule, interaction, response, who, now, signed)
         if len(votes.votes) >= rule.required:
+            entry = decision_entry(deps, interaction, response, who, signed, now, rule=rule.title, votes=votes.votes)
             outcome = deps.store.answer_interaction(
-                *ids, response, who, now, approval_shaped=True, ruled=True, votes=votes, **asker
+                *ids, response, who, now, approval_shaped=True, ruled=True, votes=votes, audit=entry, **asker
             )
         else:
-            outcome = deps.store.vote_interaction(*ids, votes, now, **asker)
+            entry = vote_entry(deps, interaction, who, votes.votes[who], rule.title)
+            outcome = deps.store.vote_interaction(*ids, votes, now, audit=entry, **asker)
         if outcome.outcome != "refused":
             _logged(outcome, interaction, f"approved by {who} under rule {rule.title!r} "
                                           f"({len(votes.votes)} of {rule.required} approvals)")  # fmt: skip
@@ -123,7 +130,12 @@ def _logged(outcome: AnswerOutcome, interaction: InteractionRecord, what: str) -
 
 
 def _with_vote(
-    rule: ApprovalRule, interaction: InteractionRecord, response: dict[str, Any], who: str, now: float
+    rule: ApprovalRule,
+    interaction: InteractionRecord,
+    response: dict[str, Any],
+    who: str,
+    now: float,
+    authentication: dict[str, str],
 ) -> Votes:
     """The interaction's votes with ``who``'s approval; 409 if it already approved, or approved another
     input (an edit that leaves the input as asked is no edit)."""
@@ -146,7 +158,7 @@ def _with_vote(
             f"rule {rule.title!r} must approve the same input; approve that one, or deny; this vote was not recorded",
             winning={"decision": "approve", **({"input": first.input} if first.input is not None else {})},
         )
-    vote = Vote(at=now, input=edited, message=response.get("message"))
+    vote = Vote(at=now, input=edited, message=response.get("message"), authentication=authentication)
     return Votes(counted=interaction.vote_count, votes={**interaction.votes, who: vote})
 
 

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from resumable.store.records import (
     ActionRecord,
+    AuditRecord,
     InteractionRecord,
     InteractionStatus,
     OutboxEvent,
@@ -248,8 +249,10 @@ class Store(ABC):
         ruled: bool = False,
         votes: Votes | None = None,
         at_expiry: bool = False,
+        audit: AuditRecord | None = None,
     ) -> AnswerOutcome:
-        """``requested -> answered`` in one conditional write, if the turn is waiting (and not being
+        """``requested -> answered`` in one conditional write (with its ``audit`` record, appended in the
+        same transaction), if the turn is waiting (and not being
         canceled) and the interaction has not expired; a response that is not ``approval_shaped`` is
         refused for an approval interaction; with ``child_turn_id``, the interaction must be that
         child turn's; with ``principal``, its session must be that principal's. Unless ``ruled``, the
@@ -273,8 +276,10 @@ class Store(ABC):
         *,
         child_turn_id: str | None = None,
         principal: str | None = None,
+        audit: AuditRecord | None = None,
     ) -> AnswerOutcome:
-        """Add a vote that does not settle the interaction, in one conditional write: it must be
+        """Add a vote that does not settle the interaction, in one conditional write (with its ``audit``
+        entry): it must be
         ``requested``, unexpired and hold the votes it was read with (``voted``; else ``refused`` with
         it as it is now, or ``missing``)."""
 
@@ -283,6 +288,18 @@ class Store(ABC):
 
     @abstractmethod
     def list_interactions(self, session_id: str, status: InteractionStatus | None) -> list[InteractionRecord]: ...
+
+    @abstractmethod
+    def get_interactions(self, keys: list[tuple[str, str, str]]) -> list[InteractionRecord]:
+        """The interactions of ``keys`` (session, root turn, request) that exist, in any order."""
+
+    # the audit trail
+    @abstractmethod
+    def list_audit(
+        self, day: str, after: str | None, since: float, until: float, limit: int
+    ) -> tuple[list[tuple[str, AuditRecord]], bool]:
+        """Up to ``limit`` audit records of the UTC ``day`` made in [``since``, ``until``), oldest first,
+        after the sort key ``after``, each with its sort key; and whether the day holds more."""
 
     @abstractmethod
     def list_inbox(
@@ -315,19 +332,27 @@ class Store(ABC):
         result: dict[str, Any],
         now: float,
         lease_owner: str,
+        audit: AuditRecord | None = None,
     ) -> bool:
-        """Record the action's result. True when ``lease_owner`` still ran the turn; otherwise the
-        result is recorded as late (the turn untouched), an outbox event reports it, and False."""
+        """Record the action's result (with its ``audit`` record, in the same transaction). True when
+        ``lease_owner`` still ran the turn; otherwise the result is recorded as late (the turn
+        untouched), an outbox event reports it, and False."""
 
     @abstractmethod
-    def mark_action_not_run(self, session_id: str, root_turn_id: str, action: ActionRecord, now: float) -> None:
-        """Record that a started action never ran (its runner lost the turn first), and report it."""
+    def mark_action_not_run(
+        self, session_id: str, root_turn_id: str, action: ActionRecord, now: float, audit: AuditRecord | None = None
+    ) -> None:
+        """Record that a started action never ran (its runner lost the turn first), and report it (and
+        append ``audit``, in the same transaction)."""
 
     @abstractmethod
-    def mark_action_unknown(self, session_id: str, root_turn_id: str, action_key: str, now: float) -> ActionRecord:
+    def mark_action_unknown(
+        self, session_id: str, root_turn_id: str, action_key: str, now: float, audit: AuditRecord | None = None
+    ) -> ActionRecord:
         """Record that a run found the action's outcome unknown (so the turn shows it in doubt), if it
-        is still ``started``; return the entry as it now is (its runner may have recorded what
-        happened meanwhile, which then stands)."""
+        is still ``started`` (the first run to find it so appends ``audit`` in the same transaction);
+        return the entry as it now is (its runner may have recorded what happened meanwhile, which then
+        stands)."""
 
     @abstractmethod
     def action_fence(self, session_id: str, root_turn_id: str, action: ActionRecord) -> dict[str, Any]:

@@ -3,6 +3,7 @@ live in a module of their own (turns, interactions, journal, commit, unsettled, 
 
 from __future__ import annotations
 
+from resumable.store.audit import AuditItems
 from resumable.store.base import Store
 from resumable.store.commit import CommitItems
 from resumable.store.deletion import DeletionItems
@@ -14,6 +15,14 @@ from resumable.store.unsettled import UnsettledTurns
 
 
 class DynamoDBStore(
-    TurnItems, InteractionItems, ActionItems, CommitItems, UnsettledTurns, DeletionItems, OutboxItems, Store
+    TurnItems,
+    InteractionItems,
+    ActionItems,
+    CommitItems,
+    UnsettledTurns,
+    DeletionItems,
+    OutboxItems,
+    AuditItems,
+    Store,
 ):
     """``Store`` on one DynamoDB table (``Table`` takes the settings and, optionally, a client)."""

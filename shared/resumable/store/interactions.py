@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any, Literal
 
+from resumable.exceptions import AwsError
 from resumable.runtime.tools import APPROVAL_INTERRUPT
+from resumable.store.audit import audit_put
 from resumable.store.base import AnswerOutcome, Votes
 from resumable.store.codec import (
     INBOX,
@@ -21,7 +24,7 @@ from resumable.store.codec import (
     value,
 )
 from resumable.store.outbox import interaction_answered
-from resumable.store.records import InteractionRecord, InteractionStatus, OutboxEvent, TurnRecord
+from resumable.store.records import AuditRecord, InteractionRecord, InteractionStatus, OutboxEvent, TurnRecord
 from resumable.store.resources import INBOX_INDEX, INTERACTIONS_INDEX, PRINCIPAL_INBOX_INDEX
 from resumable.store.table import Table, aws_call, condition_failed, refused_item
 
@@ -43,6 +46,7 @@ class InteractionItems(Table):
         ruled: bool = False,
         votes: Votes | None = None,
         at_expiry: bool = False,
+        audit: AuditRecord | None = None,
     ) -> AnswerOutcome:
         answered = interaction_answered(root_turn_id, request_id, response, answered_by, now)
         answer = self._open_interaction(
@@ -76,6 +80,7 @@ class InteractionItems(Table):
                     {"Update": answer},
                     self._one_answer_fewer(session_id, root_turn_id, now),
                     event_put(self.table, session_id, sk, answered),
+                    *([audit_put(self.table, audit)] if audit is not None else []),
                 ]
             )
         except self._canceled as error:
@@ -93,6 +98,7 @@ class InteractionItems(Table):
         *,
         child_turn_id: str | None = None,
         principal: str | None = None,
+        audit: AuditRecord | None = None,
     ) -> AnswerOutcome:
         vote = self._open_interaction(
             session_id, root_turn_id, request_id, now, child_turn_id=child_turn_id, principal=principal, rule="some"
@@ -100,7 +106,8 @@ class InteractionItems(Table):
         vote["UpdateExpression"] = "SET updated_at = :now"
         _with_votes(vote, votes)
         try:
-            self._transact_write([{"Update": vote}, self._waiting(session_id, root_turn_id)])
+            audited = [audit_put(self.table, audit)] if audit is not None else []
+            self._transact_write([{"Update": vote}, self._waiting(session_id, root_turn_id), *audited])
         except self._canceled as error:
             return _refusal(error)
         return AnswerOutcome("voted")
@@ -257,6 +264,24 @@ class InteractionItems(Table):
             request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     @aws_call
+    def get_interactions(self, keys: list[tuple[str, str, str]]) -> list[InteractionRecord]:
+        """The interactions (session, root turn, request) that exist, in no particular order."""
+        wanted = [key(s, interaction_sk(r, q)) for s, r, q in dict.fromkeys(keys)]
+        found: list[InteractionRecord] = []
+        for start in range(0, len(wanted), _BATCH):
+            request: dict[str, Any] = {self.table: {"Keys": wanted[start : start + _BATCH], "ConsistentRead": True}}
+            for attempt in range(_ATTEMPTS):
+                page = self.dynamodb.batch_get_item(RequestItems=request)
+                found += [InteractionRecord.model_validate(decode(i)) for i in page["Responses"].get(self.table, [])]
+                request = page.get("UnprocessedKeys") or {}
+                if not request:
+                    break
+                time.sleep(0.05 * 2**attempt)  # (DynamoDB left some unread: throttled)
+            else:
+                raise AwsError("DynamoDB left interactions unread after retries (throttled): read the page again")
+        return found
+
+    @aws_call
     def list_inbox(
         self, principal: str | None, now: float, limit: int, start: dict[str, Any] | None = None
     ) -> tuple[list[InteractionRecord], dict[str, Any] | None]:
@@ -282,6 +307,9 @@ class InteractionItems(Table):
         """The index and partition key a principal's inbox is read from."""
         return (INBOX_INDEX, INBOX) if principal is None else (PRINCIPAL_INBOX_INDEX, principal_inbox(principal))
 
+
+_BATCH = 100  # BatchGetItem's most keys
+_ATTEMPTS = 6
 
 _WAITING = "#status = :waiting AND cancel_requested = :false AND open_interactions > :zero"
 """What a root turn must be to take an answer or a vote: waiting for answers, not being canceled."""

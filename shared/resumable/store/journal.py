@@ -8,9 +8,10 @@ import json
 from typing import Any
 
 from resumable.exceptions import LeaseLostError
+from resumable.store.audit import audit_put
 from resumable.store.codec import action_sk, decode, encode, event_put, key, root_sk, value
 from resumable.store.outbox import action_reported
-from resumable.store.records import ActionRecord
+from resumable.store.records import ActionRecord, AuditRecord
 from resumable.store.table import Table, aws_call, condition_failed, reasons, refused_item
 
 
@@ -84,7 +85,9 @@ class ActionItems(Table):
         result: dict[str, Any],
         now: float,
         lease_owner: str,
+        audit: AuditRecord | None = None,
     ) -> bool:
+        audited = [audit_put(self.table, audit)] if audit is not None else []
         record: dict[str, dict[str, Any]] = {
             "Update": {
                 "TableName": self.table,
@@ -103,7 +106,7 @@ class ActionItems(Table):
         }
         leased = {"ConditionCheck": self._leased_by(session_id, root_turn_id, lease_owner, uncanceled=False)}
         try:
-            self._transact_write([record, leased])
+            self._transact_write([record, leased, *audited])
             return True
         except self._canceled as error:
             if not condition_failed(error) or reasons(error)[0].get("Code") == "ConditionalCheckFailed":
@@ -112,11 +115,14 @@ class ActionItems(Table):
         # reported; the turn (another runner's, or settled) is not touched.
         record["Update"]["ExpressionAttributeValues"][":late"] = value(True)
         finished = action.model_copy(update={"status": "finished", "finished_at": now, "late": True})
-        self._record_and_report(record, self._reported(session_id, root_turn_id, finished, "finished_late"))
+        late = audit.model_copy(update={"late": True}) if audit is not None else None
+        self._record_and_report(record, self._reported(session_id, root_turn_id, finished, "finished_late"), late)
         return False
 
     @aws_call
-    def mark_action_not_run(self, session_id: str, root_turn_id: str, action: ActionRecord, now: float) -> None:
+    def mark_action_not_run(
+        self, session_id: str, root_turn_id: str, action: ActionRecord, now: float, audit: AuditRecord | None = None
+    ) -> None:
         entry = {
             "Update": {
                 "TableName": self.table,
@@ -132,11 +138,13 @@ class ActionItems(Table):
             }
         }
         not_run = action.model_copy(update={"finished_at": now})
-        self._record_and_report(entry, self._reported(session_id, root_turn_id, not_run, "not_run"))
+        self._record_and_report(entry, self._reported(session_id, root_turn_id, not_run, "not_run"), audit)
 
-    def _record_and_report(self, record: dict[str, Any], report: dict[str, Any]) -> None:
-        """Write ``record`` (a journal entry's update) with ``report`` (its Action Reported event); of a
-        deleted session, the entry alone: nothing of a deleted session is published after its deletion."""
+    def _record_and_report(self, record: dict[str, Any], report: dict[str, Any], audit: AuditRecord | None) -> None:
+        """Write ``record`` (a journal entry's update) with ``report`` (its Action Reported event) and
+        ``audit`` (its audit record); of a deleted session, the entry and its audit record alone: nothing of a
+        deleted session is published after its deletion (its audit trail outlives it)."""
+        audited = [audit_put(self.table, audit)] if audit is not None else []
         reported = {**record["Update"]}
         reported["ConditionExpression"] = (
             f"({record['Update']['ConditionExpression']}) AND "
@@ -147,15 +155,33 @@ class ActionItems(Table):
             ":null": {"S": "NULL"},
         }
         try:
-            self._transact_write([{"Update": reported}, report])
+            self._transact_write([{"Update": reported}, report, *audited])
             return
         except self._canceled as error:
             if not condition_failed(error):
                 raise
-        self._transact_write([record])  # its session was deleted (or its condition fails, which raises)
+        self._transact_write([record, *audited])  # its session was deleted (or its condition fails, which raises)
 
     @aws_call
-    def mark_action_unknown(self, session_id: str, root_turn_id: str, action_key: str, now: float) -> ActionRecord:
+    def mark_action_unknown(
+        self, session_id: str, root_turn_id: str, action_key: str, now: float, audit: AuditRecord | None = None
+    ) -> ActionRecord:
+        if audit is not None:  # the first run to find it so says so in the audit trail, in the same transaction
+            first = {
+                "Update": {
+                    "TableName": self.table,
+                    "Key": key(session_id, action_sk(root_turn_id, action_key)),
+                    "UpdateExpression": "SET outcome_unknown_at = :now",
+                    "ConditionExpression": "#status = :started AND attribute_not_exists(outcome_unknown_at)",
+                    "ExpressionAttributeNames": {"#status": "status"},
+                    "ExpressionAttributeValues": {":now": value(now), ":started": value("started")},
+                }
+            }
+            try:
+                self._transact_write([first, audit_put(self.table, audit)])
+            except self._canceled as error:
+                if not condition_failed(error):
+                    raise
         try:
             item = self.dynamodb.update_item(
                 TableName=self.table,

@@ -127,6 +127,8 @@ class Vote(Record):
     at: float
     input: Any = None
     message: str | None = None
+    authentication: dict[str, str] | None = None
+    """How the approver proved who it was (see ``AuditRecord.authentication``)."""
 
 
 class InteractionRecord(Record):
@@ -205,6 +207,58 @@ class ActionRecord(Record):
     finished_at: float | None = None
     outcome_unknown_at: float | None = None
     late: bool = False
+
+
+AuditKind = Literal["vote", "decision", "action"]
+AuditOutcome = Literal["voted", "approved", "denied", "ran", "failed", "unknown", "not_run"]
+
+
+class AuditVote(Record):
+    """One approval counted toward a decision under an approval rule."""
+
+    by: str
+    at: float
+    authentication: dict[str, str] | None = None
+    message: str | None = None
+
+
+class AuditRecord(Record):
+    """One entry of the audit trail, written once in the transaction of what it records and never
+    changed: an approval that waits for more (``vote``: ``voted``), the answer that settled a question
+    (``decision``: ``approved`` or ``denied``, with every vote that counted), or what became of the
+    approved action (``action``: ``ran``, ``failed`` (it returned an error), ``unknown`` (it started and
+    its result was never recorded), ``not_run``). ``request_id`` ties a question's entries together.
+
+    ``by`` answered (a principal; ``application`` for the application itself, ``expiry`` for an
+    approval rule that denies at expiry), proving who it was as ``authentication`` says:
+    ``{"method": "iam", "arn": ...}``, ``{"method": "jwt", "subject": ..., "issuer": ...}``,
+    ``{"method": "application"}`` or ``{"method": "expiry"}``. The digests are ``sha256:`` of the
+    input's canonical JSON (see ``service.audit.digest``); ``input_asked`` and ``input_approved`` hold
+    the inputs themselves only where the deployment keeps them (``AUDIT_INPUTS=keep``). ``purge_at``:
+    when its own retention (``AUDIT_RETENTION_DAYS``) ends, whatever becomes of its session.
+    """
+
+    kind: AuditKind
+    outcome: AuditOutcome
+    at: float
+    session_id: str
+    root_turn_id: str
+    turn_id: str
+    request_id: str
+    tool: str | None = None
+    agent_path: list[str] = Field(default_factory=list)
+    rule: str | None = None
+    by: str | None = None
+    authentication: dict[str, str] | None = None
+    message: str | None = None
+    votes: list[AuditVote] = Field(default_factory=list)
+    input_asked_digest: str | None = None
+    input_approved_digest: str | None = None
+    input_asked: Any = None
+    input_approved: Any = None
+    inputs_kept: bool = False
+    late: bool = False
+    purge_at: float
 
 
 class OutboxEvent(Record):

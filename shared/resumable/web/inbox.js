@@ -478,6 +478,99 @@ function showSignIn() {
 
 // ---- start ----
 
+// ---- the audit trail: GET /audit, every page, shown as a table or saved as JSON lines ----
+
+const AUDIT_SHOWN = 1000; // the table shows the first records; the export holds them all
+
+function auditQuery() {
+  const query = new URLSearchParams({ since: $("audit-since").value, limit: "500" });
+  if ($("audit-until").value) { // the day chosen is included: until the start of the next
+    const next = new Date($("audit-until").value + "T00:00:00Z");
+    next.setUTCDate(next.getUTCDate() + 1);
+    query.set("until", next.toISOString().slice(0, 10));
+  }
+  for (const [name, id] of [["principal", "audit-principal"], ["tool", "audit-tool"], ["outcome", "audit-outcome"]]) {
+    if ($(id).value.trim()) query.set(name, $(id).value.trim());
+  }
+  return query;
+}
+
+async function auditRecords(all) {
+  const query = auditQuery();
+  const records = [];
+  let span = "";
+  for (;;) {
+    const reply = await call("GET", "/audit?" + query.toString());
+    if (reply.status !== 200 || !reply.data || !Array.isArray(reply.data.records)) {
+      throw new Error(message(reply) + (records.length ? " (after " + records.length + " records)" : ""));
+    }
+    records.push(...reply.data.records);
+    span = "from " + reply.data.since + " to " + reply.data.until;
+    if (!reply.data.cursor || (!all && records.length >= AUDIT_SHOWN)) return { records, span, more: Boolean(reply.data.cursor) };
+    query.set("cursor", reply.data.cursor);
+    $("audit-status").textContent = "Read " + records.length + " records so far…";
+  }
+}
+
+function auditRow(record) {
+  const row = document.createElement("tr");
+  const how = record.authentication || {};
+  const detail = [];
+  if (record.votes && record.votes.length) detail.push(record.votes.length + " approvals: " + record.votes.map((v) => v.by).join(", "));
+  if (record.message) detail.push("message: " + record.message);
+  if (record.inputApproved !== null && record.inputApproved !== undefined) detail.push("input: " + JSON.stringify(record.inputApproved));
+  else if (record.inputApprovedDigest) detail.push("input " + record.inputApprovedDigest.slice(0, 19) + "…");
+  const cells = [record.at, record.outcome, record.tool || "-", record.by || "-", how.method || "-", record.requestId, detail.join("; ")];
+  cells.forEach((text, index) => {
+    const cell = document.createElement("td");
+    cell.textContent = text;
+    if (index === 5) cell.className = "id";
+    row.appendChild(cell);
+  });
+  return row;
+}
+
+async function showAudit() {
+  $("audit-status").textContent = "Reading the audit trail…";
+  try {
+    const { records, span, more } = await auditRecords(false);
+    const body = $("audit-table").querySelector("tbody");
+    body.replaceChildren(...records.slice(0, AUDIT_SHOWN).map(auditRow));
+    $("audit-table").hidden = records.length === 0;
+    $("audit-status").textContent = (records.length ? records.length + (more ? "+" : "") + " records " : "No records ") + span +
+      (more ? ": the first " + AUDIT_SHOWN + " are shown; export them all as JSON lines." : ".");
+  } catch (error) {
+    $("audit-status").textContent = "Could not read the audit trail: " + error.message;
+  }
+}
+
+async function exportAudit() {
+  $("audit-status").textContent = "Reading the audit trail…";
+  try {
+    const { records, span } = await auditRecords(true);
+    const lines = records.map((record) => JSON.stringify(record) + "\n").join("");
+    const link = document.createElement("a");
+    link.href = URL.createObjectURL(new Blob([lines], { type: "application/x-ndjson" }));
+    link.download = "audit-" + auditQuery().get("since") + ".jsonl";
+    document.body.appendChild(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(link.href), 60000);
+    $("audit-status").textContent = "Exported " + records.length + " records " + span + ".";
+  } catch (error) {
+    $("audit-status").textContent = "Could not export the audit trail: " + error.message;
+  }
+}
+
+function startAudit() {
+  const weekAgo = new Date(Date.now() - 7 * 86400000);
+  $("audit-since").value = weekAgo.toISOString().slice(0, 10);
+  $("audit-form").addEventListener("submit", (event) => { event.preventDefault(); showAudit(); });
+  $("audit-export").addEventListener("click", () => {
+    if ($("audit-form").reportValidity()) exportAudit();
+  });
+}
+
 function escapeHtml(text) {
   return String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
 }
@@ -491,9 +584,13 @@ async function start() {
     for (const id of [...cards.keys()]) removeCard(id);
     $("who").hidden = true;
     $("empty").hidden = true;
+    $("audit-table").querySelector("tbody").replaceChildren();
+    $("audit-table").hidden = true;
+    $("audit-status").textContent = "";
     showSignIn();
   });
   setInterval(tick, 1000);
+  startAudit();
   if (config.authMode === "JWT") {
     if (params.has("code") || params.has("error")) {
       try {

@@ -1,0 +1,148 @@
+"""The audit trail: who approved what, when, proving who they were how, seeing which input, and what
+became of the action.
+
+Every decision on an approval leaves append-only records (``AuditRecord``), each written in the same
+transaction as what it records, so none is lost and none is written for what did not happen: a vote
+that waits for more approvals (``vote``), the answer that settles the question (``decision``: with
+every vote that counted, the deny message, who answered and how they were authenticated), and what
+the approved action did (``action``: ran, failed, outcome unknown, or not run). Records live apart from
+sessions: deleting a session, or its retention ending, leaves them; they go only at their own
+retention (``AUDIT_RETENTION_DAYS``). Nothing in the API writes or deletes one.
+
+Inputs are recorded as digests (``digest``); the inputs themselves show where ``AUDIT_INPUTS`` says:
+``session`` (default) reads them from their question while its session exists (and only if they still
+match the digest), ``keep`` keeps them in the record, ``digest`` never shows them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import TYPE_CHECKING, Any
+
+from resumable.runtime.tools import APPROVAL_INTERRUPT
+from resumable.service.ids import request_id
+from resumable.store.records import ActionRecord, AuditOutcome, AuditRecord, AuditVote, InteractionRecord, Vote
+
+if TYPE_CHECKING:
+    from resumable.service.dependencies import Dependencies
+
+MAX_KEPT_BYTES = 16 * 1024
+"""The most of an action's input an record keeps (a question's inputs are bounded where it is asked)."""
+
+
+def digest(value: Any) -> str | None:
+    """``sha256:`` and the hex SHA-256 of ``value``'s canonical JSON (keys sorted, no spaces, UTF-8):
+    what an auditor computes from an input to check it is the one recorded. None for no value."""
+    if value is None:
+        return None
+    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def authentication_of(principal: str | None) -> dict[str, str]:
+    """How ``principal`` proved who it was, as its request's authorizer said (``Principal``)."""
+    if principal is None:
+        return {"method": "application"}
+    return dict(getattr(principal, "authentication", None) or {"method": "unrecorded"})
+
+
+def asked_input(interaction: InteractionRecord) -> Any:
+    return interaction.reason.get("input") if isinstance(interaction.reason, dict) else None
+
+
+def _entry(deps: Dependencies, interaction: InteractionRecord, at: float, **fields: Any) -> AuditRecord:
+    keep = deps.settings.audit_inputs == "keep"
+    asked = asked_input(interaction)
+    approved = fields.pop("approved", None)
+    return AuditRecord(
+        at=at,
+        session_id=interaction.session_id,
+        root_turn_id=interaction.root_turn_id,
+        turn_id=interaction.turn_id,
+        request_id=interaction.request_id,
+        tool=interaction.reason.get("tool") if isinstance(interaction.reason, dict) else None,
+        agent_path=interaction.agent_path,
+        input_asked_digest=digest(asked),
+        input_approved_digest=digest(approved),
+        input_asked=asked if keep else None,
+        input_approved=approved if keep else None,
+        inputs_kept=keep,
+        purge_at=at + deps.settings.audit_retention_seconds,
+        **fields,
+    )
+
+
+def decision_entry(
+    deps: Dependencies,
+    interaction: InteractionRecord,
+    response: dict[str, Any],
+    by: str,
+    authentication: dict[str, str],
+    at: float,
+    *,
+    rule: str | None = None,
+    votes: dict[str, Vote] | None = None,
+) -> AuditRecord | None:
+    """The record of ``response`` settling the approval ``interaction`` (None for an interrupt of another
+    kind: the trail is of approvals), with the ``votes`` given under its rule (the settling one too)."""
+    if interaction.name != APPROVAL_INTERRUPT or response.get("decision") not in ("approve", "deny"):
+        return None
+    approving = response["decision"] == "approve"
+    edited = response.get("input")
+    return _entry(
+        deps,
+        interaction,
+        at,
+        kind="decision",
+        outcome="approved" if approving else "denied",
+        rule=rule,
+        by=by,
+        authentication=authentication,
+        message=response.get("message"),
+        votes=[
+            AuditVote(by=who, at=v.at, authentication=v.authentication, message=v.message)
+            for who, v in (votes or {}).items()
+        ],
+        approved=(edited if edited is not None else asked_input(interaction)) if approving else None,
+    )
+
+
+def vote_entry(deps: Dependencies, interaction: InteractionRecord, by: str, vote: Vote, rule: str) -> AuditRecord:
+    """The record of ``by``'s approval of ``interaction``, which waits for more under its ``rule``."""
+    return _entry(
+        deps,
+        interaction,
+        vote.at,
+        kind="vote",
+        outcome="voted",
+        rule=rule,
+        by=by,
+        authentication=vote.authentication,
+        message=vote.message,
+        approved=vote.input if vote.input is not None else asked_input(interaction),
+    )
+
+
+def action_entry(
+    deps: Dependencies, root_turn_id: str, session_id: str, action: ActionRecord, outcome: AuditOutcome, at: float,
+    ran_with: Any,
+) -> AuditRecord:  # fmt: skip
+    """The record of what became of an approved action (``ran_with``: the input it was given; kept, where
+    inputs are, up to ``MAX_KEPT_BYTES`` of JSON: the whole input is in the snapshot)."""
+    keep = deps.settings.audit_inputs == "keep" and len(json.dumps(ran_with).encode()) <= MAX_KEPT_BYTES
+    return AuditRecord(
+        kind="action",
+        outcome=outcome,
+        at=at,
+        session_id=session_id,
+        root_turn_id=root_turn_id,
+        turn_id=action.turn_id or root_turn_id,
+        request_id=request_id(root_turn_id, action.key),
+        tool=action.tool or None,
+        agent_path=action.agent_path,
+        input_approved_digest=digest(ran_with),
+        input_approved=ran_with if keep else None,
+        inputs_kept=keep,
+        purge_at=at + deps.settings.audit_retention_seconds,
+    )

@@ -1,0 +1,226 @@
+"""GET /audit: the audit trail (``service.audit``) read a page at a time, oldest first, by approvers."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from datetime import UTC, date, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field
+
+from resumable.clock import iso
+from resumable.exceptions import ForbiddenError, ValidationFailedError
+from resumable.service import cursor
+from resumable.service.access import is_approver
+from resumable.service.audit import asked_input, digest
+from resumable.service.views import View
+from resumable.store.audit import audit_day, audit_pk
+from resumable.store.records import AuditOutcome, AuditRecord, InteractionRecord, expired
+
+if TYPE_CHECKING:
+    from resumable.service.dependencies import Dependencies
+
+DEFAULT_PAGE = 100
+MAX_PAGE = 500
+DEFAULT_DAYS = 7
+READ_SIZE = 100
+# A page reads at most this many times (records a filter leaves out, empty days); the cursor goes on.
+MAX_READS_PER_PAGE = 40
+SKEW = 60.0  # (default until: a minute past now, so an record made just now by another clock is in)
+OUTCOMES: tuple[AuditOutcome, ...] = ("voted", "approved", "denied", "ran", "failed", "unknown", "not_run")
+
+
+class AuditVoteView(View):
+    by: str
+    at: str
+    authentication: dict[str, str] | None
+    message: str | None = None
+
+
+class AuditRecordView(View):
+    """One record of the audit trail."""
+
+    kind: Literal["vote", "decision", "action"] = Field(
+        description="'vote': an approval that waits for more under its rule; 'decision': the answer that settled "
+        "the question; 'action': what became of the approved action."
+    )
+    outcome: AuditOutcome = Field(description=f"One of {', '.join(OUTCOMES)}.")
+    at: str
+    session_id: str
+    root_turn_id: str
+    turn_id: str
+    request_id: str = Field(description="The question's id: every record of one question has it.")
+    tool: str | None
+    agent_path: list[str]
+    rule: str | None = Field(description="The approval rule the question was asked under (its name).")
+    by: str | None = Field(description="Who answered: a principal, 'application', or 'expiry' (a rule denied it).")
+    authentication: dict[str, str] | None = Field(
+        description="How they proved it: {method: iam, arn, accessKey}, {method: jwt, subject, issuer}, ..."
+    )
+    message: str | None
+    votes: list[AuditVoteView] = Field(description="Of a decision: every approval counted under its rule.")
+    input_asked_digest: str | None = Field(description="sha256: of the canonical JSON of the input asked.")
+    input_approved_digest: str | None = Field(
+        description="sha256: of the input approved (of an action: the input it ran with)."
+    )
+    input_asked: Any = None
+    input_approved: Any = None
+    inputs: Literal["kept", "session", "digest"] = Field(
+        description="Where the inputs shown come from: the record ('kept'), their session, which still exists "
+        "('session'), or nowhere: digests only ('digest')."
+    )
+    late: bool = False
+
+
+class AuditPage(View):
+    records: list[AuditRecordView]
+    since: str
+    until: str
+    cursor: str | None = Field(description="Send it back (with the same query) for the next page; null at the end.")
+
+
+def audit(
+    deps: Dependencies,
+    principal: str | None,
+    *,
+    since: str | None = None,
+    until: str | None = None,
+    by: str | None = None,
+    tool: str | None = None,
+    outcome: str | None = None,
+    limit: int = DEFAULT_PAGE,
+    after: str | None = None,
+) -> AuditPage:
+    """One page of the audit trail made in [``since``, ``until``) (ISO 8601; default: the last
+    ``DEFAULT_DAYS`` days), oldest first: records answered by (or with a vote of) ``by``, of tools
+    matching ``tool`` (``*`` wildcards), with ``outcome``. Approvers only."""
+    if principal is not None and not is_approver(deps.settings, principal):
+        raise ForbiddenError(
+            "the audit trail is for approvers only (APPROVER_PRINCIPALS, APPROVER_GROUPS); nothing was listed"
+        )
+    if not 1 <= limit <= MAX_PAGE:
+        raise ValidationFailedError(
+            f"query parameter 'limit' is {limit}: it must be 1 to {MAX_PAGE}; nothing was listed"
+        )
+    if outcome is not None and outcome not in OUTCOMES:
+        raise ValidationFailedError(
+            f"query parameter 'outcome' is {outcome!r}: it must be one of {', '.join(OUTCOMES)}; nothing was listed"
+        )
+    now = deps.clock.now()
+    end = _moment("until", until) if until is not None else now + SKEW
+    start = _moment("since", since) if since is not None else end - DEFAULT_DAYS * 86400
+    query = json.dumps([by, tool, outcome])
+    day, last = audit_day(start), None
+    if after is not None:
+        held = cursor.read(after, "AUDIT\n" + query, None, deps.settings.cursor_secret,
+                           fields=frozenset({"since", "until"}))  # fmt: skip
+        first, final = float(held["since"]["S"]), float(held["until"]["S"])
+        if (since is not None and start != first) or (until is not None and end != final):
+            raise ValidationFailedError(
+                "query parameters 'since' and 'until' are not those the cursor was issued with: send the cursor "
+                "with the same query (or leave them out: the cursor holds them); nothing was listed"
+            )
+        start, end = first, final
+        day, last = held["pk"]["S"].removeprefix("AUDIT#"), held["sk"]["S"] or None
+    if start >= end:
+        raise ValidationFailedError(
+            f"query parameter 'since' ({iso(start)}) is not before 'until' ({iso(end)}): nothing was listed"
+        )
+    final_day = audit_day(end)
+    records: list[AuditRecord] = []
+    resume: tuple[str, str | None] | None = None
+    for _ in range(MAX_READS_PER_PAGE):
+        found, more = deps.store.list_audit(day, last, start, end, READ_SIZE)
+        for position, (sk, record) in enumerate(found):
+            last = sk
+            if not expired(record.purge_at, now) and _matches(record, by, tool, outcome):
+                records.append(record)
+                if len(records) == limit:
+                    more = more or position < len(found) - 1
+                    break
+        if more:  # this day goes on, after ``last``
+            resume = (day, last)
+        elif day < final_day:
+            resume = (_next(day), None)
+        else:
+            resume = None
+        if resume is None or len(records) == limit:
+            break
+        day, last = resume
+    token = None
+    if resume is not None:
+        held_at = {"pk": {"S": audit_pk(resume[0])}, "sk": {"S": resume[1] or ""}}
+        held_at |= {"since": {"S": repr(start)}, "until": {"S": repr(end)}}
+        token = cursor.issue(held_at, "AUDIT\n" + query, deps.settings.cursor_secret)
+    return AuditPage(records=_shown(deps, records, now), since=iso(start) or "", until=iso(end) or "", cursor=token)
+
+
+def _moment(name: str, text: str) -> float:
+    """An ISO 8601 date (``2026-01-01``: its start, UTC) or time (``2026-01-01T09:30:00Z``; UTC unless
+    it says otherwise) as seconds since the epoch."""
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("z", "Z"))
+    except ValueError:
+        raise ValidationFailedError(
+            f"query parameter {name!r} is {text[:64]!r}: send an ISO 8601 date or time, like 2026-01-01 or "
+            "2026-01-01T09:30:00Z; nothing was listed"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def _next(day: str) -> str:
+    return (date.fromisoformat(day) + timedelta(days=1)).isoformat()
+
+
+def _matches(record: AuditRecord, by: str | None, tool: str | None, outcome: str | None) -> bool:
+    return (
+        (by is None or record.by == by or any(v.by == by for v in record.votes))
+        and (tool is None or (record.tool is not None and fnmatch.fnmatchcase(record.tool, tool)))
+        and (outcome is None or record.outcome == outcome)
+    )
+
+
+def _shown(deps: Dependencies, records: list[AuditRecord], now: float) -> list[AuditRecordView]:
+    """The records as an auditor reads them, with the inputs this deployment shows (see the module)."""
+    mode = deps.settings.audit_inputs
+    questions: dict[str, InteractionRecord] = {}
+    wanted = [(e.session_id, e.root_turn_id, e.request_id) for e in records if mode != "digest" and not e.inputs_kept]
+    if wanted:
+        for interaction in deps.store.get_interactions(wanted):
+            if interaction.deleted_generation is None and not expired(interaction.purge_at, now):
+                questions[interaction.request_id] = interaction
+    return [_view(record, mode, questions.get(record.request_id)) for record in records]
+
+
+def _view(record: AuditRecord, mode: str, question: InteractionRecord | None) -> AuditRecordView:
+    asked = approved = None
+    inputs: Literal["kept", "session", "digest"] = "digest"
+    if mode != "digest" and record.inputs_kept:
+        asked, approved, inputs = record.input_asked, record.input_approved, "kept"
+    elif mode != "digest" and question is not None:
+        asked = asked_input(question)
+        vote = question.votes.get(record.by or "") if record.kind == "vote" else None
+        answered = question.response if isinstance(question.response, dict) else {}
+        edited = vote.input if vote is not None else answered.get("input")
+        approved = edited if edited is not None else asked
+        # shown only as recorded: an input whose digest is not the record's is not the one decided on
+        if digest(asked) != record.input_asked_digest:
+            asked = None  # (an action's record is of the input it ran with alone)
+        if digest(approved) != record.input_approved_digest:
+            approved = None
+        if asked is not None or approved is not None:
+            inputs = "session"
+    return AuditRecordView(
+        **record.model_dump(exclude={"at", "votes", "input_asked", "input_approved", "inputs_kept", "purge_at"}),
+        at=iso(record.at) or "",
+        votes=[
+            AuditVoteView(by=v.by, at=iso(v.at) or "", authentication=v.authentication, message=v.message)
+            for v in record.votes
+        ],
+        input_asked=asked,
+        input_approved=approved,
+        inputs=inputs,
+    )

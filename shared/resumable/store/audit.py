@@ -1,0 +1,91 @@
+"""The audit trail in DynamoDB: records written once, inside the transaction of what they record, in a
+partition per UTC day of their own, apart from every session (deleting one never touches them).
+
+| item | pk | sk |
+|---|---|---|
+| audit record | ``AUDIT#<YYYY-MM-DD>`` | ``<ISO 8601 time, microseconds>#<requestId>#<n><kind>#<who or what>`` |
+
+A day's records are one Query in time order. Nothing updates or deletes an record: its put requires
+that no item holds its key, and only DynamoDB's TTL removes it, at its own ``purge_at``. A day's
+partition takes every decision of the deployment (a million approvals a day is about 35 writes a
+second, far under a partition's 1,000).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from resumable.store.codec import value
+from resumable.store.records import AuditRecord
+from resumable.store.table import Table, aws_call
+
+_ORDER = {"vote": 1, "decision": 2, "action": 3}
+
+
+def audit_day(at: float) -> str:
+    """The UTC day (``YYYY-MM-DD``) whose partition holds an record made at ``at``."""
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d")
+
+
+def audit_time(at: float) -> str:
+    """``at`` as an record's sort key starts: ISO 8601 UTC to the microsecond, so text order is time order."""
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def audit_pk(day: str) -> str:
+    return f"AUDIT#{day}"
+
+
+def audit_sk(record: AuditRecord) -> str:
+    who = (record.by if record.kind != "action" else record.outcome) or ""
+    kind = f"{_ORDER[record.kind]}{record.kind}"  # (made in the same instant: a vote, the decision, its action)
+    return f"{audit_time(record.at)}#{record.request_id}#{kind}#{hashlib.sha256(who.encode()).hexdigest()[:16]}"
+
+
+def audit_put(table: str, record: AuditRecord) -> dict[str, Any]:
+    """The transaction item that appends ``record``: refused, like its whole transaction, should an record
+    already hold its key (nothing overwrites an record)."""
+    return {
+        "Put": {
+            "TableName": table,
+            "Item": {
+                "pk": value(audit_pk(audit_day(record.at))),
+                "sk": value(audit_sk(record)),
+                "entity": value("audit"),
+                "purge_at": value(record.purge_at),
+                "record": value(json.dumps(record.model_dump(exclude_defaults=True), ensure_ascii=False)),
+            },
+            "ConditionExpression": "attribute_not_exists(pk)",
+        }
+    }
+
+
+class AuditItems(Table):
+    @aws_call
+    def list_audit(
+        self, day: str, after: str | None, since: float, until: float, limit: int
+    ) -> tuple[list[tuple[str, AuditRecord]], bool]:
+        """Up to ``limit`` records of ``day`` made in [``since``, ``until``), oldest first, after the
+        sort key ``after`` (None: from the first), each with its sort key; and whether the day holds more."""
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :pk AND sk BETWEEN :since AND :until",
+            "ExpressionAttributeValues": {
+                ":pk": value(audit_pk(day)),
+                # (an record made exactly at ``until`` sorts after its bare time: outside)
+                ":since": value(audit_time(since)),
+                ":until": value(audit_time(until)),
+            },
+            "Limit": limit,
+        }
+        if after is not None:
+            request["ExclusiveStartKey"] = {"pk": value(audit_pk(day)), "sk": value(after)}
+        page = self.dynamodb.query(**request)
+        found = [
+            (item["sk"]["S"], AuditRecord.model_validate(json.loads(item["record"]["S"])))
+            for item in page.get("Items", [])
+        ]
+        return found, "LastEvaluatedKey" in page
