@@ -72,21 +72,42 @@ def test_two_people_approve_and_the_first_sees_it_wait_for_the_second(
     [settled] = listed["interactions"]
     assert (settled["answeredBy"], [a["by"] for a in settled["approvals"]]) == ("dave", ["alice", "dave"])
 
-    # The audit trail on the page: shown, then exported as JSON lines, each vote with its sign-in.
+
+def test_the_audit_trail_on_the_page_shows_each_approval_with_its_sign_in_and_exports_it(
+    url: str, issuer: LocalIssuer, browser: Any
+) -> None:
+    turn = start(url, issuer, "bob", "audit-bob")
+    request = turn["interactions"][0]["requestId"]
+    path = f"/sessions/audit-bob/turns/{turn['turnId']}/interactions/{request}"
+    for approver in ("alice", "dave"):
+        assert call(url, "POST", path, issuer.mint(approver), {"response": {"decision": "approve"}})[0] == 200
+
+    dave = sign_in(browser, url, "dave")
     audit = dave.locator("#audit")
     audit.locator("summary").click()
     audit.get_by_label("Principal").fill("alice")
     audit.get_by_role("button", name="Show").click()
     expect(audit.locator("#audit-status")).to_contain_text("records from")
-    rows = audit.locator("tbody tr").filter(has_text=settled["requestId"])
+    rows = audit.locator("tbody tr").filter(has_text=request)
     expect(rows).to_have_count(2)  # alice's vote, and the decision that counted it
     expect(rows.nth(1)).to_contain_text("2 approvals: alice, dave")
     screenshot(dave, "inbox-audit")
+    dave.set_viewport_size({"width": 390, "height": 844})  # a phone: each record a card, every field on screen
+    by = rows.nth(1).locator("td[data-label=By]")
+    expect(by).to_have_text("dave")
+    box = by.bounding_box()
+    assert box is not None and box["x"] + box["width"] <= 390, box
+    screenshot(dave, "inbox-audit-phone")
+    audit.get_by_label("To (included)").fill("2020-01-01")  # before From: said so, nothing read
+    audit.get_by_role("button", name="Show").click()
+    expect(audit.locator("#audit-status")).to_contain_text("Nothing read: “To” (2020-01-01) is before “From”")
+    expect(audit.locator("tbody tr")).to_have_count(0)
+    audit.get_by_label("To (included)").fill("")
     with dave.expect_download() as downloading:
         audit.get_by_role("button", name="Export JSON lines").click()
     exported = [json.loads(line) for line in downloading.value.path().read_text(encoding="utf-8").splitlines()]
     expect(audit.locator("#audit-status")).to_contain_text(f"Exported {len(exported)} records")
-    mine = [e for e in exported if e["requestId"] == settled["requestId"]]
+    mine = [e for e in exported if e["requestId"] == request]
     assert [(e["kind"], e["by"]) for e in mine] == [("vote", "alice"), ("decision", "dave")]
     assert [v["authentication"] for v in mine[1]["votes"]] == [
         {"method": "jwt", "subject": who, "issuer": issuer.url} for who in ("alice", "dave")
@@ -94,7 +115,7 @@ def test_two_people_approve_and_the_first_sees_it_wait_for_the_second(
     bob = sign_in(browser, url, "bob")  # not an approver: the audit trail is not theirs to read
     bob.locator("#audit summary").click()
     bob.locator("#audit").get_by_role("button", name="Show").click()
-    expect(bob.locator("#audit-status")).to_contain_text("approvers only")
+    expect(bob.locator("#audit-status")).to_contain_text("only approvers may read the audit trail")
 
 
 def test_whoever_started_the_turn_may_not_approve_it_and_never_sees_it_to_approve(

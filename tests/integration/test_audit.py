@@ -179,7 +179,7 @@ def test_an_entry_keeps_its_own_retention_and_nothing_overwrites_one(
     clock.advance(371 * DAY)
     assert trail(service, since=SINCE) == []
 
-    # An record's put refuses a key that holds one: an record is never overwritten.
+    # A record's put refuses a key that holds one: a record is never overwritten.
     [stored] = [r for _, r in store_of(service).list_audit(_day(clock.now() - 401 * DAY), None, 0, 4e9, 10)[0]][:1]
     forged = stored.model_copy(update={"message": "approved by nobody"})  # (its key unchanged)
     with pytest.raises(Exception, match="ConditionalCheckFailed"):
@@ -305,7 +305,7 @@ def test_an_input_too_large_to_show_is_recorded_by_the_digest_of_what_ran(
     assert (decision.input_asked, decision.input_asked_digest, decision.input_approved_digest) == (None, None, None)
     whole = {"names": [f"db-{n:06d}" for n in range(40_000)]}
     assert action.input_approved_digest == digest(whole)
-    # Not shown: the question holds no input to show, and an record keeps none this large.
+    # Not shown: the question holds no input to show, and a record keeps none this large.
     assert (action.input_approved, action.inputs) == (None, "digest")
 
 
@@ -337,3 +337,8 @@ def test_get_audit_shows_how_each_answerer_was_authenticated_and_is_for_approver
     for query in ["since=last+week", "outcome=maybe", "limit=0", "cursor=forged", "since=2027-02-01&until=2027-01-01"]:
         status, bad = http(api, "GET", "/audit", query=query, principal="carol")
         assert status == 422, (query, bad)
+    # Any range, however old or far ahead: what it holds, read from the oldest day a record could be.
+    for query in ["since=0001-01-01", "since=0999-12-31", "until=0999-12-25", "since=1970-01-01&until=2999-01-01"]:
+        status, page = http(api, "GET", "/audit", query=query, principal="carol")
+        assert status == 200, (query, page)
+        assert len(page["records"]) == (0 if query.startswith("until") else 3) and page["cursor"] is None, query

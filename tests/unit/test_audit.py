@@ -72,3 +72,13 @@ def test_an_input_is_shown_only_if_it_is_the_one_the_entry_recorded() -> None:
     kept = record(input_asked_digest=recorded, input_asked={"name": "prod-db"}, inputs_kept=True)
     assert _view(kept, "digest", question).inputs == "digest"  # a deployment that turned inputs off shows none
     assert _view(kept, "keep", None).input_asked == {"name": "prod-db"}
+
+
+def test_a_query_parameter_sent_twice_is_said_so() -> None:
+    from resumable.api.app import describe
+
+    problem = {"loc": ("query", "since"), "type": "string_type", "msg": "Input should be a valid string"}
+    assert describe(problem | {"input": ["2026-01-01", "2026-02-01"]}) == (
+        "query parameter 'since' was sent more than once, or holds a comma: send one value"
+    )
+    assert describe(problem | {"input": 5}) == "query parameter 'since': Input should be a valid string"

@@ -47,6 +47,9 @@ def describe(problem: Any) -> str:
         return f"{what} is required"
     if kind == "extra_forbidden":
         return f"{what} is not one this route takes"
+    if place == "query" and isinstance(problem.get("input"), list):
+        # (Powertools reads a value sent twice, which API Gateway joins with a comma, as a list)
+        return f"{what} was sent more than once, or holds a comma: send one value"
     return f"{what}: {problem.get('msg', kind)}"
 
 

@@ -133,10 +133,12 @@ def audit(api: Api, options: argparse.Namespace, exit_codes: dict[int, int], tab
         cursor = reply.body.get("cursor")
         if cursor is None:
             break
+    said = f"{written} audit record{'' if written == 1 else 's'} {span}"
     if options.format == "table":
-        print(table(rows, ["AT", "OUTCOME", "TOOL", "BY", "HOW", "SESSION", "QUESTION", "DETAIL"]) if rows else
-              f"no audit record {span}")  # fmt: skip
-    print(f"{written} audit records {span}", file=sys.stderr)
+        # (a table says how many it shows below it; none, it says so instead)
+        print(table(rows, ["AT", "OUTCOME", "TOOL", "BY", "HOW", "SESSION", "QUESTION", "DETAIL"]) if rows else said)
+    if rows or options.format == "jsonl":
+        print(said, file=sys.stderr)
     return 0
 
 

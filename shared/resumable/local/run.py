@@ -71,7 +71,7 @@ Paste these into another terminal, in order (bash, curl 7.82 or newer for --json
        "input": "{\"sessionId\": \"wf-1\", \"prompt\": \"delete the dev-db record\"}"}'
   until Q=$(curl -sf '@URL/sessions/wf-1/interactions?status=requested') && [[ $Q == *requestId* ]]; do sleep 0.2; done
   TURN=$(echo "$Q" | field '["interactions"][0]["turnId"]'); REQ=$(echo "$Q" | field '["interactions"][0]["requestId"]')
-  curl -s -X POST @URL/sessions/wf-1/turns/$TURN/interactions/$REQ --json '{"response": {"decision": "approve"}}'
+  curl -s -X POST @URL/sessions/wf-1/turns/$TURN/interactions/$REQ --json '{"response": {"decision": "approve"}}'; echo
   while [[ $(sfn DescribeExecution '{"executionArn": "@EXECUTION"}') == *'"RUNNING"'* ]]; do sleep 0.2; done
   sfn DescribeExecution '{"executionArn": "@EXECUTION"}'      # "status": "SUCCEEDED", the completed Turn as output
 

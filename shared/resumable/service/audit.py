@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from resumable.service.dependencies import Dependencies
 
 MAX_KEPT_BYTES = 16 * 1024
-"""The most of an action's input an record keeps (a question's inputs are bounded where it is asked)."""
+"""The most of an action's input a record keeps (a question's inputs are bounded where it is asked)."""
 
 
 def digest(value: Any) -> str | None:

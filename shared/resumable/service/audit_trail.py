@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import fnmatch
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -25,9 +27,11 @@ DEFAULT_PAGE = 100
 MAX_PAGE = 500
 DEFAULT_DAYS = 7
 READ_SIZE = 100
-# A page reads at most this many times (records a filter leaves out, empty days); the cursor goes on.
+# A page reads at most this many times (records a filter leaves out), and this many empty days (a
+# default retention's worth: each costs a Query that finds nothing); the cursor goes on from there.
 MAX_READS_PER_PAGE = 40
-SKEW = 60.0  # (default until: a minute past now, so an record made just now by another clock is in)
+MAX_EMPTY_READS_PER_PAGE = 402
+SKEW = 60.0  # (default until: a minute past now, so a record made just now by another clock is in)
 OUTCOMES: tuple[AuditOutcome, ...] = ("voted", "approved", "denied", "ran", "failed", "unknown", "not_run")
 
 
@@ -80,6 +84,16 @@ class AuditPage(View):
     cursor: str | None = Field(description="Send it back (with the same query) for the next page; null at the end.")
 
 
+@dataclass
+class _Page:
+    """Where a page reads: the range asked (``start``, ``end``), the day and sort key it goes on after."""
+
+    start: float
+    end: float
+    day: str = ""
+    last: str | None = None
+
+
 def audit(
     deps: Dependencies,
     principal: str | None,
@@ -108,33 +122,60 @@ def audit(
             f"query parameter 'outcome' is {outcome!r}: it must be one of {', '.join(OUTCOMES)}; nothing was listed"
         )
     now = deps.clock.now()
+    query = "AUDIT\n" + json.dumps([by, tool, outcome])  # (what a cursor is issued for)
+    page = _where(deps, since, until, after, query, now)
+    records, resume = _read(deps, page, now, limit, lambda record: _matches(record, by, tool, outcome))
+    token = None
+    if resume is not None:
+        held_at = {"pk": {"S": audit_pk(resume[0])}, "sk": {"S": resume[1] or ""}}
+        held_at |= {"since": {"S": repr(page.start)}, "until": {"S": repr(page.end)}}
+        token = cursor.issue(held_at, query, deps.settings.cursor_secret)
+    shown = _shown(deps, records, now)
+    return AuditPage(records=shown, since=iso(page.start) or "", until=iso(page.end) or "", cursor=token)
+
+
+def _where(
+    deps: Dependencies, since: str | None, until: str | None, after: str | None, query: str, now: float
+) -> _Page:
+    """The range asked, and where in it this page starts (the cursor's place, or the range's start)."""
     end = _moment("until", until) if until is not None else now + SKEW
     start = _moment("since", since) if since is not None else end - DEFAULT_DAYS * 86400
-    query = json.dumps([by, tool, outcome])
-    day, last = audit_day(start), None
+    page = _Page(start, end)
     if after is not None:
-        held = cursor.read(after, "AUDIT\n" + query, None, deps.settings.cursor_secret,
-                           fields=frozenset({"since", "until"}))  # fmt: skip
-        first, final = float(held["since"]["S"]), float(held["until"]["S"])
-        if (since is not None and start != first) or (until is not None and end != final):
+        held = cursor.read(after, query, None, deps.settings.cursor_secret, fields=frozenset({"since", "until"}))
+        page = _Page(float(held["since"]["S"]), float(held["until"]["S"]))
+        if (since is not None and start != page.start) or (until is not None and end != page.end):
             raise ValidationFailedError(
                 "query parameters 'since' and 'until' are not those the cursor was issued with: send the cursor "
                 "with the same query (or leave them out: the cursor holds them); nothing was listed"
             )
-        start, end = first, final
-        day, last = held["pk"]["S"].removeprefix("AUDIT#"), held["sk"]["S"] or None
-    if start >= end:
+        page.day, page.last = held["pk"]["S"].removeprefix("AUDIT#"), held["sk"]["S"] or None
+    if page.start >= page.end:
         raise ValidationFailedError(
-            f"query parameter 'since' ({iso(start)}) is not before 'until' ({iso(end)}): nothing was listed"
+            f"query parameter 'since' ({iso(page.start)}) is not before 'until' ({iso(page.end)}): nothing was listed"
         )
-    final_day = audit_day(end)
+    return page
+
+
+def _read(
+    deps: Dependencies, page: _Page, now: float, limit: int, wanted: Callable[[AuditRecord], bool]
+) -> tuple[list[AuditRecord], tuple[str, str | None] | None]:
+    """Up to ``limit`` wanted records from where ``page`` starts, and where the next page starts (None:
+    the range holds no more). No record is older than the trail's retention, nor made after now (give
+    or take the functions' clocks): only that much of the range is read."""
+    first_read = max(page.start, now - deps.settings.audit_retention_seconds - 86400)
+    last_read = min(page.end, now + SKEW)
+    day, last = page.day or audit_day(min(first_read, last_read)), page.last
+    final_day = audit_day(last_read)
     records: list[AuditRecord] = []
     resume: tuple[str, str | None] | None = None
-    for _ in range(MAX_READS_PER_PAGE):
-        found, more = deps.store.list_audit(day, last, start, end, READ_SIZE)
+    reads = empty = 0
+    while first_read < last_read and reads < MAX_READS_PER_PAGE and empty < MAX_EMPTY_READS_PER_PAGE:
+        found, more = deps.store.list_audit(day, last, first_read, last_read, READ_SIZE)
+        reads, empty = (reads + 1, empty) if found else (reads, empty + 1)
         for position, (sk, record) in enumerate(found):
             last = sk
-            if not expired(record.purge_at, now) and _matches(record, by, tool, outcome):
+            if not expired(record.purge_at, now) and wanted(record):
                 records.append(record)
                 if len(records) == limit:
                     more = more or position < len(found) - 1
@@ -148,12 +189,7 @@ def audit(
         if resume is None or len(records) == limit:
             break
         day, last = resume
-    token = None
-    if resume is not None:
-        held_at = {"pk": {"S": audit_pk(resume[0])}, "sk": {"S": resume[1] or ""}}
-        held_at |= {"since": {"S": repr(start)}, "until": {"S": repr(end)}}
-        token = cursor.issue(held_at, "AUDIT\n" + query, deps.settings.cursor_secret)
-    return AuditPage(records=_shown(deps, records, now), since=iso(start) or "", until=iso(end) or "", cursor=token)
+    return records, resume
 
 
 def _moment(name: str, text: str) -> float:

@@ -5,7 +5,7 @@ partition per UTC day of their own, apart from every session (deleting one never
 |---|---|---|
 | audit record | ``AUDIT#<YYYY-MM-DD>`` | ``<ISO 8601 time, microseconds>#<requestId>#<n><kind>#<who or what>`` |
 
-A day's records are one Query in time order. Nothing updates or deletes an record: its put requires
+A day's records are one Query in time order. Nothing updates or deletes a record: its put requires
 that no item holds its key, and only DynamoDB's TTL removes it, at its own ``purge_at``. A day's
 partition takes every decision of the deployment (a million approvals a day is about 35 writes a
 second, far under a partition's 1,000).
@@ -26,12 +26,12 @@ _ORDER = {"vote": 1, "decision": 2, "action": 3}
 
 
 def audit_day(at: float) -> str:
-    """The UTC day (``YYYY-MM-DD``) whose partition holds an record made at ``at``."""
+    """The UTC day (``YYYY-MM-DD``) whose partition holds a record made at ``at``."""
     return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d")
 
 
 def audit_time(at: float) -> str:
-    """``at`` as an record's sort key starts: ISO 8601 UTC to the microsecond, so text order is time order."""
+    """``at`` as a record's sort key starts: ISO 8601 UTC to the microsecond, so text order is time order."""
     return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
@@ -46,8 +46,8 @@ def audit_sk(record: AuditRecord) -> str:
 
 
 def audit_put(table: str, record: AuditRecord) -> dict[str, Any]:
-    """The transaction item that appends ``record``: refused, like its whole transaction, should an record
-    already hold its key (nothing overwrites an record)."""
+    """The transaction item that appends ``record``: refused, like its whole transaction, should a record
+    already hold its key (nothing overwrites a record)."""
     return {
         "Put": {
             "TableName": table,
@@ -75,7 +75,7 @@ class AuditItems(Table):
             "KeyConditionExpression": "pk = :pk AND sk BETWEEN :since AND :until",
             "ExpressionAttributeValues": {
                 ":pk": value(audit_pk(day)),
-                # (an record made exactly at ``until`` sorts after its bare time: outside)
+                # (a record made exactly at ``until`` sorts after its bare time: outside)
                 ":since": value(audit_time(since)),
                 ":until": value(audit_time(until)),
             },

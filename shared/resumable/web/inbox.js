@@ -502,13 +502,15 @@ async function auditRecords(all) {
   for (;;) {
     const reply = await call("GET", "/audit?" + query.toString());
     if (reply.status !== 200 || !reply.data || !Array.isArray(reply.data.records)) {
-      throw new Error(message(reply) + (records.length ? " (after " + records.length + " records)" : ""));
+      const problem = new Error(message(reply) + (records.length ? " (after " + plural(records.length, "record") + ")" : ""));
+      problem.status = reply.status;
+      throw problem;
     }
     records.push(...reply.data.records);
     span = "from " + reply.data.since + " to " + reply.data.until;
     if (!reply.data.cursor || (!all && records.length >= AUDIT_SHOWN)) return { records, span, more: Boolean(reply.data.cursor) };
     query.set("cursor", reply.data.cursor);
-    $("audit-status").textContent = "Read " + records.length + " records so far…";
+    $("audit-status").textContent = "Read " + plural(records.length, "record") + " so far…";
   }
 }
 
@@ -520,31 +522,51 @@ function auditRow(record) {
   if (record.message) detail.push("message: " + record.message);
   if (record.inputApproved !== null && record.inputApproved !== undefined) detail.push("input: " + JSON.stringify(record.inputApproved));
   else if (record.inputApprovedDigest) detail.push("input " + record.inputApprovedDigest.slice(0, 19) + "…");
-  const cells = [record.at, record.outcome, record.tool || "-", record.by || "-", how.method || "-", record.requestId, detail.join("; ")];
+  const cells = [record.at.replace("T", " ").replace(/\.\d+Z$/, "Z"), record.outcome, record.tool || "-", record.by || "-",
+    how.method || "-", record.sessionId, record.requestId, detail.join("; ")];
+  const labels = ["At", "Outcome", "Tool", "By", "How", "Session", "Question", "Detail"];
   cells.forEach((text, index) => {
     const cell = document.createElement("td");
     cell.textContent = text;
-    if (index === 5) cell.className = "id";
+    cell.dataset.label = labels[index]; // (a phone shows each row as a card, each cell with its label)
+    if (index === 5 || index === 6) cell.className = "id";
     row.appendChild(cell);
   });
   return row;
 }
 
+const plural = (count, word) => count + " " + word + (count === 1 ? "" : "s");
+
+function auditProblem(error) {
+  // What went wrong, said for a person: the trail is an approver's to read.
+  return error.status === 403 ? "only approvers may read the audit trail, and you are not one" : error.message;
+}
+
+function auditRangeProblem() {
+  const since = $("audit-since").value;
+  const until = $("audit-until").value;
+  return since && until && until < since ? "“To” (" + until + ") is before “From” (" + since + ")" : null;
+}
+
 async function showAudit() {
+  const body = $("audit-table").querySelector("tbody");
+  body.replaceChildren(); // nothing of an earlier query stays under this one's answer
+  $("audit-table").hidden = true;
+  if (auditRangeProblem()) { $("audit-status").textContent = "Nothing read: " + auditRangeProblem() + "."; return; }
   $("audit-status").textContent = "Reading the audit trail…";
   try {
     const { records, span, more } = await auditRecords(false);
-    const body = $("audit-table").querySelector("tbody");
     body.replaceChildren(...records.slice(0, AUDIT_SHOWN).map(auditRow));
     $("audit-table").hidden = records.length === 0;
-    $("audit-status").textContent = (records.length ? records.length + (more ? "+" : "") + " records " : "No records ") + span +
-      (more ? ": the first " + AUDIT_SHOWN + " are shown; export them all as JSON lines." : ".");
+    $("audit-status").textContent = (records.length ? plural(records.length, "record") + (more ? " and more" : "") + " " : "No records ") +
+      span + (more ? ": the first " + AUDIT_SHOWN + " are shown; export them all as JSON lines." : ".");
   } catch (error) {
-    $("audit-status").textContent = "Could not read the audit trail: " + error.message;
+    $("audit-status").textContent = "Could not read the audit trail: " + auditProblem(error);
   }
 }
 
 async function exportAudit() {
+  if (auditRangeProblem()) { $("audit-status").textContent = "Nothing exported: " + auditRangeProblem() + "."; return; }
   $("audit-status").textContent = "Reading the audit trail…";
   try {
     const { records, span } = await auditRecords(true);
@@ -556,9 +578,9 @@ async function exportAudit() {
     link.click();
     link.remove();
     setTimeout(() => URL.revokeObjectURL(link.href), 60000);
-    $("audit-status").textContent = "Exported " + records.length + " records " + span + ".";
+    $("audit-status").textContent = "Exported " + plural(records.length, "record") + " " + span + ".";
   } catch (error) {
-    $("audit-status").textContent = "Could not export the audit trail: " + error.message;
+    $("audit-status").textContent = "Could not export the audit trail: " + auditProblem(error);
   }
 }
 
