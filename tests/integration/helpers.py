@@ -30,6 +30,8 @@ DEAD_RUNNER = "dead-runner"
 
 
 ALICE = "arn:aws:iam::111122223333:user/alice"
+ACCESS_KEY = "ASIAEXAMPLEKEY"
+"""The access key ``http``'s IAM requests are signed with (API Gateway hands it on)."""
 """The principal that signs ``http``'s requests unless told otherwise."""
 
 
@@ -53,6 +55,7 @@ def http(
     ``principal`` (IAM), or with ``claims``, by a sign-in token API Gateway's JWT authorizer checked
     (the claims as strings, as it hands them on)."""
     signed = {"iam": {"userArn": principal, "accountId": "111122223333", "userId": "AIDA", "callerId": "c"}}
+    signed["iam"]["accessKey"] = ACCESS_KEY
     event = {
         "version": "2.0",
         "routeKey": "$default",

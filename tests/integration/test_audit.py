@@ -16,15 +16,19 @@ from resumable import Agent, ScriptedModel, tool
 from resumable.api.app import build_app
 from resumable.exceptions import ActionOutcomeUnknownError, ConflictError, ForbiddenError, ValidationFailedError
 from resumable.runtime.rules import parse_rules
-from resumable.service import AgentContext, Service
-from resumable.service.access import Principal
+from resumable.service import AgentContext, Service, audit_trail
+from resumable.service.access import Principal, load
+from resumable.service.audit import action_entry
 from resumable.service.audit_trail import AuditPage, AuditRecordView
 from resumable.service.views import TurnView
+from resumable.service.votes import answer_under_rule
 from resumable.store.audit import audit_put
+from resumable.store.codec import key, root_sk
+from resumable.store.records import ActionRecord
 from tests.agents import calls, says
 from tests.clock import FakeClock
 from tests.factories import executions
-from tests.integration.helpers import APPROVE, at_once, http, store_of
+from tests.integration.helpers import ACCESS_KEY, APPROVE, at_once, http, store_of
 
 OWNER = Principal("arn:aws:iam::123456789012:role/agent-runner", (), {"method": "iam", "arn": "owner"})
 ALICE = Principal("alice", (), {"method": "iam", "arn": "arn:aws:iam::123456789012:user/alice", "accessKey": "AKIA1"})
@@ -116,6 +120,8 @@ def test_a_two_person_approval_leaves_each_vote_the_decision_and_the_actions_out
     assert (action.kind, action.outcome, action.tool) == ("action", "ran", "delete_record")
     assert action.input_approved_digest == digest(ASKED)  # the input it ran with
     assert action.turn_id == decision.turn_id != started.turn_id  # the child turn that asked
+    # alice's record: her vote, and the decision her vote counted in (bob answered it)
+    assert [(r.kind, r.by) for r in trail(service, by="alice")] == [("vote", "alice"), ("decision", "bob")]
 
 
 def test_a_deny_records_its_message_and_who_denied_and_an_edit_the_input_approved(
@@ -126,7 +132,7 @@ def test_a_deny_records_its_message_and_who_denied_and_an_edit_the_input_approve
     answer(service, started, {"decision": "deny", "message": "not prod"}, BOB)
     [denied] = trail(service)
     assert (denied.kind, denied.outcome, denied.by, denied.message) == ("decision", "denied", "bob", "not prod")
-    assert denied.authentication == BOB.authentication and denied.votes == []
+    assert denied.authentication == BOB.authentication
     assert (denied.input_asked_digest, denied.input_approved_digest) == (digest(ASKED), None)
 
     editable = audited(make_service, factory="nested_editable")
@@ -275,7 +281,11 @@ def test_the_trail_is_read_by_time_principal_tool_and_outcome_a_page_at_a_time(
     assert trail(service, since=SINCE, tool="drop_*") == []
     first = everything[0].at
     assert len(trail(service, since=first[:10], until=everything[2].at)) == 2  # until is exclusive
-    assert len(trail(service)) == 5  # the last 7 days
+    clock.advance(3 * DAY)  # now 9 days after the first: the last 7 days hold the third question's
+    assert [(r.kind, r.session_id) for r in trail(service)] == [
+        ("decision", f"{session_id}-2"),
+        ("action", f"{session_id}-2"),
+    ]
 
     page = service.audit(None, since=SINCE, limit=1)
     assert page.cursor is not None
@@ -294,19 +304,24 @@ def test_the_trail_is_read_by_time_principal_tool_and_outcome_a_page_at_a_time(
 
 
 @pytest.mark.parametrize("mode", ["session", "keep"])
-def test_an_input_too_large_to_show_is_recorded_by_the_digest_of_what_ran(
+def test_an_input_too_large_to_show_is_recorded_as_shown_and_by_the_digest_of_what_ran(
     make_service: Callable[..., Service], session_id: str, ledger: Path, mode: str
 ) -> None:
-    # The question shows a preview of a call too large to show whole; the action runs with all of it.
+    # The question shows a preview of a call's input too large to show whole; the action runs with all of it.
     service = audited(make_service, factory="oversized", audit_inputs=mode)
     started = service.start_turn(session_id, "delete them all", OWNER)
     answer(service, started, APPROVE, ALICE)
     decision, action = trail(service)
-    assert (decision.input_asked, decision.input_asked_digest, decision.input_approved_digest) == (None, None, None)
+    assert (decision.tool, action.tool) == ("bulk_delete", "bulk_delete")  # what the call is, whole
+    preview = decision.input_asked
+    assert isinstance(preview, dict) and preview["truncated"] is True
+    assert decision.input_asked_digest == digest(preview)  # what the approvers were shown
+    assert decision.input_approved_digest is None  # (the whole input is not known where it was approved)
     whole = {"names": [f"db-{n:06d}" for n in range(40_000)]}
     assert action.input_approved_digest == digest(whole)
-    # Not shown: the question holds no input to show, and a record keeps none this large.
+    # Not shown: the question holds only a preview of it, and a record keeps none this large.
     assert (action.input_approved, action.inputs) == (None, "digest")
+    assert len(trail(service, tool="bulk_*")) == 2
 
 
 def test_get_audit_shows_how_each_answerer_was_authenticated_and_is_for_approvers_only(
@@ -326,7 +341,7 @@ def test_get_audit_shows_how_each_answerer_was_authenticated_and_is_for_approver
     [decision] = page["records"]
     assert (decision["by"], decision["requestId"], decision["inputAsked"]) == ("bob", asked["requestId"], ASKED)
     assert [(v["by"], v["authentication"]) for v in decision["votes"]] == [
-        ("alice", {"method": "iam", "arn": "alice"}),
+        ("alice", {"method": "iam", "arn": "alice", "accessKey": ACCESS_KEY}),
         ("bob", {"method": "jwt", "subject": "bob", "issuer": "https://id.example.com"}),
     ]
     status, mine = http(api, "GET", "/audit", query="principal=alice&outcome=voted", principal="carol")
@@ -338,7 +353,72 @@ def test_get_audit_shows_how_each_answerer_was_authenticated_and_is_for_approver
         status, bad = http(api, "GET", "/audit", query=query, principal="carol")
         assert status == 422, (query, bad)
     # Any range, however old or far ahead: what it holds, read from the oldest day a record could be.
-    for query in ["since=0001-01-01", "since=0999-12-31", "until=0999-12-25", "since=1970-01-01&until=2999-01-01"]:
+    for query in [
+        "since=0001-01-01",
+        "since=0999-12-31",
+        "since=0001-01-01T00:00:00+05:00",  # (before year 1 in UTC)
+        "since=1970-01-01&until=2999-01-01",
+        "until=9999-12-31T23:00:00-05:00",  # (after year 9999 in UTC)
+        "until=0999-12-25",
+    ]:
         status, page = http(api, "GET", "/audit", query=query, principal="carol")
         assert status == 200, (query, page)
         assert len(page["records"]) == (0 if query.startswith("until") else 3) and page["cursor"] is None, query
+
+
+def test_a_deny_under_a_rule_records_every_approval_it_overrode_even_one_given_as_it_was_written(
+    make_service: Callable[..., Service], session_id: str, ledger: Path, clock: FakeClock
+) -> None:
+    service = audited(make_service, {"tools": ["delete_record"], "required": 3})
+    started = service.start_turn(session_id, PROMPT, OWNER)
+    answer(service, started, APPROVE, ALICE)
+    [seen] = [i for i in load(service.deps, session_id, started.turn_id).interactions]  # bob reads: 1 vote
+    clock.advance(1)
+    answer(service, started, APPROVE, Principal("carol", (), {"method": "iam", "arn": "carol"}))  # meanwhile
+    clock.advance(1)
+    denial = {"decision": "deny", "message": "no"}
+    outcome = answer_under_rule(service.deps, seen, denial, BOB, child_turn_id=seen.turn_id)
+    assert outcome.outcome == "answered" and executions(ledger) == []
+    decision = [r for r in trail(service) if r.kind == "decision"]
+    assert [(r.outcome, r.by, [v.by for v in r.votes]) for r in decision] == [("denied", "bob", ["alice", "carol"])]
+
+
+def test_an_outcome_found_unknown_twice_is_recorded_once(
+    make_service: Callable[..., Service], session_id: str, ledger: Path, clock: FakeClock
+) -> None:
+    service = audited(make_service)
+    store = store_of(service)
+    started = service.start_turn(session_id, PROMPT, OWNER)
+    action = ActionRecord(
+        key="k", status="started", turn_id=started.turn_id, tool="delete_record", started_at=clock.now()
+    )
+    root = store.load_tree(session_id, started.turn_id)
+    assert root is not None
+    store.dynamodb.update_item(  # (a runner holds the turn, as begin_action needs)
+        TableName=service.settings.table_name,
+        Key=key(session_id, root_sk(started.turn_id)),
+        UpdateExpression="SET #status = :running, lease_owner = :owner",
+        ExpressionAttributeNames={"#status": "status"},
+        ExpressionAttributeValues={":running": {"S": "running"}, ":owner": {"S": "runner"}},
+    )
+    assert store.begin_action(session_id, started.turn_id, action, "runner", clock.now() + 60) is None
+    for _ in range(2):  # two takeovers each find it started and never finished
+        clock.advance(1)
+        entry = action_entry(service.deps, started.turn_id, session_id, action, "unknown", clock.now(), ASKED)
+        store.mark_action_unknown(session_id, started.turn_id, "k", clock.now(), entry)
+    assert [(r.kind, r.outcome) for r in trail(service)] == [("action", "unknown")]
+
+
+def test_a_page_of_large_records_stops_short_of_lambdas_reply_limit_and_the_next_goes_on(
+    make_service: Callable[..., Service], session_id: str, ledger: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service = audited(make_service, audit_inputs="keep")
+    for n in range(4):
+        answer(service, service.start_turn(f"{session_id}-{n}", PROMPT, OWNER), APPROVE, ALICE)
+    everything = trail(service)
+    assert len(everything) == 8
+    one = len(everything[0].model_dump_json(by_alias=True))
+    monkeypatch.setattr(audit_trail, "MAX_PAGE_BYTES", 3 * one)  # (4 MB of records: 3 of these)
+    first = service.audit(None, limit=500)
+    assert len(first.records) == 3 and first.cursor is not None
+    assert trail(service, limit=500) == everything  # page after page: each record once, in order

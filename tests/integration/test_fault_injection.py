@@ -60,6 +60,7 @@ from resumable.exceptions import AwsError, GoneError, ResumableError, TurnBusyEr
 from resumable.runtime import tool_calls
 from resumable.service import Service, TurnView, journal
 from resumable.service.access import load
+from resumable.service.ids import request_id as request_id_of
 from resumable.store.resources import create_table_request
 from tests.clock import FakeClock
 from tests.factories import executions
@@ -283,6 +284,25 @@ def _check_tree(h: Harness, a: Attempt, session_id: str, turn_id: str, kept: dic
     return tree
 
 
+def _check_audit(h: Harness, a: Attempt, session_id: str, tree: Any) -> None:
+    """The audit trail holds one decision for each approval answered, none for any other, and for each
+    action at most one record that it ran, one where the journal finished it: whatever call failed."""
+    observer = h.service()
+    records, page = [], None
+    while page is None or page.cursor is not None:
+        page = observer.audit(None, since="2020-01-01", after=page.cursor if page else None)
+        records += [r for r in page.records if r.session_id == session_id]
+    answered = {i.request_id for i in tree.interactions if i.status == "answered"}
+    decided = [r.request_id for r in records if r.kind == "decision"]
+    if sorted(decided) != sorted(answered):
+        a.violate("audit", f"decisions recorded for {sorted(decided)}, answered: {sorted(answered)}")
+    journal = [i for i in session_items(store_of(observer), session_id) if i.get("entity") == "action"]
+    finished = sorted(request_id_of(i["turn_id"].split("~")[0], i["key"]) for i in journal if i["status"] == "finished")
+    ran = sorted(r.request_id for r in records if r.outcome in ("ran", "failed"))
+    if ran != finished:
+        a.violate("audit_action", f"actions recorded as run: {ran}; finished in the journal: {finished}")
+
+
 def _client_retry(h: Harness, a: Attempt, session_id: str, turn_id: str, pre: dict[str, Any], root: Any) -> None:
     """The client retries what it asked for; for start_turn, a person then answers the approval."""
     try:
@@ -380,6 +400,7 @@ def run_attempt(
     expected = {"submit_approval": "completed", "cancel": "canceled", "start_turn": "completed"}[op]
     if final.status != expected and not (tree.root.settled and op != "submit_approval"):
         a.violate("retry", f"after the client's retry the turn is {final.status}, not {expected}")
+    _check_audit(h, a, session_id, final_tree)
     if final.settled:
         again = h.service().recover(session_id, turn_id)
         if again != TurnView.of(final_tree):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -112,8 +113,10 @@ def test_an_oversized_reason_and_output_are_cut_for_the_table_and_the_turn_still
 ) -> None:
     started = make_service("oversized").start_turn(session_id, "delete them all")
     [interaction] = started.interactions
-    assert interaction.reason["truncated"] is True
-    assert interaction.reason["bytes"] > 400_000
+    # What the call is stays whole; its input is a preview (the whole input is in the snapshot).
+    assert (interaction.reason["tool"], interaction.reason["input"]["truncated"]) == ("bulk_delete", True)
+    assert interaction.reason["input"]["bytes"] > 400_000
+    assert len(json.dumps(interaction.reason).encode()) <= 16 * 1024
     done = make_service("oversized").submit_approval(session_id, started.turn_id, interaction.request_id, APPROVE)
     assert done.status == "completed"
     assert done.output is not None

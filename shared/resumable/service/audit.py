@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from resumable.runtime.tools import APPROVAL_INTERRUPT
 from resumable.service.ids import request_id
+from resumable.service.limits import is_preview
 from resumable.store.records import ActionRecord, AuditOutcome, AuditRecord, AuditVote, InteractionRecord, Vote
 
 if TYPE_CHECKING:
@@ -49,6 +50,13 @@ def authentication_of(principal: str | None) -> dict[str, str]:
 
 def asked_input(interaction: InteractionRecord) -> Any:
     return interaction.reason.get("input") if isinstance(interaction.reason, dict) else None
+
+
+def approved_as_asked(interaction: InteractionRecord) -> Any:
+    """The input an approval without an edit approves: the one asked; None (not known here) where the
+    question showed only a preview of it (the action's record has the digest of the whole)."""
+    asked = asked_input(interaction)
+    return None if is_preview(asked) else asked
 
 
 def _entry(deps: Dependencies, interaction: InteractionRecord, at: float, **fields: Any) -> AuditRecord:
@@ -104,7 +112,7 @@ def decision_entry(
             AuditVote(by=who, at=v.at, authentication=v.authentication, message=v.message)
             for who, v in (votes or {}).items()
         ],
-        approved=(edited if edited is not None else asked_input(interaction)) if approving else None,
+        approved=(edited if edited is not None else approved_as_asked(interaction)) if approving else None,
     )
 
 
@@ -120,7 +128,7 @@ def vote_entry(deps: Dependencies, interaction: InteractionRecord, by: str, vote
         by=by,
         authentication=vote.authentication,
         message=vote.message,
-        approved=vote.input if vote.input is not None else asked_input(interaction),
+        approved=vote.input if vote.input is not None else approved_as_asked(interaction),
     )
 
 

@@ -15,7 +15,7 @@ from resumable.clock import iso
 from resumable.exceptions import ForbiddenError, ValidationFailedError
 from resumable.service import cursor
 from resumable.service.access import is_approver
-from resumable.service.audit import asked_input, digest
+from resumable.service.audit import approved_as_asked, asked_input, digest
 from resumable.service.views import View
 from resumable.store.audit import audit_day, audit_pk
 from resumable.store.records import AuditOutcome, AuditRecord, InteractionRecord, expired
@@ -31,7 +31,10 @@ READ_SIZE = 100
 # default retention's worth: each costs a Query that finds nothing); the cursor goes on from there.
 MAX_READS_PER_PAGE = 40
 MAX_EMPTY_READS_PER_PAGE = 402
-SKEW = 60.0  # (default until: a minute past now, so a record made just now by another clock is in)
+SKEW = 60.0  # (records made by a function whose clock runs ahead: read up to a minute past now)
+NOW = 0.001  # (default until: just past now, so that a record made at this very moment is in)
+EARLIEST, LATEST = 0.0, 253_402_300_799.0  # 1970-01-01 and 9999-12-31T23:59:59Z: any moment outside is one of them
+MAX_PAGE_BYTES = 4 * 1024 * 1024  # of records' JSON: a reply stays under Lambda's 6 MB
 OUTCOMES: tuple[AuditOutcome, ...] = ("voted", "approved", "denied", "ran", "failed", "unknown", "not_run")
 
 
@@ -124,13 +127,20 @@ def audit(
     now = deps.clock.now()
     query = "AUDIT\n" + json.dumps([by, tool, outcome])  # (what a cursor is issued for)
     page = _where(deps, since, until, after, query, now)
-    records, resume = _read(deps, page, now, limit, lambda record: _matches(record, by, tool, outcome))
+    read, resume = _read(deps, page, now, limit, lambda record: _matches(record, by, tool, outcome))
+    shown = _shown(deps, [record for _, record in read], now)
+    size = 0
+    for kept, view in enumerate(shown):  # (records keep whole inputs: a page of them can be large)
+        size += len(view.model_dump_json(by_alias=True))
+        if size > MAX_PAGE_BYTES and kept > 0:
+            sk, record = read[kept - 1]
+            shown, resume = shown[:kept], (audit_day(record.at), sk)
+            break
     token = None
     if resume is not None:
         held_at = {"pk": {"S": audit_pk(resume[0])}, "sk": {"S": resume[1] or ""}}
         held_at |= {"since": {"S": repr(page.start)}, "until": {"S": repr(page.end)}}
         token = cursor.issue(held_at, query, deps.settings.cursor_secret)
-    shown = _shown(deps, records, now)
     return AuditPage(records=shown, since=iso(page.start) or "", until=iso(page.end) or "", cursor=token)
 
 
@@ -138,7 +148,7 @@ def _where(
     deps: Dependencies, since: str | None, until: str | None, after: str | None, query: str, now: float
 ) -> _Page:
     """The range asked, and where in it this page starts (the cursor's place, or the range's start)."""
-    end = _moment("until", until) if until is not None else now + SKEW
+    end = _moment("until", until) if until is not None else now + NOW
     start = _moment("since", since) if since is not None else end - DEFAULT_DAYS * 86400
     page = _Page(start, end)
     if after is not None:
@@ -159,15 +169,15 @@ def _where(
 
 def _read(
     deps: Dependencies, page: _Page, now: float, limit: int, wanted: Callable[[AuditRecord], bool]
-) -> tuple[list[AuditRecord], tuple[str, str | None] | None]:
-    """Up to ``limit`` wanted records from where ``page`` starts, and where the next page starts (None:
-    the range holds no more). No record is older than the trail's retention, nor made after now (give
-    or take the functions' clocks): only that much of the range is read."""
+) -> tuple[list[tuple[str, AuditRecord]], tuple[str, str | None] | None]:
+    """Up to ``limit`` wanted records (each with its sort key) from where ``page`` starts, and where the
+    next page starts (None: the range holds no more). No record is older than the trail's retention,
+    nor made after now (give or take the functions' clocks): only that much of the range is read."""
     first_read = max(page.start, now - deps.settings.audit_retention_seconds - 86400)
     last_read = min(page.end, now + SKEW)
     day, last = page.day or audit_day(min(first_read, last_read)), page.last
     final_day = audit_day(last_read)
-    records: list[AuditRecord] = []
+    records: list[tuple[str, AuditRecord]] = []
     resume: tuple[str, str | None] | None = None
     reads = empty = 0
     while first_read < last_read and reads < MAX_READS_PER_PAGE and empty < MAX_EMPTY_READS_PER_PAGE:
@@ -176,7 +186,7 @@ def _read(
         for position, (sk, record) in enumerate(found):
             last = sk
             if not expired(record.purge_at, now) and wanted(record):
-                records.append(record)
+                records.append((sk, record))
                 if len(records) == limit:
                     more = more or position < len(found) - 1
                     break
@@ -204,7 +214,10 @@ def _moment(name: str, text: str) -> float:
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.timestamp()
+    try:
+        return min(max(moment.timestamp(), EARLIEST), LATEST)
+    except (OverflowError, ValueError):  # (an offset that takes it past year 1 or 9999)
+        return EARLIEST if moment.year < 5000 else LATEST
 
 
 def _next(day: str) -> str:
@@ -241,7 +254,7 @@ def _view(record: AuditRecord, mode: str, question: InteractionRecord | None) ->
         vote = question.votes.get(record.by or "") if record.kind == "vote" else None
         answered = question.response if isinstance(question.response, dict) else {}
         edited = vote.input if vote is not None else answered.get("input")
-        approved = edited if edited is not None else asked
+        approved = edited if edited is not None else approved_as_asked(question)
         # shown only as recorded: an input whose digest is not the record's is not the one decided on
         if digest(asked) != record.input_asked_digest:
             asked = None  # (an action's record is of the input it ran with alone)

@@ -20,7 +20,7 @@ from resumable.runtime.rules import ApprovalRule
 from resumable.runtime.seam import AgentRuntime
 from resumable.service.child_turns import ChildTurns
 from resumable.service.ids import request_id
-from resumable.service.limits import bounded_json, bounded_text
+from resumable.service.limits import bounded_reason, bounded_text
 from resumable.service.retention import purge_time, retire
 from resumable.service.settlement import superseded
 from resumable.service.workflow import tell_workflow
@@ -258,7 +258,7 @@ def _waiting_on(
                     request_id=request_id(root.turn_id, interrupt.id),
                     interrupt_id=interrupt.id,
                     name=interrupt.name,
-                    reason=bounded_json(reason, MAX_REASON_BYTES),
+                    reason=bounded_reason(reason, MAX_REASON_BYTES),
                     editable=editable,
                     input_schema=input_schema,
                     rule=rule,

@@ -48,3 +48,21 @@ def bounded_json(value: Any, limit: int) -> Any:
     if len(text.encode()) <= limit:
         return value
     return {"truncated": True, "bytes": len(text.encode()), "preview": bounded_text(text, limit // 4)}
+
+
+def is_preview(value: Any) -> bool:
+    """Whether ``value`` is a preview ``bounded_json`` made of a larger value."""
+    return isinstance(value, dict) and value.keys() == {"truncated", "bytes", "preview"} and value["truncated"] is True
+
+
+def bounded_reason(reason: Any, limit: int) -> Any:
+    """An interrupt's ``reason`` as a person is shown it, within ``limit`` bytes of JSON: an approval's
+    (its ``tool`` and ``input``) keeps what the call is and previews its input; any other, a preview
+    of the whole when it is too large."""
+    if not (isinstance(reason, dict) and "input" in reason and isinstance(reason.get("tool"), str)):
+        return bounded_json(reason, limit)
+    if len(json.dumps(reason, ensure_ascii=False).encode()) <= limit:
+        return reason
+    others = {k: bounded_json(v, 1024) for k, v in reason.items() if k != "input"}
+    room = limit - len(json.dumps(others, ensure_ascii=False).encode()) - 64
+    return {**others, "input": bounded_json(reason["input"], max(room, 256))}

@@ -94,28 +94,32 @@ def answer_under_rule(
     }
     ids = interaction.session_id, interaction.root_turn_id, interaction.request_id
     signed = authentication_of(principal)
-    if response["decision"] == "deny":  # settles it at once, whatever was approved before
-        entry = decision_entry(deps, interaction, response, who, signed, now, rule=rule.title, votes=interaction.votes)
-        outcome = deps.store.answer_interaction(
-            *ids, response, who, now, approval_shaped=True, ruled=True, audit=entry, **asker
-        )
-        _logged(outcome, interaction, f"denied by {who} under rule {rule.title!r}")
-        return outcome
     for _ in range(rule.required + 3):  # each refusal is another vote landing first: at most required
         if interaction.status != "requested" or interaction.expires_at <= now:
             return AnswerOutcome("refused", interaction=interaction)
-        votes = _with_vote(rule, interaction, response, who, now, signed)
-        if len(votes.votes) >= rule.required:
-            entry = decision_entry(deps, interaction, response, who, signed, now, rule=rule.title, votes=votes.votes)
+        if response["decision"] == "deny":  # settles it at once, whatever was approved before
+            # (it too holds only while the votes are those read: its record lists every one it overrode)
+            held = Votes(counted=interaction.vote_count, votes=interaction.votes)
+            entry = decision_entry(deps, interaction, response, who, signed, now, rule=rule.title, votes=held.votes)
             outcome = deps.store.answer_interaction(
-                *ids, response, who, now, approval_shaped=True, ruled=True, votes=votes, audit=entry, **asker
+                *ids, response, who, now, approval_shaped=True, ruled=True, votes=held, audit=entry, **asker
             )
+            what = f"denied by {who} under rule {rule.title!r}"
         else:
-            entry = vote_entry(deps, interaction, who, votes.votes[who], rule.title)
-            outcome = deps.store.vote_interaction(*ids, votes, now, audit=entry, **asker)
+            votes = _with_vote(rule, interaction, response, who, now, signed)
+            if len(votes.votes) >= rule.required:
+                entry = decision_entry(
+                    deps, interaction, response, who, signed, now, rule=rule.title, votes=votes.votes
+                )
+                outcome = deps.store.answer_interaction(
+                    *ids, response, who, now, approval_shaped=True, ruled=True, votes=votes, audit=entry, **asker
+                )
+            else:
+                entry = vote_entry(deps, interaction, who, votes.votes[who], rule.title)
+                outcome = deps.store.vote_interaction(*ids, votes, now, audit=entry, **asker)
+            what = f"approved by {who} under rule {rule.title!r} ({len(votes.votes)} of {rule.required} approvals)"
         if outcome.outcome != "refused":
-            _logged(outcome, interaction, f"approved by {who} under rule {rule.title!r} "
-                                          f"({len(votes.votes)} of {rule.required} approvals)")  # fmt: skip
+            _logged(outcome, interaction, what)
             return outcome
         assert outcome.interaction is not None
         interaction = outcome.interaction
