@@ -108,6 +108,7 @@ def two_approvals(context: AgentContext) -> Agent:
 
 
 cancel_told = threading.Event()
+b_began = threading.Event()
 
 
 def three_concurrent_approvals(context: AgentContext) -> Agent:
@@ -118,8 +119,11 @@ def three_concurrent_approvals(context: AgentContext) -> Agent:
     @tool(approval=True, name="delete_record")
     def slow_delete(name: str) -> str:
         """Delete a database record."""
-        if name == "b":
+        if name == "b":  # (its journal entry says it started: the cancel comes after)
+            b_began.set()
             assert cancel_told.wait(HANG_SECONDS), "a never told the cancel"
+        if name == "a":  # a and b run together, whichever thread gets going first
+            assert b_began.wait(HANG_SECONDS), "b never began"
         result = delete_record(name)
         if name == "a" and after_action_a:
             after_action_a.pop()(context)
@@ -208,6 +212,7 @@ def test_a_cancel_during_concurrent_actions_is_seen_by_the_call_still_waiting_fo
     aws: Settings, clock: FakeClock, session_id: str, ledger: Path
 ) -> None:
     cancel_told.clear()
+    b_began.clear()
     svc = _service(aws, clock, three_concurrent_approvals)
     started = svc.start_turn(session_id, "delete a and b, archive c")
     assert len(started.interactions) == 3, "one pause collects every concurrent call's question"
