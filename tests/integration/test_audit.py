@@ -361,9 +361,16 @@ def test_get_audit_shows_how_each_answerer_was_authenticated_and_is_for_approver
         "until=9999-12-31T23:00:00-05:00",  # (after year 9999 in UTC)
         "until=0999-12-25",
     ]:
-        status, page = http(api, "GET", "/audit", query=query, principal="carol")
-        assert status == 200, (query, page)
-        assert len(page["records"]) == (0 if query.startswith("until") else 3) and page["cursor"] is None, query
+        found: list[Any] = []
+        sent = query
+        for _ in range(5):  # (a page passes 100 empty days: a retention is a few pages)
+            status, page = http(api, "GET", "/audit", query=sent, principal="carol")
+            assert status == 200, (query, page)
+            found += page["records"]
+            if page["cursor"] is None:
+                break
+            sent = f"cursor={page['cursor']}"
+        assert page["cursor"] is None and len(found) == (0 if query.startswith("until") else 3), query
 
 
 def test_a_deny_under_a_rule_records_every_approval_it_overrode_even_one_given_as_it_was_written(

@@ -50,6 +50,7 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -288,9 +289,10 @@ def _check_audit(h: Harness, a: Attempt, session_id: str, tree: Any) -> None:
     """The audit trail holds one decision for each approval answered, none for any other, and for each
     action at most one record that it ran, one where the journal finished it: whatever call failed."""
     observer = h.service()
+    since = datetime.fromtimestamp(h.clock.now() - 86400, UTC).isoformat()  # (the attempt began within it)
     records, page = [], None
     while page is None or page.cursor is not None:
-        page = observer.audit(None, since="2020-01-01", after=page.cursor if page else None)
+        page = observer.audit(None, since=since, after=page.cursor if page else None)
         records += [r for r in page.records if r.session_id == session_id]
     answered = {i.request_id for i in tree.interactions if i.status == "answered"}
     decided = [r.request_id for r in records if r.kind == "decision"]

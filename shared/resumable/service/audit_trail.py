@@ -27,10 +27,10 @@ DEFAULT_PAGE = 100
 MAX_PAGE = 500
 DEFAULT_DAYS = 7
 READ_SIZE = 100
-# A page reads at most this many times (records a filter leaves out), and this many empty days (a
-# default retention's worth: each costs a Query that finds nothing); the cursor goes on from there.
+# A page reads at most this many times (records a filter leaves out), and this many empty days (each
+# a Query that finds nothing: a few milliseconds); the cursor goes on from there.
 MAX_READS_PER_PAGE = 40
-MAX_EMPTY_READS_PER_PAGE = 402
+MAX_EMPTY_READS_PER_PAGE = 100
 SKEW = 60.0  # (records made by a function whose clock runs ahead: read up to a minute past now)
 NOW = 0.001  # (default until: just past now, so that a record made at this very moment is in)
 EARLIEST, LATEST = 0.0, 253_402_300_799.0  # 1970-01-01 and 9999-12-31T23:59:59Z: any moment outside is one of them
