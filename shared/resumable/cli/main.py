@@ -24,6 +24,7 @@ from resumable.cli.client import LOCAL_URL, Api, Reply, UnreachableError, defaul
 
 EXIT_CODES = {400: 2, 422: 2, 404: 3, 409: 4, 410: 5, 401: 6, 403: 6}
 _WAIT_POLL_SECONDS = 1.0
+_PLAIN_PROGRESS_SECONDS = 10.0
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -172,15 +173,24 @@ def _print_turn(turn: dict[str, Any]) -> None:
 
 
 def _wait(api: Api, reply: Reply) -> Reply:
-    """Poll the turn while it runs, with a progress line on stderr."""
+    """Poll the turn while it runs, saying so on stderr: a progress line redrawn in place on a
+    terminal; otherwise (a log, a script's capture) a plain line now and then."""
     spinner = itertools.cycle("|/-\\")
     started = time.monotonic()
+    terminal = sys.stderr.isatty()
+    said = -_PLAIN_PROGRESS_SECONDS
     while reply.status < 300 and reply.body.get("status") == "running":
-        sys.stderr.write(f"\r{next(spinner)} running for {time.monotonic() - started:.0f} s")
+        running = time.monotonic() - started
+        if terminal:
+            sys.stderr.write(f"\r{next(spinner)} running for {running:.0f} s")
+        elif running - said >= _PLAIN_PROGRESS_SECONDS:
+            sys.stderr.write(f"turn {reply.body['turnId']} running for {running:.0f} s\n")
+            said = running
         sys.stderr.flush()
         time.sleep(_WAIT_POLL_SECONDS)
         reply = api.call("GET", f"/sessions/{part(reply.body['sessionId'])}/turns/{part(reply.body['turnId'])}")
-    sys.stderr.write("\r" + " " * 40 + "\r")
+    if terminal:
+        sys.stderr.write("\r" + " " * 40 + "\r")
     return reply
 
 

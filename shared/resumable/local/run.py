@@ -85,6 +85,9 @@ event once; --follow keeps reading, --json prints each event whole):
   curl -s '@URL/audit?outcome=denied'      # the deny of step 3: who, how signed in, the message, input digests
   @PYTHON -m resumable.cli --url @URL admin audit      # every vote, decision and action's outcome, as a table
 
+The resumable command (docs/desk.md) calls RESUMABLE_URL: set it in each shell you use it from.
+  export RESUMABLE_URL=@URL
+
 The OpenAPI document: @URL/openapi.json
 """
 
@@ -125,7 +128,9 @@ Every question and answer is published as it happens; read them (each once):
 
 Who decided what, and how each signed in: the page's Audit trail (at its foot, as alice or dave).
 
-The resumable command takes the same token: @PYTHON -m resumable.cli --url @URL --token "$TOKEN" inbox
+The resumable command takes the same token (and calls RESUMABLE_URL: set it in each shell you use it from):
+  export RESUMABLE_URL=@URL
+  @PYTHON -m resumable.cli --token "$TOKEN" inbox
 """
 
 
