@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
 
 import pytest
+
+# Where a local run the tests start says where it serves: never the project's own file, which a
+# developer's make run beside the tests writes (and the resumable command reads).
+os.environ["RESUMABLE_LOCAL_STATE"] = os.path.join(tempfile.mkdtemp(prefix="resumable-tests-"), "local-run.json")
 
 
 @pytest.fixture(autouse=True)

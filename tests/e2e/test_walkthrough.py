@@ -4,6 +4,7 @@ bash, does what each step says."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -69,3 +70,21 @@ def test_every_step_of_the_printed_walkthrough_works_when_followed_literally(pri
         assert step.replace(": ", ":").replace(", ", ",") in out.replace(": ", ":").replace(", ", ","), step
     assert "there is no record" not in out, "a step deleted a record an earlier one had deleted"
     assert '"code"' not in out, "a step got an error: " + out
+
+
+@pytest.mark.slow
+def test_the_resumable_command_finds_the_local_run_by_itself(printed: str) -> None:
+    url = re.search(r"resumable is serving (http://127\.0\.0\.1:\d+)", printed)
+    assert url is not None, printed
+    assert f"export RESUMABLE_URL={url.group(1)}" in printed
+    environment = {k: v for k, v in os.environ.items() if k != "RESUMABLE_URL"}
+    ran = subprocess.run(
+        [sys.executable, "-m", "resumable.cli", "inbox"],  # no --url: the run said where it serves
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=HANG_SECONDS,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert "could not reach" not in ran.stderr

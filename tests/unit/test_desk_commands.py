@@ -3,15 +3,18 @@ optional part, parses as written (placeholders given sample values); ``start --w
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from resumable.cli import main
-from resumable.cli.client import Reply
+from resumable.cli.client import LOCAL_URL, Reply, default_url
 from resumable.cli.main import _parser
 
 DESK = Path(__file__).resolve().parents[2] / "docs" / "desk.md"
@@ -65,3 +68,25 @@ def test_start_wait_redraws_its_progress_on_a_terminal_and_writes_plain_lines_an
         assert "\r| running for 0 s" in said
     else:
         assert said == "turn t running for 0 s\n"  # no carriage return, no padding in a capture
+
+
+def test_the_command_calls_the_local_run_that_says_where_it_serves_unless_told_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = tmp_path / "local-run.json"
+    monkeypatch.setenv("RESUMABLE_LOCAL_STATE", str(state))
+    monkeypatch.delenv("RESUMABLE_URL", raising=False)
+    assert default_url() == LOCAL_URL  # no run said anything
+    state.write_text(json.dumps({"url": "http://127.0.0.1:18431", "pid": os.getpid()}))
+    assert default_url() == "http://127.0.0.1:18431"
+    monkeypatch.setenv("RESUMABLE_URL", "https://api.example.com")
+    assert default_url() == "https://api.example.com"  # what the person set wins
+    monkeypatch.delenv("RESUMABLE_URL")
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    state.write_text(json.dumps({"url": "http://127.0.0.1:18431", "pid": gone.pid}))
+    assert default_url() == LOCAL_URL  # a run that died leaves its file: not followed
+    elsewhere = json.dumps({"url": "http://evil.example:80", "pid": os.getpid()})
+    for said in [elsewhere, "not json", '{"pid": "x"}']:
+        state.write_text(said)
+        assert default_url() == LOCAL_URL

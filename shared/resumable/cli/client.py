@@ -9,6 +9,7 @@ import os
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -107,4 +108,24 @@ def stack_url(stack: str, region: str | None) -> str:
 
 
 def default_url() -> str:
-    return os.environ.get("RESUMABLE_URL") or LOCAL_URL
+    """``RESUMABLE_URL``; else the local run's, if one is serving (``make run`` says where, see
+    ``local_run_state``); else the local run's default address."""
+    return os.environ.get("RESUMABLE_URL") or _local_run_url() or LOCAL_URL
+
+
+def local_run_state() -> Path:
+    """Where a local run (``make run``) says where it serves: ``RESUMABLE_LOCAL_STATE``, else
+    ``.resumable/local-run.json`` in the project it runs from."""
+    named = os.environ.get("RESUMABLE_LOCAL_STATE")
+    return Path(named) if named else Path(__file__).resolve().parents[3] / ".resumable" / "local-run.json"
+
+
+def _local_run_url() -> str | None:
+    """The URL of the local run that serves now, as it said (None: none does, or it said nothing)."""
+    try:
+        said = json.loads(local_run_state().read_text())
+        os.kill(int(said["pid"]), 0)  # (still running? a run that died leaves its file behind)
+        url = said["url"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return url if isinstance(url, str) and url.startswith("http://127.0.0.1:") else None

@@ -13,11 +13,14 @@ and AWS credentials to use Bedrock; set ``AGENT_FACTORY`` to use your own).
 from __future__ import annotations
 
 import errno
+import json
 import os
 import sys
+from collections.abc import Callable
 from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
+from resumable.cli.client import local_run_state
 from resumable.config import Settings
 from resumable.local.authorizers import JwtVerifier, LocalCredentials
 from resumable.local.embedded_aws import embedded_aws
@@ -163,6 +166,25 @@ def _local_credentials(default: str) -> LocalCredentials:
     return made
 
 
+def _said_where(url: str) -> Callable[[], None]:
+    """Tell the resumable command where this run serves (``local_run_state``; the command reads it when
+    it is given no URL), for as long as it does; return what takes it back."""
+    path = local_run_state()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    written = path.with_name(f".{path.name}.{os.getpid()}")
+    written.write_text(json.dumps({"url": url, "pid": os.getpid()}) + "\n")
+    os.replace(written, path)  # (in place at once: a reader sees this run's or the one before)
+
+    def take_back() -> None:
+        try:
+            if json.loads(path.read_text()).get("pid") == os.getpid():  # (not another run's, started since)
+                path.unlink()
+        except (OSError, ValueError):
+            pass
+
+    return take_back
+
+
 def _listen(port: int, credentials: LocalCredentials | None, jwt: JwtVerifier | None) -> LocalServer:
     """The local API's server on ``port``, or exit saying which port is taken and how to pick another."""
     try:
@@ -225,6 +247,7 @@ def main() -> None:
         server = _listen(port, credentials, verifier)
         url = f"http://127.0.0.1:{server.server_address[1]}"
         os.environ["API_URL"] = url  # the answer links in events
+        stack.callback(_said_where(url))
         with publishing(settings) as (resources, _), running_schedules():
             execution = machine.replace(":stateMachine:", ":execution:") + ":wf-1"
             walkthrough = (
