@@ -126,7 +126,7 @@ def audit(api: Api, options: argparse.Namespace, exit_codes: dict[int, int], tab
         span = f"from {reply.body['since']} to {reply.body['until']}"
         for record in reply.body["records"]:
             if options.format == "jsonl":
-                print(json.dumps(record, ensure_ascii=False), flush=False)
+                print(json.dumps(record, ensure_ascii=False))
             else:
                 rows.append(_audit_row(record))
             written += 1

@@ -97,10 +97,7 @@ def submit_approval(
             # The answer came too late: settle the turn expired (a write), then say so.
             moved = advance(deps, load(deps, session_id, root_id))
             if any(i.request_id == request_id and i.answered_by == EXPIRY for i in moved.interactions):
-                raise GoneError(
-                    f"interaction {request_id} expired before it was answered, and its approval rule denies a "
-                    "question at its expiry: it was denied and the turn went on; nothing was answered"
-                )
+                raise _denied_at_expiry(request_id)
             raise GoneError(
                 f"interaction {request_id} expired before it was answered; its turn is settled as expired and "
                 "nothing was answered"
@@ -191,16 +188,20 @@ def _expired_unanswered(interaction: InteractionRecord, approval_shaped: bool) -
     return interaction.status == "requested" and (interaction.name != APPROVAL_INTERRUPT or approval_shaped)
 
 
+def _denied_at_expiry(request_id: str) -> GoneError:
+    return GoneError(
+        f"interaction {request_id} expired before it was answered, and its approval rule denies a question at "
+        "its expiry: it was denied and the turn went on; nothing was answered"
+    )
+
+
 def _unless_replayed(interaction: InteractionRecord, response: Any, approval_shaped: bool) -> None:
     """Explain why the conditional write refused the answer; return only for an identical replay."""
     if interaction.status == "answered":
         if _canonical(interaction.response) == _canonical(response):
             return
         if interaction.answered_by == EXPIRY:
-            raise GoneError(
-                f"interaction {interaction.request_id} expired before it was answered, and its approval rule denies "
-                "a question at its expiry: it was denied and the turn went on; nothing was answered"
-            )
+            raise _denied_at_expiry(interaction.request_id)
         raise ConflictError(
             f"interaction {interaction.request_id} was already answered with {_canonical(interaction.response)} "
             f"by {interaction.answered_by}; that answer stands and this one was not recorded",
