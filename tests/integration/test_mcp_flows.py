@@ -137,10 +137,10 @@ def test_an_approved_mcp_call_that_never_answers_is_recorded_in_doubt_never_as_d
     make_service: Callable[..., Service], session_id: str, records: RecordsServer
 ) -> None:
     def build(context: AgentContext) -> Agent:
-        client = context.enter_context(records.connect(timeout=0.5))
-        return Agent(
-            name="ops", model=Waiter(), tools=client.tools(), approval_policy=ApprovalPolicy(require=("wait_*",))
-        )
+        client = context.enter_context(records.connect())
+        tools = client.tools()  # (listing is not what is timed here: a busy machine may take its time)
+        client.timeout = 0.5  # the approved call that never answers
+        return Agent(name="ops", model=Waiter(), tools=tools, approval_policy=ApprovalPolicy(require=("wait_*",)))
 
     started = make_service(build).start_turn(session_id, "wait")
     [interaction] = started.interactions
