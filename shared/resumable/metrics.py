@@ -95,7 +95,7 @@ def seconds(name: str, value: float, **dimensions: str) -> None:
 # Counts with dimensions of their own, summed until the handler returns: Powertools' metric set has
 # one set of dimensions, so each of these is written as a metric of its own (``single_metric``).
 _dimensioned: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
-_dimensioned_lock = threading.Lock()
+_lock = threading.Lock()  # (the counts below, and Powertools' metric set: one process's)
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -105,34 +105,37 @@ def _add(name: str, unit: MetricUnit, value: float, dimensions: dict[str, str]) 
     if not _collecting.get():
         return
     if not dimensions:
-        metrics.add_metric(name=name, unit=unit, value=value)
+        with _lock:
+            metrics.add_metric(name=name, unit=unit, value=value)
         return
     if unit != MetricUnit.Count:
         raise ValueError(f"{name}: only a count may have dimensions of its own")
     key = (name, tuple(sorted(dimensions.items())))
-    with _dimensioned_lock:
+    with _lock:
         _dimensioned[key] = _dimensioned.get(key, 0) + value
 
 
 def flush() -> None:
-    """Write what was counted since the last flush (CloudWatch's embedded metric format, on stdout)."""
-    with _dimensioned_lock:
+    """Write what was counted since the last flush (CloudWatch's embedded metric format, on stdout).
+    One flush at a time: Powertools' metric set is the process's, and a flush that another emptied
+    between its check and its write raised (invocations share a process locally, served by threads)."""
+    with _lock:
         pending = list(_dimensioned.items())
         _dimensioned.clear()
-    for (name, dimensions), value in pending:
-        default = {"service": SERVICE, **dict(dimensions)}
-        with single_metric(
-            name=name, unit=MetricUnit.Count, value=value, namespace=NAMESPACE, default_dimensions=default
-        ):
-            pass
-    metrics.flush_metrics(raise_on_empty_metrics=False)
+        for (name, dimensions), value in pending:
+            default = {"service": SERVICE, **dict(dimensions)}
+            with single_metric(
+                name=name, unit=MetricUnit.Count, value=value, namespace=NAMESPACE, default_dimensions=default
+            ):
+                pass
+        metrics.flush_metrics(raise_on_empty_metrics=False)
 
 
 def clear() -> None:
     """Forget what was counted since the last flush, unwritten."""
-    with _dimensioned_lock:
+    with _lock:
         _dimensioned.clear()
-    metrics.clear_metrics()
+        metrics.clear_metrics()
 
 
 def flushing(handler: Callable[_P, _R]) -> Callable[_P, _R]:

@@ -343,12 +343,17 @@ def test_published_outbox_items_expire(
     started = service.start_turn("expiring", "delete")
     service.cancel("expiring", started.turn_id)
     queue.until(3)
-    items = store.dynamodb.query(
-        TableName=store.table,
-        KeyConditionExpression="pk = :pk",
-        ExpressionAttributeValues={":pk": {"S": "SESSION#expiring"}},
-    )["Items"]
-    outbox = [i for i in items if i.get("entity") == {"S": "event"}]
+
+    def marked() -> list[dict[str, Any]] | None:  # (the publisher marks each item once its event is sent)
+        items = store.dynamodb.query(
+            TableName=store.table,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": "SESSION#expiring"}},
+        )["Items"]
+        outbox = [i for i in items if i.get("entity") == {"S": "event"}]
+        return outbox if all("published_at" in i for i in outbox) else None
+
+    outbox = eventually(marked, "every published outbox item marked")
     assert len(outbox) == 3
     for item in outbox:
         assert float(item["published_at"]["N"]) == publisher_clock.now()

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
@@ -46,3 +47,31 @@ def test_powertools_names_come_from_the_environment(environment: dict[str, str],
     assert log["service"] == service
     assert metric["service"] == service
     assert metric["_aws"]["CloudWatchMetrics"][0]["Namespace"] == namespace  # type: ignore[index]
+
+
+def test_handlers_flushing_at_once_in_one_process_never_fail_for_a_set_another_emptied(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Locally one process serves many requests at once (threads); each flushes what it counted.
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from resumable.metrics import collecting, count, flush, metrics
+
+    provider = metrics.provider
+    serialize = provider.serialize_metric_set
+
+    def slowly(*args: Any, **kwargs: Any) -> Any:  # (a flush takes a moment: another may run meanwhile)
+        time.sleep(0.001)
+        return serialize(*args, **kwargs)
+
+    monkeypatch.setattr(provider, "serialize_metric_set", slowly)
+
+    def handler(_: int) -> None:
+        for _ in range(50):
+            with collecting():
+                count("Requests")
+            flush()
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(handler, range(8)))  # (a flush that raised would raise here)
