@@ -360,3 +360,36 @@ def clerks(context: AgentContext) -> Agent:
         model=ScriptedModel([reply for _ in range(20) for reply in (asks, says("all looked up"))]),
         tools=[clerk().as_tool()],
     )
+
+
+# -- for tests/integration/test_context.py ------------------------------------------------------------
+
+
+@tool(approval=True, risk="destructive", impact="Drops the database and every backup of it")
+def drop_database(name: str) -> str:
+    """Drop a database."""
+    with open(os.environ[LEDGER_ENV], "a") as ledger:
+        ledger.write(f"drop {name}\n")
+    return f"dropped {name}"
+
+
+@tool(approval=True, risk="low")
+def clear_cache(name: str, reason: str = "") -> str:
+    """Clear a cache."""
+    return f"cleared {name}"
+
+
+def explains(context: AgentContext) -> Agent:
+    """An agent that says why before it drops a database (destructive)."""
+    reply = calls(("x-1", "drop_database", {"name": "prod-db"}))
+    reply["content"].insert(0, {"text": "The migration finished, so prod-db is no longer used."})
+    return Agent(name="janitor", model=ScriptedModel([reply, says("dropped")]), tools=[drop_database])
+
+
+def low_risk(context: AgentContext) -> Agent:
+    """An agent whose call carries its own reason (a low-risk tool)."""
+    return Agent(
+        name="janitor",
+        model=ScriptedModel([calls(("c-1", "clear_cache", {"name": "eu", "reason": "stale prices"})), says("ok")]),
+        tools=[clear_cache],
+    )

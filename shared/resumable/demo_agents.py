@@ -28,7 +28,7 @@ _LOCK = threading.Lock()
 _TARGET = re.compile(r"delete (?:the )?([A-Za-z0-9_.-]+)", re.IGNORECASE)
 
 
-@tool(approval=True)
+@tool(approval=True, risk="destructive", impact="Deletes the named record for good: there is no undo")
 def delete_record(name: str) -> str:
     """Delete a database record. A person must approve it first.
 
@@ -44,8 +44,8 @@ def delete_record(name: str) -> str:
 
 
 class DemoModel:
-    """A deterministic stand-in for a model: delegates "delete <name>" to the tool it has and reports
-    the tool's result. Tool use ids count the conversation's replies, so they never repeat."""
+    """A deterministic stand-in for a model: delegates "delete <name>" to the tool it has, saying why,
+    and reports the tool's result. Tool use ids count the conversation's replies, so they never repeat."""
 
     def converse(
         self, messages: list[dict[str, Any]], system_prompt: str | None, tool_specs: list[dict[str, Any]]
@@ -63,9 +63,17 @@ class DemoModel:
         name = target.group(1)
         tool_name = tool_specs[0]["name"]
         tool_input = {"name": name} if tool_name == "delete_record" else {"prompt": f"delete {name}"}
+        said = (
+            f"You asked me to delete the record {name}; delete_record does that."
+            if tool_name == "delete_record"
+            else f"Deleting {name} is a database task: I am handing it to {tool_name}."
+        )
         return {
             "role": "assistant",
-            "content": [{"toolUse": {"toolUseId": f"{tool_name}-{replies}", "name": tool_name, "input": tool_input}}],
+            "content": [
+                {"text": said},
+                {"toolUse": {"toolUseId": f"{tool_name}-{replies}", "name": tool_name, "input": tool_input}},
+            ],
         }
 
 

@@ -113,13 +113,15 @@ class NotFoundError(ServiceError):
 
 
 class ConflictError(ServiceError):
-    """The interaction was already answered differently (409); ``winning`` is the answer that stands."""
+    """The interaction was already answered differently (409); ``winning`` is the answer that stands,
+    ``answered`` who gave it, when and from where (``yours``: the caller did)."""
 
     code = "conflict"
 
-    def __init__(self, message: str, winning: object = None) -> None:
+    def __init__(self, message: str, winning: object = None, answered: dict[str, object] | None = None) -> None:
         super().__init__(message)
         self.winning = winning
+        self.answered = answered
 
 
 class TurnBusyError(ServiceError):

@@ -47,3 +47,9 @@ def refreshed(page: Any, times: int = 1) -> None:
     """Wait until the page has refreshed its list ``times`` more times (counted by the page itself)."""
     seen = int(page.evaluate("document.body.dataset.refreshes || '0'"))
     page.wait_for_function(f"() => Number(document.body.dataset.refreshes || 0) >= {seen + times}")
+
+
+def approve_on(card: Any) -> None:
+    """Click a card's Approve, then the second click a destructive question asks for ("Yes, run ...")."""
+    card.get_by_role("button", name="Approve").click()
+    card.locator(".confirm-yes").click()

@@ -45,22 +45,52 @@ def test_start_list_approve_and_the_exit_codes_of_what_did_not_happen(url: str) 
 
     listed = resumable(url, "inbox")
     assert listed.returncode == 0
-    [row] = [r for r in listed.stdout.splitlines() if r.startswith("cli-a ")]
-    assert turn["turnId"] in row and request in row and "orchestrator -> db_admin" in row
-    assert 'delete_record {"name": "prod-db"}' in row
+    # One row per question (what it asks, its risk, for whom), then its context, ids last.
+    lines = listed.stdout.splitlines()
+    assert lines[0].split() == ["REQUEST", "RISK", "ASKS", "FOR", "EXPIRES", "IN"]
+    at = next(n for n, line in enumerate(lines) if line.startswith(request))
+    assert "destructive" in lines[at] and "delete_record prod-db" in lines[at] and "user/alice" in lines[at]
+    context = lines[at + 1 : at + 6]
+    assert context[0].strip() == "impact: Deletes the named record for good: there is no undo"
+    assert context[1].strip().startswith("why: You asked me to delete the record prod-db")
+    assert context[2].strip() == "prompt: delete the prod-db record"
+    assert context[3].strip() == 'input: delete_record {"name": "prod-db"}'
+    assert context[4].split() == [
+        "session",
+        "cli-a",
+        "turn",
+        turn["turnId"],
+        "agents",
+        "orchestrator",
+        "->",
+        "db_admin",
+    ]
 
-    edited = resumable(url, "approve", "cli-a", turn["turnId"], request, "--input", '{"name": "x"}')
+    edited = resumable(url, "approve", "--yes", "cli-a", turn["turnId"], request, "--input", '{"name": "x"}')
     assert (edited.returncode, "may not be edited" in edited.stderr) == (2, True), edited.stderr
-    assert resumable(url, "approve", "cli-a", turn["turnId"], request, "--input", "{not json").returncode == 2
+    assert '  - name: "prod-db"\n  + name: "x"' in edited.stderr  # (the edit, shown before it was sent)
+    assert resumable(url, "approve", "--yes", "cli-a", turn["turnId"], request, "--input", "{not json").returncode == 2
 
-    approved = resumable(url, "approve", "cli-a", turn["turnId"], request)
+    # A destructive question needs a confirmation: without a terminal, --yes; else nothing is sent.
+    unconfirmed = resumable(url, "approve", request)
+    assert unconfirmed.returncode == 2 and "delete_record prod-db" in unconfirmed.stderr
+    assert "pass --yes" in unconfirmed.stderr and "nothing was sent" in unconfirmed.stderr
+    assert request in resumable(url, "inbox").stdout
+
+    approved = resumable(url, "approve", "--yes", request)  # the request id alone: the CLI finds the rest
     assert approved.returncode == 0, approved.stderr
     assert "completed" in approved.stdout and "output: record prod-db deleted" in approved.stdout
     conflict = resumable(url, "deny", "cli-a", turn["turnId"], request, "--message", "no")
-    assert conflict.returncode == 4 and "409 conflict" in conflict.stderr
+    assert conflict.returncode == 4 and "409 conflict: you already answered" in conflict.stderr
+    assert "(from the CLI at " in conflict.stderr
     assert resumable(url, "show", "cli-a", "0" * 32).returncode == 3
     shown = resumable(url, "show", "cli-a", turn["turnId"])
     assert shown.returncode == 0 and "completed" in shown.stdout
+    [row] = [r for r in shown.stdout.splitlines() if r.startswith(request)]
+    assert row.split()[1] == "approved"
+    assert "child turns:" in shown.stdout and "db_admin" in shown.stdout.split("child turns:")[1]
+    gone = resumable(url, "approve", "--yes", request)
+    assert gone.returncode == 2 and "is not waiting in your inbox" in gone.stderr
 
 
 def test_a_canceled_question_is_gone_and_denying_says_why(url: str) -> None:
@@ -129,7 +159,7 @@ def test_signed_requests_act_as_their_signer_and_a_forged_signature_is_refused(u
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_ACCESS_KEY", "AWS_SECRET", "AWS_SESSION"))}
     env |= {"AWS_SHARED_CREDENTIALS_FILE": str(forged), "AWS_PROFILE": "approver"}
     ran = subprocess.run(
-        [sys.executable, "-m", "resumable.cli", "--url", url, "--sign", "approve", "cli-owned", turn, request],
+        [sys.executable, "-m", "resumable.cli", "--url", url, "--sign", "approve", "--yes", "cli-owned", turn, request],
         capture_output=True,
         text=True,
         timeout=HANG_SECONDS,
@@ -137,7 +167,7 @@ def test_signed_requests_act_as_their_signer_and_a_forged_signature_is_refused(u
         check=False,
     )
     assert ran.returncode == 6 and "403 forbidden: The request signature we calculated" in ran.stderr, ran.stderr
-    assert resumable(url, "approve", "cli-owned", turn, request, profile="alice").returncode == 0
+    assert resumable(url, "approve", "--yes", "cli-owned", turn, request, profile="alice").returncode == 0
 
 
 def test_a_url_that_is_no_address_and_a_profile_that_does_not_exist_are_bad_input(url: str) -> None:
@@ -162,18 +192,18 @@ def test_two_approvers_approve_from_the_terminal_and_the_first_is_told_it_waits(
     [row] = [r for r in resumable(url, "inbox", profile="approver").stdout.splitlines() if request in r]
     assert "0 of 2" in row
 
-    first = resumable(url, "approve", "cli-two", turn["turnId"], request, profile="approver")
+    first = resumable(url, "approve", "--yes", "cli-two", turn["turnId"], request, profile="approver")
     assert first.returncode == 0, first.stderr
     assert (
         "waiting" in first.stdout.splitlines()[0]
         and "1 of 2: arn:aws:iam::000000000000:user/approver-ann" in first.stdout
     )
-    again = resumable(url, "approve", "cli-two", turn["turnId"], request, profile="approver")
+    again = resumable(url, "approve", "--yes", "cli-two", turn["turnId"], request, profile="approver")
     assert again.returncode == 4 and "already approved" in again.stderr and "1 of 2 approvals" in again.stderr
     [row] = [r for r in resumable(url, "inbox", profile="approver").stdout.splitlines() if request in r]
     assert "1 of 2: arn:aws:iam::000000000000:user/approver-ann (you approved)" in row
 
-    second = resumable(url, "approve", "cli-two", turn["turnId"], request, profile="approver2")
+    second = resumable(url, "approve", "--yes", "cli-two", turn["turnId"], request, profile="approver2")
     assert second.returncode == 0, second.stderr
     assert "completed" in second.stdout and "output: record prod-db deleted" in second.stdout
     assert "2 of 2: arn:aws:iam::000000000000:user/approver-ann, arn:aws:iam::000000000000:user/approver-ben" in (
@@ -210,7 +240,7 @@ def test_approving_ones_own_turn_under_a_two_person_rule_is_refused_naming_the_r
     request = turn["interactions"][0]["requestId"]
     assert request not in resumable(url, "inbox", profile="approver").stdout
 
-    refused = resumable(url, "approve", "cli-own", turn["turnId"], request, profile="approver")
+    refused = resumable(url, "approve", "--yes", "cli-own", turn["turnId"], request, profile="approver")
     assert refused.returncode == 6, refused.stderr
     assert "403 forbidden" in refused.stderr and "approval rule 'two-person delete'" in refused.stderr
     assert request in resumable(url, "inbox", profile="approver2").stdout
@@ -231,5 +261,59 @@ def test_an_escalated_question_reaches_the_inbox_of_the_one_it_escalated_to_mark
 
         [row] = [r for r in resumable(url, "inbox", profile="approver2").stdout.splitlines() if request in r]
         assert "0 of 1 (escalated)" in row
-        approved = resumable(url, "approve", "cli-esc", turn["turnId"], request, profile="approver2")
+        approved = resumable(url, "approve", "--yes", "cli-esc", turn["turnId"], request, profile="approver2")
         assert approved.returncode == 0 and "completed" in approved.stdout, approved.stderr
+
+
+def test_respond_in_words_dismiss_for_oneself_and_an_edit_shown_as_what_was_approved(url: str) -> None:
+    with settings(AGENT_FACTORY="tests.factories:asks_a_question"):
+        asked = json.loads(resumable(url, "--json", "start", "cli-ask", "pick a region").stdout)
+        request = asked["interactions"][0]["requestId"]
+        replied = resumable(url, "respond", request, "--text", "eu-west-1")
+        assert replied.returncode == 0 and "output: region chosen" in replied.stdout, replied.stderr
+        [row] = [r for r in replied.stdout.splitlines() if r.startswith(request)]
+        assert row.split()[1] == "answered"
+
+    turn = json.loads(resumable(url, "--json", "start", "cli-dis", "delete the prod-db record").stdout)
+    request = turn["interactions"][0]["requestId"]
+    not_words = resumable(url, "respond", request, "--text", "sure")
+    assert not_words.returncode == 2 and "is an approval: resumable approve or deny it" in not_words.stderr
+    dismissed = resumable(url, "dismiss", request, profile="approver")
+    assert dismissed.returncode == 0 and "hidden from your inbox, still waiting for others" in dismissed.stdout
+    assert request not in resumable(url, "inbox", profile="approver").stdout
+    assert request in resumable(url, "inbox").stdout  # (alice's own question: still in her inbox)
+    [row] = [r for r in resumable(url, "inbox", "--dismissed", profile="approver").stdout.splitlines() if request in r]
+    assert "(dismissed)" in row
+    back = resumable(url, "dismiss", request, "--undo", profile="approver")
+    assert back.returncode == 0 and "in your inbox again" in back.stdout
+    assert request in resumable(url, "inbox", profile="approver").stdout
+
+    with settings(APPROVAL_EDITS="delete_record"):
+        edits = json.loads(resumable(url, "--json", "start", "cli-edit", "delete the prod-db record").stdout)
+        request = edits["interactions"][0]["requestId"]
+        approved = resumable(url, "approve", "--yes", request, "--input", '{"name": "prod-db-replica"}')
+        assert approved.returncode == 0, approved.stderr
+        assert (
+            'your edit of delete_record\'s input:\n  - name: "prod-db"\n  + name: "prod-db-replica"' in approved.stderr
+        )
+        [row] = [r for r in approved.stdout.splitlines() if r.startswith(request)]
+        assert "approved with edits" in row and 'delete_record {"name": "prod-db-replica"} (edited)' in row
+
+
+def test_show_says_why_a_question_waits_and_conversation_prints_what_led_to_it(url: str) -> None:
+    turn = json.loads(resumable(url, "--json", "start", "cli-talk", "delete the talk-db record").stdout)
+    shown = resumable(url, "show", "cli-talk", turn["turnId"])
+    request = turn["interactions"][0]["requestId"]
+    assert f"{request} waits (destructive), for arn:aws:iam::000000000000:user/alice:" in shown.stdout
+    assert "    why: You asked me to delete the record talk-db; delete_record does that." in shown.stdout
+    child = turn["children"][0]["turnId"]
+    talk = resumable(url, "conversation", "cli-talk", child)
+    assert talk.returncode == 0, talk.stderr
+    assert talk.stdout.splitlines() == [
+        "db_admin's conversation: 2 messages, messages 1 to 2",
+        " user: delete talk-db",
+        "agent: You asked me to delete the record talk-db; delete_record does that.",
+        'agent: calls delete_record {"name": "talk-db"}',
+    ]
+    earlier = resumable(url, "conversation", "cli-talk", turn["turnId"], "--limit", "1")
+    assert earlier.stdout.splitlines()[-1] == f"earlier: resumable conversation cli-talk {turn['turnId']} --before 1"

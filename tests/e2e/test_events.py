@@ -30,7 +30,10 @@ DIRECT_EVENTS = sorted((ROOT / "events" / "stepfunctions").glob("*.json"))
 EXPECTED = {
     "start_turn": 201,
     "get_turn": 404,
+    "get_conversation": 404,
     "submit_approval": 404,
+    "dismiss_interaction": 404,
+    "undismiss_interaction": 404,
     "cancel": 404,
     "delete_session": 404,
     # The operator's routes, called by alice, who is no approver.

@@ -15,8 +15,8 @@ from playwright.sync_api import expect
 from resumable.api.app import forget
 from resumable.config import Settings
 from resumable.local.server import make_server
-from tests.e2e.browser import WAIT_MS, refreshed, screenshot
-from tests.e2e.local_api import call
+from tests.e2e.browser import WAIT_MS, approve_on, refreshed, screenshot
+from tests.e2e.local_api import APPROVER, call, settings
 
 pytestmark = pytest.mark.slow
 
@@ -69,13 +69,19 @@ def test_cards_appear_and_a_person_approves_denies_and_edits(own_url: str, page:
 
     start(url, "page-approve", "prod-db")
     start(url, "page-deny", "staging-db")
-    start(url, "page-edit", "test-db")
-    expect(page.locator("li.card")).to_have_count(3)
+    expect(page.locator("li.card")).to_have_count(2)
     expect(page.locator("#empty")).to_be_hidden()
     first = card(page, "page-approve")
     expect(first.locator(".path li")).to_have_text(["orchestrator", "db_admin"])
-    expect(first.locator(".tool")).to_have_text("delete_record")
+    # The headline says what approving does; the card says how risky it is, for whom, and why.
+    expect(first.locator(".tool")).to_have_text("delete_record prod-db")
+    expect(first.locator(".risk")).to_have_text("destructive")
+    expect(first.locator(".impact")).to_have_text("Deletes the named record for good: there is no undo")
+    expect(first.locator(".for")).to_contain_text("arn:aws:iam::000000000000:user/test_cards_appear")
+    expect(first.locator(".prompt")).to_have_text("delete the prod-db record")
+    expect(first.locator(".why")).to_have_text("You asked me to delete the record prod-db; delete_record does that.")
     expect(first.locator("pre.input")).to_have_text('{\n  "name": "prod-db"\n}')
+    expect(first.locator(".request")).to_have_text(first.get_attribute("data-request-id") or "")
     expect(first.locator(".countdown")).to_contain_text("in 23h")
     screenshot(page, "inbox")
 
@@ -84,14 +90,28 @@ def test_cards_appear_and_a_person_approves_denies_and_edits(own_url: str, page:
     denied.get_by_role("button", name="Deny delete_record in session page-deny…").click()
     denied.get_by_label("Why (the agent is told)").fill("not staging")
     start(url, "page-later", "later-db")
-    expect(page.locator("li.card")).to_have_count(4)
+    expect(page.locator("li.card")).to_have_count(3)
     refreshed(page, 2)
     expect(denied.get_by_label("Why (the agent is told)")).to_have_value("not staging")
 
-    # Approve from the keyboard: the button's accessible name says what it approves.
+    # Approve from the keyboard: the button's accessible name says what it approves. A destructive
+    # question asks again, naming what will happen, with the focus on Cancel: one key press runs nothing.
     approve = page.get_by_role("button", name="Approve delete_record in session page-approve")
     approve.focus()
     page.keyboard.press("Enter")
+    confirm = first.locator(".confirm")
+    expect(confirm).to_be_visible()
+    expect(confirm.locator(".confirm-text")).to_have_text(
+        "Approving runs delete_record prod-db: Deletes the named record for good: there is no undo. "
+        "It cannot be taken back."
+    )
+    expect(confirm.get_by_role("button", name="Cancel")).to_be_focused()
+    screenshot(page, "inbox-confirm")
+    page.keyboard.press("Enter")  # (Cancel)
+    expect(confirm).to_be_hidden()
+    expect(page.locator("#outcomes li")).to_have_count(0)
+    approve.click()
+    first.get_by_role("button", name="Yes, run delete_record prod-db").click()
     outcome = page.locator("#outcomes li").first
     expect(outcome).to_contain_text("Approved: delete_record in session page-approve")
     expect(outcome).to_contain_text("the turn is completed: record prod-db deleted")
@@ -103,19 +123,31 @@ def test_cards_appear_and_a_person_approves_denies_and_edits(own_url: str, page:
     )
     expect(card(page, "page-deny")).to_have_count(0)
 
+
+def test_an_edit_is_shown_as_a_diff_then_approved(own_url: str, page: Any) -> None:
+    url = own_url
+    start(url, "page-edit", "test-db")
+    start(url, "page-other", "other-db")
+    page.goto(f"{url}/inbox?refresh=1")
     edited = card(page, "page-edit")
     edited.get_by_role("button", name="Edit the input of delete_record in session page-edit…").click()
     editor = edited.get_by_label("Input to approve with (JSON)")
     expect(editor).to_have_value('{\n  "name": "test-db"\n}')
     editor.fill('{"name": 7}')
-    edited.get_by_role("button", name="Approve with this input").click()
+    # First the changes as a diff of the input asked, then a second click approves exactly that.
+    edited.get_by_role("button", name="Review the changes").click()
+    expect(edited.locator("pre.diff")).to_have_text('- name: "test-db"\n+ name: 7')
+    edited.get_by_role("button", name="Approve delete_record with these changes").click()
     expect(edited.locator(".edit-error")).to_contain_text("does not fit the input of 'delete_record'")
     expect(edited).to_be_visible()  # refused: nothing was answered, the question stays
+    expect(editor).to_have_value('{"name": 7}')  # (and the text with it)
     editor.fill("{not json")
-    edited.get_by_role("button", name="Approve with this input").click()
+    edited.get_by_role("button", name="Review the changes").click()
     expect(edited.locator(".edit-error")).to_contain_text("This is not JSON")
     editor.fill('{"name": "test-db-copy"}')
-    edited.get_by_role("button", name="Approve with this input").click()
+    edited.get_by_role("button", name="Review the changes").click()
+    expect(edited.locator("pre.diff")).to_have_text('- name: "test-db"\n+ name: "test-db-copy"')
+    edited.get_by_role("button", name="Approve delete_record with these changes").click()
     expect(page.locator("#outcomes li").first).to_contain_text(
         "Approved with your edit: delete_record in session page-edit"
     )
@@ -124,29 +156,43 @@ def test_cards_appear_and_a_person_approves_denies_and_edits(own_url: str, page:
     )
     expect(page.locator("li.card")).to_have_count(1)
     expect(page.locator("#status")).to_contain_text("1 question is waiting")
-    screenshot(page, "inbox-answered")
 
 
-def test_a_question_answered_in_another_tab_is_a_409_that_shows_their_answer(url: str, browser: Any) -> None:
+def test_a_question_answered_elsewhere_is_a_409_that_says_whose_answer_stands(url: str, browser: Any) -> None:
     start(url, "page-race", "race-db")
+    mine_too = start(url, "page-twice", "twice-db")
     context = browser.new_context()
     mine, theirs = context.new_page(), context.new_page()
     for tab in (mine, theirs):
         tab.set_default_timeout(WAIT_MS)
         tab.goto(f"{url}/inbox?refresh=0")  # loaded once: the card stays until someone answers here
         expect(card(tab, "page-race")).to_have_count(1)
-    card(theirs, "page-race").locator(".deny-open").click()
-    card(theirs, "page-race").get_by_label("Why (the agent is told)").fill("they said no")
-    card(theirs, "page-race").get_by_role("button", name="Deny", exact=True).click()
-    expect(theirs.locator("#outcomes li").first).to_contain_text("Denied")
+    # Someone else (an approver, at the API) denies one question...
+    race = card(theirs, "page-race")
+    path = f"/sessions/page-race/turns/{race.locator('dd.turn').inner_text()}/interactions/"
+    said = call(url, "POST", path + race.get_attribute("data-request-id"), {"response": {"decision": "deny",
+                "message": "they said no"}}, principal=APPROVER)  # fmt: skip
+    assert said[0] == 200, said
 
-    card(mine, "page-race").get_by_role("button", name="Approve").click()
+    approve_on(card(mine, "page-race"))
     late = mine.locator("#outcomes li").first
     expect(late).to_contain_text("Someone else answered delete_record in session page-race first")
-    expect(late).to_contain_text('their answer: deny ("they said no") by arn:aws:iam::000000000000:user/local')
+    expect(late).to_contain_text(f'their answer: deny ("they said no") by {APPROVER}')
     expect(late).to_contain_text("Your answer was not recorded")
     expect(card(mine, "page-race")).to_have_count(0)
     screenshot(mine, "inbox-409")
+
+    # ... and the same person answers the other in one tab, then again in a stale one: theirs, it says.
+    twice = card(theirs, "page-twice")
+    twice.locator(".deny-open").click()
+    twice.get_by_label("Why (the agent is told)").fill("not today")
+    twice.get_by_role("button", name="Deny", exact=True).click()
+    expect(theirs.locator("#outcomes li").first).to_contain_text("Denied")
+    approve_on(card(mine, "page-twice"))
+    again = mine.locator("#outcomes li").first
+    expect(again.locator("strong")).to_have_text("You already answered delete_record in session page-twice")
+    expect(again).to_contain_text("your answer stands: denied on this page at")
+    assert mine_too["interactions"][0]["requestId"]
     context.close()
 
 
@@ -155,7 +201,7 @@ def test_a_canceled_question_is_a_410(url: str, page: Any) -> None:
     page.goto(f"{url}/inbox?refresh=0")
     expect(card(page, "page-cancel")).to_have_count(1)
     assert call(url, "POST", f"/sessions/page-cancel/turns/{turn['turnId']}/cancel")[0] == 200
-    card(page, "page-cancel").get_by_role("button", name="Approve").click()
+    approve_on(card(page, "page-cancel"))
     late = page.locator("#outcomes li").first
     expect(late.locator("strong")).to_have_text("Too late for delete_record in session page-cancel")
     expect(late).to_contain_text("the question was canceled or expired (410): interaction")
@@ -224,7 +270,7 @@ def test_a_list_read_before_an_answer_never_brings_the_answered_question_back(ow
     expect(card(page, "page-stale")).to_have_count(1)
     page.wait_for_function("() => Number(document.body.dataset.refreshes || 0) >= 1")
     assert "page-stale" in stale["body"]
-    card(page, "page-stale").get_by_role("button", name="Approve").click()
+    approve_on(card(page, "page-stale"))
     expect(page.locator("#outcomes li").first).to_contain_text("Approved: delete_record in session page-stale")
     # Every later list is the one read before the answer (as a slow read that finishes late would be).
     page.route(
@@ -249,3 +295,62 @@ def test_from_the_keyboard_closing_a_form_never_leaves_focus_on_approve(own_url:
     expect(why).to_be_focused()
     expect(why).to_have_value("not yet")
     expect(card(page, "page-keys")).to_have_count(1)  # nothing was approved
+
+
+def test_a_question_that_asks_for_information_takes_a_reply_and_any_card_can_be_dismissed(
+    own_url: str, page: Any
+) -> None:
+    url = own_url
+    with settings(AGENT_FACTORY="tests.factories:asks_a_question"):
+        status, asked = call(url, "POST", "/sessions/page-ask/turns", {"prompt": "pick a region"})
+        assert status == 201, asked
+    start(url, "page-dismiss", "dismiss-db")
+    page.goto(f"{url}/inbox?refresh=1")
+    question = card(page, "page-ask")
+    expect(question.locator(".tool")).to_have_text("region")
+    expect(question.get_by_role("button", name="Approve", exact=True)).to_be_hidden()
+    question.get_by_role("button", name="Reply to region in session page-ask…").click()
+    reply = question.get_by_label("Your reply (the agent is given it)")
+    # The limit is shown as the text is typed; over it, nothing is sent and the text stays.
+    reply.fill("x" * 9000)
+    expect(question.locator(".reply-form .counter")).to_contain_text("too long, shorten it to send")
+    sent: list[str] = []
+    page.on("request", lambda request: sent.append(request.url) if request.method == "POST" else None)
+    question.get_by_role("button", name="Send the reply").click()
+    expect(page.locator("#outcomes li")).to_have_count(0)
+    expect(reply).to_have_value("x" * 9000)
+    expect(reply).to_be_focused()
+    reply.fill("eu-west-1")
+    expect(question.locator(".reply-form .counter")).to_have_text("11 of 8192 bytes")
+    with settings(AGENT_FACTORY="tests.factories:asks_a_question"):  # (the turn resumes with its factory)
+        question.get_by_role("button", name="Send the reply").click()
+        expect(page.locator("#outcomes li").first).to_contain_text("Replied: region in session page-ask")
+    assert len(sent) == 1, sent  # (the reply too long was refused here: only the one that fits was sent)
+    expect(page.locator("#outcomes li").first).to_contain_text("the turn is completed: region chosen")
+
+    # Dismissed: gone from this reader's inbox (refreshes do not bring it back), until Undo.
+    page.get_by_role("button", name="Dismiss delete_record in session page-dismiss (hide it from your inbox)").click()
+    dismissed = page.locator("#outcomes li").first
+    expect(dismissed).to_contain_text("Dismissed: delete_record dismiss-db in session page-dismiss")
+    expect(dismissed).to_contain_text("it still waits for others")
+    expect(card(page, "page-dismiss")).to_have_count(0)
+    refreshed(page, 2)
+    expect(card(page, "page-dismiss")).to_have_count(0)
+    dismissed.get_by_role("button", name="Undo dismissing delete_record dismiss-db in session page-dismiss").click()
+    expect(card(page, "page-dismiss")).to_have_count(1)
+    screenshot(page, "inbox-dismissed")
+
+
+def test_the_card_opens_the_conversation_that_led_to_the_question(own_url: str, page: Any) -> None:
+    start(own_url, "page-talk", "talk-db")
+    page.goto(f"{own_url}/inbox?refresh=0")
+    asked = card(page, "page-talk")
+    expect(asked.locator(".messages li")).to_have_count(0)  # (read only when opened)
+    asked.get_by_text("The conversation so far").click()
+    said = asked.locator(".messages li")
+    expect(said).to_have_count(2)
+    expect(asked.locator(".conversation-status")).to_have_text("2 messages from db_admin.")
+    expect(said.nth(0)).to_have_text("userdelete talk-db")
+    expect(said.nth(1)).to_contain_text("You asked me to delete the record talk-db; delete_record does that.")
+    expect(said.nth(1)).to_contain_text('calls delete_record {"name":"talk-db"}')
+    screenshot(page, "inbox-conversation")

@@ -30,7 +30,10 @@ def test_every_route_of_the_template_is_served() -> None:
     assert declared == {
         ("POST", "/sessions/{sessionId}/turns"),
         ("GET", "/sessions/{sessionId}/turns/{turnId}"),
+        ("GET", "/sessions/{sessionId}/turns/{turnId}/conversation"),
         ("POST", "/sessions/{sessionId}/turns/{turnId}/interactions/{requestId}"),
+        ("POST", "/sessions/{sessionId}/turns/{turnId}/interactions/{requestId}/dismiss"),
+        ("DELETE", "/sessions/{sessionId}/turns/{turnId}/interactions/{requestId}/dismiss"),
         ("POST", "/sessions/{sessionId}/turns/{turnId}/cancel"),
         ("GET", "/sessions/{sessionId}/interactions"),
         ("GET", "/interactions"),

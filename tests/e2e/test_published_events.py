@@ -79,7 +79,7 @@ def test_approve_deny_and_cancel_on_the_local_run_publish_each_event_once_in_ord
         ],
         "ev-deny": [
             f"ev-deny  #1  {asked}",
-            "ev-deny  #2  Interaction Answered  deny arn:aws:iam::000000000000:user/local",
+            'ev-deny  #2  Interaction Answered  deny arn:aws:iam::000000000000:user/local saying "no"',
             "ev-deny  #3  Turn Settled  completed DENIED: no. The tool 'delete_record' did not run.",
         ],
         "ev-cancel": [

@@ -179,7 +179,7 @@ def test_a_turn_waiting_that_nobody_can_see(handler_environment: Settings, url: 
 
     # Check.
     shown = ok(resumable(url, credentials, "show", session, turn))
-    assert "waiting" in shown.splitlines()[0] and f"{request}  answered" in shown
+    assert "waiting" in shown.splitlines()[0] and f"{request}  approved" in shown
     assert request not in ok(resumable(url, credentials, "inbox"))
     [row] = [r for r in ok(resumable(url, credentials, "admin", "stuck")).splitlines() if turn in r]
     assert "answered_unresumed" in row
@@ -241,7 +241,7 @@ def test_a_snapshot_that_cannot_be_loaded(handler_environment: Settings, url: st
     s3 = S3Snapshots(handler_environment).s3
     backup = s3.get_object(Bucket=handler_environment.bucket_name, Key=key)["Body"].read()
     s3.delete_object(Bucket=handler_environment.bucket_name, Key=key)
-    answered = ok(resumable(url, credentials, "approve", session, turn, request))
+    answered = ok(resumable(url, credentials, "approve", "--yes", session, turn, request))
     assert "waiting" in answered.splitlines()[0]
 
     # Check.
@@ -325,7 +325,7 @@ def test_a_workflow_execution_that_timed_out(
         return (mine[0]["turnId"], mine[0]["requestId"]) if mine else None
 
     new_turn, request = eventually(asked, "the new execution's question in the inbox")
-    ok(resumable(url, credentials, "approve", retried, new_turn, request))
+    ok(resumable(url, credentials, "approve", "--yes", retried, new_turn, request))
     # Validate.
     done = eventually(
         lambda: ((d := sfn.describe_execution(executionArn=again))["status"] != "RUNNING" and d) or None,
@@ -354,33 +354,33 @@ def test_dynamodb_throttling(url: str, credentials: Path, monkeypatch: pytest.Mo
         return real(self, operation, params)
 
     monkeypatch.setattr(BaseClient, "_make_api_call", throttling)
-    refused = resumable(url, credentials, "approve", session, turn, request)
+    refused = resumable(url, credentials, "approve", "--yes", session, turn, request)
     assert refused.returncode == 1 and "500 aws_failed" in refused.stderr and "retry" in refused.stderr
     # Check: nothing was answered, nothing is left behind.
-    assert f"{request}  requested" in ok(resumable(url, credentials, "show", session, turn))
+    assert f"{request}  waiting" in ok(resumable(url, credentials, "show", session, turn))
     assert turn not in ok(resumable(url, credentials, "admin", "stuck"))
     # Fix: the client retries the same answer. Validate.
-    assert "completed" in ok(resumable(url, credentials, "approve", session, turn, request)).splitlines()[0]
+    assert "completed" in ok(resumable(url, credentials, "approve", "--yes", session, turn, request)).splitlines()[0]
     assert demo_agents.DELETIONS == ["prod-db"]
 
 
 def test_a_client_confused_by_409_or_410(url: str, credentials: Path) -> None:
     session = f"confused-{uuid.uuid4().hex[:6]}"
     turn, request = started(url, credentials, session)
-    ok(resumable(url, credentials, "approve", session, turn, request))
+    ok(resumable(url, credentials, "approve", "--yes", session, turn, request))
     conflict = resumable(url, credentials, "deny", session, turn, request, "--message", "no")
-    assert conflict.returncode == 4 and "409 conflict: interaction" in conflict.stderr
-    assert 'already answered with {"decision":"approve"}' in conflict.stderr
+    assert conflict.returncode == 4 and "409 conflict: you already answered interaction" in conflict.stderr
+    assert "you already answered interaction" in conflict.stderr and 'with {"decision":"approve"}' in conflict.stderr
     # Check: the answer that stands, and who gave it.
     shown = ok(resumable(url, credentials, "show", session, turn))
-    assert "completed" in shown.splitlines()[0] and f"{request}  answered" in shown and APPROVER in shown
+    assert "completed" in shown.splitlines()[0] and f"{request}  approved" in shown and APPROVER in shown
     # The same answer again is safe: it returns the turn.
-    assert "completed" in ok(resumable(url, credentials, "approve", session, turn, request)).splitlines()[0]
+    assert "completed" in ok(resumable(url, credentials, "approve", "--yes", session, turn, request)).splitlines()[0]
 
     second = f"{session}-2"
     turn, request = started(url, credentials, second)
     ok(resumable(url, credentials, "cancel", second, turn))
-    gone = resumable(url, credentials, "approve", second, turn, request)
+    gone = resumable(url, credentials, "approve", "--yes", second, turn, request)
     assert gone.returncode == 5 and "410 gone" in gone.stderr
     shown = ok(resumable(url, credentials, "show", second, turn))
     assert "canceled" in shown.splitlines()[0] and f"{request}  superseded" in shown

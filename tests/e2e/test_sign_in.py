@@ -17,7 +17,7 @@ from playwright.sync_api import expect
 
 from resumable.config import Settings
 from resumable.local.issuer import GROUPS_CLAIM, LocalIssuer
-from tests.e2e.browser import WAIT_MS, screenshot
+from tests.e2e.browser import WAIT_MS, approve_on, screenshot
 from tests.e2e.local_api import call as local_call
 from tests.e2e.local_api import jwt_api
 from tests.patience import HANG_SECONDS
@@ -114,7 +114,7 @@ def test_people_sign_in_and_see_what_is_theirs_to_answer(jwt_url: str, issuer: L
     expect(card(alice, "jwt-bob")).to_have_count(1)
     expect(card(alice, "jwt-carol")).to_have_count(1)
     screenshot(alice, "inbox-signed-in")
-    card(alice, "jwt-carol").get_by_role("button", name="Approve").click()
+    approve_on(card(alice, "jwt-carol"))
     expect(alice.locator("#outcomes li").first).to_contain_text("the turn is completed: record dev-db deleted")
     status, turn = call(jwt_url, "GET", "/sessions/jwt-carol/interactions", issuer.mint("carol"))
     assert status == 200 and turn["interactions"][0]["answeredBy"] == "alice"

@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 
 from resumable.config import Settings
 from resumable.local.issuer import LocalIssuer
-from tests.e2e.browser import screenshot
+from tests.e2e.browser import approve_on, screenshot
 from tests.e2e.local_api import jwt_api, settings
 from tests.e2e.test_sign_in import call, card, sign_in
 
@@ -46,7 +46,7 @@ def test_two_people_approve_and_the_first_sees_it_wait_for_the_second(
     alice = sign_in(browser, url, "alice")
     asked = card(alice, "two-bob")
     expect(asked.locator(".approvals")).to_have_text("0 of 2 approvals · rule two-person delete")
-    asked.get_by_role("button", name="Approve").click()
+    approve_on(asked)
     expect(alice.locator("#outcomes li").first).to_contain_text(
         "your approval is 1 of 2; the question waits for another approver"
     )
@@ -65,7 +65,7 @@ def test_two_people_approve_and_the_first_sees_it_wait_for_the_second(
     dave = sign_in(browser, url, "dave")
     theirs = card(dave, "two-bob")
     expect(theirs.locator(".approvals")).to_have_text("1 of 2 approvals (alice) · rule two-person delete")
-    theirs.get_by_role("button", name="Approve").click()
+    approve_on(theirs)
     expect(dave.locator("#outcomes li").first).to_contain_text("the turn is completed")
     status, listed = call(url, "GET", "/sessions/two-bob/interactions", issuer.mint("bob"))
     assert status == 200
@@ -164,5 +164,5 @@ def test_a_question_nobody_settled_in_time_is_escalated_and_shows_so_to_the_one_
             "0 of 1 approvals · rule alice, then dave · escalated to dave"
         )
         screenshot(dave, "inbox-escalated")
-        escalated.get_by_role("button", name="Approve").click()
+        approve_on(escalated)
         expect(dave.locator("#outcomes li").first).to_contain_text("the turn is completed")

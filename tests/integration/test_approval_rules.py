@@ -82,7 +82,7 @@ def test_two_approvers_must_agree_and_the_second_settles_it(
     assert [a.by for a in waiting.approvals] == ["alice"]
     assert executions(ledger) == []
 
-    with pytest.raises(ConflictError, match=r"alice already approved .* \(1 of 2 approvals"):
+    with pytest.raises(ConflictError, match=r"you \(alice\) already approved .* \(1 of 2 approvals"):
         answer(service, started, APPROVE, ALICE)
 
     done = answer(service, started, APPROVE, BOB)

@@ -19,7 +19,14 @@ def test_the_default_factory_asks_before_deleting_and_deletes_once_when_approved
     started = service.start_turn(session_id, "please delete the demo-db record")
     [interaction] = started.interactions
     assert interaction.agent_path == ["orchestrator", "db_admin"]
-    assert interaction.reason == {"agent": "db_admin", "tool": "delete_record", "input": {"name": "demo-db"}}
+    assert interaction.reason == {
+        "agent": "db_admin",
+        "tool": "delete_record",
+        "input": {"name": "demo-db"},
+        "explanation": "You asked me to delete the record demo-db; delete_record does that.",
+        "risk": "destructive",
+        "impact": "Deletes the named record for good: there is no undo",
+    }
     assert "demo-db" in demo_agents.DATABASE
     done = service.submit_approval(session_id, started.turn_id, interaction.request_id, APPROVE)
     assert (done.status, done.output) == ("completed", "record demo-db deleted")

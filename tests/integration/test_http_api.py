@@ -99,7 +99,9 @@ def test_the_openapi_document_lists_every_route(api: APIGatewayHttpResolver) -> 
     assert set(document["paths"]) == {
         "/sessions/{sessionId}/turns",
         "/sessions/{sessionId}/turns/{turnId}",
+        "/sessions/{sessionId}/turns/{turnId}/conversation",
         "/sessions/{sessionId}/turns/{turnId}/interactions/{requestId}",
+        "/sessions/{sessionId}/turns/{turnId}/interactions/{requestId}/dismiss",
         "/sessions/{sessionId}/turns/{turnId}/cancel",
         "/sessions/{sessionId}/interactions",
         "/interactions",

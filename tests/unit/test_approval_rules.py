@@ -45,6 +45,7 @@ def test_a_rule_asks_even_where_the_agents_policy_exempts_the_tool() -> None:
         "required": 2,
         "edits": False,
         "on_expiry": "expire",
+        "confirm": False,
     }
 
 
@@ -159,11 +160,11 @@ def test_escalate_to_may_answer_only_once_escalated() -> None:
 
 
 def test_the_command_shows_how_far_a_question_under_a_rule_is_and_the_input_approved_so_far() -> None:
-    from resumable.cli.main import _approvals
+    from resumable.cli.views import approvals
 
     asked = {"rule": {"required": 2}, "approvals": [{"by": "alice", "input": {"name": "dev-db"}}]}
-    assert _approvals(asked) == '1 of 2: alice with {"name": "dev-db"}'
-    assert _approvals(asked | {"escalatedAt": "2026-12-03T10:00:00Z", "approvedByYou": True}) == (
+    assert approvals(asked) == '1 of 2: alice with {"name": "dev-db"}'
+    assert approvals(asked | {"escalatedAt": "2026-12-03T10:00:00Z", "approvedByYou": True}) == (
         '1 of 2: alice with {"name": "dev-db"} (escalated) (you approved)'
     )
-    assert _approvals({"rule": None}) == ""
+    assert approvals({"rule": None}) == ""

@@ -19,7 +19,7 @@ from resumable.cli.main import _parser
 
 DESK = Path(__file__).resolve().parents[2] / "docs" / "desk.md"
 # What a documented placeholder stands for, where any word would not do.
-SAMPLES = {"D": "2026-01-01", "O": "approved", "JSON": '{"name": "prod-db"}', "URL": "https://sqs.example/q"}
+SAMPLES = {"D": "2026-01-01", "O": "approved", "JSON": '{"name": "prod-db"}', "URL": "https://sqs.example/q", "N": "20"}
 
 
 def documented() -> list[str]:

@@ -19,6 +19,7 @@ from resumable.api.direct import Direct
 from resumable.api.errors import error_response
 from resumable.api.observability import logger
 from resumable.api.openapi import document
+from resumable.api.operator_routes import operator_router
 from resumable.api.routes import router
 from resumable.aws.lambdas import Lambdas
 from resumable.config import Settings
@@ -58,6 +59,7 @@ def build_app(service: Service | None = None) -> APIGatewayHttpResolver:
     puts it there); with ``service``, every request is served by it."""
     app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=read_json_object)
     app.include_router(router)
+    app.include_router(operator_router)
     if service is not None:
 
         def serve(app: APIGatewayHttpResolver, next_middleware: Callable[..., Response[Any]]) -> Response[Any]:
@@ -95,7 +97,8 @@ def build_app(service: Service | None = None) -> APIGatewayHttpResolver:
         if isinstance(error, GoneError) and "expired" in str(error):
             count("Expiries")
         logger.info("request refused", extra={"code": error.code, "reason": str(error)})
-        return error_response(error.code, str(error))  # type: ignore[arg-type]
+        answered = error.answered if isinstance(error, ConflictError) else None
+        return error_response(error.code, str(error), answered=answered)  # type: ignore[arg-type]
 
     @app.exception_handler(RequestValidationError)
     def invalid_request(error: RequestValidationError) -> Response[Any]:

@@ -44,12 +44,17 @@ class ErrorBody(BaseModel):
 
     code: ErrorCode
     message: str
+    answered: dict[str, Any] | None = None
+    """On a 409 ``conflict``: the answer that stands (``by``, ``at``, ``via``, ``decision``, and
+    ``yours``: whether the caller gave it)."""
 
 
-def error_response(code: ErrorCode, message: str, headers: dict[str, str] | None = None) -> Response[Any]:
+def error_response(
+    code: ErrorCode, message: str, headers: dict[str, str] | None = None, answered: dict[str, Any] | None = None
+) -> Response[Any]:
     return Response(
         status_code=HTTP_STATUS[code],
         content_type="application/json",
-        body=ErrorBody(code=code, message=message).model_dump_json(),
+        body=ErrorBody(code=code, message=message, answered=answered).model_dump_json(exclude_none=True),
         headers=headers,
     )

@@ -4,16 +4,16 @@
 |---|---|---|
 | ``POST /sessions/{sessionId}/turns`` | ``{"prompt": str}`` | 201 Turn |
 | ``GET /sessions/{sessionId}/turns/{turnId}`` | | 200 Turn |
+| ``GET /sessions/{sessionId}/turns/{turnId}/conversation[?before=N][&limit=N]`` | | 200 a page of messages |
 | ``POST /sessions/{sessionId}/turns/{turnId}/interactions/{requestId}`` | ``{"response": <json>}`` | 200 Turn |
+| ``POST``/``DELETE /sessions/{sessionId}/turns/{turnId}/interactions/{requestId}/dismiss`` | | 200 Interaction |
 | ``POST /sessions/{sessionId}/turns/{turnId}/cancel`` | | 200 Turn |
 | ``GET /sessions/{sessionId}/interactions?status=requested`` | | 200 ``{"interactions": [...]}`` |
-| ``GET /interactions?status=requested[&limit=N][&cursor=C]`` | | 200 ``{"interactions": [...], "cursor"}`` |
+| ``GET /interactions?status=requested[&limit=N][&cursor=C][&dismissed=true]`` | | 200 ``{"interactions", "cursor"}`` |
 | ``DELETE /sessions/{sessionId}`` | | 200 Session (deleted) |
 | ``POST /sessions/{sessionId}/restore`` | | 200 Session (restored) |
-| ``GET /admin/stuck[?limit=N]`` | | 200 ``{"turns": [...]}``: stuck and stalled turns (approvers) |
-| ``GET /admin/sessions/{sessionId}/turns/{turnId}`` | | 200 the turn's records (approvers) |
-| ``POST /admin/sessions/{sessionId}/turns/{turnId}/recover`` | | 200 Turn (approvers) |
-| ``POST /admin/sessions/{sessionId}/republish`` | | 200 ``{"sessionId", "republished"}`` (approvers) |
+
+The audit trail and the operator's routes are in resumable.api.operator_routes.
 """
 
 from __future__ import annotations
@@ -32,14 +32,12 @@ from resumable.api.openapi import responses
 from resumable.exceptions import BadRequestError
 from resumable.metrics import count
 from resumable.service import InboxPage, InteractionView, Service, SessionView, TurnView
-from resumable.service.access import Principal
-from resumable.service.admin import MAX_STALLED, Republished, StalledTurns, TurnRecords
-from resumable.service.audit_trail import DEFAULT_PAGE as DEFAULT_AUDIT_PAGE
-from resumable.service.audit_trail import MAX_PAGE as MAX_AUDIT_PAGE
-from resumable.service.audit_trail import AuditPage
+from resumable.service.access import VIAS, Principal
+from resumable.service.conversation import MAX_PAGE as MAX_CONVERSATION_PAGE
+from resumable.service.conversation import ConversationPage
 from resumable.service.cursor import MAX_CURSOR_CHARS
 from resumable.service.inbox import DEFAULT_PAGE, MAX_PAGE
-from resumable.store.records import AuditOutcome, InteractionStatus
+from resumable.store.records import InteractionStatus
 
 router = APIGatewayHttpRouter()
 
@@ -103,9 +101,21 @@ def service() -> Service:
     return served
 
 
+_NAME_CLAIMS = ("name", "email", "preferred_username", "cognito:username")
+"""The sign-in token's claims that name the person, in the order tried (shown to approvers only)."""
+
+
 def principal() -> str:
     """Who called: the IAM principal that signed the request (API Gateway's IAM authorization), or the
-    subject of the sign-in token API Gateway's JWT authorizer checked, with the token's groups."""
+    subject of the sign-in token API Gateway's JWT authorizer checked, with the token's groups; and
+    where from, as the caller says (``X-Resumable-Via``: ``cli``, ``page``; only ever shown)."""
+    who = _identity()
+    via = (router.current_event.headers.get("x-resumable-via") or "").strip().lower()
+    who.via = via if via in VIAS else None
+    return who
+
+
+def _identity() -> Principal:
     event = router.current_event
     authorizer = event.request_context.authorizer
     claims = authorizer.jwt_claim if authorizer else {}
@@ -119,6 +129,7 @@ def principal() -> str:
             subject,
             token_groups(event.headers.get("authorization"), subject, groups_claim),
             {"method": "jwt", "subject": subject, "issuer": issuer if isinstance(issuer, str) else ""},
+            next((n for c in _NAME_CLAIMS if isinstance(n := claims.get(c), str) and n.strip()), None),
         )
     if service().settings.auth_mode == "JWT":
         # API Gateway's JWT authorizer hands on the claims of every request it lets through: none
@@ -158,7 +169,7 @@ def token_groups(authorization: str | None, subject: str, claim: str) -> tuple[s
     return tuple(groups)
 
 
-def _path(name: str, captured: str) -> str:
+def path_param(name: str, captured: str) -> str:
     """A path parameter as API Gateway hands it to Lambda: percent-decoded (the event's
     ``pathParameters``), never as the raw path spells it; for an event without them, the route's
     capture decoded the same way."""
@@ -166,7 +177,7 @@ def _path(name: str, captured: str) -> str:
     return given.get(name, unquote(captured))
 
 
-def _json(view: Any, status: int = 200) -> Response[Any]:
+def json_reply(view: Any, status: int = 200) -> Response[Any]:
     return Response(status_code=status, content_type="application/json", body=view)
 
 
@@ -180,7 +191,7 @@ def _json(view: Any, status: int = 200) -> Response[Any]:
 )
 def start_turn(sessionId: str, body: Annotated[StartTurnBody, Body()]) -> Response[TurnView]:  # noqa: N803
     count("TurnsStarted")
-    return _json(service().start_turn(_path("sessionId", sessionId), body.prompt, principal()), 201)
+    return json_reply(service().start_turn(path_param("sessionId", sessionId), body.prompt, principal()), 201)
 
 
 @router.get(
@@ -190,7 +201,27 @@ def start_turn(sessionId: str, body: Annotated[StartTurnBody, Body()]) -> Respon
     responses=responses(200, "The Turn", TurnView, 404),
 )
 def get_turn(sessionId: str, turnId: str) -> Response[TurnView]:  # noqa: N803
-    return _json(service().get_turn(_path("sessionId", sessionId), _path("turnId", turnId), principal()))
+    return json_reply(service().get_turn(path_param("sessionId", sessionId), path_param("turnId", turnId), principal()))
+
+
+@router.get(
+    "/sessions/<sessionId>/turns/<turnId>/conversation",
+    operation_id="getConversation",
+    summary="A turn's conversation so far (a root or child turn), read-only, the latest page first",
+    responses=responses(
+        200, "A page of messages, oldest first, and where the earlier ones end", ConversationPage, 404, 422
+    ),
+)
+def get_conversation(
+    sessionId: str,  # noqa: N803
+    turnId: str,  # noqa: N803
+    before: Annotated[
+        int | None, Query(ge=0, le=1_000_000, description="Messages before this position (default: the latest).")
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_CONVERSATION_PAGE, description="At most this many.")] = 20,
+) -> Response[ConversationPage]:
+    ids = path_param("sessionId", sessionId), path_param("turnId", turnId)
+    return json_reply(service().conversation(*ids, principal(), before, limit))
 
 
 @router.post(
@@ -208,13 +239,35 @@ def submit_approval(
     requestId: str,  # noqa: N803
     body: Annotated[AnswerBody, Body()],
 ) -> Response[TurnView]:
-    ids = _path("sessionId", sessionId), _path("turnId", turnId), _path("requestId", requestId)
+    ids = path_param("sessionId", sessionId), path_param("turnId", turnId), path_param("requestId", requestId)
     turn = service().submit_approval(*ids, body.response, principal())
     if any(i.request_id == ids[2] and i.status != "requested" for i in turn.interactions):
         count("ApprovalsSettled")  # (not a vote that waits for more approvals)
     if turn.status != "waiting":
         count("Resumes")
-    return _json(turn)
+    return json_reply(turn)
+
+
+@router.post(
+    "/sessions/<sessionId>/turns/<turnId>/interactions/<requestId>/dismiss",
+    operation_id="dismissInteraction",
+    summary="Dismiss a question you will not answer: hidden from your inbox, still waiting for everyone else",
+    responses=responses(200, "The interaction, dismissed by you", InteractionView, 404, 409, 410, 422),
+)
+def dismiss(sessionId: str, turnId: str, requestId: str) -> Response[InteractionView]:  # noqa: N803
+    ids = path_param("sessionId", sessionId), path_param("turnId", turnId), path_param("requestId", requestId)
+    return json_reply(service().dismiss(*ids, principal()))
+
+
+@router.delete(
+    "/sessions/<sessionId>/turns/<turnId>/interactions/<requestId>/dismiss",
+    operation_id="undismissInteraction",
+    summary="Take back a dismissal: the question shows in your inbox again",
+    responses=responses(200, "The interaction, in your inbox again", InteractionView, 404, 409, 410),
+)
+def undismiss(sessionId: str, turnId: str, requestId: str) -> Response[InteractionView]:  # noqa: N803
+    ids = path_param("sessionId", sessionId), path_param("turnId", turnId), path_param("requestId", requestId)
+    return json_reply(service().dismiss(*ids, principal(), dismissed=False))
 
 
 @router.post(
@@ -225,7 +278,7 @@ def submit_approval(
 )
 def cancel(sessionId: str, turnId: str) -> Response[TurnView]:  # noqa: N803
     count("Cancels")
-    return _json(service().cancel(_path("sessionId", sessionId), _path("turnId", turnId), principal()))
+    return json_reply(service().cancel(path_param("sessionId", sessionId), path_param("turnId", turnId), principal()))
 
 
 @router.get(
@@ -241,14 +294,15 @@ def list_interactions(
         Query(description="Only interactions in this status (one past its expiry counts as expired)."),
     ] = None,
 ) -> Response[InteractionList]:
-    listed = service().list_interactions(_path("sessionId", sessionId), status, principal())
-    return _json(InteractionList(interactions=listed))
+    listed = service().list_interactions(path_param("sessionId", sessionId), status, principal())
+    return json_reply(InteractionList(interactions=listed))
 
 
 @router.get(
     "/interactions",
     operation_id="listInbox",
-    summary="The inbox: open questions you may answer, across sessions, most urgent (earliest expiry) first",
+    summary="The inbox: open questions you may answer, across sessions, most urgent first (by the hour they "
+    "expire in, then the riskiest, then the earliest expiry)",
     responses=responses(200, "A page of the inbox, and the cursor of the next", InboxPage, 422),
 )
 def list_inbox(
@@ -259,8 +313,11 @@ def list_inbox(
     cursor: Annotated[
         str | None, Query(max_length=MAX_CURSOR_CHARS, description="The previous page's cursor, as it came.")
     ] = None,
+    dismissed: Annotated[
+        bool, Query(description="Also the questions you dismissed (each with dismissedByYou: true).")
+    ] = False,
 ) -> Response[InboxPage]:
-    return _json(service().inbox(principal(), status, limit, cursor))
+    return json_reply(service().inbox(principal(), status, limit, cursor, dismissed))
 
 
 @router.delete(
@@ -271,7 +328,7 @@ def list_inbox(
 )
 def delete_session(sessionId: str) -> Response[SessionView]:  # noqa: N803
     count("SessionsDeleted")
-    return _json(service().delete_session(_path("sessionId", sessionId), principal()))
+    return json_reply(service().delete_session(path_param("sessionId", sessionId), principal()))
 
 
 @router.post(
@@ -282,87 +339,4 @@ def delete_session(sessionId: str) -> Response[SessionView]:  # noqa: N803
 )
 def restore_session(sessionId: str) -> Response[SessionView]:  # noqa: N803
     count("SessionsRestored")
-    return _json(service().restore_session(_path("sessionId", sessionId), principal()))
-
-
-@router.get(
-    "/audit",
-    operation_id="listAudit",
-    summary="The audit trail: every vote, decision and approved action's outcome, oldest first (approvers only)",
-    responses=responses(200, "A page of the audit trail, and the cursor of the next", AuditPage, 422),
-)
-def list_audit(
-    since: Annotated[
-        str | None,
-        Query(max_length=64, description="From this ISO 8601 date or time (UTC unless it says); default 7 days ago."),
-    ] = None,
-    until: Annotated[
-        str | None, Query(max_length=64, description="Before this ISO 8601 date or time; default now.")
-    ] = None,
-    principal_: Annotated[
-        str | None,
-        Query(alias="principal", max_length=2048, description="Only entries it answered, or voted in."),
-    ] = None,
-    tool: Annotated[
-        str | None, Query(max_length=256, description="Only entries of tools matching this ('*' wildcards).")
-    ] = None,
-    outcome: Annotated[AuditOutcome | None, Query(description="Only entries with this outcome.")] = None,
-    limit: Annotated[
-        int, Query(ge=1, le=MAX_AUDIT_PAGE, description=f"At most this many (1 to {MAX_AUDIT_PAGE}).")
-    ] = DEFAULT_AUDIT_PAGE,
-    cursor: Annotated[
-        str | None,
-        Query(max_length=MAX_CURSOR_CHARS, description="The previous page's cursor, as it came, with the same query."),
-    ] = None,
-) -> Response[AuditPage]:
-    page = service().audit(
-        principal(), since=since, until=until, by=principal_, tool=tool, outcome=outcome, limit=limit, after=cursor
-    )
-    return _json(page)
-
-
-# -- the operator's routes (resumable admin; docs/runbook.md): approvers only, 403 for anyone else ----------
-
-
-@router.get(
-    "/admin/stuck",
-    operation_id="listStalledTurns",
-    summary="Turns the sweeper gave up on, and turns stalled now (approvers only)",
-    responses=responses(200, "The stuck turns, then the stalled ones", StalledTurns, 422),
-)
-def list_stalled(
-    limit: Annotated[
-        int, Query(ge=1, le=MAX_STALLED, description=f"At most this many of each (1 to {MAX_STALLED}).")
-    ] = MAX_STALLED,
-) -> Response[StalledTurns]:
-    return _json(service().stalled(principal(), limit))
-
-
-@router.get(
-    "/admin/sessions/<sessionId>/turns/<turnId>",
-    operation_id="inspectTurn",
-    summary="A turn's records as stored: turns, interactions, journal, outbox, snapshots (approvers only)",
-    responses=responses(200, "The turn tree's records", TurnRecords, 404),
-)
-def inspect_turn(sessionId: str, turnId: str) -> Response[TurnRecords]:  # noqa: N803
-    return _json(service().inspect(_path("sessionId", sessionId), _path("turnId", turnId), principal()))
-
-
-@router.post(
-    "/admin/sessions/<sessionId>/turns/<turnId>/recover",
-    operation_id="recoverTurn",
-    summary="Move a turn on now, as the sweeper would (approvers only); safe at any time",
-    responses=responses(200, "The Turn as it then is", TurnView, 404),
-)
-def recover_turn(sessionId: str, turnId: str) -> Response[TurnView]:  # noqa: N803
-    return _json(service().recover_turn(_path("sessionId", sessionId), _path("turnId", turnId), principal()))
-
-
-@router.post(
-    "/admin/sessions/<sessionId>/republish",
-    operation_id="republishEvents",
-    summary="Give the publisher the session's unpublished events again (approvers only)",
-    responses=responses(200, "How many were given again", Republished, 404),
-)
-def republish(sessionId: str) -> Response[Republished]:  # noqa: N803
-    return _json(service().republish(_path("sessionId", sessionId), principal()))
+    return json_reply(service().restore_session(path_param("sessionId", sessionId), principal()))

@@ -41,7 +41,7 @@ class Api:
 
     def call(self, method: str, path: str, body: Any = None) -> Reply:
         data = json.dumps(body).encode() if body is not None else None
-        headers = {"content-type": "application/json", "accept": "application/json"}
+        headers = {"content-type": "application/json", "accept": "application/json", "x-resumable-via": "cli"}
         target = self.url.rstrip("/") + path
         if self.token:
             headers["authorization"] = f"Bearer {self.token}"

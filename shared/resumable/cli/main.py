@@ -1,8 +1,10 @@
-"""resumable: read the inbox, show a turn, approve (optionally with an edited input), deny, start,
-cancel, delete and restore a session, follow the local run's events, and the operator's commands
-(resumable admin; docs/runbook.md), against an HTTP API of resumable.
+"""resumable: read the inbox, show a turn, approve (optionally with an edited input), deny, respond to
+or dismiss a question (by its request id alone), start, cancel, delete and restore a session, follow
+the local run's events, and the operator's commands (resumable admin; docs/runbook.md), against an
+HTTP API of resumable.
 
-Exit codes: 0 done; 2 bad input (the API's 400 or 422, or the command line's); 3 not found (404);
+Exit codes: 0 done; 2 bad input (the API's 400 or 422, or the command line's, or a destructive
+approval not confirmed: nothing was sent); 3 not found (404);
 4 conflict (409: answered differently, or the turn is busy); 5 gone (410: canceled or expired);
 6 not allowed (401, 403); 1 anything else (an AWS failure, the API unreachable).
 """
@@ -15,11 +17,10 @@ import json
 import os
 import sys
 import time
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from resumable.cli import admin
+from resumable.cli import admin, answer, views
 from resumable.cli.client import LOCAL_URL, Api, Reply, UnreachableError, default_url, part, stack_url
 
 EXIT_CODES = {400: 2, 422: 2, 404: 3, 409: 4, 410: 5, 401: 6, 403: 6}
@@ -47,15 +48,14 @@ def _parser() -> argparse.ArgumentParser:
     inbox = commands.add_parser("inbox", help="the open questions you may answer, most urgent first")
     inbox.add_argument("--limit", type=int, default=50)
     inbox.add_argument("--cursor")
-    show = commands.add_parser("show", help="a turn: its status, output and questions")
+    inbox.add_argument("--dismissed", action="store_true", help="also the questions you dismissed")
+    show = commands.add_parser("show", help="a turn: its status, output, questions and child turns")
     show.add_argument("session"), show.add_argument("turn")
-    approve = commands.add_parser("approve", help="approve a question (--input: with an edited input)")
-    approve.add_argument("session"), approve.add_argument("turn"), approve.add_argument("request")
-    approve.add_argument("--input", help='the edited input, a JSON object: \'{"name": "prod-db-replica"}\'')
-    approve.add_argument("--message", help="a note told to the model")
-    deny = commands.add_parser("deny", help="deny a question, saying why")
-    deny.add_argument("session"), deny.add_argument("turn"), deny.add_argument("request")
-    deny.add_argument("--message", required=True)
+    talk = commands.add_parser("conversation", help="a turn's messages so far (a child turn's: its sub-agent's)")
+    talk.add_argument("session"), talk.add_argument("turn")
+    talk.add_argument("--before", type=int, help="the messages before this position (default: the latest)")
+    talk.add_argument("--limit", type=int, default=20)
+    answer.add_commands(commands)
     start = commands.add_parser("start", help="start a turn")
     start.add_argument("session"), start.add_argument("prompt")
     start.add_argument("--wait", action="store_true", help="poll while it runs, until it waits or settles")
@@ -79,97 +79,6 @@ def _api(options: argparse.Namespace) -> Api:
         raise ValueError(f"--url {url!r} is not an http:// or https:// address, such as {LOCAL_URL}")
     local = url.startswith(("http://127.0.0.1", "http://localhost"))
     return Api(url, token=options.token, sign=not options.token and (options.sign or not local), region=options.region)
-
-
-def _until(moment: str | None) -> str:
-    if not moment:
-        return "-"
-    left = datetime.fromisoformat(moment.replace("Z", "+00:00")) - datetime.now(UTC)
-    seconds = int(left.total_seconds())
-    if seconds <= 0:
-        return "expired"
-    hours, rest = divmod(seconds, 3600)
-    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
-
-
-def _table(rows: list[list[str]], header: list[str]) -> str:
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    return "\n".join(
-        "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in [header, *rows]
-    )
-
-
-def _asked(interaction: dict[str, Any]) -> str:
-    reason = interaction.get("reason")
-    if isinstance(reason, dict) and "tool" in reason:
-        shown = json.dumps(reason.get("input"), ensure_ascii=False)
-        return f"{reason['tool']} {shown[:60] + '...' if len(shown) > 60 else shown}"
-    return f"{interaction.get('name')}: {json.dumps(reason, ensure_ascii=False)[:60]}"
-
-
-def _unless_empty(rows: list[list[Any]], header: list[str]) -> tuple[list[list[Any]], list[str]]:
-    """The table without its APPROVALS column when no question in it is under an approval rule."""
-    column = header.index("APPROVALS")
-    if any(row[column] for row in rows):
-        return rows, header
-    return [row[:column] + row[column + 1 :] for row in rows], header[:column] + header[column + 1 :]
-
-
-def _approvals(interaction: dict[str, Any]) -> str:
-    """Where a question under an approval rule stands: "1 of 2: alice" ("" without a rule)."""
-    rule = interaction.get("rule")
-    if not isinstance(rule, dict):
-        return ""
-    approvals = [a for a in interaction.get("approvals", []) if isinstance(a, dict)]
-    given = [str(a.get("by")) for a in approvals]
-    shown = f"{len(given)} of {rule.get('required')}" + (": " + ", ".join(given) if given else "")
-    edited = next((a["input"] for a in approvals if a.get("input") is not None), None)
-    shown += f" with {json.dumps(edited, ensure_ascii=False)}" if edited is not None else ""
-    shown += " (escalated)" if interaction.get("escalatedAt") else ""
-    return shown + (" (you approved)" if interaction.get("approvedByYou") else "")
-
-
-def _print_inbox(body: dict[str, Any]) -> None:
-    listed = body.get("interactions", [])
-    if not listed:
-        print("nothing is waiting for you")
-        return
-    rows = [
-        [
-            i["sessionId"],
-            i["turnId"],
-            i["requestId"],
-            " -> ".join(i.get("agentPath", [])),
-            _asked(i) + (" (editable)" if i.get("editable") else ""),
-            _approvals(i),
-            _until(i.get("expiresAt")),
-        ]
-        for i in listed
-    ]
-    print(_table(*_unless_empty(rows, ["SESSION", "TURN", "REQUEST", "AGENTS", "ASKS", "APPROVALS", "EXPIRES IN"])))
-    if body.get("cursor"):
-        print(f"\nmore: resumable inbox --cursor {body['cursor']}")
-
-
-def _print_turn(turn: dict[str, Any]) -> None:
-    print(f"session {turn['sessionId']}  turn {turn['turnId']}  {turn['status']}")
-    if turn.get("output"):
-        print(f"output: {turn['output']}")
-    if turn.get("error"):
-        print(f"error: {turn['error']}")
-    rows = [
-        [
-            i["requestId"],
-            i["status"],
-            " -> ".join(i.get("agentPath", [])),
-            _asked(i),
-            _approvals(i),
-            i.get("answeredBy") or "",
-        ]
-        for i in turn.get("interactions", [])
-    ]
-    if rows:
-        print(_table(*_unless_empty(rows, ["REQUEST", "STATUS", "AGENTS", "ASKS", "APPROVALS", "ANSWERED BY"])))
 
 
 def _wait(api: Api, reply: Reply) -> Reply:
@@ -263,11 +172,16 @@ def _main(argv: list[str] | None = None) -> int:
         if options.command == "admin" and options.verb == "dead-letters":
             return admin.dead_letters(api, options)
         if options.command == "admin" and options.verb == "audit":
-            return admin.audit(api, options, EXIT_CODES, _table)
+            return admin.audit(api, options, EXIT_CODES, views.table)
         reply = _run(api, options)
     except UnreachableError as error:
         print(f"resumable: {error}", file=sys.stderr)
         return 1
+    except answer.UnreadError as unread:
+        reply = unread.reply
+    except answer.RefusedError as refused:
+        print(f"resumable: {refused}; nothing was sent", file=sys.stderr)
+        return 2
     except ValueError as error:
         print(f"resumable: {error}; nothing was sent", file=sys.stderr)
         return 2
@@ -283,27 +197,18 @@ def _main(argv: list[str] | None = None) -> int:
     if options.json:
         print(json.dumps(reply.body, indent=2))
     elif options.command == "inbox":
-        _print_inbox(reply.body)
+        views.print_inbox(reply.body)
     elif options.command in ("delete", "restore"):
-        _print_session(reply.body, options.command)
+        views.print_session(reply.body, options.command)
+    elif options.command == "dismiss":
+        views.print_dismissed(reply.body)
+    elif options.command == "conversation":
+        views.print_conversation(reply.body)
     elif options.command == "admin":
-        admin.show(options, reply.body, _table, _print_turn)
+        admin.show(options, reply.body, views.table, views.print_turn)
     else:
-        _print_turn(reply.body)
+        views.print_turn(reply.body)
     return 0
-
-
-def _print_session(session: dict[str, Any], command: str) -> None:
-    if session["deleted"]:
-        print(
-            f"session {session['sessionId']}  deleted (generation {session['deletionGeneration']}) by "
-            f"{session['deletedBy']}; restorable until {session['restorableUntil']}: resumable restore "
-            f"{session['sessionId']}"
-        )
-    else:
-        kept = f"until {session['purgeAt']}" if session.get("purgeAt") else "while a turn is active"
-        said = "restored, as it was when deleted" if command == "restore" else "not deleted"
-        print(f"session {session['sessionId']}  {said}; its records are kept {kept}")
 
 
 def _run(api: Api, options: argparse.Namespace) -> Reply:
@@ -311,22 +216,19 @@ def _run(api: Api, options: argparse.Namespace) -> Reply:
         return f"/sessions/{part(options.session)}/turns/{part(options.turn)}"
 
     if options.command == "inbox":
-        query = f"?status=requested&limit={options.limit}" + (
-            f"&cursor={part(options.cursor)}" if options.cursor else ""
+        query = (
+            f"?status=requested&limit={options.limit}"
+            + (f"&cursor={part(options.cursor)}" if options.cursor else "")
+            + ("&dismissed=true" if options.dismissed else "")
         )
         return api.call("GET", "/interactions" + query)
     if options.command == "show":
         return api.call("GET", turn())
-    if options.command in ("approve", "deny"):
-        response: dict[str, Any] = {"decision": options.command}
-        if getattr(options, "input", None) is not None:
-            try:
-                response["input"] = json.loads(options.input)
-            except ValueError as error:
-                raise ValueError(f"--input is not JSON ({error})") from error
-        if options.message is not None:
-            response["message"] = options.message
-        return api.call("POST", f"{turn()}/interactions/{part(options.request)}", {"response": response})
+    if options.command == "conversation":
+        before = f"&before={options.before}" if options.before is not None else ""
+        return api.call("GET", f"{turn()}/conversation?limit={options.limit}{before}")
+    if options.command in answer.COMMANDS:
+        return answer.run(api, options)
     if options.command == "start":
         reply = api.call("POST", f"/sessions/{part(options.session)}/turns", {"prompt": options.prompt})
         return _wait(api, reply) if options.wait else reply

@@ -260,6 +260,11 @@ def line(event: dict[str, Any]) -> str:
         for k in ("status", "decision", "answeredBy", "why", "reason", "output", "error", "deletedBy", "restoredBy")
         if detail.get(k)
     )
+    response = detail.get("response")
+    if isinstance(response, dict) and response.get("input") is not None and detail.get("decision") == "approve":
+        said += f" with the edited input {json.dumps(response['input'], ensure_ascii=False)}"
+    if isinstance(response, dict) and isinstance(response.get("message"), str):
+        said += f" saying {json.dumps(response['message'], ensure_ascii=False)}"
     return f"{detail.get('sessionId')}  #{detail.get('sequence')}  {event.get('detail-type')}  {said}".rstrip()
 
 

@@ -96,7 +96,8 @@ The OpenAPI document: @URL/openapi.json
 
 # What the walkthrough adds for each way of signing in. @CREDENTIALS, @ISSUER are filled in.
 IAM_SIGN_IN = r"""
-The inbox page, to answer in a browser (unsigned requests are you, an approver: approve with one click):
+The inbox page, to answer in a browser (unsigned requests are you, an approver; delete_record is
+destructive, so Approve asks once more, naming the record):
   @URL/inbox
 
 Signed requests mean what they mean on AWS: each profile of @CREDENTIALS signs as its principal_arn

@@ -171,17 +171,28 @@ def decide(
     invalid_edit: Callable[[Any], str | None] | None = None,
     approved: Any = None,
     rule: ApprovalRule | None = None,
+    explanation: str | None = None,
+    risk: str | None = None,
+    impact: str | None = None,
 ) -> Decision:
     """The approval of one call that needs it, whatever runtime runs the call: refuse a call that cannot
     run (nobody is asked about it) or whose input changed since the person was asked (``asked``: the
     reason they saw; ``approved``, an input this run already approved for it, is no change: a retry);
     else ``ask`` (which pauses the turn until answered) with the reason people are shown, and apply the
     answer: a denial, or an approval, whose edit (allowed where ``edit_schema`` is given, checked by
-    ``invalid_edit``, else ``invalid``) replaces the input. The ``rule`` goes with the question."""
+    ``invalid_edit``, else ``invalid``) replaces the input. The ``rule`` goes with the question, and so
+    do what the approver needs to judge it: the agent's ``explanation`` (``explanation_of``), and the
+    tool's declared ``risk`` and ``impact``."""
     problem = invalid(tool_input)
     if problem is not None:
         return Decision(refusal=problem)
     reason: dict[str, Any] = {"agent": agent, "tool": tool, "input": tool_input}
+    if explanation:
+        reason["explanation"] = explanation
+    if risk is not None:
+        reason["risk"] = risk
+    if impact is not None:
+        reason["impact"] = impact
     if edit_schema is not None:
         reason |= {"editable": True, "inputSchema": edit_schema}
     if rule is not None:
@@ -212,6 +223,27 @@ def decide(
     return Decision(tool_input=answer.input, note=note)
 
 
+MAX_EXPLANATION_CHARS = 2000
+"""The most of an agent's explanation a question carries (the whole reply stays in the conversation)."""
+
+
+def explanation_of(messages: list[dict[str, Any]], tool_input: Any) -> str | None:
+    """Why the agent makes a call, in its own words: the text of the model's reply that made it (the
+    last message, when it holds tool uses), else the call's own ``reason`` input; cut to
+    ``MAX_EXPLANATION_CHARS``. None when it said nothing."""
+    reply = messages[-1] if messages and messages[-1].get("role") == "assistant" else None
+    said = " ".join(
+        block["text"].strip()
+        for block in (reply or {}).get("content", [])
+        if isinstance(block, dict) and isinstance(block.get("text"), str) and block["text"].strip()
+    )
+    if not said and isinstance(tool_input, dict) and isinstance(tool_input.get("reason"), str):
+        said = tool_input["reason"].strip()
+    if not said:
+        return None
+    return said if len(said) <= MAX_EXPLANATION_CHARS else said[: MAX_EXPLANATION_CHARS - 1] + "…"
+
+
 class ApprovalHook(Hook):
     """The approval policy as a hook: before a call that needs approval (by this module's rules), ask
     a person; run it only if approved, with the input they approved; tell the model a denial. Every
@@ -231,6 +263,9 @@ class ApprovalHook(Hook):
             asked=_asked(context),
             edit_schema=tool.input_schema if approval.edits else None,
             rule=approval.rule,
+            explanation=explanation_of(context.agent.messages, event.tool_input),
+            risk=tool.risk,
+            impact=tool.impact,
         )
         if decision.refusal is not None:
             event.refuse(decision.refusal)

@@ -28,6 +28,32 @@ MAX_PATTERNS = 50
 """The most patterns a rule's list may hold (a rule is stored with every question asked under it)."""
 Pattern = Annotated[str, Field(min_length=1, max_length=256)]
 
+Risk = Literal["low", "medium", "high", "destructive"]
+"""How much a call can harm, as a tool or a rule declares it: an approver is shown it, the inbox puts
+riskier questions first among those due in the same hour, and ``destructive`` asks for a confirmation
+that names what will happen."""
+RISKS: tuple[Risk, ...] = ("low", "medium", "high", "destructive")
+MAX_IMPACT_CHARS = 200
+"""The longest ``impact``: one line an approver reads on the question's card."""
+
+
+def riskier(*levels: str | None) -> Risk | None:
+    """The highest of ``levels`` (None when none is given)."""
+    known = [level for level in levels if level in RISKS]
+    return max(known, key=RISKS.index) if known else None
+
+
+def check_impact(impact: str | None, where: str) -> str | None:
+    """``impact`` if it is one line of at most ``MAX_IMPACT_CHARS``, else a ValueError naming ``where``."""
+    if impact is not None and (
+        not isinstance(impact, str) or not impact.strip() or "\n" in impact or len(impact) > MAX_IMPACT_CHARS
+    ):
+        raise ValueError(
+            f"{where}: impact is one line of at most {MAX_IMPACT_CHARS} characters saying what the call touches "
+            f"(e.g. 'Deletes the record and its backups'), got {impact!r}"
+        )
+    return impact
+
 
 class ApprovalRule(BaseModel):
     """Who may answer the approval of a call of the ``tools`` it matches (``fnmatch`` patterns), and
@@ -42,6 +68,11 @@ class ApprovalRule(BaseModel):
     call (default: not when two or more must agree, else yes). ``edits``: whether an approver may edit
     the input (every approving vote then approves the same input). ``name`` is what messages call it
     (default: its patterns).
+
+    ``risk`` (``low``, ``medium``, ``high``, ``destructive``) and ``impact`` (one line: what the call
+    touches) are shown to the approver, over what the tool itself declares (the higher risk wins);
+    ``confirm``: approving needs a confirmation that names what will happen, as a ``destructive``
+    risk does.
 
     ``escalate_after`` (seconds, or ``"90s"``, ``"30m"``, ``"4h"``, ``"2d"``) with ``escalate_to``
     (principal patterns and groups, as ``approvers``): when nobody settled the question that long after
@@ -61,6 +92,14 @@ class ApprovalRule(BaseModel):
     escalate_after: float | None = Field(default=None, gt=0)
     escalate_to: tuple[Pattern, ...] | None = Field(default=None, min_length=1, max_length=MAX_PATTERNS)
     on_expiry: Literal["expire", "deny"] = "expire"
+    risk: Risk | None = None
+    impact: str | None = None
+    confirm: StrictBool = False
+
+    @field_validator("impact")
+    @classmethod
+    def _impact(cls, value: str | None) -> str | None:
+        return check_impact(value, "the rule")
 
     @field_validator("escalate_after", mode="before")
     @classmethod

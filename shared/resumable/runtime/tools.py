@@ -3,7 +3,9 @@
 ``@tool`` builds the tool's input schema from the function's type hints and its description from the
 docstring. ``@tool(approval=True)`` asks a person before the function runs (``edits=True``: the person
 may edit its input first; resumable.runtime.approval has the rules, and the policies for tools you did
-not write); ``@tool(context=True)`` passes a ``ToolContext`` so the function can raise interrupts of
+not write); ``risk`` and ``impact`` tell that person how much the call can harm and what it touches
+(``@tool(approval=True, risk="destructive", impact="Deletes the record and its backups")``);
+``@tool(context=True)`` passes a ``ToolContext`` so the function can raise interrupts of
 its own.
 """
 
@@ -20,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from resumable.runtime.approval import APPROVAL_INTERRUPT, ApprovalAnswer
 from resumable.runtime.interrupts import Interrupt, InterruptException, tool_interrupt_id
 from resumable.runtime.invocation import FencingToken, Invocation
+from resumable.runtime.rules import RISKS, Risk, check_impact
 
 if TYPE_CHECKING:
     from resumable.runtime.agent import Agent
@@ -83,6 +86,10 @@ class Tool:
     """Declared to need a person's approval before every call (policies cannot exempt it)."""
     approval_edits: bool = False
     """Declared to let the person edit the input before approving."""
+    risk: Risk | None = None
+    """Declared harm of a call (``low`` to ``destructive``), shown to whoever approves it."""
+    impact: str | None = None
+    """One line saying what a call touches, shown to whoever approves it."""
     journals_approved_calls: bool = True
     """Whether an approved call runs through the action journal (not a sub-agent: it may pause)."""
 
@@ -157,12 +164,18 @@ class FunctionTool(Tool):
         context: bool = False,
         name: str | None = None,
         description: str | None = None,
+        risk: Risk | None = None,
+        impact: str | None = None,
     ) -> None:
         self.function = function
         self.approval = approval
         self.approval_edits = edits
         self.takes_context = context
         self.name = name or function.__name__
+        if risk is not None and risk not in RISKS:
+            raise ValueError(f"tool '{self.name}': risk is one of {', '.join(RISKS)}, got {risk!r}")
+        self.risk = risk
+        self.impact = check_impact(impact, f"tool '{self.name}'")
         doc_description, param_docs = _parse_docstring(function.__doc__ or "")
         self.description = description or doc_description or self.name
         signature = inspect.signature(function)
@@ -224,6 +237,8 @@ def tool(
     context: bool = False,
     name: str | None = None,
     description: str | None = None,
+    risk: Risk | None = None,
+    impact: str | None = None,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -236,13 +251,24 @@ def tool(
     context: bool = False,
     name: str | None = None,
     description: str | None = None,
+    risk: Risk | None = None,
+    impact: str | None = None,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Make a function a tool: ``@tool`` or ``@tool(approval=True, edits=True, context=True, name=...,
-    description=...)``. ``edits`` needs ``approval``."""
+    description=..., risk=..., impact=...)``. ``edits`` needs ``approval``."""
     if edits and not approval:
         raise ValueError("@tool(edits=True) lets a person edit the input of a call they approve: add approval=True")
 
     def decorate(fn: Callable[..., Any]) -> FunctionTool:
-        return FunctionTool(fn, approval=approval, edits=edits, context=context, name=name, description=description)
+        return FunctionTool(
+            fn,
+            approval=approval,
+            edits=edits,
+            context=context,
+            name=name,
+            description=description,
+            risk=risk,
+            impact=impact,
+        )
 
     return decorate(function) if function is not None else decorate

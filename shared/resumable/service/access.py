@@ -17,21 +17,49 @@ class Principal(str):
     subject), with the groups its token named (none for IAM) and how it proved it was so
     (``authentication``: ``{"method": "iam", "arn": ...}`` or ``{"method": "jwt", "subject": ...,
     "issuer": ...}``, what the audit trail records of each answer). It is a ``str``: stored, compared and
-    logged as the identity alone; the groups only decide whether it is an approver."""
+    logged as the identity alone; the groups only decide whether it is an approver, and ``name`` (a
+    sign-in token's ``name`` or ``email``) is only shown, as is ``via`` (where the request came from:
+    ``cli``, ``page``; what a later refusal tells the same person of their own answer)."""
 
     groups: frozenset[str]
     authentication: dict[str, str]
+    name: str | None
+    via: str | None
 
     def __new__(
         cls,
         identity: str,
         groups: frozenset[str] | tuple[str, ...] = (),
         authentication: dict[str, str] | None = None,
+        name: str | None = None,
+        via: str | None = None,
     ) -> Principal:
         made = super().__new__(cls, identity)
         made.groups = frozenset(groups)
         made.authentication = dict(authentication or {})
+        made.name = name
+        made.via = via
         return made
+
+
+MAX_NAME_CHARS = 200
+
+
+VIAS = ("cli", "page", "slack", "email")
+"""Where an answer may say it came from (the ``X-Resumable-Via`` header); anything else is ``api``."""
+
+
+def via_of(principal: str | None) -> str:
+    """Where ``principal``'s request came from: ``cli``, ``page``, ... or ``api``."""
+    via = getattr(principal, "via", None)
+    return via if via in VIAS else "api"
+
+
+def name_of(principal: str | None) -> str | None:
+    """The name sign-in gave ``principal`` (its token's ``name`` or ``email``), shown beside it to
+    approvers; None for IAM and for a token that names nobody."""
+    name = getattr(principal, "name", None)
+    return name[:MAX_NAME_CHARS] if isinstance(name, str) and name.strip() else None
 
 
 def is_approver(settings: Settings, principal: str) -> bool:

@@ -16,7 +16,7 @@ from resumable.metrics import count_commit
 from resumable.runtime.agent_as_tool import call_prefix
 from resumable.runtime.approval import APPROVAL_INTERRUPT
 from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT, Interrupt
-from resumable.runtime.rules import ApprovalRule
+from resumable.runtime.rules import ApprovalRule, riskier
 from resumable.runtime.seam import AgentRuntime
 from resumable.service.child_turns import ChildTurns
 from resumable.service.ids import request_id
@@ -39,6 +39,7 @@ MAX_REASON_BYTES = 16 * 1024
 MAX_OUTPUT_BYTES = 64 * 1024
 MAX_ERROR_BYTES = 4 * 1024
 MAX_SCHEMA_BYTES = 16 * 1024
+MAX_ROOT_PROMPT_BYTES = 2 * 1024
 
 NO_LONGER_AWAITED = (
     "the turn no longer waits on it: an earlier attempt of the run asked it, and that attempt's commit did not finish"
@@ -189,6 +190,15 @@ def _commit_of(
     )
 
 
+def _judged(reason: Any, rule: dict[str, Any] | None) -> dict[str, Any]:
+    """How risky an approval is (the higher of its tool's and its rule's declaration) and whether
+    approving it needs a confirmation (its rule says so, or it is destructive)."""
+    if not isinstance(reason, dict):
+        return {}
+    risk = riskier(reason.get("risk"), (rule or {}).get("risk"))
+    return {"risk": risk, "confirm": risk == "destructive" or (rule or {}).get("confirm") is True}
+
+
 def _edit_terms(interrupt: Interrupt) -> tuple[Any, bool, dict[str, Any] | None, dict[str, Any] | None]:
     """The reason shown to people, whether (and against which schema) an answer may edit the input,
     and the approval rule its answers must meet (None: one answer by whoever may answer the session).
@@ -266,6 +276,9 @@ def _waiting_on(
                     agent_path=children.records[owner_turn].agent_path if prefix else [root.agent],
                     principal=root.principal,
                     started_by=root.started_by if root.started_by is not None else root.principal,
+                    started_by_name=root.started_by_name,
+                    root_prompt=bounded_text(root.prompt, MAX_ROOT_PROMPT_BYTES),
+                    **_judged(reason, rule),
                     status="requested",
                     expires_at=now + deps.settings.approval_expiry_seconds,
                     created_at=now,

@@ -10,7 +10,7 @@ from resumable.exceptions import ValidationFailedError
 from resumable.service import cursor
 from resumable.service.access import is_approver
 from resumable.service.views import InteractionView, View
-from resumable.service.votes import may_answer, rule_of
+from resumable.service.votes import APPLICATION, may_answer, rule_of
 from resumable.store.records import InteractionRecord
 
 if TYPE_CHECKING:
@@ -28,10 +28,18 @@ class InboxPage(View):
     cursor: str | None = Field(description="Send it back for the next page; null on the last page.")
 
 
-def inbox(deps: Dependencies, principal: str | None, status: str, limit: int, after: str | None) -> InboxPage:
+def inbox(
+    deps: Dependencies,
+    principal: str | None,
+    status: str,
+    limit: int,
+    after: str | None,
+    dismissed: bool = False,
+) -> InboxPage:
     """One page of the requested interactions, not yet expired, that ``principal`` may answer: every
-    session's for an approver (and the application itself), their own sessions' for anyone else.
-    One Query of an index, whatever the number of sessions."""
+    session's for an approver (and the application itself), their own sessions' for anyone else;
+    those they dismissed only with ``dismissed``. One Query of an index, whatever the number of
+    sessions."""
     if status != "requested":
         raise ValidationFailedError(
             f"query parameter 'status' is {status!r}: the inbox lists requested interactions only (a session's "
@@ -52,7 +60,7 @@ def inbox(deps: Dependencies, principal: str | None, status: str, limit: int, af
     for _ in range(MAX_READS):  # questions the reader may not answer are left out: read on to fill the page
         found, last = deps.store.list_inbox(whose, now, limit - len(shown), last)
         for interaction in found:
-            view = _for_reader(interaction, principal, now)
+            view = _for_reader(interaction, principal, now, dismissed)
             if view is not None:
                 shown.append(view)
         if last is None or len(shown) == limit:
@@ -60,11 +68,18 @@ def inbox(deps: Dependencies, principal: str | None, status: str, limit: int, af
     return InboxPage(interactions=shown, cursor=cursor.issue(last, partition, secret) if last else None)
 
 
-def _for_reader(interaction: InteractionRecord, principal: str | None, now: float) -> InteractionView | None:
+def _for_reader(
+    interaction: InteractionRecord, principal: str | None, now: float, dismissed: bool
+) -> InteractionView | None:
     """The question as ``principal`` sees it in its inbox, or None when it is not theirs to answer: its
     approval rule does not let them approve it (they are not among its approvers, or they started the
-    turn and may not approve their own). One they approved already stays, showing who else must."""
+    turn and may not approve their own), or they dismissed it (unless ``dismissed`` asks for those
+    too). One they approved already stays, showing who else must."""
     view = InteractionView.of(interaction, now)
+    if (principal or APPLICATION) in interaction.dismissed_by:
+        if not dismissed:
+            return None
+        view = view.model_copy(update={"dismissed_by_you": True})
     rule = rule_of(interaction)
     if rule is None or principal is None:
         return view

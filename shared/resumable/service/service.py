@@ -15,8 +15,10 @@ from resumable.service import admin
 from resumable.service.agent_factory import AgentFactory, load_factory
 from resumable.service.audit_trail import AuditPage, audit
 from resumable.service.cancel import cancel
+from resumable.service.conversation import ConversationPage, conversation
 from resumable.service.deletion import delete_session, restore_session
 from resumable.service.dependencies import Continuation, Dependencies
+from resumable.service.dismissal import dismiss
 from resumable.service.get_turn import get_turn
 from resumable.service.inbox import DEFAULT_PAGE, InboxPage, inbox
 from resumable.service.list_interactions import list_interactions
@@ -102,6 +104,16 @@ class Service:
         """``workflow``: a Step Functions workflow starts the turn and will wait for it to settle."""
         return start_turn(self.deps, session_id, prompt, principal, workflow)
 
+    def conversation(
+        self, session_id: str, turn_id: str, principal: str | None = None, before: int | None = None, limit: int = 20
+    ) -> ConversationPage:
+        return conversation(self.deps, session_id, turn_id, principal, before, limit)
+
+    def dismiss(
+        self, session_id: str, turn_id: str, request_id: str, principal: str | None = None, dismissed: bool = True
+    ) -> InteractionView:
+        return dismiss(self.deps, session_id, turn_id, request_id, principal, dismissed)
+
     def submit_approval(
         self, session_id: str, turn_id: str, request_id: str, response: Any, principal: str | None = None
     ) -> TurnView:
@@ -127,8 +139,9 @@ class Service:
         status: str = "requested",
         limit: int = DEFAULT_PAGE,
         cursor: str | None = None,
+        dismissed: bool = False,
     ) -> InboxPage:
-        return inbox(self.deps, principal, status, limit, cursor)
+        return inbox(self.deps, principal, status, limit, cursor, dismissed)
 
     def sweep(self, limit: int = DEFAULT_LIMIT) -> SweepReport:
         """Move on the turns nobody is moving (the sweeper's scheduled run)."""

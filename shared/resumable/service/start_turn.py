@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from resumable.clock import iso
 from resumable.exceptions import NotFoundError, TurnBusyError, ValidationFailedError
-from resumable.service.access import may_act_for
+from resumable.service.access import may_act_for, name_of
 from resumable.service.ids import new_root_turn_id, valid_session_id
 from resumable.service.limits import text_utf8
 from resumable.service.retention import retire
@@ -72,6 +72,7 @@ def start_turn(deps: Dependencies, session_id: str, prompt: Any, principal: str 
         prompt=prompt,
         principal=seen.principal if seen else principal,
         started_by=principal,
+        started_by_name=name_of(principal),
         workflow=workflow,
         created_at=now,
         updated_at=now,

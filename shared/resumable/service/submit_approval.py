@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from resumable.clock import iso
 from resumable.exceptions import (
     ConflictError,
     GoneError,
@@ -18,14 +19,14 @@ from resumable.exceptions import (
 )
 from resumable.metrics import count_answer
 from resumable.runtime.tools import APPROVAL_INTERRUPT, ApprovalAnswer
-from resumable.service.access import is_approver, load, may_act_for
+from resumable.service.access import is_approver, load, may_act_for, via_of
 from resumable.service.audit import authentication_of, decision_entry
 from resumable.service.edits import check_edit
 from resumable.service.ids import root_of, valid_request_id, valid_session_id, valid_turn_id
 from resumable.service.limits import json_utf8
 from resumable.service.run import advance
 from resumable.service.settlement import EXPIRY
-from resumable.service.views import TurnView
+from resumable.service.views import TurnView, decision_of
 from resumable.service.votes import APPLICATION, answer_under_rule, check_may_answer
 from resumable.store.base import AnswerOutcome
 from resumable.store.records import InteractionRecord, TurnRecord, expired
@@ -79,6 +80,7 @@ def submit_approval(
             approval_shaped=approval_shaped,
             child_turn_id=asker,
             principal=None if principal is None or is_approver(deps.settings, principal) else principal,
+            via=via_of(principal),
             audit=decision_entry(deps, asked, response, who, authentication_of(principal), now)
             if approval_shaped
             else None,
@@ -102,7 +104,7 @@ def submit_approval(
                 f"interaction {request_id} expired before it was answered; its turn is settled as expired and "
                 "nothing was answered"
             )
-        _unless_replayed(interaction, response, approval_shaped)
+        _unless_replayed(interaction, response, approval_shaped, principal)
     tree = load(deps, session_id, root_id)
     if answer.outcome == "answered":
         logger.info(
@@ -188,6 +190,10 @@ def _expired_unanswered(interaction: InteractionRecord, approval_shaped: bool) -
     return interaction.status == "requested" and (interaction.name != APPROVAL_INTERRUPT or approval_shaped)
 
 
+_VIA_WORDS = {"cli": "from the CLI", "page": "on the inbox page", "api": "through the API", "slack": "from Slack",
+              "email": "from e-mail"}  # fmt: skip
+
+
 def _denied_at_expiry(request_id: str) -> GoneError:
     return GoneError(
         f"interaction {request_id} expired before it was answered, and its approval rule denies a question at "
@@ -195,17 +201,30 @@ def _denied_at_expiry(request_id: str) -> GoneError:
     )
 
 
-def _unless_replayed(interaction: InteractionRecord, response: Any, approval_shaped: bool) -> None:
+def _unless_replayed(
+    interaction: InteractionRecord, response: Any, approval_shaped: bool, principal: str | None
+) -> None:
     """Explain why the conditional write refused the answer; return only for an identical replay."""
     if interaction.status == "answered":
         if _canonical(interaction.response) == _canonical(response):
             return
         if interaction.answered_by == EXPIRY:
             raise _denied_at_expiry(interaction.request_id)
+        yours = interaction.answered_by == (principal or APPLICATION)
+        via = _VIA_WORDS.get(interaction.answered_via or "", "")
+        at = f"{via} at {iso(interaction.answered_at)}".strip()
+        who = "you" if yours else interaction.answered_by
         raise ConflictError(
-            f"interaction {interaction.request_id} was already answered with {_canonical(interaction.response)} "
-            f"by {interaction.answered_by}; that answer stands and this one was not recorded",
+            f"{who} already answered interaction {interaction.request_id} ({at}) with "
+            f"{_canonical(interaction.response)}; that answer stands and this one was not recorded",
             winning=interaction.response,
+            answered={
+                "by": interaction.answered_by,
+                "at": iso(interaction.answered_at),
+                "via": interaction.answered_via,
+                "decision": decision_of(interaction),
+                "yours": yours,
+            },
         )
     if interaction.status == "requested" and interaction.name == APPROVAL_INTERRUPT and not approval_shaped:
         raise ValidationFailedError(

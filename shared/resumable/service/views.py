@@ -8,7 +8,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from resumable.clock import iso
-from resumable.runtime.rules import ApprovalRule
+from resumable.runtime.approval import APPROVAL_INTERRUPT
+from resumable.runtime.rules import RISKS, ApprovalRule, Risk
+from resumable.service.limits import is_preview
 from resumable.service.votes import rule_of
 from resumable.store.records import (
     ActionRecord,
@@ -93,12 +95,40 @@ class InteractionView(View):
     approved_by_you: bool = Field(
         default=False, description="In the inbox: the reader approved it already and it waits for other approvers."
     )
+    summary: str = Field(
+        default="",
+        description="What answering it does, in a few words: the tool and its input's values ('delete_record "
+        "prod-db'), or the question's name. A confirmation names it.",
+    )
+    decision: Decision | None = Field(
+        default=None,
+        description="How it was settled: approved, approved_with_edits, denied, answered (a question that is not "
+        "an approval), expired or superseded (its turn was canceled or moved on); null while it waits.",
+    )
+    approved_input: Any = Field(
+        default=None, description="The input an approval with edits approved (what ran); null otherwise."
+    )
+    answered_via: str | None = Field(default=None, description="Where the answer came from: cli, page, api, ...")
+    started_by: str | None = Field(default=None, description="The principal who started the turn that asks.")
+    started_by_name: str | None = Field(default=None, description="Their name, where sign-in gave one.")
+    root_prompt: str | None = Field(default=None, description="The prompt that started the root turn (cut).")
+    explanation: str | None = Field(
+        default=None, description="Why the agent makes the call, in its words (its reply's text, or the call's reason)."
+    )
+    risk: Risk | None = Field(default=None, description="low, medium, high or destructive (the tool's or its rule's).")
+    impact: str | None = Field(default=None, description="One line: what the call touches.")
+    confirm: bool = Field(
+        default=False,
+        description="Approving needs a confirmation naming what will happen (destructive, or its rule's).",
+    )
+    dismissed_by_you: bool = Field(default=False, description="In the inbox: the reader dismissed it.")
 
     @classmethod
     def of(cls, record: InteractionRecord, now: float | None = None) -> InteractionView:
         """The interaction as a caller sees it; one past its expiry shows as ``expired`` even before
         its turn is settled."""
         overdue = now is not None and record.status == "requested" and record.expires_at <= now
+        rule = rule_of(record)
         return cls(
             session_id=record.session_id,
             request_id=record.request_id,
@@ -114,13 +144,78 @@ class InteractionView(View):
             answered_by=record.answered_by,
             answered_at=iso(record.answered_at),
             expires_at=iso(record.expires_at),
-            rule=None if (rule := rule_of(record)) is None else RuleView.of(rule),
+            rule=None if rule is None else RuleView.of(rule),
             escalated_at=iso(record.escalated_at),
+            summary=summary_of(record),
+            decision=decision_of(record),
+            approved_input=approved_input(record),
+            answered_via=record.answered_via,
+            started_by=record.started_by,
+            started_by_name=record.started_by_name,
+            root_prompt=record.root_prompt,
+            explanation=reason.get("explanation") if isinstance(reason := record.reason, dict) else None,
+            risk=record.risk if record.risk in RISKS else None,
+            impact=((rule.impact if rule else None) or reason.get("impact")) if isinstance(reason, dict) else None,
+            confirm=record.confirm,
             approvals=[
                 VoteView(by=by, at=iso(vote.at) or "", input=vote.input, message=vote.message)
                 for by, vote in sorted(record.votes.items(), key=lambda item: item[1].at)
             ],
         )
+
+
+Decision = Literal["approved", "approved_with_edits", "denied", "answered", "expired", "superseded"]
+
+
+MAX_SUMMARY_CHARS = 120
+
+
+def summary_of(record: InteractionRecord) -> str:
+    """An approval's tool and the values of its input (``delete_record prod-db``); another question's name."""
+    reason = record.reason
+    if record.name != APPROVAL_INTERRUPT or not isinstance(reason, dict) or not isinstance(reason.get("tool"), str):
+        return record.name
+    tool_input = reason.get("input")
+    values = [] if is_preview(tool_input) else _scalars(tool_input)
+    said = " ".join([reason["tool"], *values])
+    return said if len(said) <= MAX_SUMMARY_CHARS else said[: MAX_SUMMARY_CHARS - 1] + "…"
+
+
+def _scalars(value: Any) -> list[str]:
+    """The strings, numbers and booleans in ``value``, in order (an object's values, a list's items)."""
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _scalars(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _scalars(v)]
+    if isinstance(value, bool):
+        return [str(value).lower()]
+    if isinstance(value, int | float | str) and str(value).strip():
+        return [" ".join(str(value).split())]
+    return []
+
+
+def decision_of(record: InteractionRecord) -> Decision | None:
+    """How the interaction was settled (None: it waits)."""
+    if record.status == "expired":
+        return "expired"
+    if record.status != "answered":
+        return None if record.status == "requested" else "superseded"
+    response = record.response
+    if record.name != APPROVAL_INTERRUPT or not isinstance(response, dict):
+        return "answered"
+    if response.get("decision") == "deny":
+        return "denied"
+    return "approved_with_edits" if approved_input(record) is not None else "approved"
+
+
+def approved_input(record: InteractionRecord) -> Any:
+    """The input an approval with edits approved, when it differs from the input asked (else None)."""
+    response, reason = record.response, record.reason
+    if record.status != "answered" or record.name != APPROVAL_INTERRUPT or not isinstance(response, dict):
+        return None
+    edited = response.get("input") if response.get("decision") == "approve" else None
+    asked = reason.get("input") if isinstance(reason, dict) else None
+    return edited if edited is not None and edited != asked else None
 
 
 class ChildView(View):

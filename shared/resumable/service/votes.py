@@ -18,9 +18,10 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any
 
+from resumable.clock import iso
 from resumable.exceptions import ConflictError, ForbiddenError, TurnBusyError
 from resumable.runtime.rules import ApprovalRule
-from resumable.service.access import is_approver
+from resumable.service.access import is_approver, via_of
 from resumable.service.audit import authentication_of, decision_entry, vote_entry
 from resumable.store.base import AnswerOutcome, Votes
 from resumable.store.records import InteractionRecord, Vote
@@ -93,7 +94,7 @@ def answer_under_rule(
         "principal": None if principal is None or is_approver(deps.settings, principal) else principal,
     }
     ids = interaction.session_id, interaction.root_turn_id, interaction.request_id
-    signed = authentication_of(principal)
+    signed, via = authentication_of(principal), via_of(principal)
     for _ in range(rule.required + 3):  # each refusal is another vote landing first: at most required
         if interaction.status != "requested" or interaction.expires_at <= now:
             return AnswerOutcome("refused", interaction=interaction)
@@ -102,7 +103,7 @@ def answer_under_rule(
             held = Votes(counted=interaction.vote_count, votes=interaction.votes)
             entry = decision_entry(deps, interaction, response, who, signed, now, rule=rule.title, votes=held.votes)
             outcome = deps.store.answer_interaction(
-                *ids, response, who, now, approval_shaped=True, ruled=True, votes=held, audit=entry, **asker
+                *ids, response, who, now, approval_shaped=True, ruled=True, votes=held, audit=entry, via=via, **asker
             )
             what = f"denied by {who} under rule {rule.title!r}"
         else:
@@ -112,8 +113,9 @@ def answer_under_rule(
                     deps, interaction, response, who, signed, now, rule=rule.title, votes=votes.votes
                 )
                 outcome = deps.store.answer_interaction(
-                    *ids, response, who, now, approval_shaped=True, ruled=True, votes=votes, audit=entry, **asker
-                )
+                    *ids, response, who, now, approval_shaped=True, ruled=True, votes=votes, audit=entry, via=via,
+                    **asker,
+                )  # fmt: skip
             else:
                 entry = vote_entry(deps, interaction, who, votes.votes[who], rule.title)
                 outcome = deps.store.vote_interaction(*ids, votes, now, audit=entry, **asker)
@@ -146,10 +148,11 @@ def _with_vote(
     held = len(interaction.votes)
     if who in interaction.votes:
         raise ConflictError(
-            f"{who} already approved interaction {interaction.request_id} ({held} of {rule.required} approvals under "
-            f"the approval rule {rule.title!r}; it waits for another approver): that approval stands and nothing "
-            "more was recorded",
+            f"you ({who}) already approved interaction {interaction.request_id} ({held} of {rule.required} approvals "
+            f"under the approval rule {rule.title!r}; it waits for another approver): that approval stands and "
+            "nothing more was recorded",
             winning=None,
+            answered={"by": who, "at": iso(interaction.votes[who].at), "decision": "approved", "yours": True},
         )
     asked = interaction.reason.get("input") if isinstance(interaction.reason, dict) else None
     edited = response.get("input")

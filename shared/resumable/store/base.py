@@ -250,6 +250,7 @@ class Store(ABC):
         votes: Votes | None = None,
         at_expiry: bool = False,
         audit: AuditRecord | None = None,
+        via: str | None = None,
     ) -> AnswerOutcome:
         """``requested -> answered`` in one conditional write (with its ``audit`` record, appended in the
         same transaction), if the turn is waiting (and not being
@@ -258,7 +259,13 @@ class Store(ABC):
         child turn's; with ``principal``, its session must be that principal's. Unless ``ruled``, the
         interaction must have no approval rule; with ``votes`` (the vote that reaches its rule's
         ``required``), it must still hold the votes it was read with, and keeps them with this one.
-        ``at_expiry``: the answer its expiry gives (its rule denies then): it must have expired."""
+        ``at_expiry``: the answer its expiry gives (its rule denies then): it must have expired.
+        ``via``: where the answer came from (``cli``, ``page``, ...), kept as ``answered_via``."""
+
+    @abstractmethod
+    def set_dismissed(self, interaction: InteractionRecord, dismissed_by: list[str], now: float) -> bool:
+        """Write who dismissed the requested ``interaction``, if it still holds the list it was read
+        with; False when it changed or is no longer requested."""
 
     @abstractmethod
     def escalate_interaction(self, interaction: InteractionRecord, now: float, event: OutboxEvent) -> bool:

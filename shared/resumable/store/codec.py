@@ -138,15 +138,23 @@ INBOX = "INBOX"
 INBOX_KEYS = ("gsi2pk", "gsi2sk", "gsi3pk", "gsi3sk")
 
 
-def inbox_sort_key(expires_at: float, session_id: str, request_id: str) -> str:
-    """Most urgent first: the expiry, fixed-width so that text order is time order."""
-    return f"{expires_at:020.6f}#{session_id}#{request_id}"
+URGENCY_SECONDS = 3600
+"""The inbox's unit of urgency: questions due within the same hour are ordered by risk, then by expiry."""
+_RISK_ORDER = {"destructive": "0", "high": "1", "medium": "2", "low": "3"}  # (none declared: "4")
+
+
+def inbox_sort_key(expires_at: float, session_id: str, request_id: str, risk: str | None = None) -> str:
+    """Most urgent first: the hour it expires in, then the riskiest (``destructive`` first), then the
+    expiry; fixed-width numbers, so that text order is that order."""
+    due = expires_at - expires_at % URGENCY_SECONDS
+    return f"{due:020.6f}#{_RISK_ORDER.get(risk or '', '4')}#{expires_at:020.6f}#{session_id}#{request_id}"
 
 
 def inbox_unexpired_after(now: float) -> str:
-    """Every sort key of an interaction that has not expired at ``now`` (``expires_at > now``) is
-    greater than this: ``$`` sorts right after the ``#`` that follows the expiry."""
-    return f"{now:020.6f}$"
+    """Every sort key of an interaction that could be unexpired at ``now`` is greater than this (its
+    hour began at or after the start of ``now``'s hour); those of the hour that expired before ``now``
+    are filtered out by their ``expires_at``."""
+    return f"{now - now % URGENCY_SECONDS:020.6f}#"
 
 
 def principal_inbox(principal: str) -> str:
@@ -156,7 +164,7 @@ def principal_inbox(principal: str) -> str:
 def interaction_item(interaction: InteractionRecord) -> dict[str, Any]:
     inbox: dict[str, str] = {}
     if interaction.status == "requested":
-        order = inbox_sort_key(interaction.expires_at, interaction.session_id, interaction.request_id)
+        order = inbox_sort_key(interaction.expires_at, interaction.session_id, interaction.request_id, interaction.risk)
         inbox = {"gsi2pk": INBOX, "gsi2sk": order}
         if interaction.principal is not None:
             inbox |= {"gsi3pk": principal_inbox(interaction.principal), "gsi3sk": order}

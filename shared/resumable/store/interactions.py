@@ -47,6 +47,7 @@ class InteractionItems(Table):
         votes: Votes | None = None,
         at_expiry: bool = False,
         audit: AuditRecord | None = None,
+        via: str | None = None,
     ) -> AnswerOutcome:
         answered = interaction_answered(root_turn_id, request_id, response, answered_by, now)
         answer = self._open_interaction(
@@ -62,13 +63,14 @@ class InteractionItems(Table):
         )
         answer["UpdateExpression"] = (
             "SET #status = :answered, #response = :response, answered_by = :by, answered_at = :now, "
-            "updated_at = :now, gsi1sk = :gsi1sk REMOVE " + ", ".join(INBOX_KEYS)
+            "answered_via = :via, updated_at = :now, gsi1sk = :gsi1sk REMOVE " + ", ".join(INBOX_KEYS)
         )
         answer["ExpressionAttributeNames"]["#response"] = "response"
         answer["ExpressionAttributeValues"] |= {
             ":answered": value("answered"),
             ":response": value(json.dumps(response)),
             ":by": value(answered_by),
+            ":via": value(via),
             ":gsi1sk": value(f"answered#{request_id}"),
         }
         if votes is not None:
@@ -143,6 +145,32 @@ class InteractionItems(Table):
         except self._canceled as error:
             if not condition_failed(error):
                 raise
+            return False
+        return True
+
+    @aws_call
+    def set_dismissed(self, interaction: InteractionRecord, dismissed_by: list[str], now: float) -> bool:
+        """Write ``dismissed_by`` on the requested interaction, if it still holds the list it was read
+        with (False: it changed, or is no longer requested: read it again)."""
+        held = "dismissed_by = :held"
+        if not interaction.dismissed_by:  # (stored before dismissals: none)
+            held = f"(attribute_not_exists(dismissed_by) OR {held})"
+        values = {
+            ":now": value(now),
+            ":requested": value("requested"),
+            ":list": value(dismissed_by),
+            ":held": value(interaction.dismissed_by),
+        }
+        try:
+            self.dynamodb.update_item(
+                TableName=self.table,
+                Key=key(interaction.session_id, interaction_sk(interaction.root_turn_id, interaction.request_id)),
+                UpdateExpression="SET dismissed_by = :list, updated_at = :now",
+                ConditionExpression=f"#status = :requested AND {held}",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues=values,
+            )
+        except self._conditional_failure:
             return False
         return True
 
@@ -285,15 +313,21 @@ class InteractionItems(Table):
     def list_inbox(
         self, principal: str | None, now: float, limit: int, start: dict[str, Any] | None = None
     ) -> tuple[list[InteractionRecord], dict[str, Any] | None]:
-        """Up to ``limit`` requested interactions not yet expired at ``now``, most urgent first: every
-        session's (``principal`` None) or those of ``principal``'s sessions; one Query, and where the
-        next page starts (None: this was the last)."""
+        """Up to ``limit`` requested interactions not yet expired at ``now``, most urgent first (the hour
+        they expire in, then the riskiest, then the expiry): every session's (``principal`` None) or
+        those of ``principal``'s sessions; one Query, and where the next page starts (None: this was
+        the last; a page that met expired ones is shorter)."""
         index, partition = self.inbox_partition(principal)
         request: dict[str, Any] = {
             "TableName": self.table,
             "IndexName": index,
-            "KeyConditionExpression": f"{index}pk = :pk AND {index}sk > :now",
-            "ExpressionAttributeValues": {":pk": value(partition), ":now": value(inbox_unexpired_after(now))},
+            "KeyConditionExpression": f"{index}pk = :pk AND {index}sk > :hour",
+            "FilterExpression": "expires_at > :now",
+            "ExpressionAttributeValues": {
+                ":pk": value(partition),
+                ":hour": value(inbox_unexpired_after(now)),
+                ":now": value(now),
+            },
             "Limit": limit,
         }
         if start is not None:

@@ -97,6 +97,7 @@ class TurnRecord(Record):
     open_interactions: int = 0
     principal: str | None = None
     started_by: str | None = None
+    started_by_name: str | None = None
     workflow: bool = False
     task_token: str | None = None
     sweeps: int = 0
@@ -144,6 +145,12 @@ class InteractionRecord(Record):
     may answer the session's questions); ``votes``: the approvals given so far under it, by principal
     (``vote_count`` of them), until the one that reaches its ``required`` settles it with them;
     ``escalated_at``: when its rule's ``escalate_to`` were let answer it too.
+
+    What the approver is shown to judge it, fixed when it is asked: ``started_by_name`` (the name
+    sign-in gave who started the turn), ``root_prompt`` (the root turn's prompt, cut), ``risk`` (the
+    higher of the tool's and the rule's) and ``confirm`` (approving needs a confirmation naming what
+    will happen). ``dismissed_by``: the principals who will not answer it (hidden from their inbox).
+    ``answered_via``: where the answer came from (``cli``, ``page``, ``api``, ...).
     """
 
     session_id: str
@@ -156,6 +163,11 @@ class InteractionRecord(Record):
     agent_path: list[str]
     principal: str | None = None
     started_by: str | None = None
+    started_by_name: str | None = None
+    root_prompt: str | None = None
+    risk: str | None = None
+    confirm: bool = False
+    dismissed_by: list[str] = Field(default_factory=list)
     status: InteractionStatus
     editable: bool = False
     input_schema: dict[str, Any] | None = None
@@ -167,6 +179,7 @@ class InteractionRecord(Record):
     response: Any = None
     answered_by: str | None = None
     answered_at: float | None = None
+    answered_via: str | None = None
     expires_at: float
     purge_at: float | None = None
     deleted_generation: int | None = None

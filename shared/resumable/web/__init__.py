@@ -13,11 +13,16 @@ from importlib.resources import files
 
 from resumable.config import Settings
 
+SCRIPTS = ("audit.js", "signin.js", "inbox.js")
+"""The page's script, in this order: one ``<script>``, so each file sees the functions of the others."""
+
 
 @functools.cache
 def _parts() -> tuple[str, str, str]:
     folder = files(__package__)
-    return tuple((folder / name).read_text(encoding="utf-8") for name in ("inbox.html", "inbox.css", "inbox.js"))  # type: ignore[return-value]
+    html, css = ((folder / name).read_text(encoding="utf-8") for name in ("inbox.html", "inbox.css"))
+    script = "\n".join((folder / name).read_text(encoding="utf-8") for name in SCRIPTS)
+    return html, css, script
 
 
 def page_config(settings: Settings) -> dict[str, object]:
@@ -27,6 +32,7 @@ def page_config(settings: Settings) -> dict[str, object]:
         "issuer": settings.jwt_issuer,
         "clientId": settings.jwt_audience[0] if settings.jwt_audience else None,
         "scope": "openid",
+        "maxResponseBytes": settings.max_response_bytes,
     }
 
 

@@ -26,7 +26,7 @@ const answered = new Set(); // answered here: never shown again, whatever a stal
 // ---- calling the API ----
 
 async function call(method, path, body) {
-  const headers = { accept: "application/json" };
+  const headers = { accept: "application/json", "x-resumable-via": "page" };
   if (body !== undefined) headers["content-type"] = "application/json";
   if (token) headers.authorization = "Bearer " + token;
   let reply;
@@ -191,8 +191,10 @@ function buildCard(item) {
   const article = element.querySelector("article");
   const heading = element.querySelector(".tool");
   heading.id = id + "-title";
-  heading.textContent = tool.title;
+  heading.textContent = item.summary || tool.title;
   article.setAttribute("aria-labelledby", heading.id);
+  showContext(element, item);
+  startConversation(element, item);
   for (const agent of item.agentPath || []) {
     const li = document.createElement("li");
     li.textContent = agent;
@@ -204,6 +206,7 @@ function buildCard(item) {
   const input = element.querySelector(".input");
   input.textContent = JSON.stringify(tool.shown, null, 2);
   input.setAttribute("aria-label", "input of " + tool.title);
+  element.querySelector(".request").textContent = item.requestId;
   element.querySelector(".session").textContent = item.sessionId;
   element.querySelector(".turn").textContent = item.turnId;
   if (item.childTurnId) {
@@ -215,29 +218,65 @@ function buildCard(item) {
   showApprovals(element, item);
 
   const approve = element.querySelector(".approve");
+  const confirmBox = element.querySelector(".confirm");
   approve.setAttribute("aria-label", "Approve " + tool.title + " in session " + item.sessionId);
-  approve.addEventListener("click", () => answer(item, { decision: "approve" }));
+  approve.addEventListener("click", () => {
+    if (!item.confirm) { answer(item, { decision: "approve" }); return; }
+    // A destructive question: a second, explicit click that names what will happen.
+    const what = item.summary || tool.title;
+    confirmBox.querySelector(".confirm-text").textContent = "Approving runs " + what +
+      (item.impact ? ": " + item.impact : "") + ". It cannot be taken back.";
+    confirmBox.querySelector(".confirm-yes").textContent = "Yes, run " + what;
+    confirmBox.hidden = false;
+    confirmBox.querySelector(".confirm-no").focus();
+  });
+  confirmBox.querySelector(".confirm-yes").addEventListener("click", () => {
+    confirmBox.hidden = true;
+    answer(item, { decision: "approve" });
+  });
+  confirmBox.querySelector(".confirm-no").addEventListener("click", () => { confirmBox.hidden = true; approve.focus(); });
+  const dismiss = element.querySelector(".dismiss");
+  dismiss.setAttribute("aria-label", "Dismiss " + tool.title + " in session " + item.sessionId + " (hide it from your inbox)");
+  dismiss.addEventListener("click", () => dismissCard(item));
 
   const denyForm = element.querySelector(".deny-form");
   const editForm = element.querySelector(".edit-form");
+  const replyForm = element.querySelector(".reply-form");
+  const forms = [denyForm, editForm, replyForm];
   let openedBy = approve;
   const opener = (form, button) => () => {
-    denyForm.hidden = form !== denyForm;
-    editForm.hidden = form !== editForm;
+    for (const each of forms) each.hidden = each !== form;
+    confirmBox.hidden = true;
     openedBy = button;
     form.querySelector("textarea").focus();
   };
   // Closing a form gives focus back to the button that opened it, never to Approve.
   const closeForms = () => {
-    denyForm.hidden = true;
-    editForm.hidden = true;
+    for (const each of forms) each.hidden = true;
     openedBy.focus();
   };
+  counted(denyForm, (text) => ({ decision: "deny", message: text.trim() }));
+  counted(replyForm, (text) => text);
+  counted(editForm, (text) => { try { return { decision: "approve", input: JSON.parse(text) }; } catch (_) { return text; } });
+  if (item.name !== "approval") { // a question that asks for information: a reply in words, not approve or deny
+    approve.hidden = true;
+    element.querySelector(".deny-open").hidden = true;
+    const replyOpen = element.querySelector(".reply-open");
+    replyOpen.hidden = false;
+    replyOpen.setAttribute("aria-label", "Reply to " + tool.title + " in session " + item.sessionId + "…");
+    replyOpen.addEventListener("click", opener(replyForm, replyOpen));
+  }
+  replyForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    if (!withinLimit(replyForm)) return;
+    answer(item, replyForm.querySelector("textarea").value, replyForm.querySelector(".counter"));
+  });
   const denyOpen = element.querySelector(".deny-open");
   denyOpen.setAttribute("aria-label", "Deny " + tool.title + " in session " + item.sessionId + "…");
   denyOpen.addEventListener("click", opener(denyForm, denyOpen));
   denyForm.addEventListener("submit", (event) => {
     event.preventDefault();
+    if (!withinLimit(denyForm)) return;
     answer(item, { decision: "deny", message: denyForm.querySelector("textarea").value.trim() });
   });
   const editOpen = element.querySelector(".edit-open");
@@ -251,14 +290,32 @@ function buildCard(item) {
     event.preventDefault();
     const error = editForm.querySelector(".edit-error");
     let edited;
+    const text = editForm.querySelector("textarea").value;
     try {
-      edited = JSON.parse(editForm.querySelector("textarea").value);
+      edited = JSON.parse(text);
     } catch (problem) {
       error.textContent = "This is not JSON (" + problem.message + "); nothing was sent.";
       error.hidden = false;
       return;
     }
+    if (!withinLimit(editForm)) return;
+    // First the changes, as a diff of the input asked; then a second click approves exactly that.
+    if (editForm.dataset.reviewed !== text) {
+      const lines = inputDiff(tool.shown, edited);
+      editForm.querySelector(".diff").textContent = lines.length ? lines.join("\n") : "(no change: the input asked)";
+      editForm.querySelector(".edit-diff").hidden = false;
+      editForm.dataset.reviewed = text;
+      editForm.querySelector(".edit-submit").textContent = "Approve " + (item.summary || tool.title).split(" ")[0] +
+        " with these changes";
+      error.hidden = true;
+      return;
+    }
     answer(item, { decision: "approve", input: edited }, error);
+  });
+  editForm.querySelector("textarea").addEventListener("input", () => { // a changed text is reviewed again
+    delete editForm.dataset.reviewed;
+    editForm.querySelector(".edit-diff").hidden = true;
+    editForm.querySelector(".edit-submit").textContent = "Review the changes";
   });
   for (const close of element.querySelectorAll(".close")) {
     close.addEventListener("click", () => {
@@ -267,9 +324,134 @@ function buildCard(item) {
     });
   }
   element.addEventListener("keydown", (event) => {
-    if (event.key === "Escape" && !(denyForm.hidden && editForm.hidden)) closeForms();
+    if (event.key === "Escape" && forms.some((form) => !form.hidden)) closeForms();
+    if (event.key === "Escape" && !confirmBox.hidden) { confirmBox.hidden = true; approve.focus(); }
   });
   return element;
+}
+
+// What a person needs to judge the question: its risk and what it touches, who it is for, the prompt
+// that started it, and the agent's own reason.
+function showContext(element, item) {
+  const risk = element.querySelector(".risk");
+  if (item.risk) {
+    risk.textContent = item.risk;
+    risk.className = "risk risk-" + item.risk;
+    risk.hidden = false;
+  }
+  const impact = element.querySelector(".impact");
+  impact.textContent = item.impact || "";
+  impact.hidden = !item.impact;
+  const who = item.startedByName && item.startedBy && item.startedByName !== item.startedBy
+    ? item.startedByName + " (" + item.startedBy + ")" : item.startedByName || item.startedBy;
+  if (who) {
+    element.querySelector(".for").textContent = who;
+    element.querySelector(".for-row").hidden = false;
+  }
+  if (item.rootPrompt) {
+    const shown = element.querySelector(".prompt");
+    const more = element.querySelector(".more");
+    const short = item.rootPrompt.length > 160 ? item.rootPrompt.slice(0, 160) + "…" : item.rootPrompt;
+    shown.textContent = short;
+    if (short !== item.rootPrompt) {
+      more.hidden = false;
+      more.setAttribute("aria-expanded", "false");
+      more.addEventListener("click", () => {
+        const open = more.getAttribute("aria-expanded") !== "true";
+        shown.textContent = open ? item.rootPrompt : short;
+        more.textContent = open ? "less" : "more";
+        more.setAttribute("aria-expanded", String(open));
+      });
+    }
+    element.querySelector(".prompt-row").hidden = false;
+  }
+  if (item.explanation) {
+    element.querySelector(".why").textContent = item.explanation;
+    element.querySelector(".why-row").hidden = false;
+  }
+}
+
+// The turn's messages so far, read when the person opens them, the latest first loaded; older on demand.
+function startConversation(element, item) {
+  const box = element.querySelector(".conversation");
+  const list = box.querySelector(".messages");
+  const earlier = box.querySelector(".earlier");
+  const status = box.querySelector(".conversation-status");
+  const turn = item.childTurnId || item.turnId;
+  let before = null;
+  let loaded = false;
+  const load = async () => {
+    earlier.disabled = true;
+    status.textContent = "Reading the conversation…";
+    const query = "?limit=20" + (before !== null ? "&before=" + before : "");
+    const reply = await call("GET", "/sessions/" + part(item.sessionId) + "/turns/" + part(turn) + "/conversation" + query);
+    earlier.disabled = false;
+    if (reply.status !== 200 || !reply.data || !Array.isArray(reply.data.messages)) {
+      status.textContent = "Could not read the conversation: " + message(reply);
+      return;
+    }
+    const page = reply.data;
+    list.prepend(...page.messages.map(messageItem));
+    before = page.before;
+    earlier.hidden = before === null;
+    status.textContent = (page.note ? page.note + ". " : "") + plural(page.total, "message") + " from " + page.agent +
+      (page.start > 0 ? "; the latest " + (page.total - page.start) + " are shown" : "") + ".";
+  };
+  box.addEventListener("toggle", () => { if (box.open && !loaded) { loaded = true; load(); } });
+  earlier.addEventListener("click", load);
+}
+
+function messageItem(said) {
+  const li = document.createElement("li");
+  li.className = said.role === "assistant" ? "assistant" : "user";
+  const role = document.createElement("span");
+  role.className = "role";
+  role.textContent = said.role === "assistant" ? "agent" : "user";
+  li.append(role);
+  const lines = (said.content || []).map((block) =>
+    block.text !== undefined ? block.text :
+      block.toolUse ? "calls " + block.toolUse.name + " " + JSON.stringify(block.toolUse.input) :
+        block.toolResult ? "result (" + block.toolResult.status + "): " + block.toolResult.content : "");
+  li.append(lines.filter(Boolean).join("\n"));
+  return li;
+}
+
+// The fields an edit changes, removes or adds, as "- name: old" then "+ name: new".
+function inputDiff(asked, edited) {
+  const before = asked && typeof asked === "object" ? asked : {};
+  const after = edited && typeof edited === "object" ? edited : {};
+  const lines = [];
+  for (const name of [...Object.keys(before), ...Object.keys(after).filter((k) => !(k in before))]) {
+    const was = JSON.stringify(before[name]);
+    const now = JSON.stringify(after[name]);
+    if (was === now) continue;
+    if (name in before) lines.push("- " + name + ": " + was);
+    if (name in after) lines.push("+ " + name + ": " + now);
+  }
+  return lines;
+}
+
+// The answer's size against the API's limit, shown as it is typed; over it, nothing is sent.
+const encoder = new TextEncoder();
+function counted(form, responseOf) {
+  const area = form.querySelector("textarea");
+  const counter = form.querySelector(".counter");
+  const update = () => {
+    const bytes = encoder.encode(JSON.stringify({ response: responseOf(area.value) }).slice(12, -1)).length;
+    const limit = config.maxResponseBytes || 8192;
+    counter.textContent = bytes + " of " + limit + " bytes" + (bytes > limit ? ": too long, shorten it to send" : "");
+    counter.classList.toggle("over", bytes > limit);
+    form.dataset.over = String(bytes > limit);
+  };
+  area.addEventListener("input", update);
+  area.addEventListener("focus", update);
+  update();
+}
+
+function withinLimit(form) {
+  if (form.dataset.over !== "true") return true;
+  form.querySelector("textarea").focus();
+  return false;
 }
 
 // A question under an approval rule: how many must approve, who has, and whether the reader did.
@@ -331,11 +513,20 @@ async function answer(item, response, errorPlace) {
   if ([200, 409, 410].includes(reply.status)) answered.add(item.requestId);
   if (reply.status === 200) {
     const turn = reply.data;
-    const verb = response.decision === "deny" ? "Denied" : response.input ? "Approved with your edit" : "Approved";
+    const verb = typeof response === "string" ? "Replied" : response.decision === "deny" ? "Denied" :
+      response.input ? "Approved with your edit" : "Approved";
     const done = outcome(verb + ": " + title + " in session " + item.sessionId, "the turn is " + turn.status +
       (turn.output ? ": " + turn.output : turn.error ? ": " + turn.error : ""), false);
     removeCard(item.requestId);
     done.focus(); // where the person's focus was is gone: read what happened next
+    return;
+  }
+  if (reply.status === 409 && reply.data && reply.data.answered && reply.data.answered.yours) {
+    const mine = reply.data.answered;
+    outcome("You already answered " + title + " in session " + item.sessionId,
+      "your answer stands: " + (mine.decision || "answered").replace(/_/g, " ") + (VIA[mine.via] ? " " + VIA[mine.via] : "") +
+      (mine.at ? " at " + new Date(mine.at).toLocaleTimeString() : "") + ". This one was not recorded.", true);
+    removeCard(item.requestId);
     return;
   }
   if (reply.status === 409 && reply.data && reply.data.code === "conflict") {
@@ -372,6 +563,49 @@ async function answer(item, response, errorPlace) {
   place.textContent = "Not answered (" + reply.status + "): " + message(reply);
   place.hidden = false;
   (errorPlace ? errorPlace.closest("form").querySelector("textarea") : place).focus();
+}
+
+const VIA = { cli: "from the CLI", page: "on this page", api: "through the API", slack: "from Slack", email: "from e-mail" };
+
+// Dismissing hides the question from this reader's inbox only; it still waits for everyone else.
+async function dismissCard(item) {
+  const card = cards.get(item.requestId);
+  if (!card || card.busy) return;
+  card.busy = true;
+  generation += 1;
+  const reply = await call("POST", interactionPath(item) + "/dismiss");
+  generation += 1;
+  card.busy = false;
+  const title = item.summary || toolOf(item).title;
+  if (reply.status !== 200) {
+    if (refused(reply)) return;
+    const place = card.element.querySelector(".card-error");
+    place.textContent = "Not dismissed (" + reply.status + "): " + message(reply);
+    place.hidden = false;
+    return;
+  }
+  removeCard(item.requestId);
+  const done = outcome("Dismissed: " + title + " in session " + item.sessionId,
+    "hidden from your inbox; it still waits for others", false);
+  const undo = document.createElement("button");
+  undo.type = "button";
+  undo.className = "quiet undo";
+  undo.textContent = "Undo";
+  undo.setAttribute("aria-label", "Undo dismissing " + title + " in session " + item.sessionId);
+  undo.addEventListener("click", async () => {
+    undo.disabled = true;
+    const back = await call("DELETE", interactionPath(item) + "/dismiss");
+    if (back.status === 200) {
+      done.remove();
+      if (!$("outcomes").children.length) $("answered").hidden = true;
+      await refresh();
+    } else {
+      undo.disabled = false;
+      done.querySelector(".output").textContent = "Could not bring it back (" + back.status + "): " + message(back);
+    }
+  });
+  done.append(undo);
+  done.focus();
 }
 
 async function recorded(item) {
@@ -419,179 +653,7 @@ function tick() {
   }
 }
 
-// ---- signing in (JWT mode): authorization code with PKCE ----
-
-const b64url = (bytes) => btoa(String.fromCharCode(...new Uint8Array(bytes)))
-  .replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-const randomText = () => b64url(crypto.getRandomValues(new Uint8Array(32)));
-const redirectUri = () => location.origin + location.pathname;
-
-async function discovery() {
-  const reply = await fetch(config.issuer.replace(/\/$/, "") + "/.well-known/openid-configuration");
-  if (!reply.ok) throw new Error("the issuer's discovery document answered " + reply.status);
-  return reply.json();
-}
-
-async function signIn() {
-  const found = await discovery();
-  const verifier = randomText();
-  const state = randomText();
-  sessionStorage.setItem("resumable.pkce", JSON.stringify({ verifier, state, search: location.search }));
-  const challenge = b64url(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier)));
-  const query = new URLSearchParams({
-    response_type: "code", client_id: config.clientId, redirect_uri: redirectUri(), scope: config.scope,
-    state, code_challenge: challenge, code_challenge_method: "S256",
-  });
-  location.assign(found.authorization_endpoint + "?" + query.toString());
-}
-
-async function finishSignIn() {
-  const code = params.get("code");
-  const pending = JSON.parse(sessionStorage.getItem("resumable.pkce") || "null");
-  sessionStorage.removeItem("resumable.pkce");
-  if (params.get("error")) throw new Error("the issuer refused the sign-in: " + params.get("error"));
-  if (!pending || params.get("state") !== pending.state) throw new Error("the sign-in reply does not match a sign-in this page started");
-  history.replaceState(null, "", redirectUri() + (pending.search || ""));
-  const found = await discovery();
-  const reply = await fetch(found.token_endpoint, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({
-      grant_type: "authorization_code", code, redirect_uri: redirectUri(), client_id: config.clientId,
-      code_verifier: pending.verifier,
-    }),
-  });
-  const tokens = await reply.json().catch(() => ({}));
-  if (!reply.ok) throw new Error("the issuer would not give a token: " + (tokens.error_description || tokens.error || reply.status));
-  const jwt = (value) => typeof value === "string" && value.split(".").length === 3;
-  token = jwt(tokens.access_token) ? tokens.access_token : tokens.id_token;
-  if (!token) throw new Error("the issuer's reply holds no JWT (access_token or id_token)");
-  const claims = JSON.parse(atob(token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/")));
-  $("who-name").textContent = "signed in as " + (claims.email || claims.name || claims.username || claims.sub);
-  $("who").hidden = false;
-}
-
-function showSignIn() {
-  $("sign-in").hidden = false;
-  $("status").textContent = "Not signed in.";
-}
-
 // ---- start ----
-
-// ---- the audit trail: GET /audit, every page, shown as a table or saved as JSON lines ----
-
-const AUDIT_SHOWN = 1000; // the table shows the first records; the export holds them all
-
-function auditQuery() {
-  const query = new URLSearchParams({ since: $("audit-since").value, limit: "500" });
-  if ($("audit-until").value) { // the day chosen is included: until the start of the next
-    const next = new Date($("audit-until").value + "T00:00:00Z");
-    next.setUTCDate(next.getUTCDate() + 1);
-    query.set("until", next.toISOString().slice(0, 10));
-  }
-  for (const [name, id] of [["principal", "audit-principal"], ["tool", "audit-tool"], ["outcome", "audit-outcome"]]) {
-    if ($(id).value.trim()) query.set(name, $(id).value.trim());
-  }
-  return query;
-}
-
-async function auditRecords(all) {
-  const query = auditQuery();
-  const records = [];
-  let span = "";
-  for (;;) {
-    const reply = await call("GET", "/audit?" + query.toString());
-    if (reply.status !== 200 || !reply.data || !Array.isArray(reply.data.records)) {
-      const problem = new Error(message(reply) + (records.length ? " (after " + plural(records.length, "record") + ")" : ""));
-      problem.status = reply.status;
-      throw problem;
-    }
-    records.push(...reply.data.records);
-    span = "from " + reply.data.since + " to " + reply.data.until;
-    if (!reply.data.cursor || (!all && records.length >= AUDIT_SHOWN)) return { records, span, more: Boolean(reply.data.cursor) };
-    query.set("cursor", reply.data.cursor);
-    $("audit-status").textContent = "Read " + plural(records.length, "record") + " so far…";
-  }
-}
-
-function auditRow(record) {
-  const row = document.createElement("tr");
-  const how = record.authentication || {};
-  const detail = [];
-  if (record.votes && record.votes.length) detail.push(record.votes.length + " approvals: " + record.votes.map((v) => v.by).join(", "));
-  if (record.message) detail.push("message: " + record.message);
-  if (record.inputApproved !== null && record.inputApproved !== undefined) detail.push("input: " + JSON.stringify(record.inputApproved));
-  else if (record.inputApprovedDigest) detail.push("input " + record.inputApprovedDigest.slice(0, 19) + "…");
-  const cells = [record.at.replace("T", " ").replace(/\.\d+Z$/, "Z"), record.outcome, record.tool || "-", record.by || "-",
-    how.method || "-", record.sessionId, record.requestId, detail.join("; ")];
-  const labels = ["At", "Outcome", "Tool", "By", "How", "Session", "Question", "Detail"];
-  cells.forEach((text, index) => {
-    const cell = document.createElement("td");
-    cell.textContent = text;
-    cell.dataset.label = labels[index]; // (a phone shows each row as a card, each cell with its label)
-    if (index === 5 || index === 6) cell.className = "id";
-    row.appendChild(cell);
-  });
-  return row;
-}
-
-const plural = (count, word) => count + " " + word + (count === 1 ? "" : "s");
-
-function auditProblem(error) {
-  // What went wrong, said for a person: the trail is an approver's to read.
-  return error.status === 403 ? "only approvers may read the audit trail, and you are not one" : error.message;
-}
-
-function auditRangeProblem() {
-  const since = $("audit-since").value;
-  const until = $("audit-until").value;
-  return since && until && until < since ? "“To” (" + until + ") is before “From” (" + since + ")" : null;
-}
-
-async function showAudit() {
-  const body = $("audit-table").querySelector("tbody");
-  body.replaceChildren(); // nothing of an earlier query stays under this one's answer
-  $("audit-table").hidden = true;
-  if (auditRangeProblem()) { $("audit-status").textContent = "Nothing read: " + auditRangeProblem() + "."; return; }
-  $("audit-status").textContent = "Reading the audit trail…";
-  try {
-    const { records, span, more } = await auditRecords(false);
-    body.replaceChildren(...records.slice(0, AUDIT_SHOWN).map(auditRow));
-    $("audit-table").hidden = records.length === 0;
-    $("audit-status").textContent = (records.length ? plural(records.length, "record") + (more ? " and more" : "") + " " : "No records ") +
-      span + (more ? ": the first " + AUDIT_SHOWN + " are shown; export them all as JSON lines." : ".");
-  } catch (error) {
-    $("audit-status").textContent = "Could not read the audit trail: " + auditProblem(error);
-  }
-}
-
-async function exportAudit() {
-  if (auditRangeProblem()) { $("audit-status").textContent = "Nothing exported: " + auditRangeProblem() + "."; return; }
-  $("audit-status").textContent = "Reading the audit trail…";
-  try {
-    const { records, span } = await auditRecords(true);
-    const lines = records.map((record) => JSON.stringify(record) + "\n").join("");
-    const link = document.createElement("a");
-    link.href = URL.createObjectURL(new Blob([lines], { type: "application/x-ndjson" }));
-    link.download = "audit-" + auditQuery().get("since") + ".jsonl";
-    document.body.appendChild(link);
-    link.click();
-    link.remove();
-    setTimeout(() => URL.revokeObjectURL(link.href), 60000);
-    $("audit-status").textContent = "Exported " + plural(records.length, "record") + " " + span + ".";
-  } catch (error) {
-    $("audit-status").textContent = "Could not export the audit trail: " + auditProblem(error);
-  }
-}
-
-function startAudit() {
-  const weekAgo = new Date(Date.now() - 7 * 86400000);
-  $("audit-since").value = weekAgo.toISOString().slice(0, 10);
-  $("audit-form").addEventListener("submit", (event) => { event.preventDefault(); showAudit(); });
-  $("audit-export").addEventListener("click", () => {
-    if ($("audit-form").reportValidity()) exportAudit();
-  });
-}
 
 function escapeHtml(text) {
   return String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);

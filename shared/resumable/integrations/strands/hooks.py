@@ -24,7 +24,7 @@ from resumable.integrations.strands.journal import _Journaled
 from resumable.integrations.strands.refusal import REUSED_ID, _reused
 from resumable.integrations.strands.run import _FRAMES, _Frame, _Tree, _with_frame
 from resumable.runtime.agent_as_tool import namespace_prefix
-from resumable.runtime.approval import APPROVAL_INTERRUPT, decide
+from resumable.runtime.approval import APPROVAL_INTERRUPT, decide, explanation_of
 from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT
 from resumable.runtime.invocation import ApprovedAction, SubAgentCall
 from resumable.runtime.rules import ApprovalRule
@@ -158,6 +158,7 @@ class _Guard(HookProvider):
             invalid_edit=lambda value: _invalid(use["name"], value, editable),
             approved=run.approved_inputs.get(approval_id),
             rule=rule,
+            explanation=explanation_of(list(self.agent.messages), use["input"]),
         )
         if decision.refusal is not None:
             event.cancel_tool = decision.refusal

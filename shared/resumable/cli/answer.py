@@ -1,0 +1,161 @@
+"""Answering from the terminal: ``approve``, ``deny``, ``respond`` and ``dismiss`` a question by its
+request id alone (the command finds its session and turn in your inbox) or with its session and turn.
+
+Approving a question that needs a confirmation (a ``destructive`` tool, or a rule's ``confirm``) asks
+you to type what it acts on, on a terminal; a script says ``--yes``, else nothing is sent. An edited
+input is shown as a diff of the input asked before it is sent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from resumable.cli.client import Api, Reply, part
+
+INBOX_PAGE = 200
+MAX_INBOX_PAGES = 25
+"""How far the command reads your inbox for a request id given alone (5,000 questions)."""
+
+_IDS_HELP = "REQUEST (as resumable inbox lists it), or SESSION TURN REQUEST"
+
+
+class RefusedError(Exception):
+    """Nothing was sent: the command line, or the person at the terminal, did not say enough."""
+
+
+def add_commands(commands: Any) -> None:
+    approve = commands.add_parser("approve", help="approve a question (--input: with an edited input)")
+    approve.add_argument("ids", nargs="+", metavar="ID", help=_IDS_HELP)
+    approve.add_argument("--input", help='the edited input, a JSON object: \'{"name": "prod-db-replica"}\'')
+    approve.add_argument("--message", help="a note told to the model")
+    approve.add_argument(
+        "--yes", action="store_true", help="approve without the confirmation a destructive question asks for"
+    )
+    deny = commands.add_parser("deny", help="deny a question, saying why")
+    deny.add_argument("ids", nargs="+", metavar="ID", help=_IDS_HELP)
+    deny.add_argument("--message", required=True)
+    respond = commands.add_parser("respond", help="answer a question that is not an approval, in words")
+    respond.add_argument("ids", nargs="+", metavar="ID", help=_IDS_HELP)
+    respond.add_argument("--text", required=True, help="the reply the agent is given")
+    dismiss = commands.add_parser("dismiss", help="hide a question you will not answer from your inbox")
+    dismiss.add_argument("ids", nargs="+", metavar="ID", help=_IDS_HELP)
+    dismiss.add_argument("--undo", action="store_true", help="show it in your inbox again")
+
+
+COMMANDS = ("approve", "deny", "respond", "dismiss")
+
+
+def run(api: Api, options: argparse.Namespace) -> Reply:
+    """Find the question, check what the command needs of it, then send the answer (or dismissal)."""
+    session, turn, request, question = _find(api, options.ids)
+    path = f"/sessions/{part(session)}/turns/{part(turn)}/interactions/{part(request)}"
+    if options.command == "dismiss":
+        return api.call("DELETE" if options.undo else "POST", f"{path}/dismiss")
+    if options.command == "respond":
+        if question is not None and question.get("name") == "approval":
+            raise RefusedError(f"question {request} is an approval: resumable approve or deny it")
+        return api.call("POST", path, {"response": options.text})
+    response: dict[str, Any] = {"decision": options.command}
+    if question is not None and question.get("status") != "requested":
+        question = None  # (answered, expired or closed: the API says so; nothing to confirm)
+    if options.command == "approve":
+        if options.input is not None:
+            try:
+                response["input"] = json.loads(options.input)
+            except ValueError as error:
+                raise ValueError(f"--input is not JSON ({error})") from error
+            _show_edit(question, response["input"], options.yes)
+        if question is not None and question.get("confirm") and not options.yes:
+            _confirm(question)
+    if options.message is not None:
+        response["message"] = options.message
+    return api.call("POST", path, {"response": response})
+
+
+def _find(api: Api, ids: list[str]) -> tuple[str, str, str, dict[str, Any] | None]:
+    """The question's session, root turn and request id, and the question as the API shows it (None
+    when it cannot be read: the answer is then sent as given, and the API says what it finds)."""
+    if len(ids) == 3:
+        session, turn, request = ids
+        reply = api.call("GET", f"/sessions/{part(session)}/turns/{part(turn)}")
+        listed = reply.body.get("interactions", []) if reply.status == 200 and isinstance(reply.body, dict) else []
+        return session, turn, request, next((i for i in listed if i.get("requestId") == request), None)
+    if len(ids) != 1:
+        raise ValueError(f"give {_IDS_HELP}; got {len(ids)} ids")
+    [request] = ids
+    cursor: str | None = None
+    for _ in range(MAX_INBOX_PAGES):
+        query = f"?status=requested&limit={INBOX_PAGE}&dismissed=true" + (f"&cursor={part(cursor)}" if cursor else "")
+        reply = api.call("GET", "/interactions" + query)
+        if reply.status != 200 or not isinstance(reply.body, dict):
+            raise UnreadError(reply)
+        found = next((i for i in reply.body.get("interactions", []) if i.get("requestId") == request), None)
+        if found is not None:
+            return found["sessionId"], found["turnId"], request, found
+        cursor = reply.body.get("cursor")
+        if not cursor:
+            break
+    raise RefusedError(
+        f"question {request} is not waiting in your inbox (answered, expired, or not yours to answer): "
+        "give its session and turn too (resumable show SESSION TURN lists them)"
+    )
+
+
+class UnreadError(Exception):
+    """The inbox could not be read (to find a request id in): its reply says why."""
+
+    def __init__(self, reply: Reply) -> None:
+        super().__init__(reply.status)
+        self.reply = reply
+
+
+def _confirm(question: dict[str, Any]) -> None:
+    """Ask the person at the terminal to type what the approval acts on; refuse without a terminal."""
+    what = str(question.get("summary") or question.get("name"))
+    impact = f" ({question['impact']})" if question.get("impact") else ""
+    risk = question.get("risk") or "marked for confirmation"
+    if not sys.stdin.isatty():
+        raise RefusedError(
+            f"approving runs {what}{impact}, which is {risk}: pass --yes to approve it without a terminal"
+        )
+    target = what.split(" ", 1)[1] if " " in what else what
+    print(f"Approving runs {what}{impact}: it is {risk}.", file=sys.stderr)
+    typed = input(f"Type {target} to approve it: ")
+    if typed.strip() != target:
+        raise RefusedError(f"you typed {typed.strip()!r}, not {target!r}: not approved")
+
+
+def _show_edit(question: dict[str, Any] | None, edited: Any, yes: bool) -> None:
+    """Print the edit as a diff of the input asked (on stderr); on a terminal, ask to go on."""
+    reason = (question or {}).get("reason")
+    if (
+        not isinstance(reason, dict)
+        or not isinstance(asked := reason.get("input"), dict)
+        or not isinstance(edited, dict)
+    ):
+        return
+    lines = edit_diff(asked, edited)
+    print(f"your edit of {reason.get('tool')}'s input:", file=sys.stderr)
+    print("\n".join(lines) if lines else "  (no change: the input asked)", file=sys.stderr)
+    if sys.stdin.isatty() and not yes and input("Approve with this input? [y/N] ").strip().lower() not in ("y", "yes"):
+        raise RefusedError("not approved")
+
+
+def edit_diff(asked: dict[str, Any], edited: dict[str, Any]) -> list[str]:
+    """Each field the edit changes, removes or adds: ``- name: "prod-db"`` then ``+ name: "x"``."""
+    lines = []
+    for name in [*asked, *(k for k in edited if k not in asked)]:
+        before, after = asked.get(name, _ABSENT), edited.get(name, _ABSENT)
+        if before == after:
+            continue
+        if before is not _ABSENT:
+            lines.append(f"  - {name}: {json.dumps(before, ensure_ascii=False)}")
+        if after is not _ABSENT:
+            lines.append(f"  + {name}: {json.dumps(after, ensure_ascii=False)}")
+    return lines
+
+
+_ABSENT = object()
