@@ -123,7 +123,7 @@ def _confirm(question: dict[str, Any]) -> None:
         )
     target = what.split(" ", 1)[1] if " " in what else what
     print(f"Approving runs {what}{impact}: it is {risk}.", file=sys.stderr)
-    typed = input(f"Type {target} to approve it: ")
+    typed = _ask(f"Type {target} to approve it: ")
     if typed.strip() != target:
         raise RefusedError(f"you typed {typed.strip()!r}, not {target!r}: not approved")
 
@@ -140,8 +140,19 @@ def _show_edit(question: dict[str, Any] | None, edited: Any, yes: bool) -> None:
     lines = edit_diff(asked, edited)
     print(f"your edit of {reason.get('tool')}'s input:", file=sys.stderr)
     print("\n".join(lines) if lines else "  (no change: the input asked)", file=sys.stderr)
-    if sys.stdin.isatty() and not yes and input("Approve with this input? [y/N] ").strip().lower() not in ("y", "yes"):
+    if sys.stdin.isatty() and not yes and _ask("Approve with this input? [y/N] ").strip().lower() not in ("y", "yes"):
         raise RefusedError("not approved")
+
+
+def _ask(prompt: str) -> str:
+    """What the person types after ``prompt`` (written to stderr, which shows control characters as
+    escapes: a question's text never drives the terminal); end of input or Ctrl-C is a refusal."""
+    print(prompt, end="", file=sys.stderr, flush=True)
+    try:
+        return input()
+    except (EOFError, KeyboardInterrupt):
+        print(file=sys.stderr)
+        raise RefusedError("no answer was typed: not approved") from None
 
 
 def edit_diff(asked: dict[str, Any], edited: dict[str, Any]) -> list[str]:
