@@ -317,3 +317,16 @@ def test_show_says_why_a_question_waits_and_conversation_prints_what_led_to_it(u
     ]
     earlier = resumable(url, "conversation", "cli-talk", turn["turnId"], "--limit", "1")
     assert earlier.stdout.splitlines()[-1] == f"earlier: resumable conversation cli-talk {turn['turnId']} --before 1"
+
+
+def test_the_three_id_form_confirms_too_and_a_denial_shows_as_denied(url: str) -> None:
+    turn = json.loads(resumable(url, "--json", "start", "cli-three", "delete the three-db record").stdout)
+    request = turn["interactions"][0]["requestId"]
+    unconfirmed = resumable(url, "approve", "cli-three", turn["turnId"], request)
+    assert unconfirmed.returncode == 2 and "pass --yes" in unconfirmed.stderr, unconfirmed.stderr
+    unknown = resumable(url, "approve", "cli-three", "0" * 32, request)  # (its turn cannot be read: nothing sent)
+    assert unknown.returncode == 3 and "404 not_found" in unknown.stderr
+    denied = resumable(url, "deny", "cli-three", turn["turnId"], request, "--message", "not three")
+    assert denied.returncode == 0, denied.stderr
+    [row] = [r for r in denied.stdout.splitlines() if r.startswith(request)]
+    assert row.split()[1] == "denied"

@@ -67,7 +67,7 @@ def test_cards_appear_and_a_person_approves_denies_and_edits(own_url: str, page:
     expect(page.locator("#empty")).to_be_visible()
     expect(page.locator("#empty")).to_contain_text("Nothing is waiting")
 
-    start(url, "page-approve", "prod-db")
+    asked = start(url, "page-approve", "prod-db")
     start(url, "page-deny", "staging-db")
     expect(page.locator("li.card")).to_have_count(2)
     expect(page.locator("#empty")).to_be_hidden()
@@ -81,7 +81,7 @@ def test_cards_appear_and_a_person_approves_denies_and_edits(own_url: str, page:
     expect(first.locator(".prompt")).to_have_text("delete the prod-db record")
     expect(first.locator(".why")).to_have_text("You asked me to delete the record prod-db; delete_record does that.")
     expect(first.locator("pre.input")).to_have_text('{\n  "name": "prod-db"\n}')
-    expect(first.locator(".request")).to_have_text(first.get_attribute("data-request-id") or "")
+    expect(first.locator(".request")).to_have_text(asked["interactions"][0]["requestId"])
     expect(first.locator(".countdown")).to_contain_text("in 23h")
     screenshot(page, "inbox")
 
@@ -137,7 +137,15 @@ def test_an_edit_is_shown_as_a_diff_then_approved(own_url: str, page: Any) -> No
     # First the changes as a diff of the input asked, then a second click approves exactly that.
     edited.get_by_role("button", name="Review the changes").click()
     expect(edited.locator("pre.diff")).to_have_text('- name: "test-db"\n+ name: 7')
+    expect(edited.locator("pre.diff")).to_be_focused()  # (off the button: a second Enter approves nothing)
     edited.get_by_role("button", name="Approve delete_record with these changes").click()
+    # A destructive question confirms an edit too, naming the input that would run.
+    expect(edited.locator(".confirm-text")).to_have_text(
+        'Approving runs delete_record {"name":7}: Deletes the named record for good: there is no undo. '
+        "It cannot be taken back."
+    )
+    expect(edited.locator(".confirm-no")).to_be_focused()
+    edited.get_by_role("button", name='Yes, run delete_record {"name":7}').click()
     expect(edited.locator(".edit-error")).to_contain_text("does not fit the input of 'delete_record'")
     expect(edited).to_be_visible()  # refused: nothing was answered, the question stays
     expect(editor).to_have_value('{"name": 7}')  # (and the text with it)
@@ -148,6 +156,7 @@ def test_an_edit_is_shown_as_a_diff_then_approved(own_url: str, page: Any) -> No
     edited.get_by_role("button", name="Review the changes").click()
     expect(edited.locator("pre.diff")).to_have_text('- name: "test-db"\n+ name: "test-db-copy"')
     edited.get_by_role("button", name="Approve delete_record with these changes").click()
+    edited.get_by_role("button", name='Yes, run delete_record {"name":"test-db-copy"}').click()
     expect(page.locator("#outcomes li").first).to_contain_text(
         "Approved with your edit: delete_record in session page-edit"
     )
@@ -160,7 +169,7 @@ def test_an_edit_is_shown_as_a_diff_then_approved(own_url: str, page: Any) -> No
 
 def test_a_question_answered_elsewhere_is_a_409_that_says_whose_answer_stands(url: str, browser: Any) -> None:
     start(url, "page-race", "race-db")
-    mine_too = start(url, "page-twice", "twice-db")
+    start(url, "page-twice", "twice-db")
     context = browser.new_context()
     mine, theirs = context.new_page(), context.new_page()
     for tab in (mine, theirs):
@@ -192,7 +201,6 @@ def test_a_question_answered_elsewhere_is_a_409_that_says_whose_answer_stands(ur
     again = mine.locator("#outcomes li").first
     expect(again.locator("strong")).to_have_text("You already answered delete_record in session page-twice")
     expect(again).to_contain_text("your answer stands: denied on this page at")
-    assert mine_too["interactions"][0]["requestId"]
     context.close()
 
 

@@ -86,6 +86,8 @@ def test_a_dismissed_question_leaves_only_the_dismissers_inbox_and_can_come_back
     shown = service.dismiss("ctx-dismiss", turn.turn_id, request, APPROVER)
     assert shown.dismissed_by_you and shown.status == "requested"
     assert service.dismiss("ctx-dismiss", turn.turn_id, request, APPROVER).dismissed_by_you  # (again: no change)
+    stored = service.store.get_interaction("ctx-dismiss", turn.turn_id, request)
+    assert stored is not None and stored.dismissed_by == [APPROVER]
     assert service.inbox(APPROVER).interactions == []
     assert [i.request_id for i in service.inbox(OTHER_APPROVER).interactions] == [request]
     assert [i.request_id for i in service.inbox(ALICE).interactions] == [request]
@@ -177,3 +179,23 @@ def test_the_conversation_so_far_reads_a_page_at_a_time_the_sub_agents_own_where
     own = keeps_its_own.start_turn("ctx-talk-own", "please delete prod-db", principal=ALICE)
     shown = keeps_its_own.conversation("ctx-talk-own", own.children[0].turn_id, ALICE)
     assert shown.agent == "orchestrator" and shown.note is not None and "db_admin's own conversation" in shown.note
+
+
+def test_a_long_reply_beside_a_large_input_still_shows_as_text(make_service: Callable[..., Service]) -> None:
+    """A question whose reason is over its bound keeps the agent's words as (cut) text, never a preview
+    object: every view of it still reads."""
+    from resumable import Agent, ScriptedModel
+    from tests.agents import calls, says
+    from tests.factories import drop_database
+
+    reply = calls(("x-1", "drop_database", {"name": "db-" + "x" * 20_000}))
+    reply["content"].insert(0, {"text": "Because. " * 400})
+    service = make_service(
+        lambda _: Agent(name="janitor", model=ScriptedModel([reply, says("ok")]), tools=[drop_database]),
+        approver_principals=(APPROVER,),
+    )
+    turn = service.start_turn("ctx-long", "drop it", principal=ALICE)
+    [asked] = service.inbox(APPROVER).interactions
+    assert isinstance(asked.explanation, str) and asked.explanation.startswith("Because. Because.")
+    assert asked.summary == "drop_database" and asked.reason["input"]["truncated"] is True
+    assert service.get_turn("ctx-long", turn.turn_id).interactions[0].explanation == asked.explanation

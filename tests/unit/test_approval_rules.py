@@ -45,7 +45,6 @@ def test_a_rule_asks_even_where_the_agents_policy_exempts_the_tool() -> None:
         "required": 2,
         "edits": False,
         "on_expiry": "expire",
-        "confirm": False,
     }
 
 

@@ -14,7 +14,13 @@ import pytest
 from resumable.cli import answer
 from resumable.cli.main import _Harmless
 
-QUESTION = {"summary": "delete_record prod-db\x1b[2J", "impact": "Deletes it", "risk": "destructive", "confirm": True}
+QUESTION = {
+    "summary": "delete_record prod-db\x1b[2J",
+    "reason": {"tool": "delete_record", "input": {"name": "prod-db\x1b[2J"}},
+    "impact": "Deletes it",
+    "risk": "destructive",
+    "confirm": True,
+}
 
 
 def typed(monkeypatch: pytest.MonkeyPatch, reply: Any) -> io.StringIO:
@@ -52,3 +58,14 @@ def test_without_a_terminal_it_needs_yes(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(sys.stdin, "isatty", lambda: False, raising=False)
     with pytest.raises(answer.RefusedError, match="pass --yes"):
         answer._confirm(QUESTION)
+
+
+def test_an_edit_is_confirmed_by_what_it_would_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked = QUESTION | {"reason": {"tool": "delete_record", "input": {"name": "prod-db"}}}
+    terminal = typed(monkeypatch, "prod-db-replica")
+    answer._confirm(asked, {"name": "prod-db-replica"})
+    said = terminal.getvalue()
+    assert 'Approving runs delete_record {"name": "prod-db-replica"}' in said and "Type prod-db-replica" in said
+    typed(monkeypatch, "prod-db")
+    with pytest.raises(answer.RefusedError, match="not 'prod-db-replica'"):
+        answer._confirm(asked, {"name": "prod-db-replica"})

@@ -69,7 +69,7 @@ def run(api: Api, options: argparse.Namespace) -> Reply:
                 raise ValueError(f"--input is not JSON ({error})") from error
             _show_edit(question, response["input"], options.yes)
         if question is not None and question.get("confirm") and not options.yes:
-            _confirm(question)
+            _confirm(question, response.get("input"))
     if options.message is not None:
         response["message"] = options.message
     return api.call("POST", path, {"response": response})
@@ -77,11 +77,14 @@ def run(api: Api, options: argparse.Namespace) -> Reply:
 
 def _find(api: Api, ids: list[str]) -> tuple[str, str, str, dict[str, Any] | None]:
     """The question's session, root turn and request id, and the question as the API shows it (None
-    when it cannot be read: the answer is then sent as given, and the API says what it finds)."""
+    when its turn holds no such question: the answer is then sent as given, and the API says it is
+    not found). A turn that cannot be read is an error: nothing is sent unconfirmed."""
     if len(ids) == 3:
         session, turn, request = ids
         reply = api.call("GET", f"/sessions/{part(session)}/turns/{part(turn)}")
-        listed = reply.body.get("interactions", []) if reply.status == 200 and isinstance(reply.body, dict) else []
+        if reply.status != 200 or not isinstance(reply.body, dict):
+            raise UnreadError(reply)
+        listed = reply.body.get("interactions", [])
         return session, turn, request, next((i for i in listed if i.get("requestId") == request), None)
     if len(ids) != 1:
         raise ValueError(f"give {_IDS_HELP}; got {len(ids)} ids")
@@ -112,16 +115,23 @@ class UnreadError(Exception):
         self.reply = reply
 
 
-def _confirm(question: dict[str, Any]) -> None:
-    """Ask the person at the terminal to type what the approval acts on; refuse without a terminal."""
-    what = str(question.get("summary") or question.get("name"))
+def _confirm(question: dict[str, Any], edited: Any = None) -> None:
+    """Ask the person at the terminal to type what the approval acts on (the first text of the input
+    that runs: ``edited``, else the one asked; else the tool's name); refuse without a terminal."""
+    given = question.get("reason")
+    reason: dict[str, Any] = given if isinstance(given, dict) else {}
+    tool = str(reason.get("tool") or question.get("name"))
+    runs = edited if edited is not None else reason.get("input")
+    what = (
+        f"{tool} {json.dumps(runs, ensure_ascii=False)}" if edited is not None else str(question.get("summary") or tool)
+    )
     impact = f" ({question['impact']})" if question.get("impact") else ""
     risk = question.get("risk") or "marked for confirmation"
     if not sys.stdin.isatty():
         raise RefusedError(
             f"approving runs {what}{impact}, which is {risk}: pass --yes to approve it without a terminal"
         )
-    target = what.split(" ", 1)[1] if " " in what else what
+    target = next((v.strip() for v in _values(runs) if isinstance(v, str) and v.strip()), tool)
     print(f"Approving runs {what}{impact}: it is {risk}.", file=sys.stderr)
     typed = _ask(f"Type {target} to approve it: ")
     if typed.strip() != target:
@@ -153,6 +163,15 @@ def _ask(prompt: str) -> str:
     except (EOFError, KeyboardInterrupt):
         print(file=sys.stderr)
         raise RefusedError("no answer was typed: not approved") from None
+
+
+def _values(value: Any) -> list[Any]:
+    """The values in ``value``, in order (an object's, a list's items, nested)."""
+    if isinstance(value, dict):
+        return [v for item in value.values() for v in _values(item)]
+    if isinstance(value, list):
+        return [v for item in value for v in _values(item)]
+    return [value]
 
 
 def edit_diff(asked: dict[str, Any], edited: dict[str, Any]) -> list[str]:

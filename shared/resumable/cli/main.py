@@ -3,8 +3,8 @@ or dismiss a question (by its request id alone), start, cancel, delete and resto
 the local run's events, and the operator's commands (resumable admin; docs/runbook.md), against an
 HTTP API of resumable.
 
-Exit codes: 0 done; 2 bad input (the API's 400 or 422, or the command line's, or a destructive
-approval not confirmed: nothing was sent); 3 not found (404);
+Exit codes: 0 done; 2 bad input (the API's 400 or 422, or the command line's, a destructive approval
+not confirmed, or a request id alone not in your inbox: nothing was sent); 3 not found (404);
 4 conflict (409: answered differently, or the turn is busy); 5 gone (410: canceled or expired);
 6 not allowed (401, 403); 1 anything else (an AWS failure, the API unreachable).
 """

@@ -32,6 +32,8 @@ def until(moment: str | None) -> str:
 
 
 def table(rows: list[list[str]], header: list[str]) -> str:
+    """One line per row, in columns; every cell on one line (its whitespace, line breaks too, collapsed)."""
+    rows = [[" ".join(str(cell).split()) for cell in row] for row in rows]
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     return "\n".join(
         "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in [header, *rows]
@@ -88,7 +90,9 @@ def print_inbox(body: dict[str, Any]) -> None:
     the agent's reason, the prompt that started it, and its ids (to answer with the request id alone)."""
     listed = body.get("interactions", [])
     if not listed:
-        print("nothing is waiting for you")
+        print("nothing is waiting for you" if not body.get("cursor") else "nothing on this page")
+        if body.get("cursor"):
+            print(f"\nmore: resumable inbox --cursor {body['cursor']}")
         return
     rows = [
         [
@@ -103,7 +107,7 @@ def print_inbox(body: dict[str, Any]) -> None:
     ]
     header = ["REQUEST", "RISK", "ASKS", "FOR", "APPROVALS", "EXPIRES IN"]
     rows, header = _without_empty(rows, header, "RISK", "APPROVALS")
-    lines = table(rows, header).splitlines()
+    lines = table(rows, header).split("\n")
     print(lines[0])
     for line, interaction in zip(lines[1:], listed, strict=True):
         print(line)

@@ -196,7 +196,7 @@ def decide(
     if edit_schema is not None:
         reason |= {"editable": True, "inputSchema": edit_schema}
     if rule is not None:
-        reason["rule"] = rule.model_dump(mode="json", exclude_none=True)
+        reason["rule"] = rule.stored()
     if asked is not None and asked.get("input") != tool_input and (approved is None or approved != tool_input):
         # What runs must be what the person saw: the agent's hooks changed it since (a new deployment).
         return Decision(

@@ -133,6 +133,11 @@ class ApprovalRule(BaseModel):
             raise ValueError(f"{GROUP_PREFIX!r} must be followed by a group's name")
         return value
 
+    def stored(self) -> dict[str, Any]:
+        """The rule as a question carries it: its JSON, without what is unset (and without ``confirm``
+        when it is not asked for, so a rule that does not use it reads as it did before there was one)."""
+        return self.model_dump(mode="json", exclude_none=True, exclude=set() if self.confirm else {"confirm"})
+
     @property
     def title(self) -> str:
         """What messages call the rule."""

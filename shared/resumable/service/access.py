@@ -59,7 +59,8 @@ def name_of(principal: str | None) -> str | None:
     """The name sign-in gave ``principal`` (its token's ``name`` or ``email``), shown beside it to
     approvers; None for IAM and for a token that names nobody."""
     name = getattr(principal, "name", None)
-    return name[:MAX_NAME_CHARS] if isinstance(name, str) and name.strip() else None
+    shown = " ".join(name.split())[:MAX_NAME_CHARS] if isinstance(name, str) else ""
+    return shown or None  # (one line: a name with line breaks never reads as two rows of a listing)
 
 
 def is_approver(settings: Settings, principal: str) -> bool:

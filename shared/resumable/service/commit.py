@@ -211,7 +211,7 @@ def _edit_terms(interrupt: Interrupt) -> tuple[Any, bool, dict[str, Any] | None,
     shown = {k: v for k, v in reason.items() if k not in ("inputSchema", "rule")}
     if rule is not None:
         try:
-            rule = ApprovalRule.model_validate(rule).model_dump(mode="json", exclude_none=True)
+            rule = ApprovalRule.model_validate(rule).stored()
         except ValueError:
             logger.error("tool %r asked under a rule that is not one (%.200r): nobody may answer it",
                          reason.get("tool"), rule)  # fmt: skip

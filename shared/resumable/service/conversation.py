@@ -27,6 +27,9 @@ DEFAULT_PAGE = 20
 MAX_PAGE = 100
 MAX_TEXT_CHARS = 4000
 """The most of one block's text a page shows (the whole is in the snapshot)."""
+MAX_PAGE_BYTES = 1024 * 1024
+"""The most JSON one page holds (a reply stays far under Lambda's 6 MB): a page of long messages is
+shorter, and ``before`` says where it stopped."""
 
 
 class ConversationPage(View):
@@ -66,14 +69,22 @@ def conversation(
     turn = root if turn_id == root.turn_id else next(c for c in tree.children if c.turn_id == turn_id)
     messages, agent, note = _conversation_of(snapshot, tree, turn)
     end = len(messages) if before is None else min(before, len(messages))
-    start = max(0, end - limit)
+    shown: list[dict[str, Any]] = []
+    size = 0
+    for message in reversed(messages[max(0, end - limit) : end]):  # the latest first, within the budget
+        said = _shown(message)
+        size += len(json.dumps(said, ensure_ascii=False).encode())
+        if shown and size > MAX_PAGE_BYTES:
+            break
+        shown.insert(0, said)
+    start = end - len(shown)
     return ConversationPage(
         session_id=session_id,
         turn_id=turn_id,
         agent=agent,
         total=len(messages),
         start=start,
-        messages=[_shown(m) for m in messages[start:end]],
+        messages=shown,
         before=start if start > 0 else None,
         note=note if snapshot is not None or key is None else "its stored conversation could not be read",
     )
@@ -91,13 +102,13 @@ def _conversation_of(snapshot: Any, tree: TurnTree, turn: TurnRecord) -> tuple[l
     level = snapshot
     for child in chain:
         stored = ((level or {}).get("interrupt_state") or {}).get("context", {}).get(STORED_TURNS_KEY, {})
-        level = stored.get(child.parent_tool_use_id) if isinstance(stored, dict) else None
-        if not isinstance(level, dict):
+        level = stored.get(child.parent_tool_use_id) if isinstance(stored, dict) and not child.settled else None
+        if not isinstance(level, dict) or level.get("agent") != child.agent:
             return (
                 root_messages,
                 tree.root.agent,
-                f"{turn.agent}'s own conversation is not kept with the turn (it keeps its own state, or has "
-                f"settled): these are {tree.root.agent}'s messages",
+                f"{turn.agent}'s own conversation is not kept with the turn (it keeps its own state, or its "
+                f"call is over): these are {tree.root.agent}'s messages",
             )
     return _messages(level), turn.agent, None
 

@@ -63,6 +63,10 @@ def bounded_reason(reason: Any, limit: int) -> Any:
         return bounded_json(reason, limit)
     if len(json.dumps(reason, ensure_ascii=False).encode()) <= limit:
         return reason
-    others = {k: bounded_json(v, 1024) for k, v in reason.items() if k != "input"}
+    others = {
+        k: bounded_text(v, 1024) if isinstance(v, str) else bounded_json(v, 1024)
+        for k, v in reason.items()
+        if k != "input"
+    }
     room = limit - len(json.dumps(others, ensure_ascii=False).encode()) - 64
     return {**others, "input": bounded_json(reason["input"], max(room, 256))}

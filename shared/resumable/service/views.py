@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -153,9 +154,9 @@ class InteractionView(View):
             started_by=record.started_by,
             started_by_name=record.started_by_name,
             root_prompt=record.root_prompt,
-            explanation=reason.get("explanation") if isinstance(reason := record.reason, dict) else None,
+            explanation=_text(record.reason, "explanation"),
             risk=record.risk if record.risk in RISKS else None,
-            impact=((rule.impact if rule else None) or reason.get("impact")) if isinstance(reason, dict) else None,
+            impact=(rule.impact if rule else None) or _text(record.reason, "impact"),
             confirm=record.confirm,
             approvals=[
                 VoteView(by=by, at=iso(vote.at) or "", input=vote.input, message=vote.message)
@@ -165,6 +166,12 @@ class InteractionView(View):
 
 
 Decision = Literal["approved", "approved_with_edits", "denied", "answered", "expired", "superseded"]
+
+
+def _text(reason: Any, key: str) -> str | None:
+    """A text the question's reason carries under ``key`` (None when it carries none, or not text)."""
+    said = reason.get(key) if isinstance(reason, dict) else None
+    return said if isinstance(said, str) else None
 
 
 MAX_SUMMARY_CHARS = 120
@@ -189,8 +196,9 @@ def _scalars(value: Any) -> list[str]:
         return [s for v in value for s in _scalars(v)]
     if isinstance(value, bool):
         return [str(value).lower()]
-    if isinstance(value, int | float | str) and str(value).strip():
-        return [" ".join(str(value).split())]
+    shown = "".join(c for c in str(value) if unicodedata.category(c) not in ("Cc", "Cf"))
+    if isinstance(value, int | float | str) and shown.strip():
+        return [" ".join(shown.split())]  # (no control or format character: a bidi override reorders nothing)
     return []
 
 

@@ -318,6 +318,11 @@ class InteractionItems(Table):
         those of ``principal``'s sessions; one Query, and where the next page starts (None: this was
         the last; a page that met expired ones is shorter)."""
         index, partition = self.inbox_partition(principal)
+        bound = inbox_unexpired_after(now)
+        if start is not None and start.get(f"{index}sk", {}).get("S", "") <= bound:
+            # A page that ended before the unexpired ones (in an hour now gone): everything after it that
+            # could be listed is at or after the bound (DynamoDB refuses a start key outside it).
+            start = None
         request: dict[str, Any] = {
             "TableName": self.table,
             "IndexName": index,
@@ -325,7 +330,7 @@ class InteractionItems(Table):
             "FilterExpression": "expires_at > :now",
             "ExpressionAttributeValues": {
                 ":pk": value(partition),
-                ":hour": value(inbox_unexpired_after(now)),
+                ":hour": value(bound),
                 ":now": value(now),
             },
             "Limit": limit,

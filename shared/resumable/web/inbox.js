@@ -220,19 +220,23 @@ function buildCard(item) {
   const approve = element.querySelector(".approve");
   const confirmBox = element.querySelector(".confirm");
   approve.setAttribute("aria-label", "Approve " + tool.title + " in session " + item.sessionId);
-  approve.addEventListener("click", () => {
-    if (!item.confirm) { answer(item, { decision: "approve" }); return; }
-    // A destructive question: a second, explicit click that names what will happen.
-    const what = item.summary || tool.title;
+  // A destructive question: a second, explicit click that names what will happen, the focus on Cancel.
+  let confirming = null; // the approval the Yes button sends, and where its refusal shows
+  const confirmFirst = (what, response, errorPlace) => {
+    confirming = { response, errorPlace };
     confirmBox.querySelector(".confirm-text").textContent = "Approving runs " + what +
       (item.impact ? ": " + item.impact : "") + ". It cannot be taken back.";
     confirmBox.querySelector(".confirm-yes").textContent = "Yes, run " + what;
     confirmBox.hidden = false;
     confirmBox.querySelector(".confirm-no").focus();
+  };
+  approve.addEventListener("click", () => {
+    if (!item.confirm) { answer(item, { decision: "approve" }); return; }
+    confirmFirst(item.summary || tool.title, { decision: "approve" });
   });
   confirmBox.querySelector(".confirm-yes").addEventListener("click", () => {
     confirmBox.hidden = true;
-    answer(item, { decision: "approve" });
+    if (confirming) answer(item, confirming.response, confirming.errorPlace);
   });
   confirmBox.querySelector(".confirm-no").addEventListener("click", () => { confirmBox.hidden = true; approve.focus(); });
   const dismiss = element.querySelector(".dismiss");
@@ -305,11 +309,12 @@ function buildCard(item) {
       editForm.querySelector(".diff").textContent = lines.length ? lines.join("\n") : "(no change: the input asked)";
       editForm.querySelector(".edit-diff").hidden = false;
       editForm.dataset.reviewed = text;
-      editForm.querySelector(".edit-submit").textContent = "Approve " + (item.summary || tool.title).split(" ")[0] +
-        " with these changes";
+      editForm.querySelector(".edit-submit").textContent = "Approve " + tool.title + " with these changes";
       error.hidden = true;
+      editForm.querySelector(".diff").focus(); // (a second Enter on the button never approves unseen)
       return;
     }
+    if (item.confirm) { confirmFirst(tool.title + " " + JSON.stringify(edited), { decision: "approve", input: edited }, error); return; }
     answer(item, { decision: "approve", input: edited }, error);
   });
   editForm.querySelector("textarea").addEventListener("input", () => { // a changed text is reviewed again
