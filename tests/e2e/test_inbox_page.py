@@ -329,7 +329,7 @@ def test_a_question_that_asks_for_information_takes_a_reply_and_any_card_can_be_
     expect(reply).to_have_value("x" * 9000)
     expect(reply).to_be_focused()
     reply.fill("eu-west-1")
-    expect(question.locator(".reply-form .counter")).to_have_text("11 of 8192 bytes")
+    expect(question.locator(".reply-form .counter")).to_have_text("9 of 8190 bytes")  # (the JSON quotes: 2)
     with settings(AGENT_FACTORY="tests.factories:asks_a_question"):  # (the turn resumes with its factory)
         question.get_by_role("button", name="Send the reply").click()
         expect(page.locator("#outcomes li").first).to_contain_text("Replied: region in session page-ask")
@@ -351,7 +351,11 @@ def test_a_question_that_asks_for_information_takes_a_reply_and_any_card_can_be_
 
 def test_the_card_opens_the_conversation_that_led_to_the_question(own_url: str, page: Any) -> None:
     start(own_url, "page-talk", "talk-db")
+    status, _ = call(own_url, "POST", "/sessions/page-rtl/turns", {"prompt": "delete the test\u202egpj.exe-db record"})
+    assert status == 201
     page.goto(f"{own_url}/inbox?refresh=0")
+    # A right-to-left override in what a question says is shown, never obeyed (it would reorder the text).
+    expect(card(page, "page-rtl").locator(".prompt")).to_have_text("delete the test\\u202egpj.exe-db record")
     asked = card(page, "page-talk")
     expect(asked.locator(".messages li")).to_have_count(0)  # (read only when opened)
     asked.get_by_text("The conversation so far").click()

@@ -120,3 +120,18 @@ def test_outside_a_handler_nothing_is_counted(make_service: Callable[..., Servic
     thread.start()
     thread.join()
     assert metrics.metric_set == {} and _dimensioned == {}
+
+
+def test_a_refused_start_or_cancel_counts_no_start_or_cancel(
+    make_service: Callable[..., Service], session_id: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from resumable.api.app import build_app
+    from tests.integration.helpers import http
+
+    api = build_app(make_service("nested"))
+    assert http(api, "POST", "/sessions/bad%20id/turns", {"prompt": "delete"})[0] == 422
+    assert http(api, "POST", f"/sessions/{session_id}/turns/{'0' * 32}/cancel")[0] == 404
+    counted = printed_metrics(capsys)
+    assert "TurnsStarted" not in counted and "Cancels" not in counted, counted
+    assert http(api, "POST", f"/sessions/{session_id}/turns", {"prompt": "delete"})[0] == 201
+    assert printed_metrics(capsys).get("TurnsStarted") == [1]

@@ -190,8 +190,9 @@ def json_reply(view: Any, status: int = 200) -> Response[Any]:
     ),
 )
 def start_turn(sessionId: str, body: Annotated[StartTurnBody, Body()]) -> Response[TurnView]:  # noqa: N803
-    count("TurnsStarted")
-    return json_reply(service().start_turn(path_param("sessionId", sessionId), body.prompt, principal()), 201)
+    turn = service().start_turn(path_param("sessionId", sessionId), body.prompt, principal())
+    count("TurnsStarted")  # (a start refused, 4xx, is no start)
+    return json_reply(turn, 201)
 
 
 @router.get(
@@ -277,8 +278,9 @@ def undismiss(sessionId: str, turnId: str, requestId: str) -> Response[Interacti
     responses=responses(200, "The Turn, canceled (or as it settled before)", TurnView, 404),
 )
 def cancel(sessionId: str, turnId: str) -> Response[TurnView]:  # noqa: N803
-    count("Cancels")
-    return json_reply(service().cancel(path_param("sessionId", sessionId), path_param("turnId", turnId), principal()))
+    done = service().cancel(path_param("sessionId", sessionId), path_param("turnId", turnId), principal())
+    count("Cancels")  # (only what was done: a refusal counts nothing)
+    return json_reply(done)
 
 
 @router.get(
@@ -327,8 +329,9 @@ def list_inbox(
     responses=responses(200, "The Session, deleted (or as an earlier deletion left it)", SessionView, 404, 409),
 )
 def delete_session(sessionId: str) -> Response[SessionView]:  # noqa: N803
-    count("SessionsDeleted")
-    return json_reply(service().delete_session(path_param("sessionId", sessionId), principal()))
+    done = service().delete_session(path_param("sessionId", sessionId), principal())
+    count("SessionsDeleted")  # (only what was done: a refusal counts nothing)
+    return json_reply(done)
 
 
 @router.post(
@@ -338,5 +341,6 @@ def delete_session(sessionId: str) -> Response[SessionView]:  # noqa: N803
     responses=responses(200, "The Session, restored (or as it was, if it was not deleted)", SessionView, 404, 409),
 )
 def restore_session(sessionId: str) -> Response[SessionView]:  # noqa: N803
-    count("SessionsRestored")
-    return json_reply(service().restore_session(path_param("sessionId", sessionId), principal()))
+    done = service().restore_session(path_param("sessionId", sessionId), principal())
+    count("SessionsRestored")  # (only what was done: a refusal counts nothing)
+    return json_reply(done)

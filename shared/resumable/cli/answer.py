@@ -59,14 +59,26 @@ def run(api: Api, options: argparse.Namespace) -> Reply:
             raise RefusedError(f"question {request} is an approval: resumable approve or deny it")
         return api.call("POST", path, {"response": options.text})
     response: dict[str, Any] = {"decision": options.command}
+    if options.command == "deny" and not options.message.strip():
+        raise RefusedError("--message is blank: say why (the agent is told it)")
     if question is not None and question.get("status") != "requested":
-        question = None  # (answered, expired or closed: the API says so; nothing to confirm)
+        if question.get("status") == "answered":  # (the same answer again is taken as a retry: say so)
+            print(
+                f"question {request} was already answered by {question.get('answeredBy')} at "
+                f"{question.get('answeredAt')}; the API takes only the same answer again",
+                file=sys.stderr,
+            )
+        question = None  # (answered, expired or superseded: the API says so; nothing to confirm)
     if options.command == "approve":
         if options.input is not None:
             try:
                 response["input"] = json.loads(options.input)
             except ValueError as error:
                 raise ValueError(f"--input is not JSON ({error})") from error
+            if not isinstance(response["input"], dict):
+                raise ValueError('--input must be a JSON object, the tool\'s whole input: \'{"name": "..."}\'')
+            if question is not None and question.get("editable") is False:
+                raise RefusedError(f"question {request}'s input may not be edited: approve or deny it as asked")
             _show_edit(question, response["input"], options.yes)
         if question is not None and question.get("confirm") and not options.yes:
             _confirm(question, response.get("input"))

@@ -98,9 +98,11 @@ def print_inbox(body: dict[str, Any]) -> None:
         [
             i["requestId"],
             i.get("risk") or "",
-            str(i.get("summary") or asked(i)) + (" (editable)" if i.get("editable") else ""),
+            str(i.get("summary") or asked(i))
+            + (" (editable)" if i.get("editable") else "")
+            + (" (dismissed)" if i.get("dismissedByYou") else ""),
             _who(i),
-            approvals(i) + (" (dismissed)" if i.get("dismissedByYou") else ""),
+            approvals(i),
             until(i.get("expiresAt")),
         ]
         for i in listed
@@ -174,7 +176,7 @@ def print_conversation(page: dict[str, Any]) -> None:
     if page.get("note"):
         print(f"({page['note']})")
     count = len(page["messages"])
-    shown = f"messages {page['start'] + 1} to {page['start'] + count}" if count else "no messages"
+    shown = f"messages {page['start'] + 1} to {page['start'] + count}" if count else "none before that position"
     print(f"{page['agent']}'s conversation: {page['total']} messages, {shown}")
     for said in page.get("messages", []):
         who = "agent" if said.get("role") == "assistant" else "user"

@@ -47,11 +47,11 @@ Paste these into another terminal, in order (bash, curl 7.82 or newer for --json
   T=$(curl -s -X POST @URL/sessions/demo/turns --json '{"prompt": "delete the prod-db record"}'); echo "$T"
       # 201 "status": "waiting"; its interaction: orchestrator -> db_admin wants delete_record {"name": "prod-db"}
   TURN=$(echo "$T" | field '["turnId"]'); REQ=$(echo "$T" | field '["interactions"][0]["requestId"]')
-  curl -s '@URL/sessions/demo/interactions?status=requested'      # the question, as a person would list it
-  curl -s '@URL/interactions?status=requested'      # the inbox: every session's open questions, most urgent first
+  curl -s '@URL/sessions/demo/interactions?status=requested'; echo      # the question, as a person would list it
+  curl -s '@URL/interactions?status=requested'; echo      # the inbox: every session's open questions, most urgent first
 
 2. Approve it: a new invocation rebuilds both agents, runs delete_record once, and finishes the turn.
-  curl -s -X POST @URL/sessions/demo/turns/$TURN/interactions/$REQ --json '{"response": {"decision": "approve"}}'
+  curl -s -X POST @URL/sessions/demo/turns/$TURN/interactions/$REQ --json '{"response": {"decision": "approve"}}'; echo
       # 200 "status": "completed", "output": "record prod-db deleted"
 
 3. Deny another, saying why: nothing runs, and the model is told.
@@ -64,7 +64,7 @@ Paste these into another terminal, in order (bash, curl 7.82 or newer for --json
 4. Cancel one instead: the turn and its child turn settle canceled; the question is withdrawn.
   T=$(curl -s -X POST @URL/sessions/demo-cancel/turns --json '{"prompt": "delete the test-db record"}')
   TURN=$(echo "$T" | field '["turnId"]')
-  curl -s -X POST @URL/sessions/demo-cancel/turns/$TURN/cancel      # 200 "status": "canceled"
+  curl -s -X POST @URL/sessions/demo-cancel/turns/$TURN/cancel; echo      # 200 "status": "canceled"
 
 5. A Step Functions workflow that waits for the approval (the embedded AWS runs the state machine):
   sfn() { curl -s @AWS -H "X-Amz-Target: AWSStepFunctions.$1" -H 'Content-Type: application/x-amz-json-1.0' \
@@ -85,7 +85,7 @@ event once; --follow keeps reading, --json prints each event whole):
       # demo  #1  Interaction Requested  orchestrator -> db_admin wants to run delete_record {"name": "prod-db"}
 
 7. Who decided what, when and how they proved it: the audit trail (approvers; docs/audit.md).
-  curl -s '@URL/audit?outcome=denied'      # the deny of step 3: who, how signed in, the message, input digests
+  curl -s '@URL/audit?outcome=denied'; echo      # the deny of step 3: who, how signed in, the message, input digests
   @PYTHON -m resumable.cli --url @URL admin audit      # every vote, decision and action's outcome, as a table
 
 The resumable command (docs/desk.md) calls RESUMABLE_URL: set it in each shell you use it from.

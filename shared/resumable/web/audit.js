@@ -51,7 +51,7 @@ function auditRow(record) {
   const labels = ["At", "Outcome", "Tool", "By", "How", "Session", "Question", "Detail"];
   cells.forEach((text, index) => {
     const cell = document.createElement("td");
-    cell.textContent = text;
+    cell.textContent = plain(text);
     cell.dataset.label = labels[index]; // (a phone shows each row as a card, each cell with its label)
     if (index === 5 || index === 6) cell.className = "id";
     row.appendChild(cell);

@@ -191,7 +191,7 @@ function buildCard(item) {
   const article = element.querySelector("article");
   const heading = element.querySelector(".tool");
   heading.id = id + "-title";
-  heading.textContent = item.summary || tool.title;
+  heading.textContent = plain(item.summary || tool.title);
   article.setAttribute("aria-labelledby", heading.id);
   showContext(element, item);
   startConversation(element, item);
@@ -204,7 +204,7 @@ function buildCard(item) {
   element.querySelector(".reason").textContent = tool.note ||
     (item.name === "approval" ? asker + " wants to run " + tool.title + " with this input:" : asker + " asks (" + item.name + "):");
   const input = element.querySelector(".input");
-  input.textContent = JSON.stringify(tool.shown, null, 2);
+  input.textContent = plain(JSON.stringify(tool.shown, null, 2));
   input.setAttribute("aria-label", "input of " + tool.title);
   element.querySelector(".request").textContent = item.requestId;
   element.querySelector(".session").textContent = item.sessionId;
@@ -335,6 +335,11 @@ function buildCard(item) {
   return element;
 }
 
+// Text from a question shown as it is: control and format characters (a right-to-left override that
+// would reorder what follows, an escape) are shown as \u escapes, never obeyed.
+const plain = (text) => String(text).replace(/[\p{Cc}\p{Cf}]/gu, (c) => c === "\n" || c === "\t" ? c :
+  "\\u" + c.codePointAt(0).toString(16).padStart(4, "0"));
+
 // What a person needs to judge the question: its risk and what it touches, who it is for, the prompt
 // that started it, and the agent's own reason.
 function showContext(element, item) {
@@ -345,25 +350,26 @@ function showContext(element, item) {
     risk.hidden = false;
   }
   const impact = element.querySelector(".impact");
-  impact.textContent = item.impact || "";
+  impact.textContent = plain(item.impact || "");
   impact.hidden = !item.impact;
   const who = item.startedByName && item.startedBy && item.startedByName !== item.startedBy
     ? item.startedByName + " (" + item.startedBy + ")" : item.startedByName || item.startedBy;
   if (who) {
-    element.querySelector(".for").textContent = who;
+    element.querySelector(".for").textContent = plain(who);
     element.querySelector(".for-row").hidden = false;
   }
   if (item.rootPrompt) {
     const shown = element.querySelector(".prompt");
     const more = element.querySelector(".more");
-    const short = item.rootPrompt.length > 160 ? item.rootPrompt.slice(0, 160) + "…" : item.rootPrompt;
+    const whole = plain(item.rootPrompt);
+    const short = whole.length > 160 ? whole.slice(0, 160) + "…" : whole;
     shown.textContent = short;
     if (short !== item.rootPrompt) {
       more.hidden = false;
       more.setAttribute("aria-expanded", "false");
       more.addEventListener("click", () => {
         const open = more.getAttribute("aria-expanded") !== "true";
-        shown.textContent = open ? item.rootPrompt : short;
+        shown.textContent = open ? whole : short;
         more.textContent = open ? "less" : "more";
         more.setAttribute("aria-expanded", String(open));
       });
@@ -371,7 +377,7 @@ function showContext(element, item) {
     element.querySelector(".prompt-row").hidden = false;
   }
   if (item.explanation) {
-    element.querySelector(".why").textContent = item.explanation;
+    element.querySelector(".why").textContent = plain(item.explanation);
     element.querySelector(".why-row").hidden = false;
   }
 }
@@ -417,7 +423,7 @@ function messageItem(said) {
     block.text !== undefined ? block.text :
       block.toolUse ? "calls " + block.toolUse.name + " " + JSON.stringify(block.toolUse.input) :
         block.toolResult ? "result (" + block.toolResult.status + "): " + block.toolResult.content : "");
-  li.append(lines.filter(Boolean).join("\n"));
+  li.append(plain(lines.filter(Boolean).join("\n")));
   return li;
 }
 
@@ -441,12 +447,15 @@ const encoder = new TextEncoder();
 function counted(form, responseOf) {
   const area = form.querySelector("textarea");
   const counter = form.querySelector(".counter");
+  // The API counts the answer's JSON; the person is shown what they typed against what it leaves them.
+  const size = (text) => encoder.encode(JSON.stringify(responseOf(text))).length;
   const update = () => {
-    const bytes = encoder.encode(JSON.stringify({ response: responseOf(area.value) }).slice(12, -1)).length;
-    const limit = config.maxResponseBytes || 8192;
-    counter.textContent = bytes + " of " + limit + " bytes" + (bytes > limit ? ": too long, shorten it to send" : "");
-    counter.classList.toggle("over", bytes > limit);
-    form.dataset.over = String(bytes > limit);
+    const base = size("");
+    const room = (config.maxResponseBytes || 8192) - base;
+    const bytes = size(area.value) - base;
+    counter.textContent = bytes + " of " + room + " bytes" + (bytes > room ? ": too long, shorten it to send" : "");
+    counter.classList.toggle("over", bytes > room);
+    form.dataset.over = String(bytes > room);
   };
   area.addEventListener("input", update);
   area.addEventListener("focus", update);
@@ -632,10 +641,10 @@ function outcome(headline, detail, bad) {
   const li = document.createElement("li");
   li.className = bad ? "refused" : "done";
   const strong = document.createElement("strong");
-  strong.textContent = headline;
+  strong.textContent = plain(headline);
   const text = document.createElement("div");
   text.className = "output";
-  text.textContent = detail;
+  text.textContent = plain(detail);
   li.append(strong, text);
   li.tabIndex = -1;
   $("outcomes").prepend(li);
