@@ -199,3 +199,45 @@ def test_a_long_reply_beside_a_large_input_still_shows_as_text(make_service: Cal
     assert isinstance(asked.explanation, str) and asked.explanation.startswith("Because. Because.")
     assert asked.summary == "drop_database" and asked.reason["input"]["truncated"] is True
     assert service.get_turn("ctx-long", turn.turn_id).interactions[0].explanation == asked.explanation
+
+
+def test_dismissals_are_bounded_retried_and_never_outlive_the_question(
+    make_service: Callable[..., Service], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from resumable.service import dismissal
+
+    third = "arn:aws:iam::111122223333:user/approver-3"
+    service = make_service("explains", approver_principals=(APPROVER, OTHER_APPROVER, third))
+    turn = service.start_turn("ctx-bounds", "drop", principal=ALICE)
+    request = turn.interactions[0].request_id
+    monkeypatch.setattr(dismissal, "MAX_DISMISSALS", 2)
+    service.dismiss("ctx-bounds", turn.turn_id, request, APPROVER)
+    service.dismiss("ctx-bounds", turn.turn_id, request, OTHER_APPROVER)
+    with pytest.raises(ValidationFailedError, match="dismissed by 2 people already"):
+        service.dismiss("ctx-bounds", turn.turn_id, request, third)
+
+    # Someone answers between the read and the write: the write is refused, and it says why.
+    real = service.store.set_dismissed
+    answered = []
+
+    def answered_first(interaction: object, dismissed_by: list[str], now: float) -> bool:
+        if not answered:
+            answered.append(service.submit_approval("ctx-bounds", turn.turn_id, request, APPROVE, ALICE))
+        return real(interaction, dismissed_by, now)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(service.store, "set_dismissed", answered_first)
+    with pytest.raises(GoneError, match="no longer waiting"):
+        service.dismiss("ctx-bounds", turn.turn_id, request, APPROVER, dismissed=False)
+    stored = service.store.get_interaction("ctx-bounds", turn.turn_id, request)
+    assert stored is not None and stored.status == "answered"
+
+    # Others dismissing it at every attempt: a clear 409 after a few tries, nothing half written.
+    other = service.start_turn("ctx-busy", "drop", principal=ALICE)
+    monkeypatch.setattr(service.store, "set_dismissed", lambda *_: False)
+    with pytest.raises(ConflictError, match="kept changing while it was dismissed"):
+        service.dismiss("ctx-busy", other.turn_id, other.interactions[0].request_id, APPROVER)
+
+    # A deleted session's question cannot be dismissed (nor found).
+    service.delete_session("ctx-busy", ALICE)
+    with pytest.raises(NotFoundError):
+        service.dismiss("ctx-busy", other.turn_id, other.interactions[0].request_id, APPROVER)
