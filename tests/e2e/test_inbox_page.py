@@ -5,6 +5,7 @@ says so."""
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -366,3 +367,20 @@ def test_the_card_opens_the_conversation_that_led_to_the_question(own_url: str, 
     expect(said.nth(1)).to_contain_text("You asked me to delete the record talk-db; delete_record does that.")
     expect(said.nth(1)).to_contain_text('calls delete_record {"name":"talk-db"}')
     screenshot(page, "inbox-conversation")
+
+
+def test_a_link_to_one_question_lands_on_it_focused_and_one_no_longer_waiting_says_so(own_url: str, page: Any) -> None:
+    start(own_url, "page-link-1", "link-1-db")
+    linked = start(own_url, "page-link-2", "link-2-db")["interactions"][0]["requestId"]
+    page.goto(f"{own_url}/inbox?refresh=0#q-{linked}")  # (what the e-mail's inboxUrl says)
+    target = card(page, "page-link-2")
+    expect(target).to_have_class(re.compile(r"\blinked\b"))
+    expect(target.locator("article")).to_be_focused()
+    expect(page.locator("#outcomes li")).to_have_count(0)  # (opening it decided nothing)
+    expect(card(page, "page-link-1")).not_to_have_class(re.compile(r"\blinked\b"))
+    screenshot(page, "inbox-linked")
+
+    page.goto("about:blank")  # (a new load: changing only the fragment would not read the list again)
+    page.goto(f"{own_url}/inbox?refresh=0#q-r0000000000000000000000000")
+    expect(page.locator("#notice")).to_contain_text("is not waiting for you")
+    expect(card(page, "page-link-2")).to_have_count(1)

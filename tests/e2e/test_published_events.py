@@ -90,6 +90,7 @@ def test_approve_deny_and_cancel_on_the_local_run_publish_each_event_once_in_ord
     }
     [requested] = [e for e in events if e["detail"]["sessionId"] == "ev-approve" and e["detail"]["sequence"] == 1]
     assert (requested["detail"]["answerPath"], requested["detail"]["answerUrl"]) == (approval, url + approval)
+    assert requested["detail"]["inboxUrl"] == f"{url}/inbox#q-{approve['interactions'][0]['requestId']}"
 
 
 def test_the_event_reader_make_run_prints_prints_one_line_per_event(local_run: tuple[str, EventResources]) -> None:

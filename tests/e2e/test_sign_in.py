@@ -36,15 +36,16 @@ def call(url: str, method: str, path: str, token: str | None, body: Any = None) 
     return local_call(url, method, path, body, token=token)
 
 
-def sign_in(browser: Any, url: str, user: str) -> Any:
-    """A new browser (no cookies, no token) that opens the inbox and signs in as ``user``."""
+def sign_in(browser: Any, url: str, user: str, fragment: str = "") -> Any:
+    """A new browser (no cookies, no token) that opens the inbox (at ``fragment``, a link to one
+    question) and signs in as ``user``."""
     page = browser.new_context().new_page()
     page.set_default_timeout(WAIT_MS)
-    page.goto(f"{url}/inbox?refresh=0")
+    page.goto(f"{url}/inbox?refresh=0{fragment}")
     expect(page.get_by_role("button", name="Sign in")).to_be_visible()
     page.get_by_role("button", name="Sign in").click()
     page.get_by_role("button", name=user, exact=False).first.click()  # the issuer's sign-in page
-    page.wait_for_url(f"{url}/inbox?refresh=0")  # back, the URL cleaned of the code
+    page.wait_for_url(f"{url}/inbox?refresh=0{fragment}")  # back, the URL cleaned of the code
     page.wait_for_function("() => Number(document.body.dataset.refreshes || 0) >= 1")  # token in hand, API asked
     return page
 
@@ -98,11 +99,13 @@ def test_the_token_endpoint_insists_on_pkce(issuer: LocalIssuer) -> None:
 
 
 def test_people_sign_in_and_see_what_is_theirs_to_answer(jwt_url: str, issuer: LocalIssuer, browser: Any) -> None:
+    asked = {}
     for user, record in (("bob", "test-db"), ("carol", "dev-db")):
         status, turn = call(
             jwt_url, "POST", f"/sessions/jwt-{user}/turns", issuer.mint(user), {"prompt": f"delete the {record} record"}
         )
         assert (status, turn["status"]) == (201, "waiting"), turn
+        asked[user] = turn["interactions"][0]["requestId"]
 
     bob = sign_in(browser, jwt_url, "bob")
     expect(bob.locator("#who-name")).to_have_text("signed in as bob@example.local")
@@ -110,7 +113,10 @@ def test_people_sign_in_and_see_what_is_theirs_to_answer(jwt_url: str, issuer: L
     expect(bob.locator("li.card")).to_have_count(1)  # carol's session is not bob's to see
     assert "code=" not in bob.url
 
-    alice = sign_in(browser, jwt_url, "alice")  # an approver: every session's questions
+    # An approver follows the e-mail's link to carol's question: signed in, she lands on it, focused.
+    alice = sign_in(browser, jwt_url, "alice", f"#q-{asked['carol']}")  # an approver: every session's questions
+    expect(card(alice, "jwt-carol").locator("article")).to_be_focused()
+    expect(card(alice, "jwt-carol").locator(".for")).to_contain_text("carol")
     expect(card(alice, "jwt-bob")).to_have_count(1)
     expect(card(alice, "jwt-carol")).to_have_count(1)
     screenshot(alice, "inbox-signed-in")

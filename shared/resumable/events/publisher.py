@@ -110,9 +110,9 @@ class Publisher:
             **event.detail,
         }
         if "answerPath" in fields:
-            fields["answerUrl"] = (
-                self.settings.api_url.rstrip("/") + fields["answerPath"] if self.settings.api_url else None
-            )
+            api = self.settings.api_url.rstrip("/") if self.settings.api_url else None
+            fields["answerUrl"] = api + fields["answerPath"] if api else None
+            fields["inboxUrl"] = f"{api}/inbox#q-{fields['requestId']}" if api else None
         return model.model_validate(fields)
 
     def _number(self, session_id: str, sk: str) -> int:

@@ -66,6 +66,11 @@ class InteractionRequested(EventDetail):
     expires_at: str
     answer_path: str = Field(description='POST {"response": ...} here to answer.')
     answer_url: str | None = Field(description="answerPath on the deployed HTTP API, when the publisher knows it.")
+    inbox_url: str | None = Field(
+        default=None,  # not in events written before it existed
+        description="The inbox page focused on this question (/inbox#q-<requestId>), when the publisher knows the "
+        "API: where a person decides (opening it decides nothing).",
+    )
 
 
 class InteractionAnswered(EventDetail):
@@ -96,6 +101,11 @@ class InteractionEscalated(EventDetail):
     expires_at: str
     answer_path: str = Field(description='POST {"response": ...} here to answer.')
     answer_url: str | None = Field(description="answerPath on the deployed HTTP API, when the publisher knows it.")
+    inbox_url: str | None = Field(
+        default=None,  # not in events written before it existed
+        description="The inbox page focused on this question (/inbox#q-<requestId>), when the publisher knows the "
+        "API: where a person decides (opening it decides nothing).",
+    )
 
 
 class TurnSettled(EventDetail):

@@ -125,6 +125,27 @@ async function refresh() {
   more = Boolean(reply.data.cursor);
   showCount();
   tick();
+  focusLinked();
+}
+
+// A link to one question (/inbox#q-<requestId>, what the e-mail sends) lands on its card, focused,
+// once the list is read; a question no longer waiting for the reader is said so. Opening it decides nothing.
+let linked = /^#q-[A-Za-z0-9_-]+$/.test(location.hash) ? location.hash.slice(1) : null;
+function focusLinked() {
+  if (!linked) return;
+  const target = document.getElementById(linked);
+  const wanted = linked.slice(2);
+  linked = null;
+  if (!target) {
+    notice("The question in your link (" + escapeHtml(wanted) + ") is not waiting for you: it was answered, " +
+      "canceled or expired, or it is not yours to answer. The others waiting for you are below.", false);
+    return;
+  }
+  target.classList.add("linked");
+  const article = target.querySelector("article");
+  article.tabIndex = -1;
+  article.scrollIntoView({ block: "center" });
+  article.focus();
 }
 
 function leftWithoutUs(id) {

@@ -19,7 +19,7 @@ async function signIn() {
   const found = await discovery();
   const verifier = randomText();
   const state = randomText();
-  sessionStorage.setItem("resumable.pkce", JSON.stringify({ verifier, state, search: location.search }));
+  sessionStorage.setItem("resumable.pkce", JSON.stringify({ verifier, state, search: location.search, hash: location.hash }));
   const challenge = b64url(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier)));
   const query = new URLSearchParams({
     response_type: "code", client_id: config.clientId, redirect_uri: redirectUri(), scope: config.scope,
@@ -34,7 +34,8 @@ async function finishSignIn() {
   sessionStorage.removeItem("resumable.pkce");
   if (params.get("error")) throw new Error("the issuer refused the sign-in: " + params.get("error"));
   if (!pending || params.get("state") !== pending.state) throw new Error("the sign-in reply does not match a sign-in this page started");
-  history.replaceState(null, "", redirectUri() + (pending.search || ""));
+  history.replaceState(null, "", redirectUri() + (pending.search || "") + (pending.hash || ""));
+  if (/^#q-[A-Za-z0-9_-]+$/.test(pending.hash || "")) linked = pending.hash.slice(1); // (the question the link named)
   const found = await discovery();
   const reply = await fetch(found.token_endpoint, {
     method: "POST",
