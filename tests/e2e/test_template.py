@@ -85,7 +85,10 @@ def test_questions_and_their_escalations_reach_the_notify_email_topic_in_words_a
     assert target["Arn"] == "NotifyTopic"
     transformer = target["InputTransformer"]
     assert transformer["InputPathsMap"]["summary"] == "$.detail.summary"
-    assert transformer["InputTemplate"] == '"<summary>: approve at <url> (before <expires>)"'
+    assert (
+        transformer["InputPathsMap"]["url"] == "$.detail.inboxUrl"
+    )  # (the page on the question: a GET decides nothing)
+    assert transformer["InputTemplate"] == '"<summary>: decide at <url> (before <expires>)"'
     outputs = load_template()["Outputs"]
     assert {"EventBusName", "PublisherDeadLetterQueueUrl", "NotifyTopicArn"} <= outputs.keys()
 
