@@ -245,3 +245,50 @@ def test_a_head_request_says_the_length_of_the_object_not_of_its_empty_reply(aws
     s3 = client("s3", aws)
     s3.put_object(Bucket=aws.bucket_name, Key="head", Body=b"x" * 1234)
     assert s3.head_object(Bucket=aws.bucket_name, Key="head")["ContentLength"] == 1234
+
+
+# -- AWS's hard limits, which the embedded AWS applies where moto does not: every test meets them -------
+
+
+def test_a_transaction_over_4_mb_is_refused_as_dynamodb_refuses_it_and_writes_nothing(aws: Settings) -> None:
+    from botocore.exceptions import ClientError
+
+    dynamodb = DynamoDBStore(aws).dynamodb
+    big = "x" * (300 * 1024)  # (each item under DynamoDB's 400 KB; fifteen of them over 4 MB)
+    writes = [{"Put": {"TableName": aws.table_name, "Item": _item("limits", f"i{n}", value=big)}} for n in range(15)]
+    with pytest.raises(ClientError, match="Transaction request cannot be larger than 4 MB") as refused:
+        dynamodb.transact_write_items(TransactItems=writes)
+    assert refused.value.response["Error"]["Code"] == "ValidationException"
+    assert (
+        dynamodb.query(
+            TableName=aws.table_name,
+            KeyConditionExpression="pk = :p",
+            ExpressionAttributeValues={":p": {"S": "limits"}},
+        )["Items"]
+        == []
+    )
+    dynamodb.transact_write_items(TransactItems=writes[:13])  # (just under: written)
+
+
+def test_put_events_over_256_kb_is_refused_as_eventbridge_refuses_it(aws: Settings) -> None:
+    from botocore.exceptions import ClientError
+
+    from resumable.aws.clients import client
+
+    events = client("events", aws)
+    entry = {"Source": "resumable", "DetailType": "Turn Settled"}  # (on the default bus)
+    with pytest.raises(ClientError, match="Total size of the entries in the request is over the limit"):
+        events.put_events(Entries=[entry | {"Detail": '{"output": "' + "x" * (256 * 1024) + '"}'}])
+    accepted = events.put_events(Entries=[entry | {"Detail": '{"output": "' + "x" * (200 * 1024) + '"}'}])
+    assert accepted["FailedEntryCount"] == 0
+
+
+def test_a_task_output_over_256_kb_is_refused_as_step_functions_refuses_it(aws: Settings) -> None:
+    from botocore.exceptions import ClientError
+
+    from resumable.aws.clients import client
+
+    states = client("stepfunctions", aws)
+    with pytest.raises(ClientError, match="Member must have length less than or equal to 262144") as refused:
+        states.send_task_success(taskToken="any", output='"' + "x" * (256 * 1024) + '"')
+    assert refused.value.response["Error"]["Code"] == "ValidationException"

@@ -1,6 +1,7 @@
 """What the embedded AWS changes in moto 5.2.5: one fix (a failed task keeps its cause, as in Step
-Functions) and shortcuts that give the same result as moto's own code at a fraction of its cost (a
-transaction's rollback, routing, responses, update expressions). Each is applied once per process,
+Functions), AWS's hard limits moto does not apply (so every test meets them: ``LIMITS``), and
+shortcuts that give the same result as moto's own code at a fraction of its cost (a transaction's
+rollback, routing, responses, update expressions). Each is applied once per process,
 before the server serves its first request, and each is pinned to this moto version by the
 constraints."""
 
@@ -50,8 +51,18 @@ class OneRequestAtATime:
 REQUESTS = OneRequestAtATime()
 
 
+LIMITS = {
+    "TransactWriteItems": 4 * 1024 * 1024,  # bytes of the items a transaction writes, all together
+    "PutEvents": 256 * 1024,  # bytes of a request's entries, all together
+    "SendTaskSuccess": 256 * 1024,  # characters of a task's output
+}
+"""AWS's hard limits the embedded AWS applies where moto 5.2.5 does not (it does apply DynamoDB's
+400 KB item and 100 items a transaction, and SQS's 256 KB message)."""
+
+
 def apply() -> None:
     _keep_the_cause_of_task_failures()
+    _refuse_what_aws_refuses()
     _copy_update_expressions_through_pickle()
     _roll_back_only_the_items_a_transaction_names()
     _list_moto_modules_once()
@@ -277,6 +288,55 @@ def copied(value: Any) -> Any:
     copy as ``copy.deepcopy`` makes of them (plain objects, no copy hooks of their own but
     DynamoType's, which copies the same), in about a quarter of its time."""
     return pickle.loads(pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
+
+
+def _refuse_what_aws_refuses() -> None:
+    """Refuse, with AWS's own error, what is over one of ``LIMITS``: a transaction's items over 4 MB
+    (DynamoDB counts the items' attribute names and values; their JSON is as large or larger), a
+    PutEvents request's entries over 256 KB (EventBridge counts each entry's Source, DetailType,
+    Detail and Resources, and 14 bytes for a Time), a SendTaskSuccess output over 256 KB."""
+    from moto.dynamodb.exceptions import MockValidationException
+    from moto.dynamodb.models import DynamoDBBackend
+    from moto.events.exceptions import ValidationException as EventsValidationException
+    from moto.events.models import EventsBackend
+    from moto.stepfunctions.exceptions import ValidationException as StatesValidationException
+    from moto.stepfunctions.responses import StepFunctionResponse
+
+    transact = DynamoDBBackend.transact_write_items
+
+    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+        written = sum(len(json.dumps(item).encode()) for item in transact_items)  # (at least what AWS counts)
+        if written > LIMITS["TransactWriteItems"]:
+            raise MockValidationException("Transaction request cannot be larger than 4 MB")
+        return transact(self, transact_items)
+
+    put_events = EventsBackend.put_events
+
+    def put_events_within_limit(self: Any, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        size = sum(
+            (14 if event.get("Time") else 0)
+            + sum(len(str(event.get(k) or "").encode()) for k in ("Source", "DetailType", "Detail"))
+            + sum(len(str(r).encode()) for r in event.get("Resources") or [])
+            for event in events
+        )
+        if size > LIMITS["PutEvents"]:
+            raise EventsValidationException("Total size of the entries in the request is over the limit.")
+        return put_events(self, events)
+
+    send_task_success = StepFunctionResponse.send_task_success
+
+    def send_task_success_within_limit(self: Any) -> Any:
+        output = self._get_param("output") or ""
+        if len(output) > LIMITS["SendTaskSuccess"]:
+            raise StatesValidationException(
+                "1 validation error detected: Value at 'output' failed to satisfy constraint: Member must have "
+                f"length less than or equal to {LIMITS['SendTaskSuccess']}"
+            )
+        return send_task_success(self)
+
+    DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+    EventsBackend.put_events = put_events_within_limit  # type: ignore[method-assign]
+    StepFunctionResponse.send_task_success = send_task_success_within_limit  # type: ignore[method-assign]
 
 
 def _copy_update_expressions_through_pickle() -> None:
