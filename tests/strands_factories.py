@@ -187,3 +187,11 @@ def looks_twice_then_deletes(context: AgentContext) -> StrandsTree:
 def chatty(context: AgentContext) -> Agent:
     """No tools: every turn of the session is answered from the script, in conversation order."""
     return _agent("chatty", [says("first answer"), says("second answer")], [])
+
+
+def explains(context: AgentContext) -> StrandsTree:
+    """A Strands agent that says why before it calls delete_record (the approver is shown its words)."""
+    reply = calls(("x-1", "delete_record", {"name": "prod-db"}))
+    reply["content"].insert(0, {"text": "The migration finished, so prod-db is no longer used."})
+    root = _agent("janitor", [reply, says("done")], [delete_record])
+    return StrandsTree(root, session=context.session, approval_policy=POLICY)

@@ -237,3 +237,12 @@ def test_an_edit_with_a_property_the_tool_does_not_declare_is_422_and_writes_not
         )
     assert strands_service().get_turn(session_id, started.turn_id).interactions[0].status == "requested"
     assert executions(ledger) == []
+
+
+def test_a_strands_agent_s_own_words_reach_the_approver(
+    strands_service: Callable[..., Service], session_id: str
+) -> None:
+    started = strands_service("explains").start_turn(session_id, "tidy up")
+    [asked] = started.interactions
+    assert asked.explanation == "The migration finished, so prod-db is no longer used."
+    assert asked.summary == "delete_record prod-db"
