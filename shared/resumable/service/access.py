@@ -9,7 +9,7 @@ from resumable.config import Settings
 from resumable.exceptions import NotFoundError
 from resumable.service.dependencies import Dependencies
 from resumable.service.ids import root_of, valid_session_id, valid_turn_id
-from resumable.store.records import TurnTree
+from resumable.store.records import InteractionRecord, TurnTree, expired
 
 
 class Principal(str):
@@ -45,8 +45,15 @@ class Principal(str):
 MAX_NAME_CHARS = 200
 
 
-VIAS = ("cli", "page", "slack", "email")
-"""Where an answer may say it came from (the ``X-Resumable-Via`` header); anything else is ``api``."""
+VIAS = {
+    "cli": "from the CLI",
+    "page": "on the inbox page",
+    "slack": "from Slack",
+    "email": "from e-mail",
+    "api": "through the API",
+}
+"""Where an answer may say it came from (the ``X-Resumable-Via`` header; anything else is ``api``),
+and how a message says so."""
 
 
 def via_of(principal: str | None) -> str:
@@ -61,6 +68,17 @@ def name_of(principal: str | None) -> str | None:
     name = getattr(principal, "name", None)
     shown = " ".join(name.split())[:MAX_NAME_CHARS] if isinstance(name, str) else ""
     return shown or None  # (one line: a name with line breaks never reads as two rows of a listing)
+
+
+def visible(deps: Dependencies, interaction: InteractionRecord, turn_id: str, principal: str | None) -> bool:
+    """Whether ``principal`` may see the interaction, as asked through ``turn_id`` (its root turn, or
+    the child turn that asked it): its session is theirs (or they approve), live and not deleted."""
+    return (
+        turn_id in (interaction.root_turn_id, interaction.turn_id)
+        and may_act_for(deps.settings, interaction.principal, principal)
+        and not expired(interaction.purge_at, deps.clock.now())
+        and interaction.deleted_generation is None
+    )
 
 
 def is_approver(settings: Settings, principal: str) -> bool:

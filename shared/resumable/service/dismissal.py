@@ -6,11 +6,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from resumable.exceptions import ConflictError, GoneError, NotFoundError, ValidationFailedError
-from resumable.service.access import may_act_for
+from resumable.service.access import visible
 from resumable.service.ids import root_of, valid_request_id, valid_session_id, valid_turn_id
 from resumable.service.views import InteractionView
 from resumable.service.votes import APPLICATION
-from resumable.store.records import expired
 
 if TYPE_CHECKING:
     from resumable.service.dependencies import Dependencies
@@ -41,13 +40,7 @@ def dismiss(
     for _ in range(_ATTEMPTS):  # each refusal is someone else dismissing it at the same moment
         interaction = deps.store.get_interaction(session_id, root_id, request_id)
         now = deps.clock.now()
-        if (
-            interaction is None
-            or turn_id not in (root_id, interaction.turn_id)
-            or not may_act_for(deps.settings, interaction.principal, principal)
-            or expired(interaction.purge_at, now)
-            or interaction.deleted_generation is not None
-        ):
+        if interaction is None or not visible(deps, interaction, turn_id, principal):
             raise missing
         if interaction.status != "requested" or interaction.expires_at <= now:
             state = "expired" if interaction.status == "requested" else interaction.status

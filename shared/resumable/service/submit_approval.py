@@ -19,7 +19,7 @@ from resumable.exceptions import (
 )
 from resumable.metrics import count_answer
 from resumable.runtime.tools import APPROVAL_INTERRUPT, ApprovalAnswer
-from resumable.service.access import is_approver, load, may_act_for, via_of
+from resumable.service.access import VIAS, is_approver, load, via_of, visible
 from resumable.service.audit import authentication_of, decision_entry
 from resumable.service.edits import check_edit
 from resumable.service.ids import root_of, valid_request_id, valid_session_id, valid_turn_id
@@ -29,7 +29,7 @@ from resumable.service.settlement import EXPIRY
 from resumable.service.views import TurnView, decision_of
 from resumable.service.votes import APPLICATION, answer_under_rule, check_may_answer
 from resumable.store.base import AnswerOutcome
-from resumable.store.records import InteractionRecord, TurnRecord, expired
+from resumable.store.records import InteractionRecord, TurnRecord
 
 if TYPE_CHECKING:
     from resumable.service.dependencies import Dependencies
@@ -66,7 +66,8 @@ def submit_approval(
     if asked.status != "requested" or asked.expires_at <= now:
         answer = AnswerOutcome("refused", interaction=asked)  # (as the write would be: no need to try it)
     elif _ruled(asked, approval_shaped, now):
-        _visible(deps, asked, turn_id, root_id, principal, missing)
+        if not visible(deps, asked, turn_id, principal):
+            raise missing
         answer = answer_under_rule(deps, asked, response, principal, child_turn_id=asker)
     else:
         who = principal or APPLICATION
@@ -92,7 +93,8 @@ def submit_approval(
     if answer.outcome == "refused":
         interaction = answer.interaction
         assert interaction is not None
-        _visible(deps, interaction, turn_id, root_id, principal, missing)
+        if not visible(deps, interaction, turn_id, principal):
+            raise missing
         if approval_shaped:
             check_may_answer(interaction, response, principal)  # (a replay too: the rule says who may answer)
         if _expired_unanswered(interaction, approval_shaped):
@@ -130,24 +132,6 @@ def _ruled(interaction: InteractionRecord | None, approval_shaped: bool, now: fl
         and interaction.status == "requested"
         and interaction.expires_at > now
     )
-
-
-def _visible(
-    deps: Dependencies,
-    interaction: InteractionRecord,
-    turn_id: str,
-    root_id: str,
-    principal: str | None,
-    missing: NotFoundError,
-) -> None:
-    """Raise ``missing`` unless ``principal`` may see the interaction (as it was asked for it)."""
-    if (
-        turn_id not in (root_id, interaction.turn_id)
-        or not may_act_for(deps.settings, interaction.principal, principal)
-        or expired(interaction.purge_at, deps.clock.now())
-        or interaction.deleted_generation is not None
-    ):
-        raise missing
 
 
 def _checked(deps: Dependencies, response: Any) -> bool:
@@ -190,10 +174,6 @@ def _expired_unanswered(interaction: InteractionRecord, approval_shaped: bool) -
     return interaction.status == "requested" and (interaction.name != APPROVAL_INTERRUPT or approval_shaped)
 
 
-_VIA_WORDS = {"cli": "from the CLI", "page": "on the inbox page", "api": "through the API", "slack": "from Slack",
-              "email": "from e-mail"}  # fmt: skip
-
-
 def _denied_at_expiry(request_id: str) -> GoneError:
     return GoneError(
         f"interaction {request_id} expired before it was answered, and its approval rule denies a question at "
@@ -211,7 +191,7 @@ def _unless_replayed(
         if interaction.answered_by == EXPIRY:
             raise _denied_at_expiry(interaction.request_id)
         yours = interaction.answered_by == (principal or APPLICATION)
-        via = _VIA_WORDS.get(interaction.answered_via or "", "")
+        via = VIAS.get(interaction.answered_via or "", "")
         at = f"{via} at {iso(interaction.answered_at)}".strip()
         who = "you" if yours else interaction.answered_by
         raise ConflictError(

@@ -24,6 +24,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from resumable.runtime.rules import RISKS
 from resumable.store.records import InteractionRecord, OutboxEvent, TurnRecord
 
 # Fields held as JSON text: any JSON survives unchanged (DynamoDB has no float type).
@@ -140,14 +141,14 @@ INBOX_KEYS = ("gsi2pk", "gsi2sk", "gsi3pk", "gsi3sk")
 
 URGENCY_SECONDS = 3600
 """The inbox's unit of urgency: questions due within the same hour are ordered by risk, then by expiry."""
-_RISK_ORDER = {"destructive": "0", "high": "1", "medium": "2", "low": "3"}  # (none declared: "4")
 
 
 def inbox_sort_key(expires_at: float, session_id: str, request_id: str, risk: str | None = None) -> str:
     """Most urgent first: the hour it expires in, then the riskiest (``destructive`` first), then the
     expiry; fixed-width numbers, so that text order is that order."""
     due = expires_at - expires_at % URGENCY_SECONDS
-    return f"{due:020.6f}#{_RISK_ORDER.get(risk or '', '4')}#{expires_at:020.6f}#{session_id}#{request_id}"
+    order = len(RISKS) - 1 - RISKS.index(risk) if risk in RISKS else len(RISKS)  # (destructive 0 ... none 4)
+    return f"{due:020.6f}#{order}#{expires_at:020.6f}#{session_id}#{request_id}"
 
 
 def inbox_unexpired_after(now: float) -> str:
