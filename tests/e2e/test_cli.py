@@ -326,7 +326,14 @@ def test_the_three_id_form_confirms_too_and_a_denial_shows_as_denied(url: str) -
     assert unconfirmed.returncode == 2 and "pass --yes" in unconfirmed.stderr, unconfirmed.stderr
     unknown = resumable(url, "approve", "cli-three", "0" * 32, request)  # (its turn cannot be read: nothing sent)
     assert unknown.returncode == 3 and "404 not_found" in unknown.stderr
+    blank = resumable(url, "deny", request, "--message", "  ")
+    assert blank.returncode == 2 and "--message is blank" in blank.stderr
+    not_an_object = resumable(url, "approve", "--yes", request, "--input", "[1]")
+    assert not_an_object.returncode == 2 and "--input must be a JSON object" in not_an_object.stderr
+    assert request in resumable(url, "inbox").stdout  # (none of those sent anything)
     denied = resumable(url, "deny", "cli-three", turn["turnId"], request, "--message", "not three")
     assert denied.returncode == 0, denied.stderr
     [row] = [r for r in denied.stdout.splitlines() if r.startswith(request)]
     assert row.split()[1] == "denied"
+    again = resumable(url, "deny", "cli-three", turn["turnId"], request, "--message", "not three")
+    assert again.returncode == 0 and "was already answered by arn:aws:iam::000000000000:user/alice" in again.stderr
