@@ -7,6 +7,13 @@ import tempfile
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# No test may depend on how much work fits in a time window: a busy machine (CI, two make tests side
+# by side) runs the same examples, only slower. Hypothesis's per-example deadline and its too-slow
+# health check are such timings, so they are off for every property test here.
+settings.register_profile("busy-machine", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("busy-machine")
 
 # Where a local run the tests start says where it serves: never the project's own file, which a
 # developer's make run beside the tests writes (and the resumable command reads).
