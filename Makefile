@@ -18,7 +18,7 @@ INSTALLED := $(VENV)/.installed-dev
 # Test workers: each runs its own embedded AWS.
 PYTEST_WORKERS ?= 2
 
-.PHONY: run demo invoke layer bench soak test test-fast checks lint typecheck validate scan pytest clean constraints browser deploy
+.PHONY: run demo invoke layer bench soak test test-fast checks lint typecheck validate scan pytest clean constraints browser deploy predeploy sam-build permissions calls
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -112,10 +112,25 @@ $(SAM): tools/sam-requirements.txt | $(UV)
 	$(INSTALL) --python $(VENV)/sam/bin/python -r tools/sam-requirements.txt
 	touch $(SAM)
 
-## deploy: sam build and sam deploy (guided the first time) to the AWS account of your credentials; prints the outputs
+## predeploy: every offline check a deploy must pass (cfn-lint and the SAM translation, Checkov, the permission check, sam build); names the ones that fail
+predeploy: $(INSTALLED) $(CHECKOV) $(SAM)
+	@$(BIN)/python tools/predeploy.py
+
+sam-build: $(SAM)
+	$(SAM) build
+
+## permissions: the permission check alone: each function's recorded AWS calls (tests/aws_calls.txt) against its role in template.yaml
+permissions: $(INSTALLED)
+	$(BIN)/python -m resumable.local.permissions
+
+## calls: run the whole suite and rewrite tests/aws_calls.txt with the AWS calls it recorded
+calls: $(INSTALLED) $(CHROMIUM) $(SAM)
+	RECORD_CALLS=1 $(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal
+
+## deploy: make predeploy's checks, then sam deploy (guided the first time) to the AWS account of your credentials; prints the outputs
 deploy: $(INSTALLED) $(SAM)
 	@$(BIN)/python tools/deploy_check.py
-	$(SAM) build
+	@$(MAKE) --no-print-directory predeploy
 	@if [ -f .aws-sam/deployed ]; then $(SAM) deploy; else $(SAM) deploy --guided && touch .aws-sam/deployed; fi
 	$(SAM) list stack-outputs --output table
 

@@ -393,3 +393,22 @@ def low_risk(context: AgentContext) -> Agent:
         model=ScriptedModel([calls(("c-1", "clear_cache", {"name": "eu", "reason": "stale prices"})), says("ok")]),
         tools=[clear_cache],
     )
+
+
+def approved_then_asks(context: AgentContext) -> Agent:
+    """An approved action that, before doing anything, asks a person which region (an interrupt inside
+    the approved call): once answered, it deletes in that region."""
+
+    @tool(approval=True, context=True)
+    def delete_in_region(name: str, context: Any) -> str:
+        """Delete a database record in a region a person chooses."""
+        region = context.interrupt("region", reason={"question": "which region?"})
+        with open(os.environ[LEDGER_ENV], "a") as ledger:
+            ledger.write(f"delete {name} in {region}\n")
+        return f"deleted {name} in {region}"
+
+    return Agent(
+        name="orchestrator",
+        model=ScriptedModel([calls(("o-1", "delete_in_region", {"name": "prod-db"})), says("Done.")]),
+        tools=[delete_in_region],
+    )

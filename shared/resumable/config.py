@@ -171,5 +171,6 @@ class Settings(BaseModel):
             "EVENT_BUS_NAME": self.event_bus_name,
             "API_URL": self.api_url,
             "DEAD_LETTER_QUEUE_URL": self.dead_letter_queue_url,
+            "CONTINUE_FUNCTION": self.continue_function,
         }
         return {name: value for name, value in names.items() if value}

@@ -15,6 +15,7 @@ from resumable.service.agent_factory import AgentFactory, load_factory
 from resumable.store import DynamoDBStore
 from resumable.store.resources import create_table_request
 from tests.clock import FakeClock
+from tests.deployed import as_deployed
 from tests.factories import LEDGER_ENV
 from tests.mcp_servers import RecordsServer, records_server, serving_records
 
@@ -72,7 +73,7 @@ def make_service(aws: Settings, clock: FakeClock, ledger: Path) -> Callable[...,
             settings = {"agent_factory": f"{module}:{name}", **settings}
         configured = aws.model_copy(update=settings)
         agents = load_factory(configured.agent_factory) if isinstance(factory, str) else factory
-        return Service(DynamoDBStore(configured), configured, clock, agents)
+        return as_deployed(Service(DynamoDBStore(configured), configured, clock, agents))
 
     return make
 

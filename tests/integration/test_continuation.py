@@ -12,13 +12,16 @@ import pytest
 from resumable import Agent, ScriptedModel
 from resumable.config import Settings
 from resumable.exceptions import AwsError
+from resumable.local.functions import function_arn
 from resumable.service import AgentContext, Service
 from resumable.store import DynamoDBStore
 from tests.agents import calls, says
 from tests.clock import FakeClock
+from tests.deployed import continued_through_lambda
 from tests.factories import executions, looks_then_deletes
 from tests.integration.helpers import APPROVE, answered_but_not_resumed, at_once, leased_by_a_dead_runner
 from tests.integration.test_unloadable_snapshot import Breakage
+from tests.patience import HANG_SECONDS
 
 
 def continuable(
@@ -247,3 +250,25 @@ def test_a_sub_agent_that_keeps_its_turn_only_in_memory_is_never_checkpointed(
     service = service.continued_by(lambda s, t: requested.append((s, t)))
     started = service.start_turn(session_id, "delete the prod-db record")
     assert (started.status, [i.name for i in started.interactions], requested) == ("waiting", ["approval"], [])
+
+
+def test_deployed_an_answer_whose_run_goes_over_budget_invokes_submit_approval_to_go_on(
+    make_service: Callable[..., Service], session_id: str, ledger: Path
+) -> None:
+    """SubmitApproval continues what it checkpoints by invoking CONTINUE_FUNCTION, itself: the first
+    deletion approved and run, the second is checkpointed before it asks."""
+    service = make_service(
+        "deletes_twice", turn_budget_seconds=60, continue_function=function_arn("SubmitApprovalFunction")
+    )
+    started = service.start_turn(session_id, "delete a-db and b-db")
+    assert started.status == "waiting"
+    over_budget = make_service(
+        "deletes_twice", turn_budget_seconds=0, continue_function=function_arn("SubmitApprovalFunction")
+    )
+    with continued_through_lambda(over_budget.settings) as (continuation, asked, lambdas):
+        answered = over_budget.continued_by(continuation).submit_approval(
+            session_id, started.turn_id, started.interactions[0].request_id, APPROVE
+        )
+        assert lambdas.wait(HANG_SECONDS), "the invocation never finished (a hang)"
+    assert (answered.status, executions(ledger)) == ("running", ["delete a-db"])
+    assert asked == [(session_id, started.turn_id)]

@@ -29,7 +29,7 @@ from resumable.service.views import TurnView
 from resumable.store import DynamoDBStore
 from tests.clock import FakeClock
 from tests.factories import LEDGER_ENV, executions
-from tests.integration.helpers import APPROVE, answered_but_not_resumed, at_once, table_and_bucket
+from tests.integration.helpers import APPROVE, answered_but_not_resumed, at_once, session_items, table_and_bucket
 from tests.patience import HANG_SECONDS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -300,3 +300,19 @@ def test_a_different_answer_after_the_turn_completed_is_409_and_changes_nothing(
     assert refused.value.winning == APPROVE
     assert executions(ledger) == ["delete prod-db"]
     assert table_and_bucket(store, session_id) == before
+
+
+def test_an_approved_action_that_asks_before_it_does_anything_is_not_left_started_and_runs_once_answered(
+    make_service: Callable[..., Service], store: DynamoDBStore, session_id: str, ledger: Path
+) -> None:
+    """Its journal entry is taken back when it pauses (a takeover would otherwise find it started and
+    in doubt); answered, the action begins again and runs once."""
+    service = make_service("approved_then_asks")
+    started = service.start_turn(session_id, "delete prod-db")
+    [approval] = started.interactions
+    asking = service.submit_approval(session_id, started.turn_id, approval.request_id, {"decision": "approve"})
+    [question] = [i for i in asking.interactions if i.status == "requested"]
+    assert (asking.status, question.name, executions(ledger)) == ("waiting", "region", [])
+    assert [i for i in session_items(store, session_id) if "#ACTION#" in i["sk"]] == []
+    done = service.submit_approval(session_id, started.turn_id, question.request_id, "eu-west-1")
+    assert (done.status, executions(ledger)) == ("completed", ["delete prod-db in eu-west-1"])

@@ -21,6 +21,7 @@ from resumable.store import DynamoDBStore
 from tests import factories
 from tests.agents import calls, says
 from tests.clock import FakeClock
+from tests.deployed import as_deployed
 from tests.factories import _db_admin, _ThinkingModel, delete_record, executions
 from tests.integration.helpers import root_record, session_items
 from tests.patience import HANG_SECONDS, eventually
@@ -30,7 +31,7 @@ APPROVE = {"decision": "approve"}
 
 def _service(aws: Settings, clock: FakeClock, factory: Any) -> Service:
     settings = aws.model_copy(update={"agent_factory": "tests.factories:nested"})
-    return Service(DynamoDBStore(settings), settings, clock, factory)
+    return as_deployed(Service(DynamoDBStore(settings), settings, clock, factory))
 
 
 # -- cancel settles a tree it read BEFORE request_cancel ---------------------------------------------
@@ -326,6 +327,29 @@ def test_a_commit_split_over_transactions_that_dies_half_way_is_taken_over_and_c
         done = service.submit_approval(session_id, turn_id, interaction.request_id, APPROVE)
     assert done.status == "completed"
     assert len(executions(ledger)) == FAN_OUT
+
+
+def test_a_read_settles_a_tree_wider_than_one_transaction_whose_questions_all_expired(
+    aws: Settings, clock: FakeClock, session_id: str, ledger: Path
+) -> None:
+    """The settlement touches every turn, question and event of the tree (over 150 items): it is split
+    over transactions, each earlier one guarded by a check on the root, and lands whole."""
+    requested: list[tuple[str, str]] = []
+    service = _service(aws, clock, fan_out_fresh_ids).continued_by(lambda s, t: requested.append((s, t)))
+    started = service.start_turn(session_id, "delete fifty")
+    assert len(started.interactions) == FAN_OUT
+    clock.advance(aws.approval_expiry_seconds + 1)
+    transactions: list[int] = []
+    service.store.dynamodb.meta.events.register(  # type: ignore[attr-defined]
+        "before-call.dynamodb.TransactWriteItems", lambda params, **_: transactions.append(len(params["body"]))
+    )
+
+    read = service.get_turn(session_id, started.turn_id)
+
+    assert read.status == "expired" and len(transactions) >= 2
+    assert [i.status for i in read.interactions] == ["expired"] * FAN_OUT
+    assert {c.status for c in read.children} == {"expired"}
+    assert executions(ledger) == []
 
 
 def fan_out_fixed_ids(context: AgentContext) -> Agent:

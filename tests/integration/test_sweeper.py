@@ -11,10 +11,15 @@ from typing import Any
 
 import pytest
 
+from resumable.aws.stepfunctions import TaskTokens
+from resumable.config import Settings
+from resumable.local.functions import function_arn
 from resumable.service import Service, TurnView
 from resumable.service.sweep import ATTEMPTS, STUCK_RECHECK_SECONDS
 from resumable.store import DynamoDBStore
+from resumable.store.codec import key, root_sk
 from tests.clock import FakeClock
+from tests.deployed import as_deployed, continued_through_lambda
 from tests.factories import executions
 from tests.integration.helpers import (
     APPROVE,
@@ -28,6 +33,7 @@ from tests.integration.helpers import (
 )
 from tests.integration.test_unloadable_snapshot import Breakage
 from tests.metrics import forget_metrics, printed_metrics
+from tests.patience import HANG_SECONDS
 
 
 def _sweeper(make_service: Callable[..., Service], factory: str = "nested", **settings: Any) -> Service:
@@ -286,3 +292,51 @@ def test_with_a_continuation_to_ask_for_it_asks_rather_than_runs_and_gives_up_if
     assert service.recover(session_id, started.turn_id).status == "completed"  # the continuation, at last
     assert _settled_entry(service, session_id, started.turn_id)
     assert executions(ledger) == ["delete prod-db"]
+
+
+def test_deployed_it_asks_submit_approval_to_continue_a_stalled_turn_by_invoking_it(
+    make_service: Callable[..., Service], session_id: str, clock: FakeClock
+) -> None:
+    """The continuation as deployed: an asynchronous Invoke of CONTINUE_FUNCTION, which the sweeper's
+    role must allow (tests/unit/test_permissions.py holds it to this call)."""
+    service = make_service()
+    started, _ = leased_by_a_dead_runner(service, session_id, clock)
+    clock.advance(service.settings.lease_seconds + 1)
+    sweeper = _sweeper(make_service, continue_function=function_arn("SubmitApprovalFunction"))
+    with continued_through_lambda(sweeper.settings) as (continuation, asked, lambdas):
+        assert dict(sweeper.continued_by(continuation).sweep().moved) == {"runner_gone": 1}
+        assert lambdas.wait(HANG_SECONDS), "the invocation never finished (a hang)"
+    assert asked == [(session_id, started.turn_id)]
+
+
+def test_deployed_it_settles_a_workflows_turn_whose_question_expired_and_tells_the_workflow(
+    aws: Settings, clock: FakeClock, session_id: str
+) -> None:
+    """The turn's task token is read (GetItem) and the workflow told the turn expired."""
+    told: list[str] = []
+
+    class StepFunctions:
+        """AWS's Step Functions client as the task token reaches it (what it was sent, nothing else)."""
+
+        def send_task_failure(self, taskToken: str, error: str, cause: str) -> None:  # noqa: N803
+            told.append(f"{taskToken} {error}")
+
+    settings = aws.model_copy(update={"agent_factory": "tests.factories:nested"})
+
+    def process() -> Service:
+        tokens = TaskTokens(settings, StepFunctions())  # type: ignore[arg-type]
+        return as_deployed(Service(DynamoDBStore(settings), settings, clock, task_tokens=tokens))
+
+    started = process().start_turn(session_id, "delete the prod-db record", workflow=True)
+    DynamoDBStore(settings).dynamodb.update_item(  # what the workflow's own task writes once it waits
+        TableName=settings.table_name,
+        Key=key(session_id, root_sk(started.turn_id)),
+        UpdateExpression="SET task_token = :token",
+        ExpressionAttributeValues={":token": {"S": "token-1"}},
+    )
+    clock.advance(settings.approval_expiry_seconds + 1)
+
+    process().continued_by(lambda s, t: None).sweep()
+
+    assert process().get_turn(session_id, started.turn_id).status == "expired"
+    assert told == ["token-1 Turn.Expired"]

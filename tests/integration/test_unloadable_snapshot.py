@@ -163,3 +163,19 @@ def test_after_repair_the_client_replaying_the_same_answer_runs_the_action_once(
     assert again == done
     assert make_service().recover(session_id, started.turn_id) == done
     assert executions(ledger) == ["delete prod-db"]
+
+
+def test_a_new_turn_in_a_session_whose_conversation_is_gone_fails_saying_so(
+    make_service: Callable[..., Service], aws: Settings, store: DynamoDBStore, session_id: str
+) -> None:
+    """S3 says NoSuchKey (the start's role may list the bucket; without it S3 would say AccessDenied,
+    which reads as a fault): the turn fails, naming the snapshot."""
+    first = make_service("chatty").start_turn(session_id, "hello")
+    key = root_record(store, session_id, first.turn_id).snapshot_key
+    snapshots = S3Snapshots(aws)
+    snapshots.s3.delete_object(Bucket=snapshots.bucket, Key=key)
+
+    second = make_service("chatty").start_turn(session_id, "again")
+
+    assert second.status == "failed"
+    assert second.error is not None and "conversation cannot be loaded" in second.error and key in second.error

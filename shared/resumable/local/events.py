@@ -27,6 +27,7 @@ from typing import Any
 from resumable.aws.clients import client
 from resumable.config import Settings
 from resumable.local.functions import LambdaContext, functions, load_handler, load_template
+from resumable.local.permissions.calls import acting_as
 
 logger = logging.getLogger(__name__)
 
@@ -93,6 +94,7 @@ class StreamPoller:
         from moto.events.models import EventPattern
 
         self.settings, self.handler, self.mapping = settings, handler, mapping
+        self.environment = settings.environment()  # what names the resources it reaches
         self.dead_letter_queue_url = dead_letter_queue_url
         self._patterns = [EventPattern.load(p) for p in mapping.filter_patterns]
         self._streams = client("dynamodbstreams", settings)
@@ -112,6 +114,11 @@ class StreamPoller:
         self._thread.join(timeout=30)
 
     def _poll(self) -> None:
+        # The mapping reads the stream (and dead-letters) with the function's role, as on AWS.
+        with acting_as(PUBLISHER, self.environment):
+            self._poll_until_stopped()
+
+    def _poll_until_stopped(self) -> None:
         iterators: dict[str, str] = {}
         while not self._stop.is_set():
             try:

@@ -17,6 +17,8 @@ from urllib.parse import parse_qsl, unquote
 
 import yaml
 
+from resumable.local.permissions.calls import acting_as
+
 ROOT = Path(__file__).resolve().parents[3]
 ACCOUNT = "123456789012"
 
@@ -99,7 +101,8 @@ def routes(template: dict[str, Any]) -> list[Route]:
 
 
 def load_handler(function: Function | Route) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
-    """The function's handler, imported from its CodeUri like Lambda would (one module per function)."""
+    """The function's handler, imported from its CodeUri like Lambda would (one module per function); the
+    AWS calls it makes are recorded as the function's."""
     spec_of = function.target if isinstance(function, Route) else function
     module_name, _, attribute = spec_of.handler.rpartition(".")
     source = ROOT / spec_of.code_uri / f"{module_name}.py"
@@ -109,7 +112,12 @@ def load_handler(function: Function | Route) -> Callable[[dict[str, Any], Any], 
     module: ModuleType = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     handler: Callable[[dict[str, Any], Any], dict[str, Any]] = getattr(module, attribute)
-    return handler
+
+    def as_the_function(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        with acting_as(spec_of.name):  # its AWS calls are the function's (resumable.local.permissions)
+            return handler(event, context)
+
+    return as_the_function
 
 
 def function_arn(name: str, region: str = "us-east-1") -> str:

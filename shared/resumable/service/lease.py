@@ -3,6 +3,7 @@ action runs."""
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import math
 import threading
@@ -103,7 +104,9 @@ class LeaseGuard:
                     continue
                 deadline = start + interval * (math.floor((began - start) / interval) + 1)
 
-        heartbeat = threading.Thread(target=beat, name=f"lease-{self.root.turn_id}", daemon=True)
+        # In the run's context: what the heartbeat calls is the same function's (its calls, its logs).
+        in_context = contextvars.copy_context().run
+        heartbeat = threading.Thread(target=in_context, args=(beat,), name=f"lease-{self.root.turn_id}", daemon=True)
         heartbeat.start()
         try:
             yield

@@ -1,0 +1,226 @@
+"""Every AWS call a template function makes, recorded as IAM sees it: the function, the action and the
+resource, through botocore's event hooks.
+
+A handler run here (``resumable.local.functions.load_handler``) acts as its function: the calls
+resumable's code makes in it, on any thread that carries its context, are that function's (an agent's
+own tools call AWS with grants of the application's, not the template's). The state machine's calls are
+those made inside moto's Step Functions interpreter; the Publisher's event source mapping reads the
+stream as the Publisher (``acting_as``), as Lambda does with the function's role.
+
+A resource is written in the template's terms, not the test's: a table, bucket, bus, queue or function
+is named by the environment variable that told the function where it is (``${RESUMABLE_TABLE}``), so
+the check can follow that variable through the template to the resource it names. A name no variable
+holds is kept as it is: the check then says the function reaches something its configuration does not
+name.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any
+
+STATE_MACHINE = "ApprovalStateMachine"
+
+# The environment variable that names each kind of resource a function reaches.
+TABLE, BUCKET, BUS, QUEUE, FUNCTION = (
+    "RESUMABLE_TABLE",
+    "RESUMABLE_BUCKET",
+    "EVENT_BUS_NAME",
+    "DEAD_LETTER_QUEUE_URL",
+    "CONTINUE_FUNCTION",
+)
+
+
+@dataclass(frozen=True, order=True)
+class Call:
+    """One kind of call: who made it (a function's logical id, or the state machine's), the IAM action
+    it needs, and the resource, as ``service:kind/${VARIABLE}/...`` or ``*``."""
+
+    function: str
+    action: str
+    resource: str
+
+    def line(self) -> str:
+        return f"{self.function} {self.action} {self.resource}"
+
+    @classmethod
+    def parse(cls, line: str) -> Call:
+        function, action, resource = line.split(" ")
+        return cls(function, action, resource)
+
+
+_ACTING: contextvars.ContextVar[tuple[str, Mapping[str, str] | None] | None] = contextvars.ContextVar(
+    "resumable_acting_as", default=None
+)
+
+
+@contextmanager
+def acting_as(function: str, environment: Mapping[str, str] | None = None) -> Iterator[None]:
+    """The calls made within (on this thread, and threads started with its context) are ``function``'s,
+    configured by ``environment`` (by default the process's: a handler reads it as Lambda's)."""
+    token = _ACTING.set((function, environment))
+    try:
+        yield
+    finally:
+        _ACTING.reset(token)
+
+
+# The frames between a call's site and the hook: botocore's and boto3's, and this module's.
+_PLUMBING = ("botocore.", "boto3.", "s3transfer.", __name__)
+
+
+def _caller() -> tuple[str, Mapping[str, str]] | None:
+    """Who makes the call being made, and the environment that names its resources; None for a call
+    resumable does not make (an agent's own tool, a test's set-up, the local run's)."""
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith(_PLUMBING):
+        frame = frame.f_back
+    site = frame.f_globals.get("__name__", "") if frame is not None else ""
+    if site.startswith("moto.stepfunctions"):
+        return STATE_MACHINE, os.environ
+    acting = _ACTING.get()
+    if acting is None or not site.startswith("resumable."):
+        return None
+    function, environment = acting
+    return function, os.environ if environment is None else environment
+
+
+def _last(name: str) -> str:
+    """A name, URL or ARN's last part: a queue URL's, a function or bus ARN's name."""
+    return name.rsplit(":", 1)[-1].rsplit("/", 1)[-1]
+
+
+def _named(value: str, variable: str, environment: Mapping[str, str]) -> str:
+    """``${VARIABLE}`` where the environment variable names ``value`` (by name, URL or ARN), else ``value``."""
+    held = environment.get(variable)
+    return "${" + variable + "}" if held and _last(held) == _last(value) else value
+
+
+# The calls whose IAM action is not the operation's own name.
+_ACTIONS = {
+    ("lambda", "Invoke"): "lambda:InvokeFunction",
+    ("s3", "HeadObject"): "s3:GetObject",
+    ("s3", "ListObjectsV2"): "s3:ListBucket",
+    ("bedrock", "Converse"): "bedrock:InvokeModel",
+    ("bedrock", "ConverseStream"): "bedrock:InvokeModelWithResponseStream",
+}
+_TRANSACTION_ITEMS = {
+    "Put": "PutItem",
+    "Update": "UpdateItem",
+    "Delete": "DeleteItem",
+    "ConditionCheck": "ConditionCheckItem",
+}
+
+
+def calls_of(
+    operation: str, prefix: str, params: dict[str, Any], environment: Mapping[str, str]
+) -> list[tuple[str, str]]:
+    """The (action, resource) pairs one call needs (most need one, a transaction one per item), its
+    resources named by the variables of ``environment`` that hold them."""
+
+    def named(value: str, variable: str) -> str:
+        return _named(value, variable, environment)
+
+    def _table(name: str, index: str | None = None) -> str:
+        return f"dynamodb:table/{named(name, TABLE)}" + (f"/index/{index}" if index else "")
+
+    if prefix == "dynamodb":
+        if operation == "TransactWriteItems":
+            return [
+                (f"dynamodb:{_TRANSACTION_ITEMS[kind]}", _table(body["TableName"]))
+                for item in params.get("TransactItems", [])
+                for kind, body in item.items()
+            ]
+        if operation == "TransactGetItems":
+            return [("dynamodb:GetItem", _table(item["Get"]["TableName"])) for item in params.get("TransactItems", [])]
+        if operation in ("BatchGetItem", "BatchWriteItem"):
+            return [(f"dynamodb:{operation}", _table(name)) for name in params.get("RequestItems", {})]
+        if "StreamArn" in params or operation == "ListStreams":
+            table = params.get("StreamArn", params.get("TableName", "*")).split(":table/")[-1].split("/")[0]
+            return [(f"dynamodb:{operation}", _table(table) + "/stream/*")]
+        if operation == "GetRecords":
+            # Through an iterator GetShardIterator gave (recorded with its stream): the table's stream.
+            return [(f"dynamodb:{operation}", _table(environment.get(TABLE, "*")) + "/stream/*")]
+        if "TableName" in params:
+            return [(f"dynamodb:{operation}", _table(params["TableName"], params.get("IndexName")))]
+    action = _ACTIONS.get((prefix, operation), f"{prefix}:{operation}")
+    if prefix == "s3":
+        bucket = named(params["Bucket"], BUCKET)
+        if "Key" in params:
+            # The key's first segment says which of the bucket's objects (a policy may grant a prefix only).
+            key = params["Key"]
+            return [(action, f"s3:{bucket}/" + (key.split("/", 1)[0] + "/*" if "/" in key else "*"))]
+        return [(action, f"s3:{bucket}")]
+    if prefix == "events":
+        buses = {entry.get("EventBusName", "default") for entry in params.get("Entries", [])}
+        return [(action, f"events:event-bus/{named(bus, BUS)}") for bus in sorted(buses)]
+    if prefix == "sqs" and "QueueUrl" in params:
+        return [(action, f"sqs:{named(params['QueueUrl'], QUEUE)}")]
+    if prefix == "lambda" and "FunctionName" in params:
+        return [(action, f"lambda:function/{named(params['FunctionName'], FUNCTION)}")]
+    if prefix == "states" and "stateMachineArn" in params:
+        return [(action, f"states:stateMachine/{params['stateMachineArn']}")]
+    if prefix == "bedrock" and "modelId" in params:
+        return [(action, f"bedrock:model/{params['modelId']}")]
+    return [(action, "*")]
+
+
+class Recorder:
+    """The calls made so far by template functions in this process (and those nobody acted as, apart)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.calls: set[Call] = set()
+        self.installed = False
+
+    def install(self) -> None:
+        """Record from now on: every botocore session made from now, and boto3's default if it exists
+        (a client made before this is not recorded: install before the first)."""
+        if self.installed:
+            return
+        import boto3
+        from botocore import handlers
+
+        hooks: list[tuple[str, Callable[..., None]]] = [
+            ("before-parameter-build", self._before),
+            ("after-call.s3.GetObject", self._after_get),
+        ]
+        handlers.BUILTIN_HANDLERS.extend(hooks)
+        if boto3.DEFAULT_SESSION is not None:
+            for event, hook in hooks:
+                boto3.DEFAULT_SESSION.events.register(event, hook)
+        self.installed = True
+
+    def _add(self, function: str, pairs: list[tuple[str, str]]) -> None:
+        with self._lock:
+            self.calls.update(Call(function, action, resource) for action, resource in pairs)
+
+    def _before(self, params: dict[str, Any], model: Any, context: dict[str, Any] | None = None, **_: Any) -> None:
+        caller = _caller()
+        if caller is None:
+            return
+        function, environment = caller
+        self._add(function, calls_of(model.name, model.service_model.signing_name, params, environment))
+        if context is not None and model.name == "GetObject":
+            context["resumable_bucket"] = params.get("Bucket")
+
+    def _after_get(self, parsed: dict[str, Any], context: dict[str, Any] | None = None, **_: Any) -> None:
+        # A GetObject of a missing key answers NoSuchKey only to a caller that may list the bucket
+        # (else AccessDenied, which reads as a fault): the code relies on NoSuchKey.
+        caller = _caller()
+        if caller is None or parsed.get("Error", {}).get("Code") not in ("NoSuchKey", "404"):
+            return
+        function, environment = caller
+        bucket = (context or {}).get("resumable_bucket")
+        if bucket:
+            self._add(function, [("s3:ListBucket", f"s3:{_named(bucket, BUCKET, environment)}")])
+
+
+RECORDER = Recorder()

@@ -1,0 +1,294 @@
+"""The permission check: every AWS call a function (or the state machine) makes is allowed by its role
+in every configuration of the stack, and every action a role grants is used by some call, or listed
+in ``ALLOWANCES`` with the reason it is granted all the same.
+
+The calls are the ones the test suite records (``resumable.local.permissions.calls``), kept in
+``tests/aws_calls.txt`` (the suite fails when it makes a call that file lacks, or, run whole, when the
+file lists a call it no longer makes). ``python -m resumable.local.permissions`` runs the check.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from resumable.local.permissions.calls import STATE_MACHINE, Call
+from resumable.local.permissions.policy import evaluate, matches_action, matches_resource, statements
+from resumable.local.permissions.stack import ACCOUNT, CONFIGURATIONS, PARTITION, REGION, Stack
+
+CALLS = Path(__file__).resolve().parents[4] / "tests" / "aws_calls.txt"
+
+# The AWS managed policies SAM attaches, as AWS publishes them (the IAM managed policy reference):
+# what Lambda itself needs (logs, traces, a VPC's network interfaces, a stream's records for the
+# event source mapping). Their actions are AWS's to use, so they are not held to "used by a call".
+MANAGED: dict[str, dict[str, Any]] = {
+    f"arn:{PARTITION}:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole": {
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Action": ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"],
+                "Resource": "*",
+            }
+        ]
+    },
+    f"arn:{PARTITION}:iam::aws:policy/AWSXrayWriteOnlyAccess": {
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Action": [
+                    "xray:PutTraceSegments",
+                    "xray:PutTelemetryRecords",
+                    "xray:GetSamplingRules",
+                    "xray:GetSamplingTargets",
+                    "xray:GetSamplingStatisticSummaries",
+                ],
+                "Resource": "*",
+            }
+        ]
+    },
+    f"arn:{PARTITION}:iam::aws:policy/service-role/AWSLambdaDynamoDBExecutionRole": {
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Action": [
+                    "dynamodb:DescribeStream",
+                    "dynamodb:GetRecords",
+                    "dynamodb:GetShardIterator",
+                    "dynamodb:ListStreams",
+                    "logs:CreateLogGroup",
+                    "logs:CreateLogStream",
+                    "logs:PutLogEvents",
+                ],
+                "Resource": "*",
+            }
+        ]
+    },
+    f"arn:{PARTITION}:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole": {
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Action": [
+                    "logs:CreateLogGroup",
+                    "logs:CreateLogStream",
+                    "logs:PutLogEvents",
+                    "ec2:CreateNetworkInterface",
+                    "ec2:DescribeNetworkInterfaces",
+                    "ec2:DescribeSubnets",
+                    "ec2:DeleteNetworkInterface",
+                    "ec2:AssignPrivateIpAddresses",
+                    "ec2:UnassignPrivateIpAddresses",
+                ],
+                "Resource": "*",
+            }
+        ]
+    },
+}
+
+# Granted, yet no call the tests record uses it: (caller, or "*" for every one; action) -> why.
+ALLOWANCES: dict[tuple[str, str], str] = {
+    ("*", "kms:Decrypt"): "with a customer-managed key (KmsKeyArn), DynamoDB, S3, SQS and Lambda's "
+    "environment call KMS with the caller's credentials: AWS's calls, never botocore's",
+    ("*", "kms:GenerateDataKey"): "the same: the services encrypt with the customer-managed key as the caller",
+    ("*", "bedrock:InvokeModel"): "with ModelId set, the Bedrock model calls Converse; the tests use a "
+    "stand-in model (the request's shape is pinned by tests/unit/test_bedrock_model.py)",
+    ("*", "states:SendTaskSuccess"): "whichever function settles a turn a workflow waits on tells it, "
+    "success or failure by how it settled; the tests reach some of the pairs, every one can happen",
+    ("*", "states:SendTaskFailure"): "as SendTaskSuccess",
+    ("SubmitApprovalFunction", "sqs:SendMessage"): "Lambda sends a continuation that failed every "
+    "attempt to ContinuationDeadLetterQueue (the EventInvokeConfig's OnFailure) with the function's role",
+    ("PublisherFunction", "sqs:SendMessage"): "also the event source mapping's OnFailure destination, "
+    "which Lambda sends to with the function's role",
+}
+
+
+@dataclass(frozen=True)
+class Problem:
+    configuration: str
+    caller: str
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.caller} ({self.configuration}): {self.text}"
+
+
+def read_calls(path: Path = CALLS) -> set[Call]:
+    return {Call.parse(line) for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")}
+
+
+def _environment(stack: Stack, caller: str) -> dict[str, str]:
+    if caller != STATE_MACHINE:
+        return stack.environment(caller)
+    # The state machine names the table through its TableName substitution; its functions by ARN.
+    substitutions = stack.resources[caller]["Properties"].get("DefinitionSubstitutions", {})
+    return {"RESUMABLE_TABLE": str(stack.resolve(substitutions.get("TableName", "")))}
+
+
+def resource_arn(stack: Stack, call: Call) -> str:
+    """The ARN the call reaches in ``stack``; ValueError where the caller's configuration names nothing."""
+    if call.resource == "*":
+        return "*"
+    service, _, rest = call.resource.partition(":")
+    environment = _environment(stack, call.function)
+
+    def named(text: str) -> str:
+        def value(match: re.Match[str]) -> str:
+            variable = match.group(1)
+            if not environment.get(variable):
+                raise ValueError(f"reaches what {variable} names, and its environment does not set {variable}")
+            return environment[variable].rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+
+        resolved = re.sub(r"\$\{(\w+)\}", value, text)
+        return resolved.replace("*", "x")  # a concrete name for what the recording generalized
+
+    where = f"{REGION}:{ACCOUNT}"
+    if service == "lambda" and call.function == STATE_MACHINE and "${" not in rest:
+        logical = rest.rsplit(":", 1)[-1]  # the embedded AWS names a template function by its logical id
+        if logical not in stack.resources:
+            raise ValueError(f"invokes {rest}, which is not a function of the stack")
+        return stack.arn(logical)
+    if "${" not in rest:
+        raise ValueError(f"reaches {rest}, which no variable of its configuration names (a test's own resource?)")
+    resource = named(rest)
+    arns = {
+        "dynamodb": f"arn:{PARTITION}:dynamodb:{where}:{resource}",
+        "s3": f"arn:{PARTITION}:s3:::{resource}",
+        "events": f"arn:{PARTITION}:events:{where}:{resource}",
+        "sqs": f"arn:{PARTITION}:sqs:{where}:{resource}",
+        "lambda": f"arn:{PARTITION}:lambda:{where}:function:{resource.removeprefix('function/')}",
+    }
+    if service not in arns:
+        raise ValueError(f"no ARN known for {call.resource}")
+    return arns[service]
+
+
+def _documents(stack: Stack, role: str) -> tuple[list[tuple[str, dict[str, Any]]], list[dict[str, Any]]]:
+    inline, managed = stack.policies(role)
+    unknown = [arn for arn in managed if arn not in MANAGED]
+    if unknown:
+        raise ValueError(f"{role} has managed policies the check does not know: {unknown}")
+    return inline, [MANAGED[arn] for arn in managed]
+
+
+def check(
+    calls: Iterable[Call], configurations: Iterable[str] = CONFIGURATIONS, text: str | None = None
+) -> list[Problem]:
+    """Every problem: a call its caller's role does not allow, or a grant no call uses (nor an allowance),
+    in template.yaml (or the template ``text``)."""
+    calls = sorted(set(calls))
+    problems: list[Problem] = []
+    for configuration in configurations:
+        stack = Stack.of(configuration, text)
+        callers = stack.callers()
+        for caller in sorted({c.function for c in calls} - set(callers)):
+            problems.append(Problem(configuration, caller, "made calls, and the stack has no such function"))
+        reached: dict[str, list[tuple[str, str]]] = {}
+        for caller, role in callers.items():
+            inline, managed = _documents(stack, role)
+            documents = [document for _, document in inline] + managed
+            for call in (c for c in calls if c.function == caller):
+                try:
+                    arn = resource_arn(stack, call)
+                except ValueError as error:
+                    problems.append(Problem(configuration, caller, f"{call.action}: {error}"))
+                    continue
+                reached.setdefault(caller, []).append((call.action, arn))
+                decision = evaluate(documents, call.action, arn)
+                if not decision.allowed:
+                    problems.append(
+                        Problem(
+                            configuration,
+                            caller,
+                            f"calls {call.action} on {arn}, which its role {role} does not allow "
+                            f"({decision.reason}): grant {call.action} on it in {caller}'s Policies in template.yaml",
+                        )
+                    )
+            problems += _unused(configuration, caller, role, inline, reached.get(caller, []))
+        problems += _deliveries(stack)
+    return problems
+
+
+def _deliveries(stack: Stack) -> list[Problem]:
+    """Each rule that delivers to one of the stack's SNS topics may publish to it: the topic's
+    policies allow ``events.amazonaws.com`` ``sns:Publish`` from that rule (as ``aws:SourceArn``)."""
+    found = []
+    topics = {stack.ref(n): n for n, r in stack.resources.items() if r["Type"] == "AWS::SNS::Topic"}
+    policies = [r["Properties"] for r in stack.resources.values() if r["Type"] == "AWS::SNS::TopicPolicy"]
+    for rule, resource in stack.resources.items():
+        if resource["Type"] != "AWS::Events::Rule":
+            continue
+        for target in resource["Properties"].get("Targets", []):
+            topic = topics.get(str(stack.resolve(target["Arn"])))
+            if topic is None:
+                continue
+            documents = [
+                stack.resolve(p["PolicyDocument"]) for p in policies if stack.resolve(p["Topics"]) == [stack.ref(topic)]
+            ]
+            source = {"aws:SourceArn": stack.arn(rule)}
+            decision = evaluate(documents, "sns:Publish", stack.arn(topic), "events.amazonaws.com", source)
+            if not decision.allowed:
+                found.append(
+                    Problem(
+                        stack.configuration,
+                        rule,
+                        f"delivers to {topic}, whose policy does not let events.amazonaws.com publish from it "
+                        f"({decision.reason}): nothing it matches would reach the topic",
+                    )
+                )
+    return found
+
+
+def _unused(
+    configuration: str, caller: str, role: str, inline: list[tuple[str, dict[str, Any]]], reached: list[tuple[str, str]]
+) -> list[Problem]:
+    found = []
+    for name, document in inline:
+        for statement in statements([document]):
+            if statement.get("Effect") != "Allow":
+                continue
+            actions = statement.get("Action", [])
+            resources = statement.get("Resource", [])
+            for action in [actions] if isinstance(actions, str) else actions:
+                if (caller, action) in ALLOWANCES or ("*", action) in ALLOWANCES:
+                    continue
+                for resource in [resources] if isinstance(resources, str) else resources:
+                    used = any(matches_action(action, a) and matches_resource(resource, r) for a, r in reached)
+                    if not used:
+                        found.append(
+                            Problem(
+                                configuration,
+                                caller,
+                                f"its role {role} grants {action} on {resource} ({name}), which no recorded "
+                                f"call uses: remove it from template.yaml, or say why in ALLOWANCES",
+                            )
+                        )
+    return found
+
+
+def report(problems: Iterable[Problem]) -> list[str]:
+    """One line a problem, with the configurations it shows in ("every configuration" where all)."""
+    where: dict[tuple[str, str], list[str]] = {}
+    for problem in problems:
+        where.setdefault((problem.caller, problem.text), []).append(problem.configuration)
+    lines = []
+    for (caller, text), configurations in sorted(where.items()):
+        shown = "every configuration" if len(configurations) == len(CONFIGURATIONS) else ", ".join(configurations)
+        lines.append(f"{caller} ({shown}): {text}")
+    return lines
+
+
+def main() -> int:
+    calls = read_calls()
+    problems = report(check(calls))
+    callers = sorted({c.function for c in calls})
+    if problems:
+        print(f"permission check: {len(problems)} problem(s) with the roles in template.yaml:")
+        print("\n".join(f"  {line}" for line in problems))
+        return 1
+    print(
+        f"permission check: {len(calls)} recorded calls of {len(callers)} callers allowed, and every grant used "
+        f"or allowed for its reason, in {len(CONFIGURATIONS)} configurations ({', '.join(CONFIGURATIONS)})"
+    )
+    return 0
