@@ -58,8 +58,11 @@ class Settings(BaseModel):
     stall_seconds: float = Field(default=10, ge=0)
     sweep_limit: int = Field(default=100, gt=0)
     retention_days: float = Field(default=30, gt=0)
-    max_prompt_chars: int = Field(default=16_000, gt=0)
-    max_response_bytes: int = Field(default=8_192, gt=0)
+    # At most what AWS's hard limits leave room for (docs/aws-calls.md): a prompt travels in a 128 KB
+    # request body and is kept on its turn (a 400 KB item); an answer is kept on its question and
+    # published whole in Interaction Answered (a 256 KB EventBridge entry).
+    max_prompt_chars: int = Field(default=16_000, gt=0, le=30_000)
+    max_response_bytes: int = Field(default=8_192, gt=0, le=64 * 1024)
     approver_principals: tuple[str, ...] = ()
     event_bus_name: str = "resumable"
     api_url: str | None = None

@@ -147,3 +147,16 @@ def test_the_detailed_layout_names_what_exists_every_folder_of_the_package_and_e
         if sub.is_dir() and sub.name != "__pycache__" and f" {sub.name}/" not in layout[folder]
     ]
     assert unnamed == [], f"docs/layout.md does not say what these folders hold: {unnamed}"
+
+
+def test_every_test_docs_aws_calls_names_for_a_limit_exists() -> None:
+    page = (ROOT / "docs" / "aws-calls.md").read_text()
+    named = re.findall(r"`(\w+\.py)::(\w+)`", page) + [(None, t) for t in re.findall(r"`::(\w+)`", page)]
+    assert len(named) >= 10
+    sources = {path.name: path.read_text() for path in (ROOT / "tests").rglob("test_*.py")}
+    missing = [
+        test
+        for file, test in named
+        if not any(f"def {test}(" in text for name, text in sources.items() if file in (None, name))
+    ]
+    assert missing == [], f"docs/aws-calls.md names tests that do not exist: {missing}"

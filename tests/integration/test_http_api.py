@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -9,8 +10,10 @@ from typing import Any
 import pytest
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 
+from resumable import Agent, ScriptedModel
 from resumable.api.app import build_app
 from resumable.service import Service
+from tests.agents import says
 from tests.factories import executions
 from tests.integration.helpers import ALICE
 from tests.integration.helpers import http as request
@@ -113,3 +116,38 @@ def test_the_openapi_document_lists_every_route(api: APIGatewayHttpResolver) -> 
         "/admin/sessions/{sessionId}/turns/{turnId}/recover",
         "/admin/sessions/{sessionId}/republish",
     }
+
+
+def test_an_answer_of_300_kb_is_refused_whole_and_the_question_still_waits(
+    api: APIGatewayHttpResolver, session_id: str, ledger: Path
+) -> None:
+    """Under API Gateway's 10 MB and over the API's own 128 KB: refused before anything is read or
+    written (an answer is kept on its question, a 400 KB item, and published whole, a 256 KB event)."""
+    _, turn = request(api, "POST", f"/sessions/{session_id}/turns", {"prompt": "delete the prod-db record"})
+    [question] = turn["interactions"]
+    path = f"/sessions/{session_id}/turns/{turn['turnId']}/interactions/{question['requestId']}"
+    edited = {"response": {"decision": "approve", "input": {"name": "x" * 300_000}}}
+
+    status, refused = request(api, "POST", path, edited)
+
+    assert (status, refused["code"]) == (422, "validation_failed")
+    assert refused["message"].endswith("bytes, the limit is 131072; nothing was done")
+    _, read = request(api, "GET", f"/sessions/{session_id}/turns/{turn['turnId']}")
+    assert (read["status"], read["interactions"][0]["status"], executions(ledger)) == ("waiting", "requested", [])
+
+
+def test_a_turn_whose_output_is_7_mb_replies_well_under_lambdas_6_mb_with_the_output_cut_saying_so(
+    make_service: Callable[..., Service], session_id: str
+) -> None:
+    """Lambda's synchronous reply holds 6 MB: the output is kept (and shown) cut at 64 KB; the whole
+    text stays in the turn's snapshot."""
+
+    def says_seven_megabytes(context: Any) -> Agent:
+        return Agent(name="writer", model=ScriptedModel([says("y" * 7_000_000)]))
+
+    api = build_app(make_service(says_seven_megabytes))
+    status, turn = request(api, "POST", f"/sessions/{session_id}/turns", {"prompt": "write a lot"})
+
+    assert (status, turn["status"]) == (201, "completed")
+    assert len(json.dumps(turn).encode()) < 100 * 1024
+    assert turn["output"].endswith("[cut at 65536 bytes; the whole text is in the snapshot]")

@@ -399,3 +399,22 @@ def test_the_events_of_one_commit_are_numbered_in_the_commits_order_whatever_ord
     ]
     assert [e["detail"]["sequence"] for e in in_commit_order] == [1, 2, 3, 4, 5]
     assert [e["detail"]["sequence"] for e in published] == [2, 1, 5, 4, 3], "published as delivered"
+
+
+def test_an_input_and_an_output_far_over_what_an_event_holds_are_published_cut_saying_so(
+    make_service: Callable[..., Service], published: tuple[EventResources, Queue]
+) -> None:
+    """An EventBridge entry holds 256 KB (the embedded AWS refuses more, as AWS does): a 400 KB tool
+    input is published as a preview, a 500 KB output cut at 64 KB with a note, and every event of the
+    session is delivered."""
+    _, queue = published
+    service = make_service("oversized")
+    started = service.start_turn("big", "delete everything")
+    service.submit_approval("big", started.turn_id, started.interactions[0].request_id, APPROVE)
+
+    events = by_session(queue.until(3))["big"]
+    assert kinds(events) == ["Interaction Requested", "Interaction Answered:approve", "Turn Settled:completed"]
+    assert all(len(json.dumps(e["detail"]).encode()) < 256 * 1024 for e in events)
+    assert events[0]["detail"]["input"]["truncated"] is True
+    output = events[2]["detail"]["output"]
+    assert output.startswith("y" * 1000) and output.endswith("[cut at 65536 bytes; the whole text is in the snapshot]")

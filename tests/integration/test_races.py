@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from resumable import Agent, ScriptedModel, ToolContext, tool
+from resumable.api import direct
 from resumable.config import Settings
 from resumable.exceptions import AwsError
 from resumable.service import AgentContext, Service
@@ -350,6 +351,47 @@ def test_a_read_settles_a_tree_wider_than_one_transaction_whose_questions_all_ex
     assert [i.status for i in read.interactions] == ["expired"] * FAN_OUT
     assert {c.status for c in read.children} == {"expired"}
     assert executions(ledger) == []
+
+
+def fifty_large_questions(context: AgentContext) -> Agent:
+    """Fifty approvals asked at once, each of a 12 KB input: with their events, over 1 MB of items."""
+    uses = [(f"t-{n}", "delete_record", {"name": f"{n:02d}-" + "x" * 12_000}) for n in range(FAN_OUT)]
+    return Agent(name="orchestrator", model=ScriptedModel([calls(*uses), says("all gone")]), tools=[delete_record])
+
+
+def test_a_session_over_dynamodbs_1_mb_query_page_is_read_whole(
+    aws: Settings, clock: FakeClock, session_id: str
+) -> None:
+    """A Query returns at most 1 MB a page (moto too): a turn's tree is read page after page."""
+    service = _service(aws, clock, fifty_large_questions)
+    started = service.start_turn(session_id, "delete fifty")
+    assert sum(len(json.dumps(i, default=str)) for i in session_items(DynamoDBStore(aws), session_id)) > 1024 * 1024
+    pages: list[bool] = []
+    reader = _service(aws, clock, fifty_large_questions)
+    reader.store.dynamodb.meta.events.register(  # type: ignore[attr-defined]
+        "after-call.dynamodb.Query", lambda parsed, **_: pages.append("LastEvaluatedKey" in parsed)
+    )
+
+    read = reader.get_turn(session_id, started.turn_id)
+
+    assert True in pages, "a page ended before the partition did"
+    assert sorted(i.reason["input"]["name"][:2] for i in read.interactions) == [f"{n:02d}" for n in range(FAN_OUT)]
+
+
+def test_a_turn_larger_than_a_workflows_state_reaches_the_state_machine_cut_and_still_decides_its_path(
+    aws: Settings, clock: FakeClock, session_id: str
+) -> None:
+    """Step Functions holds 256 KB of state: StartTurn's direct reply carries the turn whole where it
+    fits, else its status, ids and cut text (``truncated``), which is all the state machine reads."""
+    service = _service(aws, clock, fifty_large_questions)
+    event = {"sessionId": session_id, "prompt": "delete fifty", "principal": "workflow", "workflow": True}
+
+    reply = direct.start_turn(service, event)
+
+    assert len(json.dumps(reply).encode()) < 256 * 1024
+    assert (reply["turn"]["status"], reply["turn"]["truncated"], reply["turn"]["interactions"]) == ("waiting", True, [])
+    assert reply["waitSeconds"] == aws.approval_expiry_seconds + 1
+    assert len(service.get_turn(session_id, reply["turn"]["turnId"]).interactions) == FAN_OUT
 
 
 def fan_out_fixed_ids(context: AgentContext) -> Agent:

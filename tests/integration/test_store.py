@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+from pydantic import ValidationError
+
 from resumable.config import Settings
 from resumable.store import S3Snapshots
 
@@ -41,3 +44,12 @@ def test_settings_survive_a_round_trip_through_the_environment(aws: Settings) ->
         aws.region,
         aws.endpoint_url,
     )
+
+
+def test_answers_and_prompts_may_not_be_allowed_larger_than_aws_keeps_and_publishes_them() -> None:
+    """An answer is kept on its question (a 400 KB item) and published whole (a 256 KB event); a prompt
+    travels in a 128 KB body: a setting past that would fail on AWS at the first large one."""
+    for too_large in ({"max_response_bytes": 300_000}, {"max_prompt_chars": 100_000}):
+        with pytest.raises(ValidationError, match="less than or equal to"):
+            Settings(**too_large)  # type: ignore[arg-type]
+    assert Settings(max_response_bytes=64 * 1024, max_prompt_chars=30_000).max_response_bytes == 65536

@@ -14,6 +14,7 @@ model, and the optional Strands layer.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import re
 from dataclasses import dataclass
@@ -122,6 +123,8 @@ def resolve_language_extensions(template: dict[str, Any], parameters: dict[str, 
 def translate(template: dict[str, Any], parameters: dict[str, Any] | None = None) -> dict[str, Any]:
     """The CloudFormation template SAM makes of ``template`` with ``parameters`` (beside the
     defaults), offline."""
+    # SAM's translator warns of its own usage metrics, which nobody publishes offline.
+    logging.getLogger("samtranslator.metrics.metrics").setLevel(logging.ERROR)
     template = resolve_language_extensions(template, parameters or {})
     for name, resource in template["Resources"].items():
         properties = resource.get("Properties", {})
