@@ -18,7 +18,7 @@ INSTALLED := $(VENV)/.installed-dev
 # Test workers: each runs its own embedded AWS.
 PYTEST_WORKERS ?= 2
 
-.PHONY: run demo invoke layer bench soak test test-fast checks lint typecheck validate scan pytest clean constraints browser deploy predeploy sam-build permissions calls
+.PHONY: run demo invoke layer bench soak test test-fast checks lint typecheck validate scan pytest clean constraints browser deploy predeploy sam-build permissions calls smoke
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -126,6 +126,10 @@ permissions: $(INSTALLED)
 ## calls: run the whole suite and rewrite tests/aws_calls.txt with the AWS calls it recorded
 calls: $(INSTALLED) $(CHROMIUM) $(SAM)
 	RECORD_CALLS=1 $(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal
+
+## smoke: after a deploy, one approval end to end against the stack, signed (ARGS="--stack NAME" or "--url URL --token T")
+smoke: $(INSTALLED)
+	$(BIN)/python tools/smoke.py $(ARGS)
 
 ## deploy: make predeploy's checks, then sam deploy (guided the first time) to the AWS account of your credentials; prints the outputs
 deploy: $(INSTALLED) $(SAM)

@@ -337,3 +337,19 @@ def test_the_three_id_form_confirms_too_and_a_denial_shows_as_denied(url: str) -
     assert row.split()[1] == "denied"
     again = resumable(url, "deny", "cli-three", turn["turnId"], request, "--message", "not three")
     assert again.returncode == 0 and "was already answered by arn:aws:iam::000000000000:user/alice" in again.stderr
+
+
+def test_the_smoke_test_of_a_deploy_passes_against_the_api_signed_and_fails_naming_its_step(url: str) -> None:
+    """docs/deploy.md's check after a deploy, here against the local API, signed as an approver."""
+    smoke = [sys.executable, str(Path(__file__).resolve().parents[2] / "tools" / "smoke.py"), "--url", url, "--sign"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_ACCESS_KEY", "AWS_SECRET", "AWS_SESSION"))}
+    env |= {"AWS_SHARED_CREDENTIALS_FILE": str(_CREDENTIALS[0]), "AWS_PROFILE": "approver"}
+    passed = subprocess.run(smoke, capture_output=True, text=True, timeout=HANG_SECONDS, env=env, check=False)
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "smoke: approve it: ok" in passed.stdout and "smoke: passed in " in passed.stdout
+    # Credentials that cannot sign: the first step fails, and the smoke test says which and why.
+    nobody = env | {"AWS_PROFILE": "resumable-nobody"}
+    refused = subprocess.run(smoke, capture_output=True, text=True, timeout=HANG_SECONDS, env=nobody, check=False)
+    assert refused.returncode == 1
+    assert "smoke: FAILED: start a turn, until it asks: the command exited 2: " in refused.stderr, refused.stderr
+    assert "cannot sign" in refused.stderr

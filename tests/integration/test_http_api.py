@@ -151,3 +151,16 @@ def test_a_turn_whose_output_is_7_mb_replies_well_under_lambdas_6_mb_with_the_ou
     assert (status, turn["status"]) == (201, "completed")
     assert len(json.dumps(turn).encode()) < 100 * 1024
     assert turn["output"].endswith("[cut at 65536 bytes; the whole text is in the snapshot]")
+
+
+def test_a_query_parameter_the_route_does_not_take_is_refused_not_ignored(
+    api: APIGatewayHttpResolver, session_id: str
+) -> None:
+    """``?stauts=requested`` would otherwise list every question, as if the filter had been applied."""
+    request(api, "POST", f"/sessions/{session_id}/turns", {"prompt": "delete the prod-db record"})
+    status, refused = request(api, "GET", f"/sessions/{session_id}/interactions", query="stauts=requested")
+    assert (status, refused["code"]) == (422, "validation_failed")
+    assert refused["message"] == (
+        "query parameter 'stauts' is not one this route takes (it takes: status); nothing was done"
+    )
+    assert request(api, "GET", f"/sessions/{session_id}/interactions", query="status=requested")[0] == 200

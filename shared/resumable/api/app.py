@@ -54,6 +54,22 @@ def describe(problem: Any) -> str:
     return f"{what}: {problem.get('msg', kind)}"
 
 
+def _known_query_only(app: APIGatewayHttpResolver, next_middleware: Callable[..., Response[Any]]) -> Response[Any]:
+    """A query parameter the route does not take is refused, not ignored (``?stauts=requested`` would
+    otherwise list everything). The page (/inbox, which the sign-in redirect comes back to with its own
+    parameters) and the document take any."""
+    route = app.context.get("_route")
+    if route is not None and route.include_in_schema:
+        taken = {parameter.alias for parameter in route.dependant.query_params}
+        unknown = sorted(set(app.current_event.query_string_parameters or {}) - taken)
+        if unknown:
+            offered = ", ".join(sorted(taken)) or "none"
+            raise ValidationFailedError(
+                f"query parameter {unknown[0]!r} is not one this route takes (it takes: {offered}); nothing was done"
+            )
+    return next_middleware(app)
+
+
 def build_app(service: Service | None = None) -> APIGatewayHttpResolver:
     """The resolver with every route. Each request's service is in the resolver's context (``handle``
     puts it there); with ``service``, every request is served by it."""
@@ -67,10 +83,13 @@ def build_app(service: Service | None = None) -> APIGatewayHttpResolver:
             return next_middleware(app)
 
         app.use(middlewares=[serve])
+    app.use(middlewares=[_known_query_only])
 
     @app.get("/openapi.json", include_in_schema=False)
     def openapi() -> Response[Any]:
-        return Response(status_code=200, content_type="application/json", body=json.dumps(document(app)))
+        service = app.context.get("service")
+        signed_in = service is not None and service.settings.auth_mode == "JWT"
+        return Response(status_code=200, content_type="application/json", body=json.dumps(document(app, signed_in)))
 
     @app.get("/inbox", include_in_schema=False)
     def inbox() -> Response[Any]:

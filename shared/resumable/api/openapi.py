@@ -73,6 +73,20 @@ PATH_PARAMETERS: dict[str, dict[str, Any]] = {
     },
 }
 
+UNAUTHORIZED = (
+    "API Gateway refused the request: with AuthMode JWT, no sign-in token, or one that is expired, not from "
+    "JwtIssuer or not for JwtAudience (no function ran)"
+)
+
+SIGN_IN_SCHEME = {
+    "signIn": {
+        "type": "http",
+        "scheme": "bearer",
+        "bearerFormat": "JWT",
+        "description": "AuthMode JWT: a sign-in token from JwtIssuer for JwtAudience (Authorization: Bearer <token>).",
+    }
+}
+
 SECURITY_SCHEME = {
     "sigv4": {
         "type": "apiKey",
@@ -85,23 +99,26 @@ SECURITY_SCHEME = {
 
 
 def responses(status: int, description: str, model: type[BaseModel], *errors: int) -> dict[int, Any]:
-    """A route's ``responses``: its success, the errors it can answer, and IAM's 403."""
+    """A route's ``responses``: its success, the errors it can answer, and API Gateway's 401 and 403."""
     table: dict[int, Any] = {status: {"description": description, "content": {"application/json": {"model": model}}}}
+    table[401] = {"description": UNAUTHORIZED, "content": {"application/json": {"model": GatewayRefusal}}}
     table[403] = {"description": FORBIDDEN, "content": {"application/json": {"model": GatewayRefusal}}}
     for error in (*errors, 500):
         table[error] = {"description": ERRORS[error], "content": {"application/json": {"model": ErrorBody}}}
     return table
 
 
-def document(app: APIGatewayHttpResolver) -> dict[str, Any]:
-    """The OpenAPI document of ``app``'s routes."""
+def document(app: APIGatewayHttpResolver, signed_in: bool = False) -> dict[str, Any]:
+    """The OpenAPI document of ``app``'s routes, authorized by SigV4 (AuthMode IAM) or, ``signed_in``,
+    by a sign-in token (AuthMode JWT)."""
+    scheme = SIGN_IN_SCHEME if signed_in else SECURITY_SCHEME
     generated: dict[str, Any] = json.loads(
         app.get_openapi_json_schema(
             title=TITLE,
             version=VERSION,
             description=DESCRIPTION,
-            security_schemes=SECURITY_SCHEME,  # type: ignore[arg-type]
-            security=[{"sigv4": []}],
+            security_schemes=scheme,  # type: ignore[arg-type]
+            security=[{name: []} for name in scheme],
         )
     )
     for operations in generated["paths"].values():
