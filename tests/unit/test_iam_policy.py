@@ -151,3 +151,70 @@ def test_string_like_matches_case_sensitively_with_wildcards() -> None:
 def test_what_it_does_not_evaluate_it_refuses(statement: dict[str, Any]) -> None:
     with pytest.raises(UnsupportedPolicyError):
         evaluate([policy(statement)], "s3:GetObject", f"{BUCKET}/bucket/a")
+
+
+def test_condition_operators_test_what_they_say_and_keys_match_whatever_their_case() -> None:
+    rule = "arn:aws:events:us-east-1:123456789012:rule/bus/r"
+
+    def allowed(condition: dict[str, Any], context: dict[str, str]) -> bool:
+        statement = {
+            "Effect": "Allow",
+            "Principal": {"Service": "events.amazonaws.com"},
+            "Action": "sns:Publish",
+            "Resource": "*",
+            "Condition": condition,
+        }
+        return evaluate(
+            [policy(statement)], "sns:Publish", "arn:aws:sns:us-east-1:123456789012:t", "events.amazonaws.com", context
+        ).allowed
+
+    # ArnLike and ArnEquals: segment by segment, wildcards allowed, a ? never a colon.
+    for operator in ("ArnLike", "ArnEquals"):
+        assert allowed(
+            {operator: {"aws:SourceArn": "arn:aws:events:*:123456789012:rule/bus/*"}}, {"aws:SourceArn": rule}
+        )
+        assert not allowed(
+            {operator: {"aws:SourceArn": "arn:aws:events:*:999999999999:rule/bus/*"}}, {"aws:SourceArn": rule}
+        )
+    assert not allowed(
+        {"ArnLike": {"aws:SourceArn": "arn:aws:events:us-east-1?123456789012:rule/bus/r"}}, {"aws:SourceArn": rule}
+    )
+    # StringEquals: exactly; one of several values suffices, every key must hold.
+    assert allowed(
+        {"StringEquals": {"aws:SourceAccount": ["111111111111", "123456789012"]}}, {"aws:SourceAccount": "123456789012"}
+    )
+    assert not allowed({"StringEquals": {"aws:SourceAccount": "123456789012"}}, {"aws:SourceAccount": "12345678901"})
+    both = {"StringEquals": {"aws:SourceAccount": "123456789012", "aws:SourceArn": rule}}
+    assert not allowed(both, {"aws:SourceAccount": "123456789012", "aws:SourceArn": f"{rule}2"})
+    # Condition keys are case-insensitive.
+    assert allowed({"StringEquals": {"AWS:SOURCEACCOUNT": "123456789012"}}, {"aws:SourceAccount": "123456789012"})
+
+
+def test_a_principal_is_matched_by_its_kind_and_a_deny_it_cannot_decide_is_refused() -> None:
+    topic = "arn:aws:sns:us-east-1:123456789012:t"
+    as_account = policy(
+        {"Effect": "Allow", "Principal": {"AWS": "events.amazonaws.com"}, "Action": "sns:Publish", "Resource": topic}
+    )
+    assert not evaluate([as_account], "sns:Publish", topic, "events.amazonaws.com").allowed
+    region_fenced = policy(
+        {"Effect": "Allow", "Action": "s3:*", "Resource": "*"},
+        {
+            "Effect": "Deny",
+            "Action": "*",
+            "Resource": "*",
+            "Condition": {"StringEquals": {"aws:RequestedRegion": "eu-west-1"}},
+        },
+    )
+    with pytest.raises(UnsupportedPolicyError, match="lacks"):
+        evaluate([region_fenced], "s3:GetObject", f"{BUCKET}/a")
+    variable = policy(
+        {
+            "Effect": "Allow",
+            "Principal": "*",
+            "Action": "s3:GetObject",
+            "Resource": "*",
+            "Condition": {"StringLike": {"s3:prefix": "${aws:username}/*"}},
+        }
+    )
+    with pytest.raises(UnsupportedPolicyError, match="policy variables"):
+        evaluate([variable], "s3:GetObject", f"{BUCKET}/a", "*", {"s3:prefix": "alice/x"})

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import inspect
 
+import pytest
+
 from resumable.local.permissions.calls import Call
-from resumable.local.permissions.check import ALLOWANCES, check, read_calls, report
+from resumable.local.permissions.check import ALLOWANCES, MANAGED, check, read_calls, report
 from resumable.local.permissions.stack import CONFIGURATIONS, Stack, template
 from resumable.service.service import Service
 from tests.deployed import SERVED_BY
@@ -68,15 +70,12 @@ def test_a_call_its_configuration_does_not_name_is_refused() -> None:
 
 
 def test_every_configuration_takes_each_condition_both_ways() -> None:
-    taken: dict[str, set[bool]] = {}
-    for configuration in CONFIGURATIONS:
-        stack = Stack.of(configuration)
-        kms = any("kms:Decrypt" in str(stack.policies(role)) for role in stack.callers().values())
-        bedrock = any("bedrock:InvokeModel" in str(stack.policies(role)) for role in stack.callers().values())
-        vpc = any("AWSLambdaVPCAccessExecutionRole" in str(stack.policies(role)) for role in stack.callers().values())
-        for name, value in (("kms", kms), ("bedrock", bedrock), ("vpc", vpc)):
-            taken.setdefault(name, set()).add(value)
-    assert taken == {"kms": {True, False}, "bedrock": {True, False}, "vpc": {True, False}}
+    stacks = [Stack.of(configuration) for configuration in CONFIGURATIONS]
+    conditions = stacks[0].conditions
+    assert len(conditions) >= 9
+    assert {name: {stack.holds(name) for stack in stacks} for name in conditions} == {
+        name: {True, False} for name in conditions
+    }
 
 
 def test_every_allowance_is_granted_somewhere() -> None:
@@ -107,3 +106,82 @@ def test_the_rule_that_tells_people_may_publish_to_their_topic() -> None:
         "InteractionRequestedRule (every hardening parameter): delivers to NotifyTopic, whose policy does not let "
         "events.amazonaws.com publish from it (no statement allows it): nothing it matches would reach the topic"
     ) in report(check([], [configuration], other))
+
+
+def without(granted: str, instead: str = "") -> str:
+    """template.yaml with one grant (its exact text, found once) replaced."""
+    assert template().count(granted) == 1, granted
+    return template().replace(granted, instead)
+
+
+INDENT = " " * 14
+
+
+def test_a_wildcard_or_a_grant_past_the_stack_is_named_even_where_a_call_uses_part_of_it() -> None:
+    put_events = f"Action: [events:PutEvents]\n{INDENT}Resource: [!GetAtt EventBus.Arn]"
+    broad = without(put_events, f'Action: ["events:*"]\n{INDENT}Resource: "*"')
+    problems = report(check(read_calls(), ["AuthMode=IAM"], broad))
+    past = "(PublisherFunctionRolePolicy0), which reaches past the stack's own resources: name them"
+    role = "PublisherFunction (AuthMode=IAM): its role PublisherFunctionRole grants"
+    assert f"{role} events:PutEvents (by events:*) on * {past}" in problems
+    assert f"{role} events:ListRules (by events:*) on * {past}" in problems
+
+
+def test_a_not_action_grant_is_refused() -> None:
+    sid = "            - Sid: DeadLetterWhatCanNeverBePublished\n"
+    everything = without(
+        sid, f'            - Effect: Allow\n{INDENT}NotAction: ["iam:*"]\n{INDENT}Resource: "*"\n{sid}'
+    )
+    problems = report(check(read_calls(), ["AuthMode=IAM"], everything))
+    assert any("PublisherFunctionRole grants with NotAction or NotResource" in p for p in problems), problems
+
+
+def test_a_grant_written_by_hand_names_nothing_cloudformation_makes() -> None:
+    bucket = 'Resource: !Sub "${SnapshotsBucket.Arn}/*"'
+    handwritten = template().replace(
+        bucket, 'Resource: !Sub "arn:${AWS::Partition}:s3:::${AWS::StackName}-SnapshotsBucket/*"'
+    )
+    problems = report(check(read_calls(), ["AuthMode=IAM"], handwritten))
+    made = "StartTurnFunction (AuthMode=IAM): calls s3:PutObject on arn:aws:s3:::resumable-snapshotsbucket-"
+    assert any(p.startswith(made) for p in problems), problems
+
+
+def test_the_customer_managed_key_is_required_where_it_encrypts_what_a_caller_reaches() -> None:
+    statement = (
+        "            - !If\n              - HasKmsKey\n              - Sid: UseTheCustomerManagedKey\n"
+        "                Effect: Allow\n                Action: [kms:Decrypt, kms:GenerateDataKey]\n"
+        "                Resource: !Ref KmsKeyArn\n              - !Ref AWS::NoValue\n\n  CursorSecret:"
+    )
+    problems = report(check(read_calls(), ["every hardening parameter"], without(statement, "\n  CursorSecret:")))
+    key = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    assert problems == [
+        f"ApprovalStateMachine (every hardening parameter): needs {action} on {key} (AWS calls it as the caller: "
+        "KmsKeyArn encrypts what the caller reaches), which its role ApprovalStateMachineRole does not allow "
+        "(no statement allows it)"
+        for action in ("kms:Decrypt", "kms:GenerateDataKey")
+    ]
+
+
+def test_the_state_machines_role_and_the_streams_reads_are_held_to_their_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    sid = f"            - Sid: StoreTheTaskTokenOnTheTurn\n{INDENT}Effect: Allow\n{INDENT}"
+    reads_only = without(f"{sid}Action: [dynamodb:UpdateItem]\n", f"{sid}Action: [dynamodb:GetItem]\n")
+    problems = report(check(read_calls(), ["AuthMode=IAM"], reads_only))
+    calls_update = "ApprovalStateMachine (AuthMode=IAM): calls dynamodb:UpdateItem on "
+    assert any(p.startswith(calls_update) for p in problems), problems
+    # The stream is read with the Publisher's role, by the managed policy SAM attaches for its mapping.
+    reader = "arn:aws:iam::aws:policy/service-role/AWSLambdaDynamoDBExecutionRole"
+    narrowed = ["dynamodb:DescribeStream", "dynamodb:GetShardIterator"]
+    monkeypatch.setitem(MANAGED, reader, {"Statement": [{"Effect": "Allow", "Action": narrowed, "Resource": "*"}]})
+    problems = report(check(read_calls(), ["AuthMode=IAM"]))
+    assert any(p.startswith("PublisherFunction (AuthMode=IAM): calls dynamodb:GetRecords on ") for p in problems)
+
+
+def test_a_grant_must_cover_every_key_the_recording_generalized_not_only_a_short_one() -> None:
+    narrow = template().replace(
+        'Resource: !Sub "${SnapshotsBucket.Arn}/*"', 'Resource: !Sub "${SnapshotsBucket.Arn}/*/x"'
+    )
+    problems = report(check(read_calls(), ["AuthMode=IAM"], narrow))
+    assert any(
+        "calls s3:PutObject on arn:aws:s3:::resumable-snapshotsbucket-" in p and "/snapshots/x/y/z.json," in p
+        for p in problems
+    ), problems

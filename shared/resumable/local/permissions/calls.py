@@ -73,7 +73,10 @@ def acting_as(function: str, environment: Mapping[str, str] | None = None) -> It
 
 
 # The frames between a call's site and the hook: botocore's and boto3's, and this module's.
-_PLUMBING = ("botocore.", "boto3.", "s3transfer.", __name__)
+# (X-Ray's patching of botocore and the wrapt it uses sit between a traced call and botocore.)
+_PLUMBING = ("botocore.", "boto3.", "s3transfer.", "aws_xray_sdk.", "wrapt.", __name__)
+# resumable's code: the package, and a function's handler module (loaded as functions_<Name>).
+_OURS = ("resumable.", "functions_")
 
 
 def _caller() -> tuple[str, Mapping[str, str]] | None:
@@ -86,7 +89,7 @@ def _caller() -> tuple[str, Mapping[str, str]] | None:
     if site.startswith("moto.stepfunctions"):
         return STATE_MACHINE, os.environ
     acting = _ACTING.get()
-    if acting is None or not site.startswith("resumable."):
+    if acting is None or not site.startswith(_OURS):
         return None
     function, environment = acting
     return function, os.environ if environment is None else environment
@@ -110,6 +113,8 @@ _ACTIONS = {
     ("s3", "ListObjectsV2"): "s3:ListBucket",
     ("bedrock", "Converse"): "bedrock:InvokeModel",
     ("bedrock", "ConverseStream"): "bedrock:InvokeModelWithResponseStream",
+    ("sqs", "SendMessageBatch"): "sqs:SendMessage",
+    ("s3", "DeleteObjects"): "s3:DeleteObject",
 }
 _TRANSACTION_ITEMS = {
     "Put": "PutItem",
@@ -153,11 +158,17 @@ def calls_of(
     action = _ACTIONS.get((prefix, operation), f"{prefix}:{operation}")
     if prefix == "s3":
         bucket = named(params["Bucket"], BUCKET)
-        if "Key" in params:
-            # The key's first segment says which of the bucket's objects (a policy may grant a prefix only).
-            key = params["Key"]
-            return [(action, f"s3:{bucket}/" + (key.split("/", 1)[0] + "/*" if "/" in key else "*"))]
-        return [(action, f"s3:{bucket}")]
+        if "Key" not in params:
+            return [(action, f"s3:{bucket}")]
+        # The key's first segment says which of the bucket's objects (a policy may grant a prefix only).
+        key = params["Key"]
+        where = f"s3:{bucket}/" + (key.split("/", 1)[0] + "/*" if "/" in key else "*")
+        needs = [(action, where)]
+        if operation == "PutObject" and params.get("Tagging"):
+            needs.append(("s3:PutObjectTagging", where))  # tags given with the object need their own action
+        if operation in ("GetObject", "HeadObject") and params.get("VersionId"):
+            needs[0] = ("s3:GetObjectVersion", where)
+        return needs
     if prefix == "events":
         buses = {entry.get("EventBusName", "default") for entry in params.get("Entries", [])}
         return [(action, f"events:event-bus/{named(bus, BUS)}") for bus in sorted(buses)]
@@ -197,6 +208,16 @@ class Recorder:
             for event, hook in hooks:
                 boto3.DEFAULT_SESSION.events.register(event, hook)
         self.installed = True
+
+    def recorded(self) -> set[Call]:
+        """The calls so far (a copy: functions on other threads may be adding to them)."""
+        with self._lock:
+            return set(self.calls)
+
+    def forget(self, function: str) -> None:
+        """Drop ``function``'s calls (a test's own stand-in function)."""
+        with self._lock:
+            self.calls = {c for c in self.calls if c.function != function}
 
     def _add(self, function: str, pairs: list[tuple[str, str]]) -> None:
         with self._lock:

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from resumable.local.permissions.calls import STATE_MACHINE, Call
-from resumable.local.permissions.policy import evaluate, matches_action, matches_resource, statements
+from resumable.local.permissions.grants import implied, unused
+from resumable.local.permissions.policy import evaluate
 from resumable.local.permissions.stack import ACCOUNT, CONFIGURATIONS, PARTITION, REGION, Stack
 
 CALLS = Path(__file__).resolve().parents[4] / "tests" / "aws_calls.txt"
@@ -89,9 +90,6 @@ MANAGED: dict[str, dict[str, Any]] = {
 
 # Granted, yet no call the tests record uses it: (caller, or "*" for every one; action) -> why.
 ALLOWANCES: dict[tuple[str, str], str] = {
-    ("*", "kms:Decrypt"): "with a customer-managed key (KmsKeyArn), DynamoDB, S3, SQS and Lambda's "
-    "environment call KMS with the caller's credentials: AWS's calls, never botocore's",
-    ("*", "kms:GenerateDataKey"): "the same: the services encrypt with the customer-managed key as the caller",
     ("*", "bedrock:InvokeModel"): "with ModelId set, the Bedrock model calls Converse; the tests use a "
     "stand-in model (the request's shape is pinned by tests/unit/test_bedrock_model.py)",
     ("*", "states:SendTaskSuccess"): "whichever function settles a turn a workflow waits on tells it, "
@@ -102,6 +100,23 @@ ALLOWANCES: dict[tuple[str, str], str] = {
     ("PublisherFunction", "sqs:SendMessage"): "also the event source mapping's OnFailure destination, "
     "which Lambda sends to with the function's role",
 }
+
+
+# Granted on resources past the stack's own, for a reason: (caller, or "*"; action) -> why.
+BROAD: dict[tuple[str, str], str] = {
+    ("*", "states:SendTaskSuccess"): "IAM cannot scope a service integration's task tokens: '*' is the only resource",
+    ("*", "states:SendTaskFailure"): "as SendTaskSuccess",
+    ("*", "bedrock:InvokeModel"): "an inference profile (ModelId) routes to its foundation model in any of "
+    "the Regions it spans: foundation models only, any Region",
+}
+
+
+def _excuser(caller: str) -> Any:
+    def excused(action: str, broad: bool = False) -> bool:
+        listed = BROAD if broad else ALLOWANCES
+        return any((who, a) in listed for who in (caller, "*") for a in (action, action.lower()))
+
+    return excused
 
 
 @dataclass(frozen=True)
@@ -126,8 +141,14 @@ def _environment(stack: Stack, caller: str) -> dict[str, str]:
     return {"RESUMABLE_TABLE": str(stack.resolve(substitutions.get("TableName", "")))}
 
 
-def resource_arn(stack: Stack, call: Call) -> str:
-    """The ARN the call reaches in ``stack``; ValueError where the caller's configuration names nothing."""
+# What stands for the part of a resource the recording generalized (an S3 key's rest, a stream's
+# label): a grant must allow a short name and a deep one alike.
+SAMPLES = ("x", "x/y/z.json")
+
+
+def resource_arn(stack: Stack, call: Call, sample: str = SAMPLES[0]) -> str:
+    """The ARN the call reaches in ``stack`` (``sample`` standing for what the recording generalized);
+    ValueError where the caller's configuration names nothing."""
     if call.resource == "*":
         return "*"
     service, _, rest = call.resource.partition(":")
@@ -141,7 +162,7 @@ def resource_arn(stack: Stack, call: Call) -> str:
             return environment[variable].rsplit("/", 1)[-1].rsplit(":", 1)[-1]
 
         resolved = re.sub(r"\$\{(\w+)\}", value, text)
-        return resolved.replace("*", "x")  # a concrete name for what the recording generalized
+        return resolved.replace("*", sample)
 
     where = f"{REGION}:{ACCOUNT}"
     if service == "lambda" and call.function == STATE_MACHINE and "${" not in rest:
@@ -195,17 +216,33 @@ def check(
                     problems.append(Problem(configuration, caller, f"{call.action}: {error}"))
                     continue
                 reached.setdefault(caller, []).append((call.action, arn))
-                decision = evaluate(documents, call.action, arn)
+                for sample in SAMPLES if "*" in call.resource else SAMPLES[:1]:
+                    reaches = resource_arn(stack, call, sample)
+                    decision = evaluate(documents, call.action, reaches)
+                    if not decision.allowed:
+                        problems.append(
+                            Problem(
+                                configuration,
+                                caller,
+                                f"calls {call.action} on {reaches}, which its role {role} does not allow "
+                                f"({decision.reason}): grant {call.action} on it in {caller}'s Policies in "
+                                "template.yaml",
+                            )
+                        )
+            for action, arn in implied(stack, caller, reached.get(caller, [])):
+                reached.setdefault(caller, []).append((action, arn))
+                decision = evaluate(documents, action, arn)
                 if not decision.allowed:
                     problems.append(
                         Problem(
                             configuration,
                             caller,
-                            f"calls {call.action} on {arn}, which its role {role} does not allow "
-                            f"({decision.reason}): grant {call.action} on it in {caller}'s Policies in template.yaml",
+                            f"needs {action} on {arn} (AWS calls it as the caller: KmsKeyArn encrypts what the "
+                            f"caller reaches), which its role {role} does not allow ({decision.reason})",
                         )
                     )
-            problems += _unused(configuration, caller, role, inline, reached.get(caller, []))
+            texts = unused(role, inline, reached.get(caller, []), _excuser(caller))
+            problems += [Problem(configuration, caller, text) for text in texts]
         problems += _deliveries(stack)
     return problems
 
@@ -237,33 +274,6 @@ def _deliveries(stack: Stack) -> list[Problem]:
                         f"({decision.reason}): nothing it matches would reach the topic",
                     )
                 )
-    return found
-
-
-def _unused(
-    configuration: str, caller: str, role: str, inline: list[tuple[str, dict[str, Any]]], reached: list[tuple[str, str]]
-) -> list[Problem]:
-    found = []
-    for name, document in inline:
-        for statement in statements([document]):
-            if statement.get("Effect") != "Allow":
-                continue
-            actions = statement.get("Action", [])
-            resources = statement.get("Resource", [])
-            for action in [actions] if isinstance(actions, str) else actions:
-                if (caller, action) in ALLOWANCES or ("*", action) in ALLOWANCES:
-                    continue
-                for resource in [resources] if isinstance(resources, str) else resources:
-                    used = any(matches_action(action, a) and matches_resource(resource, r) for a, r in reached)
-                    if not used:
-                        found.append(
-                            Problem(
-                                configuration,
-                                caller,
-                                f"its role {role} grants {action} on {resource} ({name}), which no recorded "
-                                f"call uses: remove it from template.yaml, or say why in ALLOWANCES",
-                            )
-                        )
     return found
 
 

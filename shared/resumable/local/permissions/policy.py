@@ -61,15 +61,23 @@ def _listed(value: Any) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
-# The condition operators evaluated (the template's resource policies use ArnEquals); any other is refused.
+def _like(wanted: str, given: str) -> bool:
+    """StringLike: case-sensitive, ``*`` any run of characters, ``?`` any one."""
+    body = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in wanted)
+    return re.fullmatch(body, given, re.DOTALL) is not None
+
+
+# The condition operators evaluated (the template's resource policies use ArnEquals); any other is
+# refused. ArnEquals and ArnLike are the same test in IAM (each segment matched, wildcards allowed).
 _CONDITIONS = {
     "StringEquals": lambda wanted, given: wanted == given,
-    "StringLike": lambda wanted, given: bool(
-        re.fullmatch("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in wanted), given, re.DOTALL)
-    ),
-    "ArnEquals": lambda wanted, given: wanted == given,
+    "StringLike": _like,
+    "ArnEquals": matches_resource,
     "ArnLike": matches_resource,
 }
+
+# A principal's kind, as a statement's Principal names it: a service, or an account, role or user.
+_SERVICE = re.compile(r"^[a-z0-9.-]+\.amazonaws\.com(\.cn)?$")
 
 
 def _principal_matches(statement: dict[str, Any], principal: str | None) -> bool:
@@ -84,7 +92,10 @@ def _principal_matches(statement: dict[str, Any], principal: str | None) -> bool
     named = statement["Principal"]
     if named == "*":
         return True
-    return any(principal in _listed(values) or "*" in _listed(values) for values in named.values())
+    if not isinstance(named, dict):
+        raise UnsupportedPolicyError(f"a Principal is '*' or names its kind (Service, AWS, ...): {statement}")
+    kind = "Service" if _SERVICE.match(principal) else "AWS"
+    return any(principal in _listed(values) or "*" in _listed(values) for k, values in named.items() if k == kind)
 
 
 def _conditions_hold(statement: dict[str, Any], context: dict[str, str]) -> bool:
@@ -92,7 +103,13 @@ def _conditions_hold(statement: dict[str, Any], context: dict[str, str]) -> bool
         if operator not in _CONDITIONS:
             raise UnsupportedPolicyError(f"the condition operator {operator} is not evaluated here: {statement}")
         for key, wanted in tests.items():
+            if any("${" in w for w in _listed(wanted)):
+                raise UnsupportedPolicyError(f"policy variables are not evaluated here: {statement}")
             given = next((v for k, v in context.items() if k.lower() == key.lower()), None)
+            if given is None and statement.get("Effect") == "Deny":
+                # A real request carries keys this one does not know (aws:RequestedRegion, tags...):
+                # whether the deny applies cannot be told here, and guessing "no" would allow.
+                raise UnsupportedPolicyError(f"a Deny's condition on {key}, which the request given lacks: {statement}")
             # A key the request does not carry fails the test; one of several values suffices.
             if given is None or not any(_CONDITIONS[operator](w, given) for w in _listed(wanted)):
                 return False

@@ -14,6 +14,7 @@ model, and the optional Strands layer.
 from __future__ import annotations
 
 import functools
+import hashlib
 import logging
 import os
 import re
@@ -181,6 +182,11 @@ class Stack:
     configuration: str
     resources: dict[str, Any]
     parameters: dict[str, Any]
+    conditions: dict[str, Any]
+
+    def holds(self, condition: str) -> bool:
+        """Whether the template's ``condition`` is true in this configuration."""
+        return bool(_condition({"Conditions": self.conditions}, {"Condition": condition}, self.parameters))
 
     @classmethod
     def of(cls, configuration: str, text: str | None = None) -> Stack:
@@ -194,12 +200,17 @@ class Stack:
             for name, resource in made["Resources"].items()
             if "Condition" not in resource or _condition(made, {"Condition": resource["Condition"]}, values)
         }
-        return cls(configuration, resources, values)
+        return cls(configuration, resources, values, made.get("Conditions", {}))
 
     def name(self, logical: str) -> str:
+        """Its name property, or the name CloudFormation makes: the stack's, the logical id's and a
+        random suffix (lowercase for a bucket), so only a grant made of its Ref or GetAtt names it."""
         resource = self.resources[logical]
         declared = resource.get("Properties", {}).get(_NAMES.get(resource["Type"], ""))
-        return str(self.resolve(declared)) if declared is not None else f"{STACK}-{logical}"
+        if declared is not None:
+            return str(self.resolve(declared))
+        made = f"{STACK}-{logical}-{hashlib.sha256(logical.encode()).hexdigest()[:12].upper()}"
+        return made.lower() if resource["Type"] == "AWS::S3::Bucket" else made
 
     def arn(self, logical: str) -> str:
         kind, name = self.resources[logical]["Type"], self.name(logical)
