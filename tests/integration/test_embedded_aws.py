@@ -5,6 +5,7 @@ what a client over the socket meets."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -292,3 +293,35 @@ def test_a_task_output_over_256_kb_is_refused_as_step_functions_refuses_it(aws: 
     with pytest.raises(ClientError, match="Member must have length less than or equal to 262144") as refused:
         states.send_task_success(taskToken="any", output='"' + "x" * (256 * 1024) + '"')
     assert refused.value.response["Error"]["Code"] == "ValidationException"
+
+
+def test_an_item_over_400_kb_and_a_transaction_of_101_items_are_refused_as_dynamodb_refuses_them(
+    aws: Settings,
+) -> None:
+    """moto's own limits (the embedded AWS adds none here): every test meets them."""
+    from botocore.exceptions import ClientError
+
+    dynamodb = DynamoDBStore(aws).dynamodb
+    with pytest.raises(ClientError, match="Item size has exceeded the maximum allowed size") as refused:
+        dynamodb.put_item(TableName=aws.table_name, Item=_item("limits-item", "big", value="x" * (401 * 1024)))
+    assert refused.value.response["Error"]["Code"] == "ValidationException"
+    writes = [{"Put": {"TableName": aws.table_name, "Item": _item("limits-count", f"i{n}")}} for n in range(101)]
+    with pytest.raises(ClientError) as refused:
+        dynamodb.transact_write_items(TransactItems=writes)
+    assert refused.value.response["Error"]["Code"] == "ValidationException"
+    assert "100" in refused.value.response["Error"]["Message"]
+    dynamodb.transact_write_items(TransactItems=writes[:100])  # (at the limit: written)
+
+
+def test_an_sqs_message_over_1_mib_is_refused_as_sqs_refuses_it(aws: Settings) -> None:
+    """SQS's limit is 1 MiB since 2025 (it was 256 KiB), as moto has it: the publisher's dead letters stay
+    far under either."""
+    from botocore.exceptions import ClientError
+
+    from resumable.aws.clients import client
+
+    sqs = client("sqs", aws)
+    queue = sqs.create_queue(QueueName=f"limits-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    with pytest.raises(ClientError, match="must be shorter than 1048576"):
+        sqs.send_message(QueueUrl=queue, MessageBody="x" * (1024 * 1024 + 1))
+    sqs.send_message(QueueUrl=queue, MessageBody="x" * (1024 * 1024))

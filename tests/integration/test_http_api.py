@@ -11,10 +11,11 @@ import pytest
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 
 from resumable import Agent, ScriptedModel
+from resumable.api import routes
 from resumable.api.app import build_app
 from resumable.service import Service
-from tests.agents import says
-from tests.factories import executions
+from tests.agents import calls, says
+from tests.factories import delete_record, executions
 from tests.integration.helpers import ALICE
 from tests.integration.helpers import http as request
 
@@ -164,3 +165,27 @@ def test_a_query_parameter_the_route_does_not_take_is_refused_not_ignored(
         "query parameter 'stauts' is not one this route takes (it takes: status); nothing was done"
     )
     assert request(api, "GET", f"/sessions/{session_id}/interactions", query="status=requested")[0] == 200
+
+
+def test_a_turn_of_more_questions_than_one_reply_holds_whole_shows_each_input_as_a_preview(
+    make_service: Callable[..., Service], session_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lambda's reply holds 6 MB (a reply holds at most MAX_REPLY_BYTES, 5 MiB; 1 MiB here, so eighty
+    questions of 14 KB pass it): each input is shown as a preview saying so; each whole is in the inbox."""
+    assert routes.MAX_REPLY_BYTES == 5 * 1024 * 1024
+    monkeypatch.setattr(routes, "MAX_REPLY_BYTES", 1024 * 1024)
+
+    def eighty_questions(context: Any) -> Agent:
+        uses = [(f"t-{n}", "delete_record", {"name": f"{n:02d}-" + "x" * 14_000}) for n in range(80)]
+        return Agent(name="orchestrator", model=ScriptedModel([calls(*uses), says("done")]), tools=[delete_record])
+
+    api = build_app(make_service(eighty_questions))
+    status, turn = request(api, "POST", f"/sessions/{session_id}/turns", {"prompt": "delete eighty"})
+
+    assert (status, turn["status"], len(turn["interactions"])) == (201, "waiting", 80)
+    assert len(json.dumps(turn).encode()) < 1024 * 1024
+    assert all(i["reason"]["input"]["truncated"] is True for i in turn["interactions"])
+    _, read = request(api, "GET", f"/sessions/{session_id}/turns/{turn['turnId']}")
+    assert len(read["interactions"]) == 80 and len(json.dumps(read).encode()) < 1024 * 1024
+    _, page = request(api, "GET", "/interactions", query="limit=1")
+    assert page["interactions"][0]["reason"]["input"]["name"].endswith("x" * 100), "whole in the inbox"

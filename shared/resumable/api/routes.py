@@ -37,6 +37,7 @@ from resumable.service.conversation import MAX_PAGE as MAX_CONVERSATION_PAGE
 from resumable.service.conversation import ConversationPage
 from resumable.service.cursor import MAX_CURSOR_CHARS
 from resumable.service.inbox import DEFAULT_PAGE, MAX_PAGE
+from resumable.service.limits import bounded_json, bounded_reason
 from resumable.store.records import InteractionStatus
 
 router = APIGatewayHttpRouter()
@@ -177,7 +178,35 @@ def path_param(name: str, captured: str) -> str:
     return given.get(name, unquote(captured))
 
 
+MAX_REPLY_BYTES = 5 * 1024 * 1024
+"""The most JSON one reply holds: Lambda answers API Gateway with at most 6 MB."""
+_COMPACT_BYTES = 1024
+
+
 def json_reply(view: Any, status: int = 200) -> Response[Any]:
+    """``view`` as the reply; a turn (or list) whose questions are too many to show whole in one reply
+    shows each question's input, answer and approved input as a preview (``"truncated": true``), as
+    the table holds larger ones; each question whole is in the inbox, a page at a time."""
+    if isinstance(view, TurnView | InteractionList) and len(view.model_dump_json(by_alias=True)) > MAX_REPLY_BYTES:
+        shown = [
+            i.model_copy(
+                update={
+                    "reason": bounded_reason(i.reason, _COMPACT_BYTES),
+                    "response": bounded_json(i.response, _COMPACT_BYTES),
+                    "approved_input": bounded_json(i.approved_input, _COMPACT_BYTES),
+                }
+            )
+            for i in view.interactions
+        ]
+        # Thousands of questions even so: the open ones first, as many as fit (the inbox has them all).
+        shown.sort(key=lambda i: i.status != "requested")
+        room, kept = MAX_REPLY_BYTES - len(view.model_copy(update={"interactions": []}).model_dump_json()), []
+        for interaction in shown:
+            room -= len(interaction.model_dump_json(by_alias=True)) + 1
+            if room < 0:
+                break
+            kept.append(interaction)
+        view = view.model_copy(update={"interactions": kept})
     return Response(status_code=status, content_type="application/json", body=view)
 
 
