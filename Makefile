@@ -129,7 +129,7 @@ calls: $(INSTALLED) $(CHROMIUM) $(SAM)
 
 ## smoke: after a deploy, one approval end to end against the stack, signed (ARGS="--stack NAME" or "--url URL --token T")
 smoke: $(INSTALLED)
-	$(BIN)/python tools/smoke.py $(ARGS)
+	@$(BIN)/python tools/smoke.py $(ARGS)
 
 ## deploy: make predeploy's checks, then sam deploy (guided the first time) to the AWS account of your credentials; prints the outputs
 deploy: $(INSTALLED) $(SAM)

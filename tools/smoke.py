@@ -3,12 +3,12 @@ do it with the ``resumable`` command: start a turn of the demo agent, wait until
 see it complete, then delete the session. Each step is printed with the command it runs; the first
 that fails stops the smoke test, named, with what the API said.
 
-    make smoke                          # the stack of samconfig.toml (resumable), signed with your credentials
+    make smoke                          # samconfig.toml's stack and region, signed with your credentials
     make smoke ARGS="--stack my-stack"  # another stack
     make smoke ARGS="--url https://... --token $TOKEN"   # AuthMode JWT: a signed-in token
 
-Your principal must be an approver (ApproverPrincipals, or a member of ApproverGroups with JWT), and
-the agent factory the demo's (AgentFactory's default), whose ``delete the test-db record`` asks.
+The smoke test answers its own question, as the session's owner (no approver is needed); the agent
+factory must be the demo's (AgentFactory's default), whose ``delete the test-db record`` asks.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ import json
 import subprocess
 import sys
 import time
+import tomllib
 import uuid
+from pathlib import Path
 from typing import Any
 
 PROMPT = "delete the test-db record"
@@ -37,8 +39,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--token", help="a sign-in token (AuthMode JWT)")
     parser.add_argument("--sign", action="store_true", help="sign with SigV4 even for a local URL")
     args = parser.parse_args(argv)
-    target = ["--url", args.url] if args.url else ["--stack", args.stack or "resumable"]
-    target += ["--region", args.region] if args.region else []
+    stack, region = _deployed()
+    target = ["--url", args.url] if args.url else ["--stack", args.stack or stack]
+    region = args.region or (None if args.url else region)
+    target += ["--region", region] if region else []
     target += ["--token", args.token] if args.token else []
     target += ["--sign"] if args.sign else []
     session = f"smoke-{uuid.uuid4().hex[:12]}"
@@ -66,6 +70,17 @@ def main(argv: list[str] | None = None) -> int:
         f"smoke: passed in {time.monotonic() - began:.1f} s: started, asked, approved, completed, deleted ({session})"
     )
     return 0
+
+
+def _deployed() -> tuple[str, str | None]:
+    """The stack and region sam deploy saved in samconfig.toml (defaults: resumable, and AWS's own)."""
+    try:
+        config = tomllib.loads((Path(__file__).resolve().parents[1] / "samconfig.toml").read_text())
+    except (OSError, tomllib.TOMLDecodeError):
+        return "resumable", None
+    merged = {**config.get("default", {}).get("global", {}).get("parameters", {})}
+    merged |= config.get("default", {}).get("deploy", {}).get("parameters", {})
+    return str(merged.get("stack_name", "resumable")), merged.get("region")
 
 
 def _step(what: str, target: list[str], *command: str) -> dict[str, Any]:

@@ -131,6 +131,7 @@ def test_every_check_of_the_fuzzer_passes_against_the_api_people_sign_in_to(
     signed_in = {"Authorization": f"Bearer {issuer.mint('alice')}"}
     schema = schemathesis.openapi.from_url(f"{jwt_url}/openapi.json", headers=signed_in)
     assert schema.raw_schema["components"]["securitySchemes"]["signIn"]["scheme"] == "bearer"
+    assert "carry a sign-in token" in schema.raw_schema["info"]["description"]
     operation = schema.find_operation_by_id(operation_id)
 
     @given(case=operation.as_strategy(generation_mode=mode))

@@ -65,7 +65,8 @@ def _known_query_only(app: APIGatewayHttpResolver, next_middleware: Callable[...
         if unknown:
             offered = ", ".join(sorted(taken)) or "none"
             raise ValidationFailedError(
-                f"query parameter {unknown[0]!r} is not one this route takes (it takes: {offered}); nothing was done"
+                f"query parameter {unknown[0][:64]!r} is not one this route takes (it takes: {offered}); "
+                "nothing was done"
             )
     return next_middleware(app)
 

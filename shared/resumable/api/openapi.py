@@ -43,7 +43,8 @@ ERRORS: dict[int, str] = {
     409: "conflict (answered differently before, the message names the answer that stands; or, under an approval "
     "rule, approved by the caller already or with another input) or turn_busy",
     410: "gone: the interaction is no longer live (canceled, superseded or expired)",
-    422: "validation_failed: a JSON object of the wrong shape, too large, too deep, or text UTF-8 cannot hold",
+    422: "validation_failed: a JSON object of the wrong shape, too large, too deep, or text UTF-8 cannot hold; "
+    "a query parameter the route does not take, or one out of its range",
     500: "aws_failed: an AWS call failed; what was written before it stands and the turn is resumable: retry",
 }
 FORBIDDEN = (
@@ -103,7 +104,7 @@ def responses(status: int, description: str, model: type[BaseModel], *errors: in
     table: dict[int, Any] = {status: {"description": description, "content": {"application/json": {"model": model}}}}
     table[401] = {"description": UNAUTHORIZED, "content": {"application/json": {"model": GatewayRefusal}}}
     table[403] = {"description": FORBIDDEN, "content": {"application/json": {"model": GatewayRefusal}}}
-    for error in (*errors, 500):
+    for error in sorted({*errors, 422, 500}):  # (every route refuses a query parameter it does not take: 422)
         table[error] = {"description": ERRORS[error], "content": {"application/json": {"model": ErrorBody}}}
     return table
 
@@ -112,11 +113,13 @@ def document(app: APIGatewayHttpResolver, signed_in: bool = False) -> dict[str, 
     """The OpenAPI document of ``app``'s routes, authorized by SigV4 (AuthMode IAM) or, ``signed_in``,
     by a sign-in token (AuthMode JWT)."""
     scheme = SIGN_IN_SCHEME if signed_in else SECURITY_SCHEME
+    sigv4 = "are signed with SigV4 (IAM authorization)"
+    signed = "carry a sign-in token (AuthMode JWT: Authorization: Bearer <token>)" if signed_in else sigv4
     generated: dict[str, Any] = json.loads(
         app.get_openapi_json_schema(
             title=TITLE,
             version=VERSION,
-            description=DESCRIPTION,
+            description=DESCRIPTION.replace(sigv4, signed, 1),
             security_schemes=scheme,  # type: ignore[arg-type]
             security=[{name: []} for name in scheme],
         )

@@ -100,7 +100,8 @@ def stack_url(stack: str, region: str | None) -> str:
     try:
         described = boto3.client("cloudformation", region_name=region).describe_stacks(StackName=stack)
     except Exception as error:
-        raise UnreachableError(f"could not read stack {stack!r}'s outputs: {error}") from error
+        hint = " (give --region, or set AWS_DEFAULT_REGION)" if "region" in str(error).lower() else ""
+        raise UnreachableError(f"could not read the outputs of stack {stack!r}: {error}{hint}") from error
     for output in described["Stacks"][0].get("Outputs", []):
         if output["OutputKey"] == "ApiUrl":
             return str(output["OutputValue"])

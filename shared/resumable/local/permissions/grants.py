@@ -128,20 +128,33 @@ def unused(
                 )
                 continue
             actions, resources = statement.get("Action", []), statement.get("Resource", [])
+            where = statement.get("Sid") or name
             for pattern in [actions] if isinstance(actions, str) else actions:
-                for action in expanded(pattern):
-                    via = f" (by {pattern})" if pattern != action else ""
-                    for resource in [resources] if isinstance(resources, str) else resources:
-                        if reaches_beyond(action, resource) and not excused(action, broad=True):
-                            found.append(
-                                f"its role {role} grants {action}{via} on {resource} ({name}), which reaches past "
-                                "the stack's own resources: name them"
-                            )
-                        elif not excused(action) and not any(
-                            a.lower() == action.lower() and matches_resource(resource, r) for a, r in reached
-                        ):
-                            found.append(
-                                f"its role {role} grants {action}{via} on {resource} ({name}), which no recorded call "
-                                "uses: remove it from template.yaml, or say why in ALLOWANCES"
-                            )
+                for resource in [resources] if isinstance(resources, str) else resources:
+                    found += _judged(role, where, pattern, resource, reached, excused)
     return found
+
+
+def _judged(
+    role: str, where: str, pattern: str, resource: str, reached: list[tuple[str, str]], excused: Any
+) -> list[str]:
+    """What is wrong with granting ``pattern`` on ``resource``: one line for a wildcard, however many
+    actions it covers, saying which the calls use."""
+    covered = expanded(pattern)
+    past = [a for a in covered if reaches_beyond(a, resource) and not excused(a, broad=True)]
+    used = sorted({a for a in covered for b, r in reached if a.lower() == b.lower() and matches_resource(resource, r)})
+    idle = [a for a in covered if a not in past and not excused(a) and a not in used]
+    granted = f"its role {role} grants {pattern} on {resource} ({where})"
+    problems = []
+    if past:
+        problems.append(f"{granted}, which reaches past the stack's own resources: name them")
+    if idle and pattern == covered[0] and len(covered) == 1:
+        problems.append(
+            f"{granted}, which no recorded call uses: remove it from template.yaml, or say why in ALLOWANCES "
+            "(resumable/local/permissions/check.py)"
+        )
+    elif idle and not past:
+        calls = ", ".join(used) or "none of them"
+        idle_share = f"{len(idle)} of its {len(covered)} actions"
+        problems.append(f"{granted}: {idle_share} no recorded call uses (the calls use {calls}): grant those instead")
+    return problems
