@@ -134,11 +134,14 @@ def test_every_check_of_the_fuzzer_passes_against_the_api_people_sign_in_to(
     assert "carry a sign-in token" in schema.raw_schema["info"]["description"]
     operation = schema.find_operation_by_id(operation_id)
 
+    # The same examples every run (derandomized): a run's verdict never rests on which cases chance
+    # drew. Exploring further is by hand: --hypothesis-seed=N with derandomize off.
     @given(case=operation.as_strategy(generation_mode=mode))
     @settings(
         max_examples=FULL_CHECK_EXAMPLES,
         deadline=None,
         database=None,
+        derandomize=True,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
     )
     def every_check_passes(case: schemathesis.Case) -> None:

@@ -52,6 +52,8 @@ class StartTurnBody(BaseModel):
         max_length=16_000,
         description="What to ask the session's root agent (not blank; at most 16,000 characters).",
         examples=["delete the prod-db record"],
+        # Not blank: a character that is not white space (the service says so itself when it is).
+        json_schema_extra={"pattern": r"\S"},
     )
 
 
