@@ -97,8 +97,6 @@ ALLOWANCES: dict[tuple[str, str], str] = {
     ("*", "states:SendTaskFailure"): "as SendTaskSuccess",
     ("SubmitApprovalFunction", "sqs:SendMessage"): "Lambda sends a continuation that failed every "
     "attempt to ContinuationDeadLetterQueue (the EventInvokeConfig's OnFailure) with the function's role",
-    ("PublisherFunction", "sqs:SendMessage"): "also the event source mapping's OnFailure destination, "
-    "which Lambda sends to with the function's role",
 }
 
 
