@@ -9,7 +9,7 @@ Bounded by examples per operation, never by time: a busy machine runs the same c
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -93,20 +93,26 @@ def test_the_document_is_valid_openapi_and_declares_every_route_with_its_errors(
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE], ids=lambda m: m.value)
 @pytest.mark.parametrize("operation_id", OPERATIONS)
 def test_a_schema_driven_fuzzer_finds_no_undocumented_reply(url: str, operation_id: str, mode: GenerationMode) -> None:
-    schema = schemathesis.openapi.from_url(f"{url}/openapi.json")
-    operation = schema.find_operation_by_id(operation_id)
+    operation = schemathesis.openapi.from_url(f"{url}/openapi.json").find_operation_by_id(operation_id)
+    fuzz(operation, mode, EXAMPLES, lambda case: case.call_and_validate(base_url=url, checks=CHECKS))
+
+
+def fuzz(operation: Any, mode: GenerationMode, examples: int, send: Callable[[schemathesis.Case], Any]) -> None:
+    """``send`` each of ``examples`` cases of ``operation``: the same cases every run (derandomized: a
+    run's verdict never rests on which cases chance drew; explore by hand with --hypothesis-seed=N)."""
 
     @given(case=operation.as_strategy(generation_mode=mode))
     @settings(
-        max_examples=EXAMPLES,
+        max_examples=examples,
         deadline=None,
         database=None,
+        derandomize=True,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
     )
-    def every_reply_is_documented(case: schemathesis.Case) -> None:
-        case.call_and_validate(base_url=url, checks=CHECKS)
+    def each(case: schemathesis.Case) -> None:
+        send(case)
 
-    every_reply_is_documented()
+    each()
 
 
 @pytest.fixture(scope="module")
@@ -134,16 +140,6 @@ def test_every_check_of_the_fuzzer_passes_against_the_api_people_sign_in_to(
     assert "carry a sign-in token" in schema.raw_schema["info"]["description"]
     operation = schema.find_operation_by_id(operation_id)
 
-    # The same examples every run (derandomized): a run's verdict never rests on which cases chance
-    # drew. Exploring further is by hand: --hypothesis-seed=N with derandomize off.
-    @given(case=operation.as_strategy(generation_mode=mode))
-    @settings(
-        max_examples=FULL_CHECK_EXAMPLES,
-        deadline=None,
-        database=None,
-        derandomize=True,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-    )
     def every_check_passes(case: schemathesis.Case) -> None:
         if mode == GenerationMode.POSITIVE and case.query:
             # What no schema can say, left out of valid requests (a made-up one is refused, 422, as it
@@ -153,4 +149,4 @@ def test_every_check_of_the_fuzzer_passes_against_the_api_people_sign_in_to(
                 case.query.pop(unsayable, None)
         case.call_and_validate(base_url=jwt_url, headers=signed_in)
 
-    every_check_passes()
+    fuzz(operation, mode, FULL_CHECK_EXAMPLES, every_check_passes)
