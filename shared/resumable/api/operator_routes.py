@@ -40,17 +40,22 @@ operator_router = APIGatewayHttpRouter()
 def list_audit(
     since: Annotated[
         str | None,
-        Query(max_length=64, description="From this ISO 8601 date or time (UTC unless it says); default 7 days ago."),
+        Query(
+            min_length=1,
+            max_length=64,
+            description="From this ISO 8601 date or time (UTC unless it says); default 7 days ago.",
+        ),
     ] = None,
     until: Annotated[
-        str | None, Query(max_length=64, description="Before this ISO 8601 date or time; default now.")
+        str | None, Query(min_length=1, max_length=64, description="Before this ISO 8601 date or time; default now.")
     ] = None,
     principal_: Annotated[
         str | None,
-        Query(alias="principal", max_length=2048, description="Only entries it answered, or voted in."),
+        Query(alias="principal", min_length=1, max_length=2048, description="Only entries it answered, or voted in."),
     ] = None,
     tool: Annotated[
-        str | None, Query(max_length=256, description="Only entries of tools matching this ('*' wildcards).")
+        str | None,
+        Query(min_length=1, max_length=256, description="Only entries of tools matching this ('*' wildcards)."),
     ] = None,
     outcome: Annotated[AuditOutcome | None, Query(description="Only entries with this outcome.")] = None,
     limit: Annotated[
@@ -58,7 +63,11 @@ def list_audit(
     ] = DEFAULT_AUDIT_PAGE,
     cursor: Annotated[
         str | None,
-        Query(max_length=MAX_CURSOR_CHARS, description="The previous page's cursor, as it came, with the same query."),
+        Query(
+            min_length=1,
+            max_length=MAX_CURSOR_CHARS,
+            description="The previous page's cursor, as it came, with the same query.",
+        ),
     ] = None,
 ) -> Response[AuditPage]:
     page = service().audit(

@@ -344,7 +344,8 @@ def list_inbox(
     ] = "requested",
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description=f"At most this many (1 to {MAX_PAGE}).")] = DEFAULT_PAGE,
     cursor: Annotated[
-        str | None, Query(max_length=MAX_CURSOR_CHARS, description="The previous page's cursor, as it came.")
+        str | None,
+        Query(min_length=1, max_length=MAX_CURSOR_CHARS, description="The previous page's cursor, as it came."),
     ] = None,
     dismissed: Annotated[
         bool, Query(description="Also the questions you dismissed (each with dismissedByYou: true).")
