@@ -32,6 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from resumable.aws.clients import client
 from resumable.config import Settings
 from resumable.local.authorizers import iam_identity
 from resumable.local.functions import LambdaContext, api_event, function_arn, load_template, routes
@@ -39,7 +40,8 @@ from resumable.service import Service
 
 ROOT = Path(__file__).resolve().parents[1]
 PRINCIPAL = "arn:aws:iam::000000000000:user/bench"
-GOAL = 1.5
+GOAL = 1.5  # a handler's whole cold start (init + first request), traced, over the bare handler's
+BARE_OBJECT = "bare/seed.json"
 
 _RUN = """
 import importlib.util, json, sys, time
@@ -47,6 +49,12 @@ from types import SimpleNamespace
 class Context(SimpleNamespace):
     def get_remaining_time_in_millis(self):
         return 29_000
+calls = []
+if {record}:  # (the uncounted warm-up run only: importing botocore first would move it out of the timed init)
+    from botocore.handlers import BUILTIN_HANDLERS
+    def record(model, **kwargs):
+        calls[-1].append(f"{{model.service_model.service_name}}.{{model.name}}")
+    BUILTIN_HANDLERS.append(("before-call", record))
 started = time.perf_counter()
 spec = importlib.util.spec_from_file_location("app", {path!r})
 module = importlib.util.module_from_spec(spec)
@@ -54,9 +62,10 @@ spec.loader.exec_module(module)
 imported = time.perf_counter()
 replies = []
 for event in json.loads(sys.argv[1]):
+    calls.append([])
     begun = time.perf_counter()
     reply = module.lambda_handler(event, Context(**json.loads(sys.argv[2])))
-    replies.append({{"status": reply["statusCode"], "seconds": time.perf_counter() - begun}})
+    replies.append({{"status": reply["statusCode"], "seconds": time.perf_counter() - begun, "calls": calls[-1]}})
 print(json.dumps({{"import": imported - started, "requests": replies}}))
 """
 
@@ -129,8 +138,16 @@ def _python(code: str, env: dict[str, str], *args: str) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
+def _median(results: list[dict[str, Any]]) -> dict[str, float]:
+    imported = statistics.median(r["import"] for r in results)
+    first = statistics.median(r["requests"][0]["seconds"] for r in results)
+    warm = statistics.median(r["requests"][1]["seconds"] for r in results)
+    return {"import": imported, "first": first, "warm": warm, "cold": imported + first}
+
+
 def cold_start(settings: Settings, runs: int = 21) -> dict[str, Any]:
-    """Median import time and first-request time of each handler, over a fresh ``import boto3``."""
+    """Median import and first-request time of each handler, beside a bare boto3 handler making the
+    same first AWS calls (bench/bare_handler.py) and a fresh ``import boto3``."""
     requests = _Requests(settings)
     # functions/<folder>: (the template's function, two requests of its route)
     handlers_of: dict[str, tuple[str, Callable[[], dict[str, Any]]]] = {
@@ -139,48 +156,66 @@ def cold_start(settings: Settings, runs: int = 21) -> dict[str, Any]:
         "submit_approval": ("SubmitApprovalFunction", requests.submit_approval),
         "cancel": ("CancelFunction", requests.cancel),
     }
+    client("s3", settings).put_object(Bucket=settings.bucket_name, Key=BARE_OBJECT, Body=b'{"bare": true}')
+    calls_of: dict[str, list[str]] = {}  # each handler's first request's AWS calls, from the warm-up run
     with tempfile.TemporaryDirectory(prefix="bytecode-") as cache:
         env = _environment(settings, cache)
         boto3_runs: list[float] = []
         measured: dict[tuple[str, str], list[dict[str, Any]]] = {
-            (name, variant): [] for name in handlers_of for variant in VARIANTS
+            (name, variant): [] for name in handlers_of for variant in (*VARIANTS, "bare")
         }
         for run in range(runs + 1):  # the first run fills the bytecode cache and is not counted
             seconds = float(_python(_BOTO3, env))
             if run:
                 boto3_runs.append(seconds)
             order = [(name, variant) for name in handlers_of for variant in VARIANTS]
-            random.Random(run).shuffle(order)  # no handler always follows the same one
+            if run:
+                order += [(name, "bare") for name in handlers_of]
+                random.Random(run).shuffle(order)  # no handler always follows the same one
+            else:  # the bare handlers last: they make the calls the handlers' first requests made
+                order += [(name, "bare") for name in handlers_of]
             for name, variant in order:
                 function, make = handlers_of[name]
                 context = LambdaContext(function, uuid.uuid4().hex, invoked_function_arn=function_arn(function))
-                events = json.dumps([make(), make()])
                 time.sleep(0.2)  # the embedded AWS finishes what the last run asked of it before this one
-                path = ROOT / "functions" / name / "app.py"
-                lambda_env = {**env, **VARIANTS[variant], "AWS_LAMBDA_FUNCTION_NAME": function}
-                result = json.loads(_python(_RUN.format(path=str(path)), lambda_env, events, json.dumps(vars(context))))
+                if variant == "bare":
+                    path = ROOT / "bench" / "bare_handler.py"
+                    lambda_env = {**env, **TRACED, "BARE_CALLS": ",".join(calls_of[name]), "BARE_OBJECT": BARE_OBJECT}
+                    events = json.dumps([{}, {}])
+                else:
+                    path = ROOT / "functions" / name / "app.py"
+                    lambda_env = {**env, **VARIANTS[variant], "AWS_LAMBDA_FUNCTION_NAME": function}
+                    events = json.dumps([make(), make()])
+                code = _RUN.format(path=str(path), record=not run and variant == "traced")
+                result = json.loads(_python(code, lambda_env, events, json.dumps(vars(context))))
                 statuses = [r["status"] for r in result["requests"]]
                 if any(status >= 300 for status in statuses):
                     raise RuntimeError(f"functions/{name}: a cold start request was refused: {statuses}")
+                if not run and variant == "traced":
+                    calls_of[name] = result["requests"][0]["calls"]
                 if run:
                     measured[(name, variant)].append(result)
     boto3_import = statistics.median(boto3_runs)
     handlers = {}
     for name in handlers_of:
-        row: dict[str, float] = {}
-        for variant in VARIANTS:
-            results = measured[(name, variant)]
-            imported = statistics.median(r["import"] for r in results)
-            first = statistics.median(r["requests"][0]["seconds"] for r in results)
-            warm = statistics.median(r["requests"][1]["seconds"] for r in results)
-            prefix = "" if variant == "traced" else "untraced_"
+        row: dict[str, Any] = {"first_request_calls": calls_of[name]}
+        for variant in (*VARIANTS, "bare"):
+            median = _median(measured[(name, variant)])
+            prefix = {"traced": "", "untraced": "untraced_", "bare": "bare_"}[variant]
             row |= {
-                f"{prefix}import_ms": imported * 1000,
-                f"{prefix}first_request_ms": first * 1000,
-                f"{prefix}warm_request_ms": warm * 1000,
-                f"{prefix}cold_start_ms": (imported + first) * 1000,
+                f"{prefix}import_ms": median["import"] * 1000,
+                f"{prefix}first_request_ms": median["first"] * 1000,
+                f"{prefix}warm_request_ms": median["warm"] * 1000,
+                f"{prefix}cold_start_ms": median["cold"] * 1000,
             }
         row["ratio_to_boto3"] = row["import_ms"] / (boto3_import * 1000)
+        row["ratio_to_bare"] = row["cold_start_ms"] / row["bare_cold_start_ms"]
         row["tracing_cost_ms"] = row["cold_start_ms"] - row["untraced_cold_start_ms"]
         handlers[name] = row
-    return {"boto3_import_ms": boto3_import * 1000, "handlers": handlers, "runs": runs, "goal": GOAL}
+    return {
+        "boto3_import_ms": boto3_import * 1000,
+        "handlers": handlers,
+        "cold_start_vs_bare": {name: row["ratio_to_bare"] for name, row in handlers.items()},
+        "runs": runs,
+        "goal": GOAL,
+    }
