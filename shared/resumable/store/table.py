@@ -77,8 +77,17 @@ class Table:
 
             dynamodb = client("dynamodb", settings)
         self.dynamodb: DynamoDBClient = dynamodb
-        self._conditional_failure = self.dynamodb.exceptions.ConditionalCheckFailedException
-        self._canceled = self.dynamodb.exceptions.TransactionCanceledException
+
+    # botocore builds a client's exception classes, one per error its service model names, on first
+    # use of ``client.exceptions`` (about 20 ms for DynamoDB): only a refusal pays for them. An
+    # ``except`` clause evaluates its class only when something was raised.
+    @property
+    def _conditional_failure(self) -> type[Exception]:
+        return self.dynamodb.exceptions.ConditionalCheckFailedException
+
+    @property
+    def _canceled(self) -> type[Exception]:
+        return self.dynamodb.exceptions.TransactionCanceledException
 
     def _query_items(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """Every item a Query returns, page after page."""
