@@ -40,15 +40,12 @@ from pydantic import BaseModel, ConfigDict
 
 from resumable.exceptions import ResumableError
 from resumable.runtime.hooks import BeforeToolCall, Hook
-from resumable.runtime.interrupts import InterruptException
+from resumable.runtime.interrupts import APPROVAL_INTERRUPT, InterruptException
 from resumable.runtime.invocation import ApprovedAction, FencingToken
 from resumable.runtime.rules import ApprovalRule, matches_any
 
 if TYPE_CHECKING:
     from resumable.runtime.tools import Tool, ToolContext
-
-APPROVAL_INTERRUPT = "approval"
-"""The name of the interrupt raised before a call that needs approval runs."""
 
 
 class ApprovalAnswer(BaseModel):

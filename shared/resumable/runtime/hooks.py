@@ -92,8 +92,7 @@ class BeforeToolCall:
         the answer. ``name`` must differ from the tool's own interrupts' names and other hooks'; the
         approval policy's and the checkpoint's names are refused (an answer to one would approve the
         call, or continue it)."""
-        from resumable.runtime.approval import APPROVAL_INTERRUPT
-        from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT
+        from resumable.runtime.interrupts import APPROVAL_INTERRUPT, CHECKPOINT_INTERRUPT
 
         if name in (APPROVAL_INTERRUPT, CHECKPOINT_INTERRUPT):
             raise ValueError(

@@ -13,6 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+APPROVAL_INTERRUPT = "approval"
+"""The name of the interrupt raised before a call that needs approval runs (``resumable.runtime.approval``)."""
+
 _TOOL_ID_NAMESPACE = uuid.UUID("5d0c1a52-6b0e-4f38-9d39-7a4c1e6f2b10")
 
 

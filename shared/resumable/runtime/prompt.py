@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from resumable.exceptions import InvalidInvocationError, UnknownInterruptError
-from resumable.runtime.approval import APPROVAL_INTERRUPT, ApprovalAnswer
-from resumable.runtime.interrupts import InterruptState, describe
+from resumable.runtime.approval import ApprovalAnswer
+from resumable.runtime.interrupts import APPROVAL_INTERRUPT, InterruptState, describe
 
 if TYPE_CHECKING:
     from resumable.runtime.seam import Prompt

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from resumable.runtime.approval import APPROVAL_INTERRUPT, ApprovalAnswer
-from resumable.runtime.interrupts import Interrupt, InterruptException, tool_interrupt_id
+from resumable.runtime.approval import ApprovalAnswer
+from resumable.runtime.interrupts import APPROVAL_INTERRUPT, Interrupt, InterruptException, tool_interrupt_id
 from resumable.runtime.invocation import FencingToken, Invocation
 from resumable.runtime.rules import RISKS, Risk, check_impact
 

@@ -14,7 +14,6 @@ from resumable.clock import iso
 from resumable.exceptions import ForbiddenError, NotFoundError, SnapshotError
 from resumable.service.access import is_approver, load
 from resumable.service.ids import valid_session_id
-from resumable.service.recover import recover
 from resumable.service.stall import stall
 from resumable.service.views import TurnView, View
 from resumable.store.records import TurnRecord
@@ -153,6 +152,8 @@ def _loads(deps: Dependencies, key: str) -> str:
 def recover_turn(deps: Dependencies, session_id: str, turn_id: str, principal: str | None) -> TurnView:
     """``recover``, by an operator: move the turn on as a read or the sweeper would, now."""
     _operator(deps, principal)
+    from resumable.service.recover import recover  # (it loads the agent loop's modules: only when used)
+
     load(deps, session_id, turn_id)  # 404 as any read would (recover itself trusts its caller)
     return recover(deps, session_id, turn_id)
 

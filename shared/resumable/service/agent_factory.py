@@ -8,12 +8,13 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from resumable.exceptions import AgentFactoryError, AwsError
-from resumable.runtime.agent import Agent
 from resumable.runtime.seam import AgentRuntime
-from resumable.runtime.session import Session
+
+if TYPE_CHECKING:
+    from resumable.runtime.session import Session
 
 logger = logging.getLogger(__name__)
 
@@ -100,6 +101,8 @@ def build(factory: AgentFactory, context: AgentContext) -> Iterator[AgentRuntime
 def _runtime_of(agent: Any, context: AgentContext) -> AgentRuntime:
     """What the factory returned, as the runtime the service runs: our ``Agent`` or another
     ``AgentRuntime`` as it is, the root of a Strands agent tree in a ``StrandsTree`` (imported only then)."""
+    from resumable.runtime.agent import Agent  # (the factory has loaded it, when it built ours)
+
     if isinstance(agent, Agent):
         return agent
     if any(cls.__module__.split(".")[0] == "strands" and cls.__name__ == "Agent" for cls in type(agent).__mro__):

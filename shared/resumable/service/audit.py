@@ -20,7 +20,7 @@ import hashlib
 import json
 from typing import TYPE_CHECKING, Any
 
-from resumable.runtime.tools import APPROVAL_INTERRUPT
+from resumable.runtime.interrupts import APPROVAL_INTERRUPT
 from resumable.service.ids import request_id
 from resumable.service.limits import is_preview
 from resumable.store.records import ActionRecord, AuditOutcome, AuditRecord, AuditVote, InteractionRecord, Vote

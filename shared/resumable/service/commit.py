@@ -14,8 +14,7 @@ from urllib.parse import quote
 from resumable.exceptions import StaleCommitError
 from resumable.metrics import count_commit
 from resumable.runtime.agent_as_tool import call_prefix
-from resumable.runtime.approval import APPROVAL_INTERRUPT
-from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT, Interrupt
+from resumable.runtime.interrupts import APPROVAL_INTERRUPT, CHECKPOINT_INTERRUPT, Interrupt
 from resumable.runtime.rules import ApprovalRule, riskier
 from resumable.runtime.seam import AgentRuntime
 from resumable.service.child_turns import ChildTurns

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from resumable.exceptions import SnapshotError, ValidationFailedError
-from resumable.runtime.agent_as_tool import STORED_TURNS_KEY
 from resumable.service.access import load
 from resumable.service.limits import bounded_json
 from resumable.service.views import View
@@ -99,6 +98,8 @@ def _conversation_of(snapshot: Any, tree: TurnTree, turn: TurnRecord) -> tuple[l
     chain = [turn]
     while chain[0].parent_turn_id not in (None, tree.root.turn_id):
         chain.insert(0, next(c for c in tree.children if c.turn_id == chain[0].parent_turn_id))
+    from resumable.runtime.agent_as_tool import STORED_TURNS_KEY  # (a sub-agent's page only: not every cold start)
+
     level = snapshot
     for child in chain:
         stored = ((level or {}).get("interrupt_state") or {}).get("context", {}).get(STORED_TURNS_KEY, {})

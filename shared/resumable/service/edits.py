@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from resumable.exceptions import NotFoundError, ValidationFailedError
-from resumable.runtime.approval import APPROVAL_INTERRUPT
+from resumable.runtime.interrupts import APPROVAL_INTERRUPT
 from resumable.runtime.schema import schema_problem
 from resumable.service.access import may_act_for
 from resumable.store.records import InteractionRecord

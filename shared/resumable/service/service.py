@@ -11,27 +11,20 @@ from typing import TYPE_CHECKING, Any
 
 from resumable.clock import Clock, SystemClock
 from resumable.config import Settings
-from resumable.service import admin
 from resumable.service.agent_factory import AgentFactory, load_factory
-from resumable.service.audit_trail import AuditPage, audit
-from resumable.service.cancel import cancel
-from resumable.service.conversation import ConversationPage, conversation
-from resumable.service.deletion import delete_session, restore_session
 from resumable.service.dependencies import Continuation, Dependencies
-from resumable.service.dismissal import dismiss
-from resumable.service.get_turn import get_turn
-from resumable.service.inbox import DEFAULT_PAGE, InboxPage, inbox
-from resumable.service.list_interactions import list_interactions
-from resumable.service.recover import recover
-from resumable.service.start_turn import start_turn
-from resumable.service.submit_approval import submit_approval
-from resumable.service.sweep import DEFAULT_LIMIT, SweepReport, sweep
-from resumable.service.views import InteractionView, SessionView, TurnView
+from resumable.service.inbox import DEFAULT_PAGE
 from resumable.store.base import Snapshots, Store
-from resumable.store.records import InteractionStatus
 
 if TYPE_CHECKING:
     from resumable.aws.stepfunctions import TaskTokens
+    from resumable.service import admin
+    from resumable.service.audit_trail import AuditPage
+    from resumable.service.conversation import ConversationPage
+    from resumable.service.inbox import InboxPage
+    from resumable.service.sweep import SweepReport
+    from resumable.service.views import InteractionView, SessionView, TurnView
+    from resumable.store.records import InteractionStatus
 
 
 class Service:
@@ -102,35 +95,51 @@ class Service:
         self, session_id: str, prompt: Any, principal: str | None = None, *, workflow: bool = False
     ) -> TurnView:
         """``workflow``: a Step Functions workflow starts the turn and will wait for it to settle."""
+        from resumable.service.start_turn import start_turn
+
         return start_turn(self.deps, session_id, prompt, principal, workflow)
 
     def conversation(
         self, session_id: str, turn_id: str, principal: str | None = None, before: int | None = None, limit: int = 20
     ) -> ConversationPage:
+        from resumable.service.conversation import conversation
+
         return conversation(self.deps, session_id, turn_id, principal, before, limit)
 
     def dismiss(
         self, session_id: str, turn_id: str, request_id: str, principal: str | None = None, dismissed: bool = True
     ) -> InteractionView:
+        from resumable.service.dismissal import dismiss
+
         return dismiss(self.deps, session_id, turn_id, request_id, principal, dismissed)
 
     def submit_approval(
         self, session_id: str, turn_id: str, request_id: str, response: Any, principal: str | None = None
     ) -> TurnView:
+        from resumable.service.submit_approval import submit_approval
+
         return submit_approval(self.deps, session_id, turn_id, request_id, response, principal)
 
     def cancel(self, session_id: str, turn_id: str, principal: str | None = None) -> TurnView:
+        from resumable.service.cancel import cancel
+
         return cancel(self.deps, session_id, turn_id, principal)
 
     def get_turn(self, session_id: str, turn_id: str, principal: str | None = None) -> TurnView:
+        from resumable.service.get_turn import get_turn
+
         return get_turn(self.deps, session_id, turn_id, principal)
 
     def recover(self, session_id: str, turn_id: str) -> TurnView:
+        from resumable.service.recover import recover
+
         return recover(self.deps, session_id, turn_id)
 
     def list_interactions(
         self, session_id: str, status: InteractionStatus | None = None, principal: str | None = None
     ) -> list[InteractionView]:
+        from resumable.service.list_interactions import list_interactions
+
         return list_interactions(self.deps, session_id, status, principal)
 
     def inbox(
@@ -141,32 +150,52 @@ class Service:
         cursor: str | None = None,
         dismissed: bool = False,
     ) -> InboxPage:
+        from resumable.service.inbox import inbox
+
         return inbox(self.deps, principal, status, limit, cursor, dismissed)
 
-    def sweep(self, limit: int = DEFAULT_LIMIT) -> SweepReport:
-        """Move on the turns nobody is moving (the sweeper's scheduled run)."""
-        return sweep(self.deps, limit)
+    def sweep(self, limit: int | None = None) -> SweepReport:
+        """Move on the turns nobody is moving (the sweeper's scheduled run), at most ``limit`` of them
+        (None: ``sweep.DEFAULT_LIMIT``)."""
+        from resumable.service.sweep import DEFAULT_LIMIT, sweep
+
+        return sweep(self.deps, DEFAULT_LIMIT if limit is None else limit)
 
     def audit(self, principal: str | None = None, **query: Any) -> AuditPage:
         """A page of the audit trail (approvers only): ``since``, ``until``, ``by``, ``tool``, ``outcome``,
         ``limit``, ``after`` (the previous page's cursor); see ``service.audit_trail.audit``."""
+        from resumable.service.audit_trail import audit
+
         return audit(self.deps, principal, **query)
 
     def delete_session(self, session_id: str, principal: str | None = None) -> SessionView:
+        from resumable.service.deletion import delete_session
+
         return delete_session(self.deps, session_id, principal)
 
     def restore_session(self, session_id: str, principal: str | None = None) -> SessionView:
+        from resumable.service.deletion import restore_session
+
         return restore_session(self.deps, session_id, principal)
 
     # the operator's (resumable admin; approvers only)
-    def stalled(self, principal: str | None = None, limit: int = DEFAULT_LIMIT) -> admin.StalledTurns:
-        return admin.stalled(self.deps, principal, limit)
+    def stalled(self, principal: str | None = None, limit: int | None = None) -> admin.StalledTurns:
+        from resumable.service import admin
+        from resumable.service.sweep import DEFAULT_LIMIT
+
+        return admin.stalled(self.deps, principal, DEFAULT_LIMIT if limit is None else limit)
 
     def inspect(self, session_id: str, turn_id: str, principal: str | None = None) -> admin.TurnRecords:
+        from resumable.service import admin
+
         return admin.inspect(self.deps, session_id, turn_id, principal)
 
     def recover_turn(self, session_id: str, turn_id: str, principal: str | None = None) -> TurnView:
+        from resumable.service import admin
+
         return admin.recover_turn(self.deps, session_id, turn_id, principal)
 
     def republish(self, session_id: str, principal: str | None = None) -> admin.Republished:
+        from resumable.service import admin
+
         return admin.republish(self.deps, session_id, principal)

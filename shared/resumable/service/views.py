@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from resumable.clock import iso
-from resumable.runtime.approval import APPROVAL_INTERRUPT
+from resumable.runtime.interrupts import APPROVAL_INTERRUPT
 from resumable.runtime.rules import RISKS, ApprovalRule, Risk
 from resumable.service.limits import is_preview
 from resumable.service.votes import rule_of

@@ -7,7 +7,7 @@ import time
 from typing import Any, Literal
 
 from resumable.exceptions import AwsError
-from resumable.runtime.tools import APPROVAL_INTERRUPT
+from resumable.runtime.interrupts import APPROVAL_INTERRUPT
 from resumable.store.audit import audit_put
 from resumable.store.base import AnswerOutcome, Votes
 from resumable.store.codec import (

@@ -20,7 +20,7 @@ from pydantic.alias_generators import to_camel
 
 from resumable.clock import iso
 from resumable.exceptions import NotPublishedError
-from resumable.runtime.tools import APPROVAL_INTERRUPT
+from resumable.runtime.interrupts import APPROVAL_INTERRUPT
 from resumable.store.codec import key, pk, value
 from resumable.store.records import ActionRecord, InteractionRecord, OutboxEvent, TurnRecord
 from resumable.store.resources import TTL_ATTRIBUTE

@@ -24,8 +24,8 @@ from resumable.integrations.strands.journal import _Journaled
 from resumable.integrations.strands.refusal import REUSED_ID, _reused
 from resumable.integrations.strands.run import _FRAMES, _Frame, _Tree, _with_frame
 from resumable.runtime.agent_as_tool import namespace_prefix
-from resumable.runtime.approval import APPROVAL_INTERRUPT, decide, explanation_of
-from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT
+from resumable.runtime.approval import decide, explanation_of
+from resumable.runtime.interrupts import APPROVAL_INTERRUPT, CHECKPOINT_INTERRUPT
 from resumable.runtime.invocation import ApprovedAction, SubAgentCall
 from resumable.runtime.rules import ApprovalRule
 from resumable.runtime.schema import schema_problem

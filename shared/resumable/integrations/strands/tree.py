@@ -22,8 +22,8 @@ from resumable.integrations.strands.snapshot import (
     _tree_snapshot,
     _tree_state,
 )
-from resumable.runtime.approval import APPROVAL_INTERRUPT, ApprovalPolicy, rule_for
-from resumable.runtime.interrupts import Interrupt
+from resumable.runtime.approval import ApprovalPolicy, rule_for
+from resumable.runtime.interrupts import APPROVAL_INTERRUPT, Interrupt
 from resumable.runtime.invocation import Invocation
 from resumable.runtime.rules import ApprovalRule
 from resumable.runtime.seam import AgentResult, Prompt, StopReason
