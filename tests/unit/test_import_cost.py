@@ -15,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -248,5 +249,94 @@ def test_every_public_name_of_resumable_is_listed_and_imports_from_the_package(o
         assert "'Agnet'" in str(error), error
     else:
         raise AssertionError("resumable.Agnet did not raise")
+    """
+    modules_after(code, offline_aws_env, ())
+
+
+# -- a handler's init --------------------------------------------------------------------------------------
+
+GC_AFTER_EVERY_HANDLER = (
+    IMPORT_EVERY_HANDLER.replace("for n, path", "import gc\nstats = []\nfor n, path")
+    + """
+    stats.append([gc.isenabled(), gc.get_freeze_count(), gc.get_stats()[2]["collections"]])
+import json
+print(json.dumps(stats))
+"""
+)
+
+
+def gc_after_every_handler(env: dict[str, str]) -> list[list[Any]]:
+    """For each handler imported in turn in one fresh interpreter: whether the collector is on after it,
+    how many objects are frozen, and how many full collections have run so far."""
+    completed = subprocess.run(
+        [sys.executable, "-c", GC_AFTER_EVERY_HANDLER],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=HANG_SECONDS,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    stats: list[list[Any]] = json.loads(completed.stdout.strip().splitlines()[-1])
+    return stats
+
+
+def test_in_lambda_a_handlers_init_runs_no_full_collection_and_freezes_what_it_made(
+    offline_aws_env: dict[str, str],
+) -> None:
+    """CPython would walk every object the init made, in the middle of it (resumable.api.lambda_init)."""
+    stats = gc_after_every_handler({**offline_aws_env, "LAMBDA_TASK_ROOT": str(HANDLERS[0].parents[2])})
+    assert [enabled for enabled, _, _ in stats] == [True] * len(HANDLERS)
+    assert [full for _, _, full in stats] == [0] * len(HANDLERS)
+    assert stats[0][1] > 50_000  # boto3's, pydantic's, Powertools' and resumable's objects, out of every collection
+
+
+def test_outside_lambda_importing_a_handler_leaves_the_collector_as_it_was(offline_aws_env: dict[str, str]) -> None:
+    """The local API and the tests import handlers beside other work: nothing of theirs is frozen."""
+    stats = gc_after_every_handler({k: v for k, v in offline_aws_env.items() if k != "LAMBDA_TASK_ROOT"})
+    assert [(enabled, frozen) for enabled, frozen, _ in stats] == [(True, 0)] * len(HANDLERS)
+
+
+def test_a_handler_that_runs_no_agent_does_not_load_the_agent_loop_at_init(offline_aws_env: dict[str, str]) -> None:
+    """GetTurn and Cancel read and settle turns; the loop, the tools and the models are not theirs to load."""
+    loop = {"resumable.runtime.agent", "resumable.runtime.tools", "resumable.runtime.models", "resumable.service.run"}
+    for name in ("get_turn", "cancel"):
+        code = IMPORT_EVERY_HANDLER.replace(
+            repr([str(h) for h in HANDLERS]), repr([str(h) for h in HANDLERS if h.parent.name == name])
+        )
+        loaded = set(modules_after(code, offline_aws_env, ("resumable",)))
+        assert "resumable.api.app" in loaded, name
+        assert loaded & loop == set(), name
+
+
+def test_the_runtime_loads_each_name_on_first_use(offline_aws_env: dict[str, str]) -> None:
+    code = """
+    import resumable.runtime.rules
+    import sys
+    assert "resumable.runtime.agent" not in sys.modules
+    import resumable.runtime
+    missing = [name for name in resumable.runtime.__all__ if name not in dir(resumable.runtime)]
+    assert missing == [], missing
+    from resumable.runtime import Agent, tool
+    assert Agent.__module__ == "resumable.runtime.agent" and callable(tool)
+    try:
+        resumable.runtime.Agnet
+    except AttributeError as error:
+        assert "'Agnet'" in str(error), error
+    else:
+        raise AssertionError("resumable.runtime.Agnet did not raise")
+    """
+    modules_after(code, offline_aws_env, ())
+
+
+def test_the_store_builds_no_exception_classes_until_a_refusal_needs_them(offline_aws_env: dict[str, str]) -> None:
+    """botocore builds one class per error of DynamoDB's model on first use of ``client.exceptions``."""
+    code = """
+    from resumable.config import Settings
+    from resumable.store.dynamodb import DynamoDBStore
+    store = DynamoDBStore(Settings(table_name="t", bucket_name="b"))
+    assert store.dynamodb._exceptions is None  # (botocore's cache of them)
+    assert store._canceled.__name__ == "TransactionCanceledException"
+    assert store.dynamodb._exceptions is not None
     """
     modules_after(code, offline_aws_env, ())

@@ -79,3 +79,7 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(_MODULE_OF[name]), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
