@@ -70,6 +70,25 @@ def load_factory(spec: str) -> AgentFactory:
     return function  # type: ignore[no-any-return]
 
 
+class LazyFactory:
+    """The agent factory ``spec`` names, imported on first use: a function that runs no agent (GetTurn,
+    Cancel) does not import the application's agents in its cold start (nor what they import: a
+    Strands tree, the SDK). The use cases that run agents call ``load()`` before they write anything,
+    so a factory that cannot be loaded refuses the request as before."""
+
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+        self._loaded: AgentFactory | None = None
+
+    def load(self) -> AgentFactory:
+        if self._loaded is None:
+            self._loaded = load_factory(self.spec)
+        return self._loaded
+
+    def __call__(self, context: AgentContext) -> Any:
+        return self.load()(context)
+
+
 @contextmanager
 def build(factory: AgentFactory, context: AgentContext) -> Iterator[AgentRuntime]:
     """The root agent ``factory`` builds, for one run: on leaving, what the factory entered through

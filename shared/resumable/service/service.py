@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from resumable.clock import Clock, SystemClock
 from resumable.config import Settings
-from resumable.service.agent_factory import AgentFactory, load_factory
+from resumable.service.agent_factory import AgentFactory, LazyFactory
 from resumable.service.dependencies import Continuation, Dependencies
 from resumable.service.inbox import DEFAULT_PAGE
 from resumable.store.base import Snapshots, Store
@@ -49,7 +49,7 @@ class Service:
             snapshots=snapshots,
             settings=settings,
             clock=clock or SystemClock(),
-            factory=factory or load_factory(settings.agent_factory),
+            factory=factory or LazyFactory(settings.agent_factory),
             workflow=task_tokens,
             continuation=continuation,
         )
@@ -75,6 +75,12 @@ class Service:
         """This service, with checkpointed turns continued by ``continuation``."""
         return Service.of(self.deps.continued_by(continuation))
 
+    def _agents(self) -> None:
+        """Before a use case that may run agents writes anything: the factory is loaded (a bad one is
+        refused here, with nothing done)."""
+        if isinstance(self.deps.factory, LazyFactory):
+            self.deps.factory.load()
+
     @property
     def store(self) -> Store:
         return self.deps.store
@@ -97,6 +103,7 @@ class Service:
         """``workflow``: a Step Functions workflow starts the turn and will wait for it to settle."""
         from resumable.service.start_turn import start_turn
 
+        self._agents()
         return start_turn(self.deps, session_id, prompt, principal, workflow)
 
     def conversation(
@@ -118,6 +125,7 @@ class Service:
     ) -> TurnView:
         from resumable.service.submit_approval import submit_approval
 
+        self._agents()
         return submit_approval(self.deps, session_id, turn_id, request_id, response, principal)
 
     def cancel(self, session_id: str, turn_id: str, principal: str | None = None) -> TurnView:
@@ -133,6 +141,7 @@ class Service:
     def recover(self, session_id: str, turn_id: str) -> TurnView:
         from resumable.service.recover import recover
 
+        self._agents()
         return recover(self.deps, session_id, turn_id)
 
     def list_interactions(
@@ -159,6 +168,7 @@ class Service:
         (None: ``sweep.DEFAULT_LIMIT``)."""
         from resumable.service.sweep import DEFAULT_LIMIT, sweep
 
+        self._agents()
         return sweep(self.deps, DEFAULT_LIMIT if limit is None else limit)
 
     def audit(self, principal: str | None = None, **query: Any) -> AuditPage:
@@ -193,6 +203,7 @@ class Service:
     def recover_turn(self, session_id: str, turn_id: str, principal: str | None = None) -> TurnView:
         from resumable.service import admin
 
+        self._agents()
         return admin.recover_turn(self.deps, session_id, turn_id, principal)
 
     def republish(self, session_id: str, principal: str | None = None) -> admin.Republished:
