@@ -1,16 +1,43 @@
-"""boto3 clients for the settings' region, endpoint and credentials (AWS, LocalStack or the embedded AWS)."""
+"""AWS clients for the settings' region, endpoint and credentials (AWS, LocalStack or the embedded AWS).
+
+Every client is made from one botocore session of the process's, not through boto3: boto3 adds
+nothing resumable uses to a client (the transfer methods it gives an S3 client), and importing it
+imports s3transfer and multiprocessing, which no request needs (some 30 ms of a cold start; ``make
+bench`` section 4). The clients are botocore's, as boto3's are.
+"""
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Generic, TypeVar
 
 from resumable.config import Settings
 
+# A botocore session is not safe to make clients from on two threads at once (the local API serves
+# requests on several).
+_lock = threading.Lock()
+_session: Any = None
+
+
+def session() -> Any:
+    """This process's botocore session, made on first use."""
+    global _session  # noqa: PLW0603 (one per process, as boto3's default session is)
+    with _lock:
+        if _session is None:
+            import botocore.session
+
+            _session = botocore.session.get_session()
+        return _session
+
+
+def made_session() -> Any | None:
+    """The session, if a client was made already (local tools that hook into every session use it)."""
+    return _session
+
 
 def client(service: str, settings: Settings) -> Any:
-    """A boto3 client for ``service``. Throttling and transient errors are retried by botocore
-    (standard mode, 5 attempts) before they reach resumable."""
-    import boto3
+    """A client for ``service``. Throttling and transient errors are retried by botocore (standard
+    mode, 5 attempts) before they reach resumable."""
     from botocore.config import Config
 
     options: dict[str, Any] = {"region_name": settings.region}
@@ -20,7 +47,9 @@ def client(service: str, settings: Settings) -> Any:
         options["aws_access_key_id"] = settings.access_key_id
         options["aws_secret_access_key"] = settings.secret_access_key
     options["config"] = Config(retries={"mode": "standard", "max_attempts": 5})
-    return boto3.client(service, **options)  # type: ignore[call-overload]
+    made = session()
+    with _lock:
+        return made.create_client(service, **options)
 
 
 C = TypeVar("C")

@@ -101,20 +101,25 @@ def functions_in_process(overrides: dict[str, Handler] | None = None) -> Iterato
     ``overrides`` replaces handlers by function name (tests wrap a handler to act between steps)."""
     import boto3
 
+    from resumable.aws import clients
+
     handlers: dict[str, Handler] = {name: load_handler(f) for name, f in functions(load_template()).items()}
     router = InProcessLambda({**handlers, **(overrides or {})})
     if boto3.DEFAULT_SESSION is None:
         boto3.setup_default_session()
-    events: Any = boto3.DEFAULT_SESSION.events  # type: ignore[union-attr]
+    # resumable's clients come from its own session (resumable.aws.clients); a test's own, from boto3's
+    emitters: list[Any] = [boto3.DEFAULT_SESSION.events, clients.session().get_component("event_emitter")]  # type: ignore[union-attr]
     if not _ROUTERS:
-        events.register("before-call.lambda.Invoke", _innermost, unique_id=_HOOK)
+        for events in emitters:
+            events.register("before-call.lambda.Invoke", _innermost, unique_id=_HOOK)
     _ROUTERS.append(router)
     try:
         yield router
     finally:
         _ROUTERS.remove(router)
         if not _ROUTERS:
-            events.unregister("before-call.lambda.Invoke", unique_id=_HOOK)
+            for events in emitters:
+                events.unregister("before-call.lambda.Invoke", unique_id=_HOOK)
 
 
 # The routings in effect, innermost last: it answers (a test can wrap a handler within a wider routing).

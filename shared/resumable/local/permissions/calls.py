@@ -192,21 +192,26 @@ class Recorder:
         self.installed = False
 
     def install(self) -> None:
-        """Record from now on: every botocore session made from now, and boto3's default if it exists
+        """Record from now on: every botocore session made from now, and boto3's default and resumable's if they exist
         (a client made before this is not recorded: install before the first)."""
         if self.installed:
             return
         import boto3
         from botocore import handlers
 
+        from resumable.aws import clients
+
         hooks: list[tuple[str, Callable[..., None]]] = [
             ("before-parameter-build", self._before),
             ("after-call.s3.GetObject", self._after_get),
         ]
         handlers.BUILTIN_HANDLERS.extend(hooks)
-        if boto3.DEFAULT_SESSION is not None:
-            for event, hook in hooks:
+        made = clients.made_session()
+        for event, hook in hooks:
+            if boto3.DEFAULT_SESSION is not None:
                 boto3.DEFAULT_SESSION.events.register(event, hook)
+            if made is not None:
+                made.register(event, hook)
         self.installed = True
 
     def recorded(self) -> set[Call]:
