@@ -340,3 +340,18 @@ def test_the_store_builds_no_exception_classes_until_a_refusal_needs_them(offlin
     assert store.dynamodb._exceptions is not None
     """
     modules_after(code, offline_aws_env, ())
+
+
+def test_resumables_clients_come_without_boto3(offline_aws_env: dict[str, str]) -> None:
+    """botocore's clients, from one session: boto3 would import s3transfer and multiprocessing with it."""
+    code = """
+    from resumable.aws.clients import client, session
+    from resumable.config import Settings
+    settings = Settings(table_name="t", bucket_name="b")
+    made = [client(service, settings) for service in ("dynamodb", "s3", "lambda", "stepfunctions")]
+    assert {c.meta.service_model.service_name for c in made} == {"dynamodb", "s3", "lambda", "stepfunctions"}
+    assert client("s3", settings) is not made[1] and session() is session()
+    """
+    loaded = modules_after(code, offline_aws_env, ("boto3", "s3transfer", "multiprocessing", "botocore"))
+    assert "botocore" in loaded
+    assert [m for m in loaded if m.split(".")[0] != "botocore"] == []
