@@ -1,16 +1,20 @@
 """Section 4 of ``make bench``: each handler's cold start, in fresh interpreters.
 
 What a cold start costs is the handler's import (Lambda's init) and then its first request, which
-builds the resolver and the service, imports boto3 and makes the AWS clients. Both are measured, in
-a fresh interpreter per run, interleaved with a fresh ``import boto3`` (the baseline: the machine is
-shared, and interleaving keeps a slow minute from landing on one side only; the order is shuffled in
-each run), and each beside a second request in the same process (a warm one), so the first
-request's one-time cost shows.
+builds the resolver and the service, makes the AWS clients and makes its AWS calls. Both are
+measured, in a fresh interpreter per run, beside a second request in the same process (a warm one),
+and held against two yardsticks making the same AWS calls as the handler's first request (recorded
+in the uncounted warm-up run): a bare boto3 handler (bench/bare_handler.py: clients made at init, no
+framework), and the same calls under Powertools (bench/powertools_handler.py: Logger, Tracer, a
+validating resolver, pydantic), the floor any handler on this stack stands on. The goal is the whole
+cold start (import + first request), traced, at most 1.5x the bare handler's: ``cold_start_vs_bare``.
+Every run is interleaved with the others, in an order shuffled each time (the machine is shared: a
+slow minute must not land on one side only); a fresh ``import boto3`` is timed beside them.
 
 Each handler runs as in Lambda (``LAMBDA_TASK_ROOT``, a trace id), traced as deployed (``Tracing:
 Active``: Powertools' Tracer imports the X-Ray SDK and patches botocore at init, and sends its
 segments to the daemon's address) and untraced (``POWERTOOLS_TRACE_DISABLED``), so that tracing's
-cost shows: it moves botocore's import from the first request to the init.
+cost shows.
 
 Modules load from bytecode, as from the layer (which ships it, see layers/build.py): a private
 bytecode cache (``PYTHONPYCACHEPREFIX``) filled by one warm-up run, whatever ``PYTHONDONTWRITEBYTECODE``
@@ -127,6 +131,10 @@ TRACED = {
     "AWS_XRAY_CONTEXT_MISSING": "LOG_ERROR",
 }
 VARIANTS = {"traced": TRACED, "untraced": {**TRACED, "POWERTOOLS_TRACE_DISABLED": "true"}}
+# What a handler's cold start is held against, making the same AWS calls as its first request: a bare
+# boto3 handler, and the same calls under Powertools (Logger, Tracer, a validating resolver, pydantic):
+# the framework's floor, traced as deployed.
+YARDSTICKS = {"bare": "bare_handler.py", "floor": "powertools_handler.py"}
 
 
 def _python(code: str, env: dict[str, str], *args: str) -> str:
@@ -162,26 +170,26 @@ def cold_start(settings: Settings, runs: int = 21) -> dict[str, Any]:
         env = _environment(settings, cache)
         boto3_runs: list[float] = []
         measured: dict[tuple[str, str], list[dict[str, Any]]] = {
-            (name, variant): [] for name in handlers_of for variant in (*VARIANTS, "bare")
+            (name, variant): [] for name in handlers_of for variant in (*VARIANTS, *YARDSTICKS)
         }
         for run in range(runs + 1):  # the first run fills the bytecode cache and is not counted
             seconds = float(_python(_BOTO3, env))
             if run:
                 boto3_runs.append(seconds)
             order = [(name, variant) for name in handlers_of for variant in VARIANTS]
+            # (in the warm-up run, the yardsticks last: they make the calls the handlers' first requests made)
+            order += [(name, yardstick) for name in handlers_of for yardstick in YARDSTICKS]
             if run:
-                order += [(name, "bare") for name in handlers_of]
                 random.Random(run).shuffle(order)  # no handler always follows the same one
-            else:  # the bare handlers last: they make the calls the handlers' first requests made
-                order += [(name, "bare") for name in handlers_of]
             for name, variant in order:
                 function, make = handlers_of[name]
                 context = LambdaContext(function, uuid.uuid4().hex, invoked_function_arn=function_arn(function))
                 time.sleep(0.2)  # the embedded AWS finishes what the last run asked of it before this one
-                if variant == "bare":
-                    path = ROOT / "bench" / "bare_handler.py"
-                    lambda_env = {**env, **TRACED, "BARE_CALLS": ",".join(calls_of[name]), "BARE_OBJECT": BARE_OBJECT}
-                    events = json.dumps([{}, {}])
+                if variant in YARDSTICKS:
+                    path = ROOT / "bench" / YARDSTICKS[variant]
+                    calls = {"BARE_CALLS": ",".join(calls_of[name]), "BARE_OBJECT": BARE_OBJECT}
+                    lambda_env = {**env, **TRACED, **calls, "AWS_LAMBDA_FUNCTION_NAME": function}
+                    events = json.dumps([make(), make()] if variant == "floor" else [{}, {}])
                 else:
                     path = ROOT / "functions" / name / "app.py"
                     lambda_env = {**env, **VARIANTS[variant], "AWS_LAMBDA_FUNCTION_NAME": function}
@@ -199,9 +207,9 @@ def cold_start(settings: Settings, runs: int = 21) -> dict[str, Any]:
     handlers = {}
     for name in handlers_of:
         row: dict[str, Any] = {"first_request_calls": calls_of[name]}
-        for variant in (*VARIANTS, "bare"):
+        for variant in (*VARIANTS, *YARDSTICKS):
             median = _median(measured[(name, variant)])
-            prefix = {"traced": "", "untraced": "untraced_", "bare": "bare_"}[variant]
+            prefix = {"traced": "", "untraced": "untraced_", "bare": "bare_", "floor": "floor_"}[variant]
             row |= {
                 f"{prefix}import_ms": median["import"] * 1000,
                 f"{prefix}first_request_ms": median["first"] * 1000,
@@ -210,6 +218,7 @@ def cold_start(settings: Settings, runs: int = 21) -> dict[str, Any]:
             }
         row["ratio_to_boto3"] = row["import_ms"] / (boto3_import * 1000)
         row["ratio_to_bare"] = row["cold_start_ms"] / row["bare_cold_start_ms"]
+        row["floor_ratio_to_bare"] = row["floor_cold_start_ms"] / row["bare_cold_start_ms"]
         row["tracing_cost_ms"] = row["cold_start_ms"] - row["untraced_cold_start_ms"]
         handlers[name] = row
     return {
