@@ -32,13 +32,13 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from resumable.aws.clients import client
 from resumable.config import Settings
 from resumable.local.authorizers import iam_identity
+from resumable.local.embedded_aws import create_resources
 from resumable.local.functions import LambdaContext, api_event, function_arn, load_template, routes
 from resumable.service import Service
 
@@ -153,26 +153,44 @@ def _median(results: list[dict[str, Any]]) -> dict[str, float]:
     return {"import": imported, "first": first, "warm": warm, "cold": imported + first}
 
 
+def _fresh(settings: Settings, run: int) -> Settings:
+    """A table and bucket of their own for one run, on the embedded AWS: moto's Query reads every item
+    of a table and its transactions copy the tables, so its calls slow as a table fills, and slow
+    calls would flatter a handler against the yardsticks (each makes the same calls). On AWS (``BENCH_AWS``),
+    the table and bucket the environment names."""
+    if os.environ.get("BENCH_AWS"):
+        return settings
+    fresh = settings.model_copy(update={"table_name": f"cold-start-{run}", "bucket_name": f"cold-start-{run}"})
+    create_resources(fresh)
+    return fresh
+
+
+def _drop(fresh: Settings, settings: Settings) -> None:
+    if fresh is not settings:
+        client("dynamodb", fresh).delete_table(TableName=fresh.table_name)
+
+
 def cold_start(settings: Settings, runs: int = 21) -> dict[str, Any]:
-    """Median import and first-request time of each handler, beside a bare boto3 handler making the
-    same first AWS calls (bench/bare_handler.py) and a fresh ``import boto3``."""
-    requests = _Requests(settings)
-    # functions/<folder>: (the template's function, two requests of its route)
-    handlers_of: dict[str, tuple[str, Callable[[], dict[str, Any]]]] = {
-        "start_turn": ("StartTurnFunction", requests.start_turn),
-        "get_turn": ("GetTurnFunction", requests.get_turn),
-        "submit_approval": ("SubmitApprovalFunction", requests.submit_approval),
-        "cancel": ("CancelFunction", requests.cancel),
+    """Median import and first-request time of each handler, beside a bare boto3 handler and Powertools'
+    floor making the same first AWS calls, and a fresh ``import boto3``."""
+    # functions/<folder>: (the template's function, the requests of its route)
+    handlers_of = {
+        "start_turn": ("StartTurnFunction", _Requests.start_turn),
+        "get_turn": ("GetTurnFunction", _Requests.get_turn),
+        "submit_approval": ("SubmitApprovalFunction", _Requests.submit_approval),
+        "cancel": ("CancelFunction", _Requests.cancel),
     }
-    client("s3", settings).put_object(Bucket=settings.bucket_name, Key=BARE_OBJECT, Body=b'{"bare": true}')
     calls_of: dict[str, list[str]] = {}  # each handler's first request's AWS calls, from the warm-up run
     with tempfile.TemporaryDirectory(prefix="bytecode-") as cache:
-        env = _environment(settings, cache)
         boto3_runs: list[float] = []
         measured: dict[tuple[str, str], list[dict[str, Any]]] = {
             (name, variant): [] for name in handlers_of for variant in (*VARIANTS, *YARDSTICKS)
         }
         for run in range(runs + 1):  # the first run fills the bytecode cache and is not counted
+            fresh = _fresh(settings, run)
+            requests = _Requests(fresh)
+            client("s3", fresh).put_object(Bucket=fresh.bucket_name, Key=BARE_OBJECT, Body=b'{"bare": true}')
+            env = _environment(fresh, cache)
             seconds = float(_python(_BOTO3, env))
             if run:
                 boto3_runs.append(seconds)
@@ -182,18 +200,21 @@ def cold_start(settings: Settings, runs: int = 21) -> dict[str, Any]:
             if run:
                 random.Random(run).shuffle(order)  # no handler always follows the same one
             for name, variant in order:
-                function, make = handlers_of[name]
+                function, request = handlers_of[name]
                 context = LambdaContext(function, uuid.uuid4().hex, invoked_function_arn=function_arn(function))
                 time.sleep(0.2)  # the embedded AWS finishes what the last run asked of it before this one
                 if variant in YARDSTICKS:
                     path = ROOT / "bench" / YARDSTICKS[variant]
                     calls = {"BARE_CALLS": ",".join(calls_of[name]), "BARE_OBJECT": BARE_OBJECT}
                     lambda_env = {**env, **TRACED, **calls, "AWS_LAMBDA_FUNCTION_NAME": function}
-                    events = json.dumps([make(), make()] if variant == "floor" else [{}, {}])
+                    # (the floor's one route takes any request: one that asks the embedded AWS nothing)
+                    events = json.dumps(
+                        [requests.start_turn(), requests.start_turn()] if variant == "floor" else [{}, {}]
+                    )
                 else:
                     path = ROOT / "functions" / name / "app.py"
                     lambda_env = {**env, **VARIANTS[variant], "AWS_LAMBDA_FUNCTION_NAME": function}
-                    events = json.dumps([make(), make()])
+                    events = json.dumps([request(requests), request(requests)])
                 code = _RUN.format(path=str(path), record=not run and variant == "traced")
                 result = json.loads(_python(code, lambda_env, events, json.dumps(vars(context))))
                 statuses = [r["status"] for r in result["requests"]]
@@ -203,6 +224,7 @@ def cold_start(settings: Settings, runs: int = 21) -> dict[str, Any]:
                     calls_of[name] = result["requests"][0]["calls"]
                 if run:
                     measured[(name, variant)].append(result)
+            _drop(fresh, settings)
     boto3_import = statistics.median(boto3_runs)
     handlers = {}
     for name in handlers_of:
