@@ -10,7 +10,6 @@ lambda_init.begin()  # no garbage collection during the init: see resumable.api.
 
 from typing import Any
 
-from resumable.api import direct
 from resumable.api.app import check_settings, handle
 from resumable.api.observability import tracer
 
@@ -20,4 +19,4 @@ lambda_init.end()
 
 @tracer.capture_lambda_handler(capture_response=False)
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return handle(event, context, direct.start_turn)
+    return handle(event, context, direct="start_turn")

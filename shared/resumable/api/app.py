@@ -9,13 +9,12 @@ import json
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
 from resumable.api.bodies import read_json_object
-from resumable.api.direct import Direct
 from resumable.api.errors import error_response
 from resumable.api.observability import logger
 from resumable.api.openapi import document
@@ -34,6 +33,9 @@ from resumable.exceptions import (
 from resumable.metrics import count, flushing
 from resumable.service import Service
 from resumable.service.dependencies import Continuation
+
+# The use cases a function runs for its direct invocations (resumable.api.direct, imported by the first one).
+DirectUseCase = Literal["start_turn", "get_turn", "sweep"]
 
 _PLACES = {"body": "body field", "query": "query parameter", "path": "path parameter"}
 
@@ -185,7 +187,7 @@ _resolving = threading.Lock()
 @logger.inject_lambda_context(clear_state=True)
 @flushing
 def handle(
-    event: dict[str, Any], context: Any, direct: Direct | None = None, *, continues: bool = False
+    event: dict[str, Any], context: Any, direct: DirectUseCase | None = None, *, continues: bool = False
 ) -> dict[str, Any]:
     """Every function's handler. An API Gateway HTTP API (v2) event is resolved by the shared routes;
     any other event is a direct invocation of the function's use case ``direct`` (the state
@@ -212,7 +214,10 @@ def handle(
                 + ("; turns are continued by the function CONTINUE_FUNCTION names" if CONTINUE_EVENT in event else "")
                 + "; nothing was done"
             )
-        return direct(service, event)
+        from resumable.api import direct as direct_events  # (its event models: not in an HTTP cold start)
+
+        use_case: direct_events.Direct = getattr(direct_events, direct)
+        return use_case(service, event)
     except ServiceError as error:
         logger.info("direct invocation refused", extra={"code": error.code, "reason": str(error)})
         raise
