@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from resumable.exceptions import StaleCommitError
 from resumable.store.base import Commit
 from resumable.store.codec import (
@@ -24,7 +26,15 @@ from resumable.store.codec import (
 )
 from resumable.store.records import TurnRecord
 from resumable.store.resources import TTL_ATTRIBUTE
-from resumable.store.table import MAX_TRANSACTION_ITEMS, Table, aws_call, condition_failed, reasons
+from resumable.store.table import (
+    MAX_TRANSACTION_ITEMS,
+    TRANSACTION_CANCELED,
+    Table,
+    aws_call,
+    code_of,
+    condition_failed,
+    reasons,
+)
 
 # The root turn's attributes a commit writes.
 _ROOT_FIELDS = {
@@ -240,7 +250,9 @@ class CommitItems(Table):
     def _transact(self, items: list[dict[str, Any]], root: TurnRecord) -> None:
         try:
             self._transact_write(items)
-        except self._canceled as error:
+        except ClientError as error:
+            if code_of(error) != TRANSACTION_CANCELED:
+                raise
             if not condition_failed(error):
                 raise
             codes = [r.get("Code") for r in reasons(error)]

@@ -14,10 +14,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from resumable.store.codec import EXPIRING, decode, event_put, key, pk, value
 from resumable.store.records import OutboxEvent, SessionRecord, expired
 from resumable.store.resources import TTL_ATTRIBUTE
-from resumable.store.table import MAX_TRANSACTION_ITEMS, Table, aws_call, condition_failed
+from resumable.store.table import (
+    CONDITION_FAILED,
+    MAX_TRANSACTION_ITEMS,
+    TRANSACTION_CANCELED,
+    Table,
+    aws_call,
+    code_of,
+    condition_failed,
+)
 
 # Within its retention, and not claimed by the sweeper for the end of it (service.retention).
 LIVE = (
@@ -52,7 +62,9 @@ class DeletionItems(Table):
                     ":null": {"S": "NULL"},
                 },
             )
-        except self._conditional_failure:
+        except ClientError as refused:
+            if code_of(refused) != CONDITION_FAILED:
+                raise
             return False
         return True
 
@@ -76,7 +88,9 @@ class DeletionItems(Table):
         try:
             for start in range(0, len(writes), MAX_TRANSACTION_ITEMS - 1):
                 self._transact_write([guard, *writes[start : start + MAX_TRANSACTION_ITEMS - 1]])
-        except self._canceled as error:
+        except ClientError as error:
+            if code_of(error) != TRANSACTION_CANCELED:
+                raise
             if condition_failed(error):
                 return False
             raise
@@ -129,7 +143,9 @@ class DeletionItems(Table):
         }
         try:
             self._transact_write([session_write, event])
-        except self._canceled as error:
+        except ClientError as error:
+            if code_of(error) != TRANSACTION_CANCELED:
+                raise
             if condition_failed(error):
                 return False
             raise

@@ -1,5 +1,6 @@
 """The store on one DynamoDB table: the only code that calls DynamoDB. Each record's reads and writes
-live in a module of their own (turns, interactions, journal, commit, unsettled, deletion); items are coded in codec."""
+live in a module of their own (turns, interactions and their reads, journal, commit, unsettled,
+deletion); items are coded in codec."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from resumable.store.audit import AuditItems
 from resumable.store.base import Store
 from resumable.store.commit import CommitItems
 from resumable.store.deletion import DeletionItems
+from resumable.store.interaction_reads import InteractionReads
 from resumable.store.interactions import InteractionItems
 from resumable.store.journal import ActionItems
 from resumable.store.outbox import OutboxItems
@@ -17,6 +19,7 @@ from resumable.store.unsettled import UnsettledTurns
 class DynamoDBStore(
     TurnItems,
     InteractionItems,
+    InteractionReads,
     ActionItems,
     CommitItems,
     UnsettledTurns,

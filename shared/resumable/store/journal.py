@@ -7,12 +7,23 @@ import hashlib
 import json
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from resumable.exceptions import LeaseLostError
 from resumable.store.audit import audit_put
 from resumable.store.codec import action_sk, decode, encode, event_put, key, root_sk, value
 from resumable.store.outbox import action_reported
 from resumable.store.records import ActionRecord, AuditRecord
-from resumable.store.table import Table, aws_call, condition_failed, reasons, refused_item
+from resumable.store.table import (
+    CONDITION_FAILED,
+    TRANSACTION_CANCELED,
+    Table,
+    aws_call,
+    code_of,
+    condition_failed,
+    reasons,
+    refused_item,
+)
 
 
 class ActionItems(Table):
@@ -64,7 +75,9 @@ class ActionItems(Table):
         }
         try:
             self._transact_write([entry, {"Update": renewal}])
-        except self._canceled as error:
+        except ClientError as error:
+            if code_of(error) != TRANSACTION_CANCELED:
+                raise
             if not condition_failed(error):
                 raise
             earlier = refused_item(error, 0)
@@ -108,7 +121,9 @@ class ActionItems(Table):
         try:
             self._transact_write([record, leased, *audited])
             return True
-        except self._canceled as error:
+        except ClientError as error:
+            if code_of(error) != TRANSACTION_CANCELED:
+                raise
             if not condition_failed(error) or reasons(error)[0].get("Code") == "ConditionalCheckFailed":
                 raise
         # The runner lost the turn while the action ran: its result is still recorded, as late, and
@@ -157,7 +172,9 @@ class ActionItems(Table):
         try:
             self._transact_write([{"Update": reported}, report, *audited])
             return
-        except self._canceled as error:
+        except ClientError as error:
+            if code_of(error) != TRANSACTION_CANCELED:
+                raise
             if not condition_failed(error):
                 raise
         self._transact_write([record, *audited])  # its session was deleted (or its condition fails, which raises)
@@ -179,7 +196,9 @@ class ActionItems(Table):
             }
             try:
                 self._transact_write([first, audit_put(self.table, audit)])
-            except self._canceled as error:
+            except ClientError as error:
+                if code_of(error) != TRANSACTION_CANCELED:
+                    raise
                 if not condition_failed(error):
                     raise
         try:
@@ -193,7 +212,9 @@ class ActionItems(Table):
                 ReturnValues="ALL_NEW",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )["Attributes"]
-        except self._conditional_failure as error:
+        except ClientError as error:
+            if code_of(error) != CONDITION_FAILED:
+                raise
             item = getattr(error, "response", {}).get("Item", {})
         return ActionRecord.model_validate(decode(item))
 
@@ -223,7 +244,9 @@ class ActionItems(Table):
                 ExpressionAttributeNames={"#status": "status"},
                 ExpressionAttributeValues={":started": value("started")},
             )
-        except self._conditional_failure:
+        except ClientError as refused:
+            if code_of(refused) != CONDITION_FAILED:
+                raise
             # A takeover already told the model its outcome is unknown: what happened stays on record.
             self.dynamodb.update_item(
                 TableName=self.table,

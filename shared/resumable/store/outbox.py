@@ -9,13 +9,13 @@ the session's ``sequence`` number and ``occurredAt``.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import uuid
 from typing import Any
 from urllib.parse import quote
 
+from botocore.exceptions import ClientError
 from pydantic.alias_generators import to_camel
 
 from resumable.clock import iso
@@ -24,7 +24,15 @@ from resumable.runtime.interrupts import APPROVAL_INTERRUPT
 from resumable.store.codec import key, pk, value
 from resumable.store.records import ActionRecord, InteractionRecord, OutboxEvent, TurnRecord
 from resumable.store.resources import TTL_ATTRIBUTE
-from resumable.store.table import Table, aws_call, condition_failed, refused_item
+from resumable.store.table import (
+    CONDITION_FAILED,
+    TRANSACTION_CANCELED,
+    Table,
+    aws_call,
+    code_of,
+    condition_failed,
+    refused_item,
+)
 
 INTERACTION_REQUESTED = "Interaction Requested"
 INTERACTION_ANSWERED = "Interaction Answered"
@@ -298,7 +306,9 @@ class OutboxItems(Table):
             ]
             try:
                 self._transact_write(writes)
-            except self._canceled as error:
+            except ClientError as error:
+                if code_of(error) != TRANSACTION_CANCELED:
+                    raise
                 if not condition_failed(error):
                     raise
                 if len(sks) == 1:
@@ -314,7 +324,7 @@ class OutboxItems(Table):
     def mark_published(self, session_id: str, sk: str, now: float) -> None:
         """The outbox item at ``sk`` is on the bus: it is deleted (DynamoDB's TTL) ``PURGE_AFTER_SECONDS``
         from now. (An item the bus never took keeps no expiry: it waits to be published again.)"""
-        with contextlib.suppress(self._conditional_failure):  # gone meanwhile: nothing is left to expire
+        try:
             self.dynamodb.update_item(
                 TableName=self.table,
                 Key=key(session_id, sk),
@@ -323,6 +333,9 @@ class OutboxItems(Table):
                 ExpressionAttributeNames={"#purge": TTL_ATTRIBUTE},
                 ExpressionAttributeValues={":now": value(now), ":purge": value(int(now + PURGE_AFTER_SECONDS))},
             )
+        except ClientError as refused:  # gone meanwhile: nothing is left to expire
+            if code_of(refused) != CONDITION_FAILED:
+                raise
 
     @aws_call
     def republish(self, session_id: str, now: float) -> int:
@@ -348,6 +361,8 @@ class OutboxItems(Table):
                     ExpressionAttributeValues={":now": value(now)},
                 )
                 marked += 1
-            except self._conditional_failure:
+            except ClientError as refused:
+                if code_of(refused) != CONDITION_FAILED:
+                    raise
                 pass  # published meanwhile
         return marked

@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from botocore.exceptions import ClientError
+
 from resumable.aws.clients import LazyClient
 from resumable.exceptions import SnapshotError
 from resumable.store.base import Snapshots
 from resumable.store.resources import RETIRED_TAG
-from resumable.store.table import aws_call
+from resumable.store.table import aws_call, code_of
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -40,7 +42,7 @@ class S3Snapshots(LazyClient["S3Client"], Snapshots):
                 ContentType="application/json",
                 IfNoneMatch="*",
             )
-        except self.s3.exceptions.ClientError as error:
+        except ClientError as error:
             # Keys are new (they carry a uuid), so "already there" can only be an earlier attempt of
             # this same write whose reply was lost and that botocore retried: the object is ours.
             if error.response.get("Error", {}).get("Code") != "PreconditionFailed":
@@ -50,7 +52,9 @@ class S3Snapshots(LazyClient["S3Client"], Snapshots):
     def get(self, key: str) -> Any:
         try:
             body = self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
-        except self.s3.exceptions.NoSuchKey as error:
+        except ClientError as error:
+            if code_of(error) != "NoSuchKey":
+                raise
             raise SnapshotError(
                 f"snapshot s3://{self.bucket}/{key} does not exist: nothing was restored; the turn stays as it is "
                 "until the object is put back, then recover resumes it"

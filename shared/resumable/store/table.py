@@ -9,6 +9,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
+from botocore.exceptions import ClientError
+
 from resumable.config import Settings
 from resumable.exceptions import AwsError, ResumableError
 
@@ -19,6 +21,21 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 MAX_TRANSACTION_ITEMS = 100
+
+# A refusal is told by its error code, not by the client's exception class: botocore builds those on
+# first use of ``client.exceptions`` (about 20 ms, so only a refusal pays for them) without a lock, and
+# two threads refused at once in a new process can each get a class of their own (the lease's
+# heartbeat beside a fenced write, two duplicates on the local API): one ``except`` would then miss
+# the other's refusal.
+CONDITION_FAILED = "ConditionalCheckFailedException"
+TRANSACTION_CANCELED = "TransactionCanceledException"
+
+
+def code_of(error: ClientError) -> str:
+    """The error code AWS answered with (``ConditionalCheckFailedException``, ``NoSuchKey``, ...)."""
+    return str(error.response.get("Error", {}).get("Code", ""))
+
+
 _CONFLICT_ATTEMPTS = 5
 
 
@@ -78,17 +95,6 @@ class Table:
             dynamodb = client("dynamodb", settings)
         self.dynamodb: DynamoDBClient = dynamodb
 
-    # botocore builds a client's exception classes, one per error its service model names, on first
-    # use of ``client.exceptions`` (about 20 ms for DynamoDB): only a refusal pays for them. An
-    # ``except`` clause evaluates its class only when something was raised.
-    @property
-    def _conditional_failure(self) -> type[Exception]:
-        return self.dynamodb.exceptions.ConditionalCheckFailedException
-
-    @property
-    def _canceled(self) -> type[Exception]:
-        return self.dynamodb.exceptions.TransactionCanceledException
-
     def _query_items(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """Every item a Query returns, page after page."""
         request = dict(request)
@@ -106,7 +112,9 @@ class Table:
             try:
                 self.dynamodb.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
                 return
-            except self._canceled as error:
+            except ClientError as error:
+                if code_of(error) != TRANSACTION_CANCELED:
+                    raise
                 codes = {r.get("Code") for r in reasons(error)}
                 if "TransactionConflict" not in codes or "ConditionalCheckFailed" in codes:
                     raise

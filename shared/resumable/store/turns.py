@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from resumable.exceptions import LeaseLostError
 from resumable.store.codec import UNSETTLED, decode, encode, key, pk, python, root_sk, turn_item, turn_sk, value
 from resumable.store.records import (
@@ -14,7 +16,14 @@ from resumable.store.records import (
     TurnStatus,
     TurnTree,
 )
-from resumable.store.table import Table, aws_call, condition_failed
+from resumable.store.table import (
+    CONDITION_FAILED,
+    TRANSACTION_CANCELED,
+    Table,
+    aws_call,
+    code_of,
+    condition_failed,
+)
 
 
 class TurnItems(Table):
@@ -32,7 +41,9 @@ class TurnItems(Table):
         }
         try:
             self._transact_write([self._session_write(seen, session, turn), turn_write])
-        except self._canceled as error:
+        except ClientError as error:
+            if code_of(error) != TRANSACTION_CANCELED:
+                raise
             if condition_failed(error):
                 return False
             raise
@@ -154,7 +165,9 @@ class TurnItems(Table):
                 },
                 ReturnValues="ALL_NEW",
             )["Attributes"]
-        except self._conditional_failure:
+        except ClientError as refused:
+            if code_of(refused) != CONDITION_FAILED:
+                raise
             return None
         return TurnRecord.model_validate(decode(item))
 
@@ -174,7 +187,9 @@ class TurnItems(Table):
                 },
                 ReturnValues="ALL_NEW",
             )["Attributes"]
-        except self._conditional_failure as error:
+        except ClientError as error:
+            if code_of(error) != CONDITION_FAILED:
+                raise
             raise LeaseLostError(
                 f"turn {turn.turn_id} is no longer leased by {lease_owner}: another invocation took it over or it "
                 "settled, so this run stops without committing anything"
@@ -202,7 +217,9 @@ class TurnItems(Table):
                     ":unsettled": value(UNSETTLED),
                 },
             )
-        except self._conditional_failure as lost:
+        except ClientError as lost:
+            if code_of(lost) != CONDITION_FAILED:
+                raise
             raise LeaseLostError(
                 f"turn {turn.turn_id} is no longer leased by {lease_owner}: it was not released (another "
                 "invocation holds it now)"
@@ -228,7 +245,9 @@ class TurnItems(Table):
                 ReturnValues="ALL_NEW",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )["Attributes"]
-        except self._conditional_failure as error:
+        except ClientError as error:
+            if code_of(error) != CONDITION_FAILED:
+                raise
             old = getattr(error, "response", {}).get("Item")
             return TurnRecord.model_validate(decode(old)) if old else None
         return TurnRecord.model_validate(decode(item))

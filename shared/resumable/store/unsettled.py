@@ -13,13 +13,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from botocore.exceptions import ClientError
 from pydantic import ValidationError
 
 from resumable.store.base import DueTurn, Expiring
 from resumable.store.codec import EXPIRING, STUCK, UNSETTLED, decode, key, pk, root_sk, value
 from resumable.store.records import SessionRecord, TurnRecord
 from resumable.store.resources import UNSETTLED_INDEX
-from resumable.store.table import MAX_TRANSACTION_ITEMS, Table, aws_call
+from resumable.store.table import CONDITION_FAILED, MAX_TRANSACTION_ITEMS, Table, aws_call, code_of
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +77,9 @@ class UnsettledTurns(Table):
                     **({":one": value(1)} if swept else {}),
                 },
             )
-        except self._conditional_failure:
+        except ClientError as refused:
+            if code_of(refused) != CONDITION_FAILED:
+                raise
             return False
         return True
 
@@ -137,7 +140,9 @@ class UnsettledTurns(Table):
                     ":now": value(now),
                 },
             )
-        except self._conditional_failure:
+        except ClientError as refused:
+            if code_of(refused) != CONDITION_FAILED:
+                raise
             return False
         return True
 
@@ -191,7 +196,9 @@ class UnsettledTurns(Table):
                 ConditionExpression="gsi4pk = :expiring AND gsi4sk = :purge",
                 ExpressionAttributeValues={":expiring": value(EXPIRING), ":purge": value(expiring.purge_at)},
             )
-        except self._conditional_failure:
+        except ClientError as refused:
+            if code_of(refused) != CONDITION_FAILED:
+                raise
             return False
         return True
 

@@ -1,0 +1,100 @@
+"""Interactions in DynamoDB, read: one, several by key, a session's by status, and the inbox's pages."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from resumable.exceptions import AwsError
+from resumable.store.codec import INBOX, decode, inbox_unexpired_after, interaction_sk, key, principal_inbox, value
+from resumable.store.records import InteractionRecord, InteractionStatus
+from resumable.store.resources import INBOX_INDEX, INTERACTIONS_INDEX, PRINCIPAL_INBOX_INDEX
+from resumable.store.table import Table, aws_call
+
+
+class InteractionReads(Table):
+    @aws_call
+    def get_interaction(self, session_id: str, root_turn_id: str, request_id: str) -> InteractionRecord | None:
+        item = self.dynamodb.get_item(
+            TableName=self.table, Key=key(session_id, interaction_sk(root_turn_id, request_id)), ConsistentRead=True
+        ).get("Item")
+        return InteractionRecord.model_validate(decode(item)) if item else None
+
+    @aws_call
+    def list_interactions(self, session_id: str, status: InteractionStatus | None) -> list[InteractionRecord]:
+        condition = "gsi1pk = :pk" + (" AND begins_with(gsi1sk, :status)" if status else "")
+        values = {":pk": value(f"SESSION#{session_id}#INTERACTIONS")}
+        if status:
+            values[":status"] = value(f"{status}#")
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "IndexName": INTERACTIONS_INDEX,
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeValues": values,
+        }
+        found: list[InteractionRecord] = []
+        while True:
+            page = self.dynamodb.query(**request)
+            found += [InteractionRecord.model_validate(decode(item)) for item in page.get("Items", [])]
+            if "LastEvaluatedKey" not in page:
+                return sorted(found, key=lambda i: (i.created_at, i.request_id))
+            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    @aws_call
+    def get_interactions(self, keys: list[tuple[str, str, str]]) -> list[InteractionRecord]:
+        """The interactions (session, root turn, request) that exist, in no particular order."""
+        wanted = [key(s, interaction_sk(r, q)) for s, r, q in dict.fromkeys(keys)]
+        found: list[InteractionRecord] = []
+        for start in range(0, len(wanted), _BATCH):
+            request: dict[str, Any] = {self.table: {"Keys": wanted[start : start + _BATCH], "ConsistentRead": True}}
+            for attempt in range(_ATTEMPTS):
+                page = self.dynamodb.batch_get_item(RequestItems=request)
+                found += [InteractionRecord.model_validate(decode(i)) for i in page["Responses"].get(self.table, [])]
+                request = page.get("UnprocessedKeys") or {}
+                if not request:
+                    break
+                time.sleep(0.05 * 2**attempt)  # (DynamoDB left some unread: throttled)
+            else:
+                raise AwsError("DynamoDB left interactions unread after retries (throttled): read the page again")
+        return found
+
+    @aws_call
+    def list_inbox(
+        self, principal: str | None, now: float, limit: int, start: dict[str, Any] | None = None
+    ) -> tuple[list[InteractionRecord], dict[str, Any] | None]:
+        """Up to ``limit`` requested interactions not yet expired at ``now``, most urgent first (the hour
+        they expire in, then the riskiest, then the expiry): every session's (``principal`` None) or
+        those of ``principal``'s sessions; one Query, and where the next page starts (None: this was
+        the last; a page that met expired ones is shorter)."""
+        index, partition = self.inbox_partition(principal)
+        bound = inbox_unexpired_after(now)
+        if start is not None and start.get(f"{index}sk", {}).get("S", "") <= bound:
+            # A page that ended before the unexpired ones (in an hour now gone): everything after it that
+            # could be listed is at or after the bound (DynamoDB refuses a start key outside it).
+            start = None
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "IndexName": index,
+            "KeyConditionExpression": f"{index}pk = :pk AND {index}sk > :hour",
+            "FilterExpression": "expires_at > :now",
+            "ExpressionAttributeValues": {
+                ":pk": value(partition),
+                ":hour": value(bound),
+                ":now": value(now),
+            },
+            "Limit": limit,
+        }
+        if start is not None:
+            request["ExclusiveStartKey"] = start
+        page = self.dynamodb.query(**request)
+        found = [InteractionRecord.model_validate(decode(item)) for item in page.get("Items", [])]
+        return found, page.get("LastEvaluatedKey")
+
+    @staticmethod
+    def inbox_partition(principal: str | None) -> tuple[str, str]:
+        """The index and partition key a principal's inbox is read from."""
+        return (INBOX_INDEX, INBOX) if principal is None else (PRINCIPAL_INBOX_INDEX, principal_inbox(principal))
+
+
+_BATCH = 100  # BatchGetItem's most keys
+_ATTEMPTS = 6
