@@ -4,17 +4,15 @@ Thin: the shared routes parse the request, call the service and shape the reply.
 (Step Functions), it runs the same use case on the event of resumable.api.direct.
 """
 
-from resumable.api import lambda_init
-
-lambda_init.begin()  # no garbage collection during the init: see resumable.api.lambda_init
-
 from typing import Any
 
-from resumable.api.app import check_settings, handle
-from resumable.api.observability import tracer
+from resumable.api import lambda_init
 
-check_settings()  # a bad setting stops the function's start, named
-lambda_init.end()
+with lambda_init.quiet():  # no garbage collection during the init: see resumable.api.lambda_init
+    from resumable.api.app import check_settings, handle
+    from resumable.api.observability import tracer
+
+    check_settings()  # a bad setting stops the function's start, named
 
 
 @tracer.capture_lambda_handler(capture_response=False)

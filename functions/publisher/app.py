@@ -1,17 +1,15 @@
 """Publisher: the table's stream (outbox items only) -> the EventBridge bus, at least once, in order per
 session. Thin: resumable.events.publisher numbers and publishes each record."""
 
-from resumable.api import lambda_init
-
-lambda_init.begin()  # no garbage collection during the init: see resumable.api.lambda_init
-
 from typing import Any
 
-from resumable.api.observability import tracer
-from resumable.events.publisher import Publishing
+from resumable.api import lambda_init
 
-publishing = Publishing()
-lambda_init.end()
+with lambda_init.quiet():  # no garbage collection during the init: see resumable.api.lambda_init
+    from resumable.api.observability import tracer
+    from resumable.events.publisher import Publishing
+
+    publishing = Publishing()
 
 
 @tracer.capture_lambda_handler(capture_response=False)

@@ -4,17 +4,15 @@ continuation or resume, an expired question, a cancel that died before it settle
 Thin: resumable.service.sweep does the work; its continuations run on SubmitApproval.
 """
 
-from resumable.api import lambda_init
-
-lambda_init.begin()  # no garbage collection during the init: see resumable.api.lambda_init
-
 from typing import Any
 
-from resumable.api.app import check_settings, handle
-from resumable.api.observability import tracer
+from resumable.api import lambda_init
 
-check_settings()  # a bad setting stops the function's start, named
-lambda_init.end()
+with lambda_init.quiet():  # no garbage collection during the init: see resumable.api.lambda_init
+    from resumable.api.app import check_settings, handle
+    from resumable.api.observability import tracer
+
+    check_settings()  # a bad setting stops the function's start, named
 
 
 @tracer.capture_lambda_handler(capture_response=False)

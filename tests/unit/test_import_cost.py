@@ -354,3 +354,18 @@ def test_resumables_clients_come_without_boto3(offline_aws_env: dict[str, str]) 
     loaded = modules_after(code, offline_aws_env, ("boto3", "s3transfer", "multiprocessing", "botocore"))
     assert "botocore" in loaded
     assert [m for m in loaded if m.split(".")[0] != "botocore"] == []
+
+
+def test_an_init_that_fails_leaves_the_collector_on_and_nothing_frozen(offline_aws_env: dict[str, str]) -> None:
+    code = """
+    import gc
+    from resumable.api import lambda_init
+    try:
+        with lambda_init.quiet():
+            assert not gc.isenabled()
+            raise RuntimeError("a bad setting")
+    except RuntimeError:
+        pass
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    """
+    modules_after(code, {**offline_aws_env, "LAMBDA_TASK_ROOT": "/var/task"}, ())
