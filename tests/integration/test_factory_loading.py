@@ -3,6 +3,8 @@ cannot be loaded refuses that use case before anything is written; a read never 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from resumable.config import Settings
@@ -12,21 +14,47 @@ from resumable.service.agent_factory import LazyFactory
 from resumable.store.dynamodb import DynamoDBStore
 from tests.clock import FakeClock
 
+UNLOADABLE = "tests.factories:no_such_factory"
 
-def test_a_factory_that_cannot_be_loaded_refuses_a_start_with_nothing_written_and_reads_still_serve(
+
+def unloadable(aws: Settings, clock: FakeClock) -> Service:
+    """A service whose factory is the setting's, as a handler's is: one that cannot be loaded."""
+    settings = aws.model_copy(update={"agent_factory": UNLOADABLE})
+    return Service(DynamoDBStore(settings), settings, clock)
+
+
+def test_reads_never_load_the_factory_and_a_start_is_refused_with_nothing_written(
     aws: Settings, clock: FakeClock, store: DynamoDBStore
 ) -> None:
-    settings = aws.model_copy(update={"agent_factory": "tests.factories:no_such_factory"})
-    service = Service(DynamoDBStore(settings), settings, clock)  # the setting's factory, as a handler's
+    service = unloadable(aws, clock)
     with pytest.raises(NotFoundError):
         service.get_turn("factory-unloaded", "0" * 32)
+    with pytest.raises(NotFoundError):
+        service.list_interactions("factory-unloaded")
+    service.inbox()
+    factory = service.deps.factory
+    assert isinstance(factory, LazyFactory) and factory._loaded is None
     with pytest.raises(ValueError, match="cannot be loaded"):
         service.start_turn("factory-unloaded", "delete prod-db")
     assert store.get_session("factory-unloaded") is None
 
 
-def test_the_factory_is_imported_once_on_first_use(aws: Settings, clock: FakeClock) -> None:
-    settings = aws.model_copy(update={"agent_factory": "tests.factories:nested"})
-    factory = Service(DynamoDBStore(settings), settings, clock).deps.factory
-    assert isinstance(factory, LazyFactory)
-    assert factory.load() is factory.load()
+@pytest.mark.parametrize("use_case", ["submit_approval", "recover", "sweep"])
+def test_a_use_case_that_may_run_agents_is_refused_before_it_writes(
+    use_case: str, aws: Settings, clock: FakeClock, make_service: Callable[..., Service], store: DynamoDBStore
+) -> None:
+    session_id = f"factory-unloaded-{use_case}"
+    started = make_service().start_turn(session_id, "delete the prod-db record")
+    (asked,) = started.interactions
+    before = store.load_tree(session_id, started.turn_id)
+    service = unloadable(aws, clock)
+    calls: dict[str, Callable[[], object]] = {
+        "submit_approval": lambda: service.submit_approval(
+            session_id, started.turn_id, asked.request_id, {"decision": "approve"}
+        ),
+        "recover": lambda: service.recover(session_id, started.turn_id),
+        "sweep": service.sweep,
+    }
+    with pytest.raises(ValueError, match="cannot be loaded"):
+        calls[use_case]()
+    assert store.load_tree(session_id, started.turn_id) == before  # the answer not recorded, the turn as it was
