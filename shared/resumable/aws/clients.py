@@ -30,9 +30,17 @@ def session() -> Any:
         return _session
 
 
-def made_session() -> Any | None:
-    """The session, if a client was made already (local tools that hook into every session use it)."""
-    return _session
+def hook(event: str, handler: Any) -> None:
+    """``handler`` on ``event`` in every botocore session made from now on, and in this process's if it
+    is made already (the local tools: the embedded AWS, the recorded calls). Under the lock, so that a
+    session being made meanwhile gets it exactly once. A client made before holds the events it was
+    made with and is not reached."""
+    from botocore import handlers
+
+    with _lock:
+        handlers.BUILTIN_HANDLERS.append((event, handler))
+        if _session is not None:
+            _session.register(event, handler)
 
 
 def client(service: str, settings: Settings) -> Any:

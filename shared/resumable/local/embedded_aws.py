@@ -105,19 +105,15 @@ class _InProcess:
         self.apps[endpoint] = app
         if not self.registered:
             import boto3
-            from botocore import handlers
 
             from resumable.aws import clients
 
-            # Sessions made from now on get it from botocore's built-in handlers; boto3's default
-            # session and resumable's, if made already, are given it here (once: every handler of an
-            # event runs).
-            handlers.BUILTIN_HANDLERS.append(("before-send", self))
+            # Sessions made from now on get it from botocore's built-in handlers, resumable's too if it is
+            # made already; boto3's default session, if made already, is given it here (once: every
+            # handler of an event runs).
+            clients.hook("before-send", self)
             if boto3.DEFAULT_SESSION is not None:
                 boto3.DEFAULT_SESSION.events.register("before-send", self)
-            made = clients.made_session()
-            if made is not None:
-                made.register("before-send", self)
             self.registered = True
 
     def forget(self, endpoint: str) -> None:

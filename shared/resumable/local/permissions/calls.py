@@ -197,7 +197,6 @@ class Recorder:
         if self.installed:
             return
         import boto3
-        from botocore import handlers
 
         from resumable.aws import clients
 
@@ -205,13 +204,10 @@ class Recorder:
             ("before-parameter-build", self._before),
             ("after-call.s3.GetObject", self._after_get),
         ]
-        handlers.BUILTIN_HANDLERS.extend(hooks)
-        made = clients.made_session()
         for event, hook in hooks:
+            clients.hook(event, hook)  # sessions made from now on, and resumable's
             if boto3.DEFAULT_SESSION is not None:
                 boto3.DEFAULT_SESSION.events.register(event, hook)
-            if made is not None:
-                made.register(event, hook)
         self.installed = True
 
     def recorded(self) -> set[Call]:
