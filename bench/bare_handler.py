@@ -5,11 +5,14 @@ request makes the AWS calls it is told to (``BARE_CALLS``: ``service.Operation``
 separated; the bench passes the calls a resumable handler's first request made) with the smallest
 parameters each takes, on the same table and bucket (``RESUMABLE_TABLE``, ``RESUMABLE_BUCKET``;
 boto3 reads ``AWS_ENDPOINT_URL`` for the embedded AWS), and returns. ``BARE_OBJECT`` is a key in the
-bucket its GetObject reads (the bench puts it there first).
+bucket its GetObject reads (the bench puts it there first). Its items expire within the hour (the
+table's TTL attribute, ``BARE_TTL_ATTRIBUTE``), and its objects are under ``bare/`` (the bench deletes
+them): on a real table (``BENCH_AWS=1``) it leaves nothing behind.
 """
 
 import json
 import os
+import time
 import uuid
 
 import boto3
@@ -21,8 +24,15 @@ CALLS = [call.split(".") for call in os.environ["BARE_CALLS"].split(",") if call
 clients = {service: boto3.client(service) for service in sorted({service for service, _ in CALLS})}
 
 
+TTL = os.environ.get("BARE_TTL_ATTRIBUTE", "purge_at")
+
+
 def _key(pk: str) -> dict:
     return {"pk": {"S": pk}, "sk": {"S": "item"}}
+
+
+def _expiring() -> dict:
+    return {TTL: {"N": str(int(time.time()) + 3600)}}
 
 
 def _call(service: str, operation: str, request: str) -> None:
@@ -33,19 +43,22 @@ def _call(service: str, operation: str, request: str) -> None:
     elif (service, operation) == ("dynamodb", "Query"):
         aws.query(TableName=TABLE, KeyConditionExpression="pk = :pk", ExpressionAttributeValues={":pk": {"S": pk}})
     elif (service, operation) == ("dynamodb", "PutItem"):
-        aws.put_item(TableName=TABLE, Item={**_key(pk), "n": {"N": "1"}})
+        aws.put_item(TableName=TABLE, Item={**_key(pk), "n": {"N": "1"}, **_expiring()})
     elif (service, operation) == ("dynamodb", "UpdateItem"):
         aws.update_item(
-            TableName=TABLE, Key=_key(pk), UpdateExpression="ADD n :one", ExpressionAttributeValues={":one": {"N": "1"}}
+            TableName=TABLE,
+            Key=_key(pk),
+            UpdateExpression=f"ADD n :one SET {TTL} = :ttl",
+            ExpressionAttributeValues={":one": {"N": "1"}, ":ttl": _expiring()[TTL]},
         )
     elif (service, operation) == ("dynamodb", "DeleteItem"):
         aws.delete_item(TableName=TABLE, Key=_key(pk))
     elif (service, operation) == ("dynamodb", "TransactWriteItems"):
         aws.transact_write_items(
             TransactItems=[
-                {"Update": {"TableName": TABLE, "Key": _key(pk), "UpdateExpression": "ADD n :one",
-                            "ExpressionAttributeValues": {":one": {"N": "1"}}}},
-                {"Put": {"TableName": TABLE, "Item": _key(f"{pk}#{uuid.uuid4().hex}")}},
+                {"Update": {"TableName": TABLE, "Key": _key(pk), "UpdateExpression": f"ADD n :one SET {TTL} = :ttl",
+                            "ExpressionAttributeValues": {":one": {"N": "1"}, ":ttl": _expiring()[TTL]}}},
+                {"Put": {"TableName": TABLE, "Item": {**_key(f"{pk}#{uuid.uuid4().hex}"), **_expiring()}}},
             ]
         )  # fmt: skip
     elif (service, operation) == ("s3", "GetObject"):
