@@ -20,6 +20,7 @@ from botocore.stub import Stubber
 
 from resumable import Agent, BedrockModel
 from resumable.exceptions import ContextWindowOverflowError, ModelError, ModelStopError
+from resumable.runtime.models import bedrock
 from tests.agents import get_weather
 from tests.fake_http import FakeServer, Reply
 
@@ -364,7 +365,7 @@ def bedrock_endpoint(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeServer]:
         monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
         monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent/aws-config")
         monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/aws-credentials")
-        monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
+        monkeypatch.setattr(bedrock, "_made", [])  # (a session of its own: it reads the variables above)
         yield server
 
 

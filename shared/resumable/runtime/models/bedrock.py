@@ -1,14 +1,15 @@
 """BedrockModel: Amazon Bedrock through the ``converse`` API of bedrock-runtime.
 
 Converse is the runtime's own shape, so a request is the conversation as it stands, and the reply is
-checked, not translated. The client is boto3's, built (and boto3 imported) on the first call, with
-botocore's retries; what a failed call or a reply without an answer means for the turn is
-``resumable.runtime.models.failures``.
+checked, not translated. The client is botocore's (boto3's are botocore's too; boto3 itself, and
+s3transfer with it, is not imported), built on the first call, with botocore's retries; what a failed
+call or a reply without an answer means for the turn is ``resumable.runtime.models.failures``.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from typing import TYPE_CHECKING, Any, Literal
 
 from resumable.runtime.models.failures import bedrock_failure, check_stop_reason
@@ -16,6 +17,22 @@ from resumable.runtime.models.model import check_assistant_message
 
 if TYPE_CHECKING:
     from mypy_boto3_bedrock_runtime import BedrockRuntimeClient
+
+# Agents are built afresh for every run, each with its models: their clients come from one botocore
+# session, which loads Bedrock's service model once per process. (Making clients from one session on
+# two threads at once is not safe: under the lock.)
+_lock = threading.Lock()
+_made: list[Any] = []
+
+
+def _session() -> Any:
+    with _lock:
+        if not _made:
+            import botocore.session
+
+            _made.append(botocore.session.get_session())
+        return _made[0]
+
 
 logger = logging.getLogger(__name__)
 
@@ -62,11 +79,12 @@ class BedrockModel:
     @property
     def client(self) -> BedrockRuntimeClient:
         if self._client is None:
-            import boto3
             from botocore.config import Config
 
             config = Config(retries={"mode": self.retry_mode, "total_max_attempts": self.max_retries + 1})
-            self._client = boto3.client("bedrock-runtime", config=config)
+            made = _session()
+            with _lock:
+                self._client = made.create_client("bedrock-runtime", config=config)
         return self._client
 
     def converse(
