@@ -26,7 +26,12 @@ def session() -> Any:
         if _session is None:
             import botocore.session
 
-            _session = botocore.session.get_session()
+            from resumable.aws.loader import loader
+
+            made = botocore.session.get_session()
+            # (its service models found without listing every service botocore ships: resumable.aws.loader)
+            made.register_component("data_loader", loader(made.get_config_variable("data_path")))
+            _session = made
         return _session
 
 
