@@ -51,6 +51,7 @@ from typing import Any
 from bench import agents, context, events, operations, strands
 from bench.aws_calls import Baseline
 from bench.cold_start import cold_start
+from bench.cold_start import report as cold_start_report
 from resumable.config import Settings
 from resumable.local import embedded_aws
 from resumable.runtime.agent import Agent
@@ -153,24 +154,8 @@ def report(results: dict[str, Any]) -> str:
         f"by {t['clients']} concurrent clients in {t['seconds']:.2f} s; actions run {t['actions_run']})",
         f"   {d['deliveries']} concurrent duplicates of one approval: settled in {d['seconds_to_settle']:.2f} s, "
         f"replies {d['replies']}, action ran {d['executions']} time(s)",
-        "",
-        f"4. cold start, ms (medians of {results['cold_start']['runs']} fresh interpreters): each handler traced as "
-        "deployed (Tracing: Active), beside a bare boto3 handler",
-        "   and Powertools' floor making the same AWS calls as its first request (bench/bare_handler.py, "
-        "powertools_handler.py);",
-        f"   goal: cold start (import + 1st request) at most {results['cold_start']['goal']}x the bare handler's; "
-        f"import boto3 alone {results['cold_start']['boto3_import_ms']:.0f}",
-        f"   {'handler':34} {'calls':>5} {'import':>6} {'1st':>5} {'cold':>5} {'warm':>4} {'bare':>5} {'1st':>4}"
-        f" {'cold':>5} {'floor':>5} {'x':>5} {'x bare':>6} {'untraced':>8} {'tracing':>7}",
     ]
-    for name, row in results["cold_start"]["handlers"].items():
-        lines.append(
-            f"   functions/{name + '/app.py':24} {len(row['first_request_calls']):5} {row['import_ms']:6.0f} "
-            f"{row['first_request_ms']:5.0f} {row['cold_start_ms']:5.0f} {row['warm_request_ms']:4.0f} "
-            f"{row['bare_import_ms']:5.0f} {row['bare_first_request_ms']:4.0f} {row['bare_cold_start_ms']:5.0f} "
-            f"{row['floor_cold_start_ms']:5.0f} {row['floor_ratio_to_bare']:5.2f} {row['ratio_to_bare']:6.2f} "
-            f"{row['untraced_cold_start_ms']:8.0f} {row['tracing_cost_ms']:+7.0f}"
-        )
+    lines += ["", *cold_start_report(results["cold_start"])]
     g = results["snapshot_growth"]
     lines += ["", "5. snapshot growth"]
     for row in g["rows"]:

@@ -8,8 +8,11 @@ in the uncounted warm-up run): a bare boto3 handler (bench/bare_handler.py: clie
 framework), and the same calls under Powertools (bench/powertools_handler.py: Logger, Tracer, a
 validating resolver, pydantic), the floor any handler on this stack stands on. The goal is the whole
 cold start (import + first request), traced, at most 1.5x the bare handler's: ``cold_start_vs_bare``.
-Every run is interleaved with the others, in an order shuffled each time (the machine is shared: a
-slow minute must not land on one side only); a fresh ``import boto3`` is timed beside them.
+Every run is interleaved with the others: in each round, a handler's four runs (traced, untraced,
+bare, floor) one after another, handlers and runs in an order shuffled each time. The machine is
+shared: a slow second must not land on one side only, and ``cold_start_vs_bare`` is the median of
+each round's ratio of the two runs, seconds apart (quartiles beside it, and the ratio of the best
+runs, which is what a quiet machine would show); a fresh ``import boto3`` is timed beside them.
 
 Each handler runs as in Lambda (``LAMBDA_TASK_ROOT``, a trace id), traced as deployed (``Tracing:
 Active``: Powertools' Tracer imports the X-Ray SDK and patches botocore at init, and sends its
@@ -154,6 +157,17 @@ def _median(results: list[dict[str, Any]]) -> dict[str, float]:
     return {"import": imported, "first": first, "warm": warm, "cold": imported + first}
 
 
+def _cold(result: dict[str, Any]) -> float:
+    """One run's cold start: its import and its first request, in seconds."""
+    return float(result["import"] + result["requests"][0]["seconds"])
+
+
+def _paired_ratios(handler: list[dict[str, Any]], bare: list[dict[str, Any]]) -> list[float]:
+    """Each round's handler cold start over that round's bare handler's: the two ran seconds apart, so
+    that a slow stretch of the shared machine lands on both sides of a ratio."""
+    return [_cold(ours) / _cold(theirs) for ours, theirs in zip(handler, bare, strict=True)]
+
+
 def _fresh(settings: Settings, run: int) -> Settings:
     """A table and bucket of their own for one run, on the embedded AWS: moto's Query reads every item
     of a table and its transactions copy the tables, so its calls slow as a table fills, and slow
@@ -175,6 +189,36 @@ def _drop(fresh: Settings, settings: Settings) -> None:
     if fresh is not settings:
         s3.delete_bucket(Bucket=fresh.bucket_name)
         client("dynamodb", fresh).delete_table(TableName=fresh.table_name)
+
+
+def _row(
+    calls: list[str], measured: dict[tuple[str, str], list[dict[str, Any]]], name: str, boto3_import: float
+) -> dict[str, Any]:
+    """One handler's line of the section: medians of each of its runs, and its ratios to the bare handler."""
+    row: dict[str, Any] = {"first_request_calls": calls}
+    for variant in (*VARIANTS, *YARDSTICKS):
+        median = _median(measured[(name, variant)])
+        prefix = {"traced": "", "untraced": "untraced_", "bare": "bare_", "floor": "floor_"}[variant]
+        row |= {
+            f"{prefix}import_ms": median["import"] * 1000,
+            f"{prefix}first_request_ms": median["first"] * 1000,
+            f"{prefix}warm_request_ms": median["warm"] * 1000,
+            f"{prefix}cold_start_ms": median["cold"] * 1000,
+        }
+    ours, floor, bare = (measured[(name, variant)] for variant in ("traced", "floor", "bare"))
+    paired = _paired_ratios(ours, bare)
+    row["ratio_to_boto3"] = row["import_ms"] / (boto3_import * 1000)
+    row["ratio_to_bare"] = statistics.median(paired)
+    row["ratio_to_bare_quartiles"] = statistics.quantiles(paired, n=4)[::2] if len(paired) > 1 else paired * 2
+    row["ratio_of_medians"] = row["cold_start_ms"] / row["bare_cold_start_ms"]
+    row["ratio_of_best"] = min(map(_cold, ours)) / min(map(_cold, bare))
+    row["floor_ratio_to_bare"] = statistics.median(_paired_ratios(floor, bare))
+    row["tracing_cost_ms"] = row["cold_start_ms"] - row["untraced_cold_start_ms"]
+    row["cold_start_runs_ms"] = {
+        variant: [round(_cold(result) * 1000, 1) for result in measured[(name, variant)]]
+        for variant in (*VARIANTS, *YARDSTICKS)
+    }
+    return row
 
 
 def cold_start(settings: Settings, runs: int = 21) -> dict[str, Any]:
@@ -204,8 +248,11 @@ def cold_start(settings: Settings, runs: int = 21) -> dict[str, Any]:
             order = [(name, variant) for name in handlers_of for variant in VARIANTS]
             # (in the warm-up run, the yardsticks last: they make the calls the handlers' first requests made)
             order += [(name, yardstick) for name in handlers_of for yardstick in YARDSTICKS]
-            if run:
-                random.Random(run).shuffle(order)  # no handler always follows the same one
+            if run:  # each handler's runs one after another, beside its yardsticks; in a shuffled order
+                shuffle = random.Random(run)
+                names = shuffle.sample(list(handlers_of), len(handlers_of))
+                variants = (*VARIANTS, *YARDSTICKS)
+                order = [(name, variant) for name in names for variant in shuffle.sample(variants, len(variants))]
             for name, variant in order:
                 function, request = handlers_of[name]
                 context = LambdaContext(function, uuid.uuid4().hex, invoked_function_arn=function_arn(function))
@@ -237,23 +284,7 @@ def cold_start(settings: Settings, runs: int = 21) -> dict[str, Any]:
                     measured[(name, variant)].append(result)
             _drop(fresh, settings)
     boto3_import = statistics.median(boto3_runs)
-    handlers = {}
-    for name in handlers_of:
-        row: dict[str, Any] = {"first_request_calls": calls_of[name]}
-        for variant in (*VARIANTS, *YARDSTICKS):
-            median = _median(measured[(name, variant)])
-            prefix = {"traced": "", "untraced": "untraced_", "bare": "bare_", "floor": "floor_"}[variant]
-            row |= {
-                f"{prefix}import_ms": median["import"] * 1000,
-                f"{prefix}first_request_ms": median["first"] * 1000,
-                f"{prefix}warm_request_ms": median["warm"] * 1000,
-                f"{prefix}cold_start_ms": median["cold"] * 1000,
-            }
-        row["ratio_to_boto3"] = row["import_ms"] / (boto3_import * 1000)
-        row["ratio_to_bare"] = row["cold_start_ms"] / row["bare_cold_start_ms"]
-        row["floor_ratio_to_bare"] = row["floor_cold_start_ms"] / row["bare_cold_start_ms"]
-        row["tracing_cost_ms"] = row["cold_start_ms"] - row["untraced_cold_start_ms"]
-        handlers[name] = row
+    handlers = {name: _row(calls_of[name], measured, name, boto3_import) for name in handlers_of}
     return {
         "boto3_import_ms": boto3_import * 1000,
         "handlers": handlers,
@@ -261,3 +292,31 @@ def cold_start(settings: Settings, runs: int = 21) -> dict[str, Any]:
         "runs": runs,
         "goal": GOAL,
     }
+
+
+def report(section: dict[str, Any]) -> list[str]:
+    """Section 4's lines of the ``make bench`` report."""
+    lines = [
+        f"4. cold start, ms (medians of {section['runs']} fresh interpreters): each handler traced as deployed "
+        "(Tracing: Active), beside a bare boto3 handler",
+        "   and Powertools' floor making the same AWS calls as its first request (bench/bare_handler.py, "
+        "powertools_handler.py);",
+        f"   goal: cold start (import + 1st request) at most {section['goal']}x the bare handler's (x bare: the "
+        "median of each round's ratio, quartiles beside it;",
+        "   best: the best run's over the bare handler's best, as a quiet machine would show)",
+        f"   import boto3 alone {section['boto3_import_ms']:.0f}",
+        f"   {'handler':34} {'calls':>5} {'import':>6} {'1st':>5} {'cold':>5} {'warm':>4} {'bare':>5} {'1st':>4}"
+        f" {'cold':>5} {'floor':>5} {'x':>5} {'x bare':>6} {'quartiles':>11} {'best':>5} {'untraced':>8}"
+        f" {'tracing':>7}",
+    ]
+    for name, row in section["handlers"].items():
+        low, high = row["ratio_to_bare_quartiles"]
+        lines.append(
+            f"   functions/{name + '/app.py':24} {len(row['first_request_calls']):5} {row['import_ms']:6.0f} "
+            f"{row['first_request_ms']:5.0f} {row['cold_start_ms']:5.0f} {row['warm_request_ms']:4.0f} "
+            f"{row['bare_import_ms']:5.0f} {row['bare_first_request_ms']:4.0f} {row['bare_cold_start_ms']:5.0f} "
+            f"{row['floor_cold_start_ms']:5.0f} {row['floor_ratio_to_bare']:5.2f} {row['ratio_to_bare']:6.2f} "
+            f"{low:5.2f}-{high:<5.2f} {row['ratio_of_best']:5.2f} {row['untraced_cold_start_ms']:8.0f} "
+            f"{row['tracing_cost_ms']:+7.0f}"
+        )
+    return lines
