@@ -11,8 +11,8 @@ cold start (import + first request), traced, at most 1.5x the bare handler's: ``
 Every run is interleaved with the others: in each round, a handler's four runs (traced, untraced,
 bare, floor) one after another, handlers and runs in an order shuffled each time. The machine is
 shared: a slow second must not land on one side only, and ``cold_start_vs_bare`` is the median of
-each round's ratio of the two runs, seconds apart (quartiles beside it, and the ratio of the best
-runs, which is what a quiet machine would show); a fresh ``import boto3`` is timed beside them.
+each round's ratio of the two runs, seconds apart (a 95% confidence interval of that median beside
+it, and the ratios of the medians and of the best runs); a fresh ``import boto3`` is timed beside them.
 
 Each handler runs as in Lambda (``LAMBDA_TASK_ROOT``, a trace id), traced as deployed (``Tracing:
 Active``: Powertools' Tracer imports the X-Ray SDK and patches botocore at init, and sends its
@@ -27,6 +27,7 @@ the machine sets.
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import statistics
@@ -154,7 +155,16 @@ def _median(results: list[dict[str, Any]]) -> dict[str, float]:
     imported = statistics.median(r["import"] for r in results)
     first = statistics.median(r["requests"][0]["seconds"] for r in results)
     warm = statistics.median(r["requests"][1]["seconds"] for r in results)
-    return {"import": imported, "first": first, "warm": warm, "cold": imported + first}
+    return {"import": imported, "first": first, "warm": warm, "cold": statistics.median(map(_cold, results))}
+
+
+def _median_interval(values: list[float]) -> list[float]:
+    """A 95% confidence interval of the median of ``values`` (distribution-free: the order statistics
+    the binomial distribution gives; with 21 values, the 6th and 16th)."""
+    ordered, n = sorted(values), len(values)
+    spread = 1.96 * math.sqrt(n) / 2
+    low, high = max(math.floor(n / 2 - spread), 1), min(math.ceil(1 + n / 2 + spread), n)
+    return [ordered[low - 1], ordered[high - 1]]
 
 
 def _cold(result: dict[str, Any]) -> float:
@@ -209,7 +219,7 @@ def _row(
     paired = _paired_ratios(ours, bare)
     row["ratio_to_boto3"] = row["import_ms"] / (boto3_import * 1000)
     row["ratio_to_bare"] = statistics.median(paired)
-    row["ratio_to_bare_quartiles"] = statistics.quantiles(paired, n=4)[::2] if len(paired) > 1 else paired * 2
+    row["ratio_to_bare_interval"] = _median_interval(paired)
     row["ratio_of_medians"] = row["cold_start_ms"] / row["bare_cold_start_ms"]
     row["ratio_of_best"] = min(map(_cold, ours)) / min(map(_cold, bare))
     row["floor_ratio_to_bare"] = statistics.median(_paired_ratios(floor, bare))
@@ -302,21 +312,22 @@ def report(section: dict[str, Any]) -> list[str]:
         "   and Powertools' floor making the same AWS calls as its first request (bench/bare_handler.py, "
         "powertools_handler.py);",
         f"   goal: cold start (import + 1st request) at most {section['goal']}x the bare handler's (x bare: the "
-        "median of each round's ratio, quartiles beside it;",
-        "   best: the best run's over the bare handler's best, as a quiet machine would show)",
+        "median of each round's ratio,",
+        "   and its 95% confidence interval; x med: the ratio of the medians; x best: of the best runs)",
         f"   import boto3 alone {section['boto3_import_ms']:.0f}",
         f"   {'handler':34} {'calls':>5} {'import':>6} {'1st':>5} {'cold':>5} {'warm':>4} {'bare':>5} {'1st':>4}"
-        f" {'cold':>5} {'floor':>5} {'x':>5} {'x bare':>6} {'quartiles':>11} {'best':>5} {'untraced':>8}"
+        f" {'cold':>5} {'floor':>5} {'x':>5} {'x bare':>6} {'95% CI':>11} {'x med':>5} {'x best':>6} {'untraced':>8}"
         f" {'tracing':>7}",
     ]
     for name, row in section["handlers"].items():
-        low, high = row["ratio_to_bare_quartiles"]
+        low, high = row["ratio_to_bare_interval"]
         lines.append(
             f"   functions/{name + '/app.py':24} {len(row['first_request_calls']):5} {row['import_ms']:6.0f} "
             f"{row['first_request_ms']:5.0f} {row['cold_start_ms']:5.0f} {row['warm_request_ms']:4.0f} "
             f"{row['bare_import_ms']:5.0f} {row['bare_first_request_ms']:4.0f} {row['bare_cold_start_ms']:5.0f} "
             f"{row['floor_cold_start_ms']:5.0f} {row['floor_ratio_to_bare']:5.2f} {row['ratio_to_bare']:6.2f} "
-            f"{low:5.2f}-{high:<5.2f} {row['ratio_of_best']:5.2f} {row['untraced_cold_start_ms']:8.0f} "
+            f"{low:5.2f}-{high:<5.2f} {row['ratio_of_medians']:5.2f} {row['ratio_of_best']:6.2f} "
+            f"{row['untraced_cold_start_ms']:8.0f} "
             f"{row['tracing_cost_ms']:+7.0f}"
         )
     return lines

@@ -24,15 +24,20 @@ def session() -> Any:
     global _session  # noqa: PLW0603 (one per process, as boto3's default session is)
     with _lock:
         if _session is None:
-            import botocore.session
-
-            from resumable.aws.loader import loader
-
-            made = botocore.session.get_session()
-            # (its service models found without listing every service botocore ships: resumable.aws.loader)
-            made.register_component("data_loader", loader(made.get_config_variable("data_path")))
-            _session = made
+            _session = new_session()
         return _session
+
+
+def new_session() -> Any:
+    """A botocore session reading botocore's data with resumable.aws.loader (on ``AWS_DATA_PATH`` as
+    botocore's own loader would)."""
+    import botocore.session
+
+    from resumable.aws.loader import loader
+
+    made = botocore.session.get_session()
+    made.register_component("data_loader", loader(made.get_config_variable("data_path")))
+    return made
 
 
 def hook(event: str, handler: Any) -> None:

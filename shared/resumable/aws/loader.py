@@ -1,15 +1,16 @@
 """botocore's loader of its data (service models, endpoints), doing less to make a process's first
 client, which a cold start waits for (``make bench`` section 4):
 
-- Whether a service has a model is asked of that service's folder alone. A client's making asks it
-  for two kinds of model (``service-2``, ``endpoint-rule-set-1``), and botocore's answer lists every
-  service it ships first: some 440 folders read, 17 ms. The full list is still read, in full,
-  wherever it is asked for (``Session.get_available_services``).
+- Whether a service has a model is asked of that service's folder alone. A client's making loads two
+  kinds of model (``service-2``, ``endpoint-rule-set-1``), and botocore first lists every service it
+  ships to see whether the name is one: some 440 folders read, 17 ms. The full list is still read, in
+  full, where it is asked for (``list_available_services``, ``Session.get_available_services``), and
+  for an unknown service's error, which names them all.
 - JSON is read into plain dicts, not ``OrderedDict``s (botocore's hook, from before dicts kept their
   order): 2.5 times faster, 11 ms of the 1.2 MB endpoints file every client's making reads.
 
-Same files, same search paths (``AWS_DATA_PATH`` first), same answers. Imported only where a session
-is made (resumable.aws.clients).
+Same files, same search paths (``AWS_DATA_PATH`` first), same answers: tests hold it against botocore's
+own ``Loader``. Imported only where resumable makes its session (resumable.aws.clients).
 """
 
 from __future__ import annotations
@@ -17,11 +18,10 @@ from __future__ import annotations
 import gzip
 import json
 import os
-from collections.abc import Iterator, Sequence
-from typing import Any, overload
+from typing import Any
 
-from botocore.exceptions import DataNotFoundError
-from botocore.loaders import JSONFileLoader, Loader
+from botocore.exceptions import DataNotFoundError, UnknownServiceError
+from botocore.loaders import JSONFileLoader, Loader, instance_cache
 
 # The files botocore reads for a data path, in its order (botocore.loaders: plain, then gzipped).
 _OPENERS: tuple[tuple[str, Any], ...] = ((".json", open), (".json.gz", gzip.open))
@@ -39,57 +39,38 @@ class PlainJSONFileLoader(JSONFileLoader):
         return None
 
 
-class Services(Sequence[str]):
-    """The services that have a ``kind`` model (``service-2``, ...), sorted, as botocore lists them."""
-
-    def __init__(self, loader: Loader, kind: str) -> None:
-        self._loader = loader
-        self._kind = kind
-        self._listed: list[str] | None = None
-
-    def __contains__(self, name: object) -> bool:
-        if self._listed is None and isinstance(name, str) and name and os.sep not in name and name[0] != ".":
-            try:
-                return bool(self._loader.list_api_versions(name, self._kind))
-            except DataNotFoundError:
-                return False
-        return name in self._all()
-
-    def _all(self) -> list[str]:
-        if self._listed is None:
-            self._listed = list(Loader.list_available_services(self._loader, self._kind))
-        return self._listed
-
-    @overload
-    def __getitem__(self, index: int) -> str: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[str]: ...
-    def __getitem__(self, index: int | slice) -> str | list[str]:
-        return self._all()[index]
-
-    def __len__(self) -> int:
-        return len(self._all())
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._all())
-
-    def __repr__(self) -> str:
-        return f"Services({self._kind!r})"
-
-
 class ServiceLoader(Loader):
-    """botocore's ``Loader``, answering ``list_available_services`` with ``Services``, and reading with
-    ``PlainJSONFileLoader``."""
+    """botocore's ``Loader``, reading with ``PlainJSONFileLoader`` and looking a service up by its name."""
 
     def __init__(self, extra_search_paths: list[str] | None = None) -> None:
         super().__init__(extra_search_paths=extra_search_paths, file_loader=PlainJSONFileLoader())
-        self._services: dict[str, Services] = {}
+        self._folders: dict[str, set[str]] = {}  # each search path's entries, read once
 
-    # (a sequence, not a list: it is read, never changed, by botocore and by Session.get_available_services)
-    def list_available_services(self, type_name: str) -> Services:  # type: ignore[override]
-        if type_name not in self._services:
-            self._services[type_name] = Services(self, type_name)
-        return self._services[type_name]
+    def has_service(self, name: str, type_name: str) -> bool:
+        """What ``name in self.list_available_services(type_name)`` answers, from ``name``'s folders
+        alone: a folder of that exact name in a search path, holding a version with that model."""
+        for path in self.search_paths:
+            if path not in self._folders:
+                self._folders[path] = set(os.listdir(path)) if os.path.isdir(path) else set()
+            if name in self._folders[path] and os.path.isdir(os.path.join(path, name)):
+                try:  # (botocore's own look-up of the versions, on every search path)
+                    return bool(self.list_api_versions(name, type_name))
+                except DataNotFoundError:
+                    return False
+        return False
+
+    # botocore's, but for how the service's name is checked (its model's extras applied as botocore's).
+    @instance_cache
+    def load_service_model(self, service_name: str, type_name: str, api_version: str | None = None) -> Any:
+        if not self.has_service(service_name, type_name):
+            known = self.list_available_services(type_name)
+            raise UnknownServiceError(service_name=service_name, known_service_names=", ".join(known))
+        if api_version is None:
+            api_version = self.determine_latest_version(service_name, type_name)
+        model = self.load_data(os.path.join(service_name, api_version, type_name))
+        extras = self._find_extras(service_name, type_name, api_version)  # type: ignore[attr-defined]
+        self._extras_processor.process(model, extras)  # type: ignore[attr-defined]
+        return model
 
 
 def loader(data_path: str | None) -> ServiceLoader:
