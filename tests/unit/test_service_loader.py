@@ -1,7 +1,7 @@
-"""resumable's clients read botocore's data with resumable.aws.loader: whether a service has a model is
-asked of that service's folder alone, and JSON is read into plain dicts. The answers, the models and
-the search paths are botocore's own (each test holds the loader against botocore's ``Loader``); only
-the work done to reach them is less."""
+"""resumable's botocore sessions (the AWS clients', BedrockModel's) read botocore's data with
+resumable.botocore_data: whether a service has a model is asked of that service's folder alone, and
+JSON is read into plain dicts. The answers, the models and the search paths are botocore's own (each
+test holds the loader against botocore's ``Loader``); only the work done to reach them is less."""
 
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ import pytest
 from botocore.exceptions import UnknownServiceError
 from botocore.loaders import Loader, create_loader
 
-from resumable.aws.clients import new_session, session
-from resumable.aws.loader import ServiceLoader, loader
+from resumable.aws.clients import session
+from resumable.botocore_data import ServiceLoader, loader, new_session
+from resumable.runtime.models.bedrock import _session as bedrock_session
 
 KINDS = ("service-2", "endpoint-rule-set-1", "paginators-1", "waiters-2")
 # Names that are services, that are not, that are files in botocore's data, that differ from a
@@ -121,7 +122,8 @@ def test_a_data_path_is_expanded_and_searched_first_as_botocore_searches_it(
 def test_sessions_read_with_the_service_loader_on_the_environments_data_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert isinstance(session().get_component("data_loader"), ServiceLoader)
+    assert isinstance(session().get_component("data_loader"), ServiceLoader)  # (the AWS clients')
+    assert isinstance(bedrock_session().get_component("data_loader"), ServiceLoader)  # (BedrockModel's)
     monkeypatch.setenv("AWS_DATA_PATH", str(tmp_path))
     made = new_session().get_component("data_loader")
     assert isinstance(made, ServiceLoader) and made.search_paths[0] == str(tmp_path)

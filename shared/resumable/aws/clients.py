@@ -24,20 +24,10 @@ def session() -> Any:
     global _session  # noqa: PLW0603 (one per process, as boto3's default session is)
     with _lock:
         if _session is None:
+            from resumable.botocore_data import new_session  # (botocore's data read with less work)
+
             _session = new_session()
         return _session
-
-
-def new_session() -> Any:
-    """A botocore session reading botocore's data with resumable.aws.loader (on ``AWS_DATA_PATH`` as
-    botocore's own loader would)."""
-    import botocore.session
-
-    from resumable.aws.loader import loader
-
-    made = botocore.session.get_session()
-    made.register_component("data_loader", loader(made.get_config_variable("data_path")))
-    return made
 
 
 def hook(event: str, handler: Any) -> None:

@@ -10,7 +10,9 @@ client, which a cold start waits for (``make bench`` section 4):
   order): 2.5 times faster, 11 ms of the 1.2 MB endpoints file every client's making reads.
 
 Same files, same search paths (``AWS_DATA_PATH`` first), same answers: tests hold it against botocore's
-own ``Loader``. Imported only where resumable makes its session (resumable.aws.clients).
+own ``Loader``. A leaf module (it imports botocore alone): the AWS clients' session
+(resumable.aws.clients) and ``BedrockModel``'s (the runtime knows nothing of resumable.aws) both come
+from ``new_session``, imported where they are made.
 """
 
 from __future__ import annotations
@@ -79,3 +81,13 @@ def loader(data_path: str | None) -> ServiceLoader:
     if data_path is None:
         return ServiceLoader()
     return ServiceLoader([os.path.expanduser(os.path.expandvars(path)) for path in data_path.split(os.pathsep)])
+
+
+def new_session() -> Any:
+    """A botocore session reading botocore's data with a ``ServiceLoader`` (on ``AWS_DATA_PATH``, as
+    botocore's own loader would)."""
+    import botocore.session
+
+    made = botocore.session.get_session()
+    made.register_component("data_loader", loader(made.get_config_variable("data_path")))
+    return made
