@@ -66,8 +66,14 @@ def aws_modules_after(code: str, env: dict[str, str]) -> list[str]:
 
 def modules_after(code: str, env: dict[str, str], roots: tuple[str, ...]) -> list[str]:
     """The modules of the packages ``roots`` loaded after running ``code`` in a fresh interpreter."""
+    modules: list[str] = printed_by(textwrap.dedent(code) + REPORT_MODULES.format(roots=roots), env)
+    return modules
+
+
+def printed_by(code: str, env: dict[str, str]) -> Any:
+    """What ``code``, run in a fresh interpreter, printed last, read as JSON."""
     completed = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code) + REPORT_MODULES.format(roots=roots)],
+        [sys.executable, "-c", code],
         capture_output=True,
         text=True,
         env=env,
@@ -75,8 +81,7 @@ def modules_after(code: str, env: dict[str, str], roots: tuple[str, ...]) -> lis
         check=False,
     )
     assert completed.returncode == 0, completed.stderr
-    modules: list[str] = json.loads(completed.stdout.strip().splitlines()[-1])
-    return modules
+    return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
 # Every package the checks below look for, so that one fresh interpreter serves all of them.
@@ -268,16 +273,7 @@ print(json.dumps(stats))
 def gc_after_every_handler(env: dict[str, str]) -> list[list[Any]]:
     """For each handler imported in turn in one fresh interpreter: whether the collector is on after it,
     how many objects are frozen, and how many full collections have run so far."""
-    completed = subprocess.run(
-        [sys.executable, "-c", GC_AFTER_EVERY_HANDLER],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=HANG_SECONDS,
-        check=False,
-    )
-    assert completed.returncode == 0, completed.stderr
-    stats: list[list[Any]] = json.loads(completed.stdout.strip().splitlines()[-1])
+    stats: list[list[Any]] = printed_by(GC_AFTER_EVERY_HANDLER, env)
     return stats
 
 
