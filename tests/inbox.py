@@ -31,10 +31,17 @@ def open_questions(
         )
         for n in range(sessions)
     ]
+    write_interactions(store, records)
+    return [r.request_id for r in sorted(records, key=lambda r: r.expires_at)]
+
+
+def write_interactions(store: DynamoDBStore, records: list[InteractionRecord]) -> None:
+    """``records`` written as a commit writes them, in ``store``'s shards."""
     for chunk in range(0, len(records), 25):
         store.dynamodb.batch_write_item(
             RequestItems={
-                store.table: [{"PutRequest": {"Item": interaction_item(r)}} for r in records[chunk : chunk + 25]]
+                store.table: [
+                    {"PutRequest": {"Item": interaction_item(r, store.shards)}} for r in records[chunk : chunk + 25]
+                ]
             }
         )
-    return [r.request_id for r in sorted(records, key=lambda r: r.expires_at)]

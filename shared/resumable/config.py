@@ -12,6 +12,10 @@ if TYPE_CHECKING:
     from resumable.runtime.approval import ApprovalPolicy
 
 
+MAX_INDEX_SHARDS = 64
+"""A page of the inbox reads every shard: more than this would make each page a hundred Queries."""
+
+
 class Settings(BaseModel):
     """Where the store lives and how the service behaves.
 
@@ -22,6 +26,8 @@ class Settings(BaseModel):
     it can), ``CONTINUE_FUNCTION`` (the Lambda function that continues turns: SubmitApproval),
     ``STALL_SECONDS`` (how long a checkpointed or fully answered turn may sit before a read asks for
     another continuation), ``SWEEP_LIMIT`` (how many turns one run of the sweeper looks at, at most),
+    ``INDEX_SHARDS`` (how many partitions each deployment-wide index (the inbox, the sweeper's, the
+    audit trail's days) is spread over; raise it, never lower it: see docs/scale.md),
     ``RETENTION_DAYS`` (how long a settled turn's records, and a session's after its last turn, are
     kept; a deleted session's, from its deletion),
     ``APPROVER_PRINCIPALS``
@@ -57,6 +63,7 @@ class Settings(BaseModel):
     continue_function: str | None = None
     stall_seconds: float = Field(default=10, ge=0)
     sweep_limit: int = Field(default=100, gt=0)
+    index_shards: int = Field(default=16, ge=1, le=MAX_INDEX_SHARDS)
     retention_days: float = Field(default=30, gt=0)
     # At most what AWS's hard limits leave room for (docs/aws-calls.md): a prompt travels in a 128 KB
     # request body and is kept on its turn (a 400 KB item); an answer is kept on its question and
@@ -120,6 +127,7 @@ class Settings(BaseModel):
             "continue_function": "CONTINUE_FUNCTION",
             "stall_seconds": "STALL_SECONDS",
             "sweep_limit": "SWEEP_LIMIT",
+            "index_shards": "INDEX_SHARDS",
             "retention_days": "RETENTION_DAYS",
             "event_bus_name": "EVENT_BUS_NAME",
             "api_url": "API_URL",
@@ -175,5 +183,6 @@ class Settings(BaseModel):
             "API_URL": self.api_url,
             "DEAD_LETTER_QUEUE_URL": self.dead_letter_queue_url,
             "CONTINUE_FUNCTION": self.continue_function,
+            "INDEX_SHARDS": str(self.index_shards),
         }
         return {name: value for name, value in names.items() if value}

@@ -189,7 +189,9 @@ def test_an_entry_keeps_its_own_retention_and_nothing_overwrites_one(
     [stored] = [r for _, r in store_of(service).list_audit(_day(clock.now() - 401 * DAY), None, 0, 4e9, 10)[0]][:1]
     forged = stored.model_copy(update={"message": "approved by nobody"})  # (its key unchanged)
     with pytest.raises(Exception, match="ConditionalCheckFailed"):
-        store_of(service).dynamodb.transact_write_items(TransactItems=[audit_put(service.settings.table_name, forged)])
+        store_of(service).dynamodb.transact_write_items(
+            TransactItems=[audit_put(service.settings.table_name, forged, service.settings.index_shards)]
+        )
 
 
 def _day(at: float) -> str:

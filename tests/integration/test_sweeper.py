@@ -17,7 +17,7 @@ from resumable.local.functions import function_arn
 from resumable.service import Service, TurnView
 from resumable.service.sweep import ATTEMPTS, STUCK_RECHECK_SECONDS
 from resumable.store import DynamoDBStore
-from resumable.store.codec import key, root_sk
+from resumable.store.codec import key, root_sk, sharded
 from tests.clock import FakeClock
 from tests.deployed import as_deployed, continued_through_lambda
 from tests.factories import executions
@@ -43,9 +43,14 @@ def _sweeper(make_service: Callable[..., Service], factory: str = "nested", **se
 
 
 def _index_entry(store: DynamoDBStore, session_id: str, turn_id: str) -> tuple[str, float] | None:
-    """The turn's entry in the sweeper's index: its partition and when it is due, or None."""
+    """The turn's entry in the sweeper's index: its partition (UNSETTLED, STUCK, EXPIRING: found in
+    the session's shard of it) and when it is due, or None."""
     [root] = [i for i in session_items(store, session_id) if i["sk"] == f"TURN#{turn_id}"]
-    return (root["gsi4pk"], float(root["gsi4sk"])) if "gsi4pk" in root else None
+    if "gsi4pk" not in root:
+        return None
+    partition = root["gsi4pk"].split("#")[0]
+    assert root["gsi4pk"] == sharded(partition, session_id, store.shards), "in another shard than its session's"
+    return partition, float(root["gsi4sk"])
 
 
 def _settled_entry(service: Service, session_id: str, turn_id: str) -> bool:

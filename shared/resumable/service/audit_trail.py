@@ -97,6 +97,9 @@ class _Page:
     last: str | None = None
 
 
+_CURSOR_FIELDS = frozenset({"pk", "sk", "since", "until"})
+
+
 def audit(
     deps: Dependencies,
     principal: str | None,
@@ -152,7 +155,7 @@ def _where(
     start = _moment("since", since) if since is not None else end - DEFAULT_DAYS * 86400
     page = _Page(start, end)
     if after is not None:
-        held = cursor.read(after, query, None, deps.settings.cursor_secret, fields=frozenset({"since", "until"}))
+        held = cursor.read(after, query, deps.settings.cursor_secret, shapes=[_CURSOR_FIELDS], listing="this listing")
         page = _Page(float(held["since"]["S"]), float(held["until"]["S"]))
         if (since is not None and start != page.start) or (until is not None and end != page.end):
             raise ValidationFailedError(

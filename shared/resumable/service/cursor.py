@@ -10,6 +10,7 @@ import hashlib
 import hmac
 import json
 import secrets
+from collections.abc import Iterable
 from typing import Any
 
 from resumable.exceptions import ValidationFailedError
@@ -36,18 +37,17 @@ def _mac(secret: str | None, partition: str, payload: str) -> str:
 
 
 def issue(start: dict[str, Any], partition: str, secret: str | None) -> str:
-    """The cursor of the page that starts after ``start`` in the inbox ``partition``."""
+    """The cursor of the page that starts after ``start`` in the listing ``partition`` (an inbox, a query)."""
     payload = _b64(json.dumps(start, sort_keys=True, separators=(",", ":")).encode())
     return f"{payload}.{_mac(secret, partition, payload)}"
 
 
 def read(
-    cursor: str, partition: str, index: str | None, secret: str | None, *, fields: frozenset[str] = frozenset()
+    cursor: str, partition: str, secret: str | None, *, shapes: Iterable[frozenset[str]], listing: str
 ) -> dict[str, Any]:
-    """Where the page of ``cursor`` starts; ``ValidationFailedError`` for a cursor this inbox (or, with
-    ``index`` None, this listing) did not issue, one that was changed, or one of another inbox or
-    query. It holds the table's key, the ``index``'s and any other ``fields``, each a string."""
-    listing = "this inbox" if index is not None else "this listing"
+    """Where the page of ``cursor`` starts; ``ValidationFailedError`` for a cursor ``listing`` (this
+    inbox, this listing) did not issue for ``partition``, one that was changed, or one of another inbox
+    or query. It holds the fields of one of ``shapes``, each a string."""
     refused = ValidationFailedError(
         f"query parameter 'cursor' is not one {listing} issued for you (or it was changed, or the other query "
         "parameters are not those it was issued with): send the cursor of the previous page as it came, with "
@@ -64,10 +64,9 @@ def read(
         start = json.loads(_unb64(payload))
     except (binascii.Error, ValueError) as error:
         raise refused from error
-    expected = {"pk", "sk", *fields, *((f"{index}pk", f"{index}sk") if index is not None else ())}
     if (
         not isinstance(start, dict)
-        or start.keys() != expected
+        or start.keys() not in [set(shape) for shape in shapes]
         or not all(isinstance(v, dict) and v.keys() == {"S"} and isinstance(v["S"], str) for v in start.values())
     ):
         raise refused

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
@@ -53,10 +53,13 @@ def inbox(
     whose = None if principal is None or is_approver(deps.settings, principal) else principal
     index, partition = deps.store.inbox_partition(whose)
     secret = deps.settings.cursor_secret
-    start = cursor.read(after, partition, index, secret) if after is not None else None
+    last = (
+        _place(cursor.read(after, partition, secret, shapes=_cursor_shapes(index), listing="this inbox"), index)
+        if after is not None
+        else None
+    )
     now = deps.clock.now()
     shown: list[InteractionView] = []
-    last = start
     for _ in range(MAX_READS):  # questions the reader may not answer are left out: read on to fill the page
         found, last = deps.store.list_inbox(whose, now, limit - len(shown), last)
         for interaction in found:
@@ -65,7 +68,19 @@ def inbox(
                 shown.append(view)
         if last is None or len(shown) == limit:
             break
-    return InboxPage(interactions=shown, cursor=cursor.issue(last, partition, secret) if last else None)
+    return InboxPage(
+        interactions=shown, cursor=cursor.issue({"after": {"S": last}}, partition, secret) if last else None
+    )
+
+
+def _cursor_shapes(index: str) -> list[frozenset[str]]:
+    """A cursor holds the place in the inbox's order after which its page starts; one issued before the
+    inbox was sharded holds the key DynamoDB's Query ended at, the place among it."""
+    return [frozenset({"after"}), frozenset({"pk", "sk", f"{index}pk", f"{index}sk"})]
+
+
+def _place(held: dict[str, Any], index: str) -> str:
+    return str(held["after"]["S"] if "after" in held else held[f"{index}sk"]["S"])
 
 
 def _for_reader(

@@ -3,12 +3,12 @@ partition per UTC day of their own, apart from every session (deleting one never
 
 | item | pk | sk |
 |---|---|---|
-| audit record | ``AUDIT#<YYYY-MM-DD>`` | ``<ISO 8601 time, microseconds>#<requestId>#<n><kind>#<who or what>`` |
+| audit record | ``AUDIT#<YYYY-MM-DD>[#<shard>]`` | ``<ISO 8601 time, µs>#<requestId>#<n><kind>#<who or what>`` |
 
-A day's records are one Query in time order. Nothing updates or deletes a record: its put requires
-that no item holds its key, and only DynamoDB's TTL removes it, at its own ``purge_at``. A day's
-partition takes every decision of the deployment (a million approvals a day is about 35 writes a
-second, far under a partition's 1,000).
+A day is sharded like the inbox (``codec.sharded``, by the record's session), so no partition key
+takes every decision of the deployment; its records are one Query per shard, merged in time order.
+Nothing updates or deletes a record: its put requires that no item holds its key, and only DynamoDB's
+TTL removes it, at its own ``purge_at``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from resumable.store.codec import value
+from resumable.store.codec import sharded, shards_of, value
 from resumable.store.records import AuditRecord
 from resumable.store.table import Table, aws_call
 
@@ -45,14 +45,14 @@ def audit_sk(record: AuditRecord) -> str:
     return f"{audit_time(record.at)}#{record.request_id}#{kind}#{hashlib.sha256(who.encode()).hexdigest()[:16]}"
 
 
-def audit_put(table: str, record: AuditRecord) -> dict[str, Any]:
-    """The transaction item that appends ``record``: refused, like its whole transaction, should a record
-    already hold its key (nothing overwrites a record)."""
+def audit_put(table: str, record: AuditRecord, shards: int) -> dict[str, Any]:
+    """The transaction item that appends ``record`` (to its session's shard of ``shards``): refused, like
+    its whole transaction, should a record already hold its key (nothing overwrites a record)."""
     return {
         "Put": {
             "TableName": table,
             "Item": {
-                "pk": value(audit_pk(audit_day(record.at))),
+                "pk": value(sharded(audit_pk(audit_day(record.at)), record.session_id, shards)),
                 "sk": value(audit_sk(record)),
                 "entity": value("audit"),
                 "purge_at": value(record.purge_at),
@@ -70,22 +70,21 @@ class AuditItems(Table):
     ) -> tuple[list[tuple[str, AuditRecord]], bool]:
         """Up to ``limit`` records of ``day`` made in [``since``, ``until``), oldest first, after the
         sort key ``after`` (None: from the first), each with its sort key; and whether the day holds more."""
-        request: dict[str, Any] = {
-            "TableName": self.table,
-            "KeyConditionExpression": "pk = :pk AND sk BETWEEN :since AND :until",
-            "ExpressionAttributeValues": {
-                ":pk": value(audit_pk(day)),
-                # (a record made exactly at ``until`` sorts after its bare time: outside)
-                ":since": value(audit_time(since)),
-                ":until": value(audit_time(until)),
-            },
-            "Limit": limit,
-        }
-        if after is not None:
-            request["ExclusiveStartKey"] = {"pk": value(audit_pk(day)), "sk": value(after)}
-        page = self.dynamodb.query(**request)
-        found = [
-            (item["sk"]["S"], AuditRecord.model_validate(json.loads(item["record"]["S"])))
-            for item in page.get("Items", [])
-        ]
-        return found, "LastEvaluatedKey" in page
+        requests: list[dict[str, Any]] = []
+        for shard in shards_of(audit_pk(day), self.shards):
+            request: dict[str, Any] = {
+                "TableName": self.table,
+                "KeyConditionExpression": "pk = :pk AND sk BETWEEN :since AND :until",
+                "ExpressionAttributeValues": {
+                    ":pk": value(shard),
+                    # (a record made exactly at ``until`` sorts after its bare time: outside)
+                    ":since": value(audit_time(since)),
+                    ":until": value(audit_time(until)),
+                },
+            }
+            if after is not None:
+                request["ExclusiveStartKey"] = {"pk": value(shard), "sk": value(after)}
+            requests.append(request)
+        items, more = self.merged(requests, "sk", limit)
+        found = [(item["sk"]["S"], AuditRecord.model_validate(json.loads(item["record"]["S"]))) for item in items]
+        return found, more

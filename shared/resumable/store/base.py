@@ -69,23 +69,26 @@ class Commit:
 
 @dataclass(frozen=True)
 class DueTurn:
-    """An unsettled root turn as the sweeper's index holds it: when it was due a look (``due_at``), and
-    whether the sweeper had given up on it (``stuck``)."""
+    """An unsettled root turn as the sweeper's index holds it: when it was due a look (``due_at``),
+    whether the sweeper had given up on it (``stuck``), and the index partition it was found in."""
 
     root: TurnRecord
     due_at: float
+    partition: str
     stuck: bool = False
 
 
 @dataclass(frozen=True)
 class Expiring:
     """A record whose retention has ended, as the sweeper's index holds it: a root turn (``turn_id``)
-    or a session (``turn_id`` None), the snapshots it points at, and when its retention ended."""
+    or a session (``turn_id`` None), the snapshots it points at, when its retention ended, and the
+    index partition it was found in."""
 
     session_id: str
     turn_id: str | None
     snapshots: frozenset[str]
     purge_at: float
+    partition: str
 
 
 @dataclass
@@ -310,10 +313,11 @@ class Store(ABC):
 
     @abstractmethod
     def list_inbox(
-        self, principal: str | None, now: float, limit: int, start: dict[str, Any] | None = None
-    ) -> tuple[list[InteractionRecord], dict[str, Any] | None]:
+        self, principal: str | None, now: float, limit: int, after: str | None = None
+    ) -> tuple[list[InteractionRecord], str | None]:
         """Up to ``limit`` requested, unexpired interactions, most urgent first, of every session
-        (``principal`` None) or of ``principal``'s sessions; and where the next page starts."""
+        (``principal`` None) or of ``principal``'s sessions, after the place ``after`` in that order;
+        and the place the next page starts after (None: there is no next page)."""
 
     @staticmethod
     @abstractmethod

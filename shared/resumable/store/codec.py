@@ -15,12 +15,19 @@ An interaction is also in GSI1 (the session's, by status) and, while requested, 
 (the inbox: every session's, and its principal's, by expiry). An unsettled root turn is in GSI4 (the
 sweeper's, by when it is due a look: ``due``). So a whole turn tree is one Query. Every change to a
 tree goes through a condition on the root turn.
+
+An index that holds every session's items (GSI2's inbox, GSI4's partitions) is sharded: a session's
+items go to one of ``Settings.index_shards`` partitions, chosen by its id (``sharded``), so that no
+partition key takes the whole deployment's writes; a read asks every shard and merges
+(``Table.merged``). Shard 0 keeps the unsharded name, so items written before there were shards, or
+with one shard, are read as shard 0.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import zlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -73,6 +80,24 @@ def decode(item: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
+def shard_of(session_id: str, shards: int) -> int:
+    """Which of ``shards`` partitions of a sharded index holds ``session_id``'s items: the same in every
+    process and release (CRC-32 of the id, not Python's salted ``hash``)."""
+    return zlib.crc32(session_id.encode()) % shards
+
+
+def sharded(base: str, session_id: str, shards: int) -> str:
+    """The partition key of ``session_id``'s items in the sharded partition ``base``: ``base`` itself
+    for shard 0, ``<base>#<n>`` for shard n."""
+    n = shard_of(session_id, shards)
+    return base if n == 0 else f"{base}#{n}"
+
+
+def shards_of(base: str, shards: int) -> list[str]:
+    """Every partition key of the sharded partition ``base``, shard 0 first."""
+    return [base, *(f"{base}#{n}" for n in range(1, shards))]
+
+
 def pk(session_id: str) -> str:
     return f"SESSION#{session_id}"
 
@@ -99,8 +124,8 @@ def action_sk(root_turn_id: str, action_key: str) -> str:
     return f"TURN#{root_turn_id}#ACTION#{hashlib.sha256(action_key.encode()).hexdigest()}"
 
 
-def turn_item(turn: TurnRecord) -> dict[str, Any]:
-    index = sweeper_keys(turn) or {}
+def turn_item(turn: TurnRecord, shards: int) -> dict[str, Any]:
+    index = sweeper_keys(turn, shards) or {}
     return {**key(turn.session_id, turn_sk(turn)), **encode({"entity": "turn", **index, **turn.model_dump()})}
 
 
@@ -110,14 +135,17 @@ EXPIRING = "EXPIRING"
 DUE_KEYS = ("gsi4pk", "gsi4sk")
 
 
-def sweeper_keys(turn: TurnRecord, asked: Iterable[InteractionRecord] = ()) -> dict[str, Any] | None:
-    """Where a root turn is in the sweeper's index: unsettled, by when it is due a look (``due``);
-    settled, by when its retention ends. None for a child turn (or a settled root with no retention)."""
+def sweeper_keys(turn: TurnRecord, shards: int, asked: Iterable[InteractionRecord] = ()) -> dict[str, Any] | None:
+    """Where a root turn is in the sweeper's index (in its session's shard of ``shards``): unsettled,
+    by when it is due a look (``due``); settled, by when its retention ends. None for a child turn (or
+    a settled root with no retention)."""
     if turn.parent_turn_id is not None:
         return None
     if turn.settled:
-        return None if turn.purge_at is None else {"gsi4pk": EXPIRING, "gsi4sk": turn.purge_at}
-    return {"gsi4pk": UNSETTLED, "gsi4sk": due(turn, asked)}
+        if turn.purge_at is None:
+            return None
+        return {"gsi4pk": sharded(EXPIRING, turn.session_id, shards), "gsi4sk": turn.purge_at}
+    return {"gsi4pk": sharded(UNSETTLED, turn.session_id, shards), "gsi4sk": due(turn, asked)}
 
 
 def due(turn: TurnRecord, asked: Iterable[InteractionRecord] = ()) -> float:
@@ -162,11 +190,11 @@ def principal_inbox(principal: str) -> str:
     return f"PRINCIPAL#{principal}"
 
 
-def interaction_item(interaction: InteractionRecord) -> dict[str, Any]:
+def interaction_item(interaction: InteractionRecord, shards: int) -> dict[str, Any]:
     inbox: dict[str, str] = {}
     if interaction.status == "requested":
         order = inbox_sort_key(interaction.expires_at, interaction.session_id, interaction.request_id, interaction.risk)
-        inbox = {"gsi2pk": INBOX, "gsi2sk": order}
+        inbox = {"gsi2pk": sharded(INBOX, interaction.session_id, shards), "gsi2sk": order}
         if interaction.principal is not None:
             inbox |= {"gsi3pk": principal_inbox(interaction.principal), "gsi3sk": order}
     return {

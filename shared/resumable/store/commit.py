@@ -120,7 +120,7 @@ class CommitItems(Table):
         # A commit moves the turn on: the sweeper's count of its attempts starts again, and the turn
         # is due a look as its new state says (or, settled, when its retention ends).
         fields = {**root.model_dump(include=_ROOT_FIELDS), "sweeps": 0}
-        index = sweeper_keys(root, commit.new_interactions)
+        index = sweeper_keys(root, self.shards, commit.new_interactions)
         fields |= index or {}
         # Every attribute through a placeholder: several of these names are DynamoDB reserved words.
         names = {"#status": "status", **{f"#{f}": f for f in fields}}
@@ -153,7 +153,7 @@ class CommitItems(Table):
         if commit.settle_session and root.purge_at is not None:
             # No turn is active: the session's retention counts from now, as its last turn's does.
             sets += ["purge_at = :purge", "gsi4pk = :expiring", "gsi4sk = :purge"]
-            values |= {":purge": value(root.purge_at), ":expiring": value(EXPIRING)}
+            values |= {":purge": value(root.purge_at), ":expiring": value(self.sharded(EXPIRING, root.session_id))}
         if commit.session_snapshot_key is not None:
             sets.append("snapshot_key = :snapshot")
             values[":snapshot"] = value(commit.session_snapshot_key)
@@ -189,7 +189,7 @@ class CommitItems(Table):
             {
                 "Put": {
                     "TableName": self.table,
-                    "Item": interaction_item(i),
+                    "Item": interaction_item(i, self.shards),
                     "ConditionExpression": "attribute_not_exists(pk)",
                 }
             }
@@ -199,7 +199,7 @@ class CommitItems(Table):
             {
                 "Put": {
                     "TableName": self.table,
-                    "Item": interaction_item(changed),
+                    "Item": interaction_item(changed, self.shards),
                     # (as read: a vote given since would be lost with the record's rewrite)
                     "ConditionExpression": "#status = :from"
                     " AND (attribute_not_exists(vote_count) OR vote_count = :votes)",
@@ -209,7 +209,9 @@ class CommitItems(Table):
             }
             for changed, from_status in commit.interaction_changes
         ]
-        writes += [{"Put": {"TableName": self.table, "Item": turn_item(child)}} for child in commit.children]
+        writes += [
+            {"Put": {"TableName": self.table, "Item": turn_item(child, self.shards)}} for child in commit.children
+        ]
         return writes
 
     def _expiry_writes(self, commit: Commit) -> list[dict[str, Any]]:

@@ -138,7 +138,11 @@ class DeletionItems(Table):
                 "UpdateExpression": update,
                 "ConditionExpression": condition,
                 "ExpressionAttributeNames": {"#purge": TTL_ATTRIBUTE},
-                "ExpressionAttributeValues": {**values, ":purge": value(purge_at), ":expiring": value(EXPIRING)},
+                "ExpressionAttributeValues": {
+                    **values,
+                    ":purge": value(purge_at),
+                    ":expiring": value(self.sharded(EXPIRING, session.session_id)),
+                },
             }
         }
         try:
@@ -181,7 +185,7 @@ class DeletionItems(Table):
             values[":generation"] = value(generation)
         if sk.count("#") == 1:  # a root turn ("TURN#<id>"), settled: in the sweeper's index by its retention
             sets += ["gsi4pk = :expiring", "gsi4sk = :purge"]
-            values[":expiring"] = value(EXPIRING)
+            values[":expiring"] = value(self.sharded(EXPIRING, session_id))
         return {
             "Update": {
                 "TableName": self.table,

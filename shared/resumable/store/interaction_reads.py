@@ -6,7 +6,16 @@ import time
 from typing import Any
 
 from resumable.exceptions import AwsError
-from resumable.store.codec import INBOX, decode, inbox_unexpired_after, interaction_sk, key, principal_inbox, value
+from resumable.store.codec import (
+    INBOX,
+    decode,
+    inbox_unexpired_after,
+    interaction_sk,
+    key,
+    principal_inbox,
+    shards_of,
+    value,
+)
 from resumable.store.records import InteractionRecord, InteractionStatus
 from resumable.store.resources import INBOX_INDEX, INTERACTIONS_INDEX, PRINCIPAL_INBOX_INDEX
 from resumable.store.table import Table, aws_call
@@ -60,39 +69,39 @@ class InteractionReads(Table):
 
     @aws_call
     def list_inbox(
-        self, principal: str | None, now: float, limit: int, start: dict[str, Any] | None = None
-    ) -> tuple[list[InteractionRecord], dict[str, Any] | None]:
+        self, principal: str | None, now: float, limit: int, after: str | None = None
+    ) -> tuple[list[InteractionRecord], str | None]:
         """Up to ``limit`` requested interactions not yet expired at ``now``, most urgent first (the hour
-        they expire in, then the riskiest, then the expiry): every session's (``principal`` None) or
-        those of ``principal``'s sessions; one Query, and where the next page starts (None: this was
-        the last; a page that met expired ones is shorter)."""
+        they expire in, then the riskiest, then the expiry), after the one whose place in the inbox is
+        ``after`` (None: from the first): every session's (``principal`` None: a Query per shard,
+        merged) or those of ``principal``'s sessions (one Query). And the place of the last one read,
+        where the next page starts (None: this was the last page)."""
         index, partition = self.inbox_partition(principal)
-        bound = inbox_unexpired_after(now)
-        if start is not None and start.get(f"{index}sk", {}).get("S", "") <= bound:
-            # A page that ended before the unexpired ones (in an hour now gone): everything after it that
-            # could be listed is at or after the bound (DynamoDB refuses a start key outside it).
-            start = None
-        request: dict[str, Any] = {
-            "TableName": self.table,
-            "IndexName": index,
-            "KeyConditionExpression": f"{index}pk = :pk AND {index}sk > :hour",
-            "FilterExpression": "expires_at > :now",
-            "ExpressionAttributeValues": {
-                ":pk": value(partition),
-                ":hour": value(bound),
-                ":now": value(now),
-            },
-            "Limit": limit,
-        }
-        if start is not None:
-            request["ExclusiveStartKey"] = start
-        page = self.dynamodb.query(**request)
-        found = [InteractionRecord.model_validate(decode(item)) for item in page.get("Items", [])]
-        return found, page.get("LastEvaluatedKey")
+        # Those of an hour gone by are not read at all; of the hour now, the expired ones are filtered out.
+        start = max(inbox_unexpired_after(now), after or "")
+        shards = shards_of(partition, self.shards) if principal is None else [partition]
+        found, more = self.merged(
+            [
+                {
+                    "TableName": self.table,
+                    "IndexName": index,
+                    "KeyConditionExpression": f"{index}pk = :pk AND {index}sk > :after",
+                    "FilterExpression": "expires_at > :now",
+                    "ExpressionAttributeValues": {":pk": value(shard), ":after": value(start), ":now": value(now)},
+                }
+                for shard in shards
+            ],
+            f"{index}sk",
+            limit,
+        )
+        interactions = [InteractionRecord.model_validate(decode(item)) for item in found]
+        if not more:
+            return interactions, None
+        return interactions, found[-1][f"{index}sk"]["S"] if found else start
 
     @staticmethod
     def inbox_partition(principal: str | None) -> tuple[str, str]:
-        """The index and partition key a principal's inbox is read from."""
+        """The index and partition key (shard 0's, for every session's) a principal's inbox is read from."""
         return (INBOX_INDEX, INBOX) if principal is None else (PRINCIPAL_INBOX_INDEX, principal_inbox(principal))
 
 

@@ -86,7 +86,7 @@ class InteractionItems(Table):
                     {"Update": answer},
                     self._one_answer_fewer(session_id, root_turn_id, now),
                     event_put(self.table, session_id, sk, answered),
-                    *([audit_put(self.table, audit)] if audit is not None else []),
+                    *([audit_put(self.table, audit, self.shards)] if audit is not None else []),
                 ]
             )
         except ClientError as error:
@@ -114,7 +114,7 @@ class InteractionItems(Table):
         vote["UpdateExpression"] = "SET updated_at = :now"
         _with_votes(vote, votes)
         try:
-            audited = [audit_put(self.table, audit)] if audit is not None else []
+            audited = [audit_put(self.table, audit, self.shards)] if audit is not None else []
             self._transact_write([{"Update": vote}, self._waiting(session_id, root_turn_id), *audited])
         except ClientError as error:
             if code_of(error) != TRANSACTION_CANCELED:
@@ -270,7 +270,7 @@ class InteractionItems(Table):
                     ":waiting": value("waiting"),
                     ":false": value(False),
                     ":zero": value(0),
-                    ":unsettled": value(UNSETTLED),
+                    ":unsettled": value(self.sharded(UNSETTLED, session_id)),
                 },
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }

@@ -100,7 +100,7 @@ class ActionItems(Table):
         lease_owner: str,
         audit: AuditRecord | None = None,
     ) -> bool:
-        audited = [audit_put(self.table, audit)] if audit is not None else []
+        audited = [audit_put(self.table, audit, self.shards)] if audit is not None else []
         record: dict[str, dict[str, Any]] = {
             "Update": {
                 "TableName": self.table,
@@ -159,7 +159,7 @@ class ActionItems(Table):
         """Write ``record`` (a journal entry's update) with ``report`` (its Action Reported event) and
         ``audit`` (its audit record); of a deleted session, the entry and its audit record alone: nothing of a
         deleted session is published after its deletion (its audit trail outlives it)."""
-        audited = [audit_put(self.table, audit)] if audit is not None else []
+        audited = [audit_put(self.table, audit, self.shards)] if audit is not None else []
         reported = {**record["Update"]}
         reported["ConditionExpression"] = (
             f"({record['Update']['ConditionExpression']}) AND "
@@ -195,7 +195,7 @@ class ActionItems(Table):
                 }
             }
             try:
-                self._transact_write([first, audit_put(self.table, audit)])
+                self._transact_write([first, audit_put(self.table, audit, self.shards)])
             except ClientError as error:
                 if code_of(error) != TRANSACTION_CANCELED:
                     raise

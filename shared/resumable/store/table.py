@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import random
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
@@ -13,6 +14,7 @@ from botocore.exceptions import ClientError
 
 from resumable.config import Settings
 from resumable.exceptions import AwsError, ResumableError
+from resumable.store.codec import sharded
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -94,6 +96,36 @@ class Table:
 
             dynamodb = client("dynamodb", settings)
         self.dynamodb: DynamoDBClient = dynamodb
+        self.shards = settings.index_shards
+
+    def sharded(self, base: str, session_id: str) -> str:
+        """The partition key of ``session_id``'s items in the sharded partition ``base``."""
+        return sharded(base, session_id, self.shards)
+
+    def merged(self, requests: list[dict[str, Any]], order: str, limit: int) -> tuple[list[dict[str, Any]], bool]:
+        """Up to ``limit`` items of several Queries (one per shard of a sharded partition) in ascending
+        ``order`` (the sort key's attribute, unique across them or ties in any order), as one Query of
+        one partition would list them; and whether any Query has more. Each shard is read in small
+        pages, and read on only while its next item could come next."""
+        streams = [_Stream(dict(request)) for request in requests]
+        first = min(limit, -(-2 * limit // len(streams)) + 1)  # (ceil: twice each shard's fair share)
+        found: list[dict[str, Any]] = []
+        while len(found) < limit:
+            unread = [s for s in streams if not s.items and not s.done]
+            if never := next((s for s in unread if not s.read), None):
+                never.read_more(self.dynamodb, order, first)
+                continue
+            ready = [s for s in streams if s.items]
+            if not ready and not unread:
+                break
+            lowest = min(unread, key=lambda s: s.read_to, default=None)  # (read up to there, nothing after yet)
+            head = min(ready, key=lambda s: _ordered(s.items[0], order), default=None)
+            if head is not None and (lowest is None or _ordered(head.items[0], order) <= lowest.read_to):
+                found.append(head.items.popleft())
+            else:
+                assert lowest is not None
+                lowest.read_more(self.dynamodb, order, limit - len(found))
+        return found, any(s.items or not s.done for s in streams)
 
     def _query_items(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """Every item a Query returns, page after page."""
@@ -121,3 +153,32 @@ class Table:
                 if attempt == _CONFLICT_ATTEMPTS - 1:
                     raise
                 time.sleep(0.02 * 2**attempt * (1 + random.random()))
+
+
+def _ordered(item: dict[str, Any], order: str) -> Any:
+    """An item's place in its index: its ``order`` attribute, a number or a string."""
+    attribute = item[order]
+    return float(attribute["N"]) if "N" in attribute else attribute["S"]
+
+
+class _Stream:
+    """One shard's Query, read page by page: the items read and not yet taken, and how far it was read
+    (every item up to ``read_to`` that the Query returns has been returned)."""
+
+    def __init__(self, request: dict[str, Any]) -> None:
+        self.request = request
+        self.items: deque[dict[str, Any]] = deque()
+        self.read = False
+        self.done = False
+        self.read_to: Any = None
+
+    def read_more(self, dynamodb: Any, order: str, limit: int) -> None:
+        page = dynamodb.query(**self.request, Limit=max(1, limit))
+        self.read = True
+        self.items.extend(page.get("Items", []))
+        last = page.get("LastEvaluatedKey")
+        if last is None:
+            self.done = True
+        else:
+            self.request["ExclusiveStartKey"] = last
+            self.read_to = _ordered(last, order)

@@ -37,7 +37,11 @@ class TurnItems(Table):
     @aws_call
     def begin_turn(self, seen: SessionRecord | None, session: SessionRecord, turn: TurnRecord) -> bool:
         turn_write = {
-            "Put": {"TableName": self.table, "Item": turn_item(turn), "ConditionExpression": "attribute_not_exists(pk)"}
+            "Put": {
+                "TableName": self.table,
+                "Item": turn_item(turn, self.shards),
+                "ConditionExpression": "attribute_not_exists(pk)",
+            }
         }
         try:
             self._transact_write([self._session_write(seen, session, turn), turn_write])
@@ -160,7 +164,7 @@ class TurnItems(Table):
                     ":now": value(now),
                     ":false": value(False),
                     ":one": value(1),
-                    ":unsettled": value(UNSETTLED),
+                    ":unsettled": value(self.sharded(UNSETTLED, session_id)),
                     **({} if takeover else {":waiting": value("waiting"), ":zero": value(0)}),
                 },
                 ReturnValues="ALL_NEW",
@@ -214,7 +218,7 @@ class TurnItems(Table):
                     ":owner": value(lease_owner),
                     ":running": value("running"),
                     ":error": value(error),
-                    ":unsettled": value(UNSETTLED),
+                    ":unsettled": value(self.sharded(UNSETTLED, turn.session_id)),
                 },
             )
         except ClientError as lost:
@@ -240,7 +244,7 @@ class TurnItems(Table):
                     ":now": value(now),
                     ":running": value("running"),
                     ":waiting": value("waiting"),
-                    ":unsettled": value(UNSETTLED),
+                    ":unsettled": value(self.sharded(UNSETTLED, session_id)),
                 },
                 ReturnValues="ALL_NEW",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",

@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 from pydantic import ValidationError
 
 from resumable.store.base import DueTurn, Expiring
-from resumable.store.codec import EXPIRING, STUCK, UNSETTLED, decode, key, pk, root_sk, value
+from resumable.store.codec import EXPIRING, STUCK, UNSETTLED, decode, key, pk, root_sk, shards_of, value
 from resumable.store.records import SessionRecord, TurnRecord
 from resumable.store.resources import UNSETTLED_INDEX
 from resumable.store.table import CONDITION_FAILED, MAX_TRANSACTION_ITEMS, Table, aws_call, code_of
@@ -29,35 +29,46 @@ class UnsettledTurns(Table):
     @aws_call
     def due_turns(self, now: float, limit: int, *, stuck: bool = False) -> list[DueTurn]:
         due = self._due(STUCK if stuck else UNSETTLED, now, limit)
-        return [DueTurn(TurnRecord.model_validate(fields), float(fields["gsi4sk"]), stuck) for fields in due]
+        return [
+            DueTurn(TurnRecord.model_validate(fields), float(fields["gsi4sk"]), fields["gsi4pk"], stuck)
+            for fields in due
+        ]
 
     def _due(self, partition: str, now: float, limit: int) -> list[dict[str, Any]]:
-        """Up to ``limit`` items of an index partition due by ``now``, earliest first, decoded."""
-        page = self.dynamodb.query(
-            TableName=self.table,
-            IndexName=UNSETTLED_INDEX,
-            KeyConditionExpression="gsi4pk = :partition AND gsi4sk <= :now",
-            ExpressionAttributeValues={":partition": value(partition), ":now": value(now)},
-            Limit=limit,
+        """Up to ``limit`` items of a sharded index partition due by ``now``, earliest first, decoded."""
+        found, _ = self.merged(
+            [
+                {
+                    "TableName": self.table,
+                    "IndexName": UNSETTLED_INDEX,
+                    "KeyConditionExpression": "gsi4pk = :partition AND gsi4sk <= :now",
+                    "ExpressionAttributeValues": {":partition": value(shard), ":now": value(now)},
+                }
+                for shard in shards_of(partition, self.shards)
+            ],
+            "gsi4sk",
+            limit,
         )
-        return [decode(item) for item in page.get("Items", [])]
+        return [decode(item) for item in found]
 
     @aws_call
     def count_stuck(self) -> int:
-        request: dict[str, Any] = {
-            "TableName": self.table,
-            "IndexName": UNSETTLED_INDEX,
-            "KeyConditionExpression": "gsi4pk = :stuck",
-            "ExpressionAttributeValues": {":stuck": value(STUCK)},
-            "Select": "COUNT",
-        }
         counted = 0
-        while True:
-            page = self.dynamodb.query(**request)
-            counted += int(page.get("Count", 0))
-            if "LastEvaluatedKey" not in page:
-                return counted
-            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        for shard in shards_of(STUCK, self.shards):
+            request: dict[str, Any] = {
+                "TableName": self.table,
+                "IndexName": UNSETTLED_INDEX,
+                "KeyConditionExpression": "gsi4pk = :stuck",
+                "ExpressionAttributeValues": {":stuck": value(shard)},
+                "Select": "COUNT",
+            }
+            while True:
+                page = self.dynamodb.query(**request)
+                counted += int(page.get("Count", 0))
+                if "LastEvaluatedKey" not in page:
+                    break
+                request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return counted
 
     @aws_call
     def reschedule(self, found: DueTurn, due_at: float, *, swept: bool = False, stuck: bool = False) -> bool:
@@ -70,9 +81,9 @@ class UnsettledTurns(Table):
                 # Only as it was found: any other write since set its own due time, which stands.
                 ConditionExpression="gsi4pk = :seen_partition AND gsi4sk = :seen_due",
                 ExpressionAttributeValues={
-                    ":partition": value(STUCK if stuck else UNSETTLED),
+                    ":partition": value(self.sharded(STUCK if stuck else UNSETTLED, root.session_id)),
                     ":due": value(due_at),
-                    ":seen_partition": value(STUCK if found.stuck else UNSETTLED),
+                    ":seen_partition": value(found.partition),
                     ":seen_due": value(found.due_at),
                     **({":one": value(1)} if swept else {}),
                 },
@@ -99,7 +110,8 @@ class UnsettledTurns(Table):
                 )
                 continue
             turn_id = record.turn_id if isinstance(record, TurnRecord) else None
-            found.append(Expiring(record.session_id, turn_id, frozenset(record.snapshots), float(fields["gsi4sk"])))
+            snapshots = frozenset(record.snapshots)
+            found.append(Expiring(record.session_id, turn_id, snapshots, float(fields["gsi4sk"]), fields["gsi4pk"]))
         return found
 
     @aws_call
@@ -135,7 +147,7 @@ class UnsettledTurns(Table):
                 UpdateExpression="SET retiring = if_not_exists(retiring, :now)",
                 ConditionExpression="gsi4pk = :expiring AND gsi4sk = :purge AND purge_at <= :now",
                 ExpressionAttributeValues={
-                    ":expiring": value(EXPIRING),
+                    ":expiring": value(expiring.partition),
                     ":purge": value(expiring.purge_at),
                     ":now": value(now),
                 },
@@ -194,7 +206,7 @@ class UnsettledTurns(Table):
                 Key=key(expiring.session_id, _sk(expiring)),
                 UpdateExpression="REMOVE gsi4pk, gsi4sk",
                 ConditionExpression="gsi4pk = :expiring AND gsi4sk = :purge",
-                ExpressionAttributeValues={":expiring": value(EXPIRING), ":purge": value(expiring.purge_at)},
+                ExpressionAttributeValues={":expiring": value(expiring.partition), ":purge": value(expiring.purge_at)},
             )
         except ClientError as refused:
             if code_of(refused) != CONDITION_FAILED:
