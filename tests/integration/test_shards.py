@@ -18,14 +18,16 @@ from resumable.exceptions import ValidationFailedError
 from resumable.runtime.rules import RISKS
 from resumable.service import Service
 from resumable.service import cursor as cursors
+from resumable.service.inbox import MAX_READS
 from resumable.store import DynamoDBStore
 from resumable.store.audit import audit_put
-from resumable.store.codec import INBOX, shard_of, sharded, turn_item
+from resumable.store.codec import INBOX, inbox_sort_key, shard_of, sharded, turn_item
 from resumable.store.records import AuditRecord, InteractionRecord, TurnRecord
 from resumable.store.resources import TABLE_INDEXES, TABLE_KEY_SCHEMA, create_table_request
 from tests.clock import FakeClock
 from tests.inbox import write_interactions
 from tests.integration.helpers import ALICE, APPROVE
+from tests.integration.test_inbox import counted_calls
 
 APPROVER = "arn:aws:iam::111122223333:user/approver"
 BOB = "arn:aws:iam::111122223333:user/bob"
@@ -135,11 +137,12 @@ def _audited_session(item: dict[str, Any]) -> str:
     return str(AuditRecord.model_validate_json(item["record"]["S"]).session_id)
 
 
-def test_the_inbox_across_shards_lists_ties_in_order_page_after_page(
+def test_the_inbox_across_shards_lists_questions_due_at_once_in_order_page_after_page(
     new_table: Callable[[int], Settings], clock: FakeClock
 ) -> None:
     """Many questions due in the same instant, of the same risk, in sessions spread over every shard:
-    ordered by session and request as one partition orders them, every page full but the last."""
+    ordered by session and request as one partition orders them, every page full but the last. (The
+    sweeper's test has true ties: turns due at the same second.)"""
     now = clock.now()
     questions = [_question(n, n % 40, now + 600, now, "destructive") for n in range(120)]
     questions += [_question(n, n % 40, now + 600, now, None) for n in range(120, 150)]
@@ -183,17 +186,26 @@ def test_a_sharded_inbox_pages_as_a_single_partition_does(
 ) -> None:
     clock = FakeClock()
     now = clock.now()
-    records = [_question(n, s, now + e, now, r, d) for n, (s, e, r, d) in enumerate(questions)]
+    records = [
+        _question(n, s, now + e, now, r, d).model_copy(update={"principal": ALICE if s % 2 else BOB})
+        for n, (s, e, r, d) in enumerate(questions)
+    ]
     services = [_inbox_service(new_table(count), clock) for count in (shards, 1)]
     for service in services:
         write_interactions(service.store, records)  # type: ignore[arg-type]
     for reader in (APPROVER, ALICE):
         sharded_pages, reference = (_pages(service, reader, limit, dismissed=dismissed) for service in services)
         assert sharded_pages == reference
-        expected = [
-            r for r in records if r.expires_at > now and (dismissed or reader != APPROVER or not r.dismissed_by)
+        # And against the order itself, worked out here: most urgent first, none expired or dismissed.
+        shown = [
+            r
+            for r in records
+            if r.expires_at > now
+            and reader in (APPROVER, r.principal)
+            and (dismissed or reader != APPROVER or not r.dismissed_by)
         ]
-        assert sorted(q for page in reference for q in page) == sorted(r.request_id for r in expected)
+        urgent_first = sorted(shown, key=lambda r: inbox_sort_key(r.expires_at, r.session_id, r.request_id, r.risk))
+        assert [q for page in sharded_pages for q in page] == [r.request_id for r in urgent_first]
 
 
 def test_a_cursor_goes_on_after_the_shard_count_is_raised_and_one_from_before_shards_too(
@@ -295,3 +307,26 @@ def test_the_audit_trail_of_a_day_across_shards_is_in_time_order_page_after_page
         page = service.audit(APPROVER, limit=8, after=page.cursor)
         listed += [r.request_id for r in page.records]
     assert listed == [r.request_id for r in sorted(records, key=lambda r: (r.at, r.request_id))]
+
+
+def test_a_page_among_many_expired_questions_not_yet_swept_makes_a_bounded_number_of_queries_and_goes_on(
+    new_table: Callable[[int], Settings], clock: FakeClock
+) -> None:
+    """Questions past their expiry that nothing settled yet are read and left out by the filter; a page
+    stops reading after a bounded number of Queries, and its cursor goes on from where it got to."""
+    clock.advance(1800)  # (mid-hour: questions that expired in the last seconds are in the hour read)
+    now = clock.now()
+    expired = [_question(n, n % 50, now - 1 - n % 7, now) for n in range(400)]
+    waiting = _question(400, 7, now + 600, now)
+    service = _inbox_service(new_table(16), clock)
+    write_interactions(service.store, [*expired, waiting])  # type: ignore[arg-type]
+    pages, queries = [], []
+    page = None
+    while page is None or page.cursor is not None:
+        with counted_calls(service.store) as calls:  # type: ignore[arg-type]
+            page = service.inbox(APPROVER, limit=1, cursor=page.cursor if page else None)
+        pages.append([i.request_id for i in page.interactions])
+        queries.append(len(calls))
+        assert len(pages) < 50, "each page moves on"
+    assert [r for p in pages for r in p] == [waiting.request_id]
+    assert max(queries) <= MAX_READS * (2 * 16 + 8), queries

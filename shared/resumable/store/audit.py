@@ -85,6 +85,8 @@ class AuditItems(Table):
             if after is not None:
                 request["ExclusiveStartKey"] = {"pk": value(shard), "sk": value(after)}
             requests.append(request)
-        items, more = self.merged(requests, "sk", limit)
-        found = [(item["sk"]["S"], AuditRecord.model_validate(json.loads(item["record"]["S"]))) for item in items]
-        return found, more
+        merged = self.merged(requests, "sk", limit)
+        found = [
+            (item["sk"]["S"], AuditRecord.model_validate(json.loads(item["record"]["S"]))) for item in merged.items
+        ]
+        return found, merged.more

@@ -74,13 +74,14 @@ class InteractionReads(Table):
         """Up to ``limit`` requested interactions not yet expired at ``now``, most urgent first (the hour
         they expire in, then the riskiest, then the expiry), after the one whose place in the inbox is
         ``after`` (None: from the first): every session's (``principal`` None: a Query per shard,
-        merged) or those of ``principal``'s sessions (one Query). And the place of the last one read,
-        where the next page starts (None: this was the last page)."""
+        merged) or those of ``principal``'s sessions (one Query). And the place in that order where the
+        next page starts (None: this was the last page): the last one's, or, where the reading stopped
+        early (many expired questions not yet swept, left out by the filter), how far it got."""
         index, partition = self.inbox_partition(principal)
         # Those of an hour gone by are not read at all; of the hour now, the expired ones are filtered out.
         start = max(inbox_unexpired_after(now), after or "")
         shards = shards_of(partition, self.shards) if principal is None else [partition]
-        found, more = self.merged(
+        merged = self.merged(
             [
                 {
                     "TableName": self.table,
@@ -94,10 +95,8 @@ class InteractionReads(Table):
             f"{index}sk",
             limit,
         )
-        interactions = [InteractionRecord.model_validate(decode(item)) for item in found]
-        if not more:
-            return interactions, None
-        return interactions, found[-1][f"{index}sk"]["S"] if found else start
+        interactions = [InteractionRecord.model_validate(decode(item)) for item in merged.items]
+        return interactions, (merged.after if merged.more else None)
 
     @staticmethod
     def inbox_partition(principal: str | None) -> tuple[str, str]:

@@ -8,6 +8,7 @@ import random
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from botocore.exceptions import ClientError
@@ -102,18 +103,21 @@ class Table:
         """The partition key of ``session_id``'s items in the sharded partition ``base``."""
         return sharded(base, session_id, self.shards)
 
-    def merged(self, requests: list[dict[str, Any]], order: str, limit: int) -> tuple[list[dict[str, Any]], bool]:
+    def merged(self, requests: list[dict[str, Any]], order: str, limit: int) -> Merged:
         """Up to ``limit`` items of several Queries (one per shard of a sharded partition) in ascending
         ``order`` (the sort key's attribute, unique across them or ties in any order), as one Query of
-        one partition would list them; and whether any Query has more. Each shard is read in small
-        pages, and read on only while its next item could come next."""
+        one partition would list them, looping to fill the page. Each shard is read in small pages,
+        and read on only while its next item could come next; at most ``2 * shards + 8`` Queries (a
+        filter can leave many read items out), then the page ends early, saying where it got to."""
         streams = [_Stream(dict(request)) for request in requests]
         first = min(limit, -(-2 * limit // len(streams)) + 1)  # (ceil: twice each shard's fair share)
+        reads = 2 * len(streams) + 8
         found: list[dict[str, Any]] = []
         while len(found) < limit:
             unread = [s for s in streams if not s.items and not s.done]
             if never := next((s for s in unread if not s.read), None):
                 never.read_more(self.dynamodb, order, first)
+                reads -= 1
                 continue
             ready = [s for s in streams if s.items]
             if not ready and not unread:
@@ -122,10 +126,15 @@ class Table:
             head = min(ready, key=lambda s: _ordered(s.items[0], order), default=None)
             if head is not None and (lowest is None or _ordered(head.items[0], order) <= lowest.read_to):
                 found.append(head.items.popleft())
+            elif reads <= 0:  # every item up to where the lowest was read has been taken or left out
+                assert lowest is not None
+                return Merged(found, True, lowest.read_to)
             else:
                 assert lowest is not None
-                lowest.read_more(self.dynamodb, order, limit - len(found))
-        return found, any(s.items or not s.done for s in streams)
+                lowest.read_more(self.dynamodb, order, max(limit - len(found), first))
+                reads -= 1
+        more = any(s.items or not s.done for s in streams)
+        return Merged(found, more, _ordered(found[-1], order) if more and found else None)
 
     def _query_items(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """Every item a Query returns, page after page."""
@@ -153,6 +162,16 @@ class Table:
                 if attempt == _CONFLICT_ATTEMPTS - 1:
                     raise
                 time.sleep(0.02 * 2**attempt * (1 + random.random()))
+
+
+@dataclass(frozen=True)
+class Merged:
+    """A merged read: its items; whether there may be more; and where the next page starts (after
+    this place in the order: the last item's, or where the reading stopped)."""
+
+    items: list[dict[str, Any]]
+    more: bool
+    after: Any
 
 
 def _ordered(item: dict[str, Any], order: str) -> Any:

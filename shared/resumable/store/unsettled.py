@@ -36,7 +36,7 @@ class UnsettledTurns(Table):
 
     def _due(self, partition: str, now: float, limit: int) -> list[dict[str, Any]]:
         """Up to ``limit`` items of a sharded index partition due by ``now``, earliest first, decoded."""
-        found, _ = self.merged(
+        merged = self.merged(
             [
                 {
                     "TableName": self.table,
@@ -49,7 +49,7 @@ class UnsettledTurns(Table):
             "gsi4sk",
             limit,
         )
-        return [decode(item) for item in found]
+        return [decode(item) for item in merged.items]
 
     @aws_call
     def count_stuck(self) -> int:
