@@ -14,15 +14,19 @@ import sys
 import threading
 import time
 import uuid
+from collections import Counter
 from typing import Any
 
 from resumable.aws.clients import client
+from resumable.aws.eventbridge import Entry
 from resumable.config import Settings
-from resumable.events.publisher import Publishing
-from resumable.local.events import Handler, publishing
+from resumable.events.publisher import Publisher, Publishing
+from resumable.events.schemas import SOURCE
+from resumable.local.events import Handler, Mapping, publishing
 from resumable.service import Service
 from resumable.store import DynamoDBStore
 from tests.inbox import open_questions
+from tests.stream import outbox_records
 from tests.trees import Shape, factory
 
 APPROVER = "arn:aws:iam::000000000000:user/bench-approver"
@@ -38,24 +42,46 @@ class PutTimes:
         self.changed = threading.Condition(self.lock)
 
     def wrap(self, made: Publishing) -> Handler:
-        put = made.bus.put
+        put_all = made.bus.put_all
 
-        def timed(source: str, detail_type: str, detail: str, occurred_at: float) -> None:
-            put(source, detail_type, detail, occurred_at)
-            event_id = json.loads(detail)["eventId"]
+        def timed(source: str, entries: list[Entry]) -> list[str | None]:
+            outcome = put_all(source, entries)
             with self.changed:
-                self.at.setdefault(event_id, time.time())
-                self.occurred.setdefault(event_id, occurred_at)
+                for entry, refused in zip(entries, outcome, strict=True):
+                    if refused is None:
+                        event_id = json.loads(entry.detail)["eventId"]
+                        self.at.setdefault(event_id, time.time())
+                        self.occurred.setdefault(event_id, entry.occurred_at)
                 self.changed.notify_all()
+            return outcome
 
-        made.bus.put = timed  # type: ignore[method-assign]
+        made.bus.put_all = timed  # type: ignore[method-assign]
         return made.handle
 
     def wait_for(self, count: int) -> None:
         with self.changed:
-            self.changed.wait_for(lambda: len(self.at) >= count, timeout=600)
-            if len(self.at) < count:
+            if not self.changed.wait_for(lambda: len(self.at) >= count, timeout=600):
                 raise RuntimeError(f"only {len(self.at)} of {count} events reached the bus in 600 s")
+
+
+class OneAtATime(Publishing):
+    """The publisher as it was before it published in bulk, kept to measure against: each record
+    numbered alone (its commit's events read with a Query), put with a ``PutEvents`` of its own and
+    marked with an ``UpdateItem`` of its own, in the order the stream delivers them."""
+
+    def handle(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        publisher = Publisher(self.settings, self.outbox, self.bus, self.dead_letters, self.clock)
+        for record in event["Records"]:
+            read = publisher._read(record)
+            if read is None:
+                continue
+            read.detail.sequence = publisher._number_one(read.session_id, read.sk)
+            entry = Entry(read.event.type, read.detail.model_dump_json(by_alias=True), read.event.created_at)
+            [refused] = self.bus.put_all(SOURCE, [entry])
+            if refused is not None:
+                raise RuntimeError(refused)
+            self.outbox.mark_published(read.session_id, read.sk, self.clock.now())
+        return {"batchItemFailures": []}
 
 
 def _own(settings: Settings) -> Settings:
@@ -92,21 +118,45 @@ def commit_to_bus(settings: Settings, runs: int) -> dict[str, Any]:
     }
 
 
-def publisher_throughput(settings: Settings, sessions: int = 100) -> dict[str, Any]:
-    """Events per second the publisher puts on the bus: a backlog of ``sessions`` paused turns and their
-    cancels (three events each) is in the stream before the publisher starts."""
+def publisher_throughput(settings: Settings, sessions: int = 100, *, bulk: bool = True) -> dict[str, Any]:
+    """Events per second the publisher's handler publishes, and its AWS calls per event: a backlog of
+    ``sessions`` paused turns and their cancels (three events each), handed to it as the event source
+    mapping would, in batches of the template's size. ``bulk`` False: the publisher as it was
+    (``OneAtATime``). The handler alone is timed: on the embedded AWS, reading the whole unfiltered
+    stream (which Lambda filters for it) takes longer than publishing what it holds."""
     own = _own(settings)
     service = _service(own)
-    for n in range(sessions):
-        started = service.start_turn(f"throughput-{n}", "go")
-        service.cancel(f"throughput-{n}", started.turn_id)
-    events = sessions * 3
-    times = PutTimes()
+    names = [f"throughput-{n}" for n in range(sessions)]
+    for name in names:
+        started = service.start_turn(name, "go")
+        service.cancel(name, started.turn_id)
+    records = outbox_records(DynamoDBStore(own), names)
+    # A bus with no rule: on AWS a PutEvents costs the same whatever its targets; moto delivers to an SQS
+    # target as it puts, in a time that grows with the queue's length.
+    client("events", own).create_event_bus(Name=own.event_bus_name)
+    made = (Publishing if bulk else OneAtATime)(own)
+    calls: Counter[str] = Counter()
+
+    def counted(event_name: str, **_: Any) -> None:
+        calls[event_name.removeprefix("before-call.")] += 1
+
+    for aws in (made.outbox.dynamodb, made.bus.client):
+        aws.meta.events.register("before-call", counted)
+    size = Mapping.of_template().batch_size
     began = time.perf_counter()
-    with publishing(own, lambda s: times.wrap(Publishing(s))):
-        times.wait_for(events)
-        seconds = time.perf_counter() - began
-    return {"events": events, "sessions": sessions, "seconds": seconds, "events_per_second": events / seconds}
+    for start in range(0, len(records), size):
+        reply = made.handle({"Records": records[start : start + size]}, None)
+        if reply["batchItemFailures"]:
+            raise RuntimeError(f"the publisher failed records of the backlog: {reply}")
+    seconds = time.perf_counter() - began
+    return {
+        "events": len(records),
+        "sessions": sessions,
+        "seconds": seconds,
+        "events_per_second": len(records) / seconds,
+        "calls": dict(sorted(calls.items())),
+        "calls_per_event": sum(calls.values()) / len(records),
+    }
 
 
 def inbox_calls(settings: Settings, sizes: tuple[int, ...] = (1, 100, 1000), repeats: int = 20) -> list[dict[str, Any]]:
@@ -144,22 +194,31 @@ def events_and_inbox(settings: Settings, runs: int) -> dict[str, Any]:
     return {
         "commit_to_bus": commit_to_bus(settings, runs),
         "publisher": publisher_throughput(settings),
+        "publisher_one_at_a_time": publisher_throughput(settings, bulk=False),
         "inbox": inbox_calls(settings),
     }
 
 
 def report(results: dict[str, Any]) -> list[str]:
-    latency, publisher = results["commit_to_bus"], results["publisher"]
+    latency, publisher, before = results["commit_to_bus"], results["publisher"], results["publisher_one_at_a_time"]
     lines = [
         "8. events and the inbox (embedded AWS; the publisher as make run runs it, polling the stream every 50 ms)",
         f"   commit to bus: p50 {latency['p50_ms']:.0f} ms, p95 {latency['p95_ms']:.0f} ms ({latency['runs']} events)",
         f"   publisher: {publisher['events_per_second']:.0f} events/s ({publisher['events']} events of "
-        f"{publisher['sessions']} sessions in {publisher['seconds']:.2f} s)",
+        f"{publisher['sessions']} sessions in {publisher['seconds']:.2f} s), "
+        f"{publisher['calls_per_event']:.2f} AWS calls an event ({_calls(publisher)})",
+        f"   one event at a time, as it was: {before['events_per_second']:.0f} events/s, "
+        f"{before['calls_per_event']:.2f} AWS calls an event ({_calls(before)}); in bulk: "
+        f"{publisher['events_per_second'] / before['events_per_second']:.1f}x",
         f"   {'open questions':>15} {'listed':>6} {'calls':>5} {'p50 ms':>7}  (first inbox page, across sessions)",
     ]
     for row in results["inbox"]:
         lines.append(f"   {row['open_questions']:>15} {row['listed']:>6} {row['calls']:>5} {row['p50_ms']:7.1f}")
     return lines
+
+
+def _calls(measured: dict[str, Any]) -> str:
+    return ", ".join(f"{name} {n}" for name, n in measured["calls"].items())
 
 
 def main() -> int:

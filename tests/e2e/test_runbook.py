@@ -20,6 +20,7 @@ import pytest
 from resumable import demo_agents
 from resumable.api.app import forget
 from resumable.aws.clients import client
+from resumable.aws.eventbridge import Entry
 from resumable.cli.main import _parser
 from resumable.config import Settings
 from resumable.events.publisher import Publishing
@@ -113,16 +114,15 @@ def publisher(settings: Settings, refuse: set[str] | None = None) -> Iterator[Ev
 
     def handler(given: Settings) -> Any:
         made = Publishing(given)
-        put = made.bus.put
+        put_all = made.bus.put_all
 
-        def bus(source: str, detail_type: str, detail: str, occurred_at: float) -> None:
-            if json.loads(detail)["sessionId"] in refused:
-                from resumable.exceptions import AwsError
+        def bus(source: str, entries: list[Entry]) -> list[str | None]:
+            taken = [e for e in entries if json.loads(e.detail)["sessionId"] not in refused]
+            outcome = iter(put_all(source, taken))
+            refusal = "bus refused the event (AccessDeniedException: not authorized to PutEvents)"
+            return [next(outcome) if e in taken else refusal for e in entries]
 
-                raise AwsError("bus refused the event (AccessDeniedException: not authorized to PutEvents)")
-            put(source, detail_type, detail, occurred_at)
-
-        made.bus.put = bus  # type: ignore[method-assign]
+        made.bus.put_all = bus  # type: ignore[method-assign]
         return made.handle
 
     with publishing(own, handler) as (resources, _):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -14,21 +14,22 @@ from typing import Any
 import jsonschema
 import pytest
 
+from resumable.aws.eventbridge import ATTEMPTS, Entry
 from resumable.config import Settings
 from resumable.events.publisher import Publishing
 from resumable.events.schemas import MODELS, SCHEMAS, json_schema, schema_file
-from resumable.exceptions import AwsError
 from resumable.local.events import EventResources, Handler, create_event_resources, publishing
 from resumable.local.functions import ROOT
 from resumable.service import Service
 from resumable.store import DynamoDBStore
 from resumable.store.codec import encode, key
-from resumable.store.outbox import PURGE_AFTER_SECONDS
+from resumable.store.publishing import PURGE_AFTER_SECONDS
 from resumable.store.resources import TTL_ATTRIBUTE
 from tests.clock import FakeClock
 from tests.integration.helpers import APPROVE
 from tests.metrics import forget_metrics, printed_metrics
 from tests.patience import HANG_SECONDS, eventually
+from tests.stream import outbox_records
 
 Event = dict[str, Any]
 
@@ -214,16 +215,17 @@ def dies_after(puts: int) -> Callable[[Publishing], Handler]:
 
     def wrap(made: Publishing) -> Handler:
         state = {"puts": 0, "died": False}
-        put = made.bus.put
+        put_all = made.bus.put_all
 
-        def counted(*args: Any) -> None:
-            if not state["died"] and state["puts"] == puts:
+        def counted(source: str, entries: list[Entry]) -> list[str | None]:
+            if not state["died"] and state["puts"] + len(entries) > puts:
+                put_all(source, entries[: puts - state["puts"]])
                 state["died"] = True
                 raise Killed
-            put(*args)
-            state["puts"] += 1
+            state["puts"] += len(entries)
+            return put_all(source, entries)
 
-        made.bus.put = counted  # type: ignore[method-assign]
+        made.bus.put_all = counted  # type: ignore[method-assign]
 
         def handle(event: dict[str, Any], context: Any) -> Any:
             try:
@@ -298,18 +300,25 @@ def test_a_bus_that_refuses_an_event_holds_back_the_rest_of_its_session_and_no_o
     publisher_clock: FakeClock,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    refusals = [3]  # fewer than the mapping's retries
+    refusals = [3]  # invocations that fail it, fewer than the mapping's retries
 
     def wrap(made: Publishing) -> Handler:
-        put = made.bus.put
+        put_all = made.bus.put_all
 
-        def flaky(source: str, detail_type: str, detail: str, occurred_at: float) -> None:
-            if refusals[0] and json.loads(detail)["sessionId"] == "held" and detail_type == "Interaction Closed":
+        def flaky(source: str, entries: list[Entry]) -> list[str | None]:
+            refused = [
+                bool(refusals[0])
+                and json.loads(e.detail)["sessionId"] == "held"
+                and e.detail_type == "Interaction Closed"
+                for e in entries
+            ]
+            if any(refused):
                 refusals[0] -= 1
-                raise AwsError("bus refused the event (ThrottlingException: slow down); it was not published")
-            put(source, detail_type, detail, occurred_at)
+            outcome = iter(put_all(source, [e for e, r in zip(entries, refused, strict=True) if not r]))
+            refusal = "bus refused the event (ThrottlingException: slow down); it was not published"
+            return [refusal if r else next(outcome) for r in refused]
 
-        made.bus.put = flaky  # type: ignore[method-assign]
+        made.bus.put_all = flaky  # type: ignore[method-assign]
         return made.handle
 
     service = make_service("nested")
@@ -364,7 +373,7 @@ def test_the_events_of_one_commit_are_numbered_in_the_commits_order_whatever_ord
     make_service: Callable[..., Service], events_settings: Settings, publisher_clock: FakeClock, store: DynamoDBStore
 ) -> None:
     """DynamoDB Streams does not promise the order of one transaction's records: deliver each commit's
-    reversed (the commits themselves in order)."""
+    reversed (the commits themselves in order). They are numbered, and put on the bus, in order."""
     service = make_service("fan_out")
     started = service.start_turn("reversed", "go")
     service.cancel("reversed", started.turn_id)
@@ -398,7 +407,7 @@ def test_the_events_of_one_commit_are_numbered_in_the_commits_order_whatever_ord
         "Turn Settled:canceled",
     ]
     assert [e["detail"]["sequence"] for e in in_commit_order] == [1, 2, 3, 4, 5]
-    assert [e["detail"]["sequence"] for e in published] == [2, 1, 5, 4, 3], "published as delivered"
+    assert [e["detail"]["sequence"] for e in published] == [1, 2, 3, 4, 5], "put on the bus in the session's order"
 
 
 def test_an_input_and_an_output_far_over_what_an_event_holds_are_published_cut_saying_so(
@@ -418,3 +427,172 @@ def test_an_input_and_an_output_far_over_what_an_event_holds_are_published_cut_s
     assert events[0]["detail"]["input"]["truncated"] is True
     output = events[2]["detail"]["output"]
     assert output.startswith("y" * 1000) and output.endswith("[cut at 65536 bytes; the whole text is in the snapshot]")
+
+
+def _counted(made: Publishing) -> Counter[str]:
+    """The AWS calls ``made``'s clients make, by operation."""
+    calls: Counter[str] = Counter()
+
+    def count(event_name: str, **_: Any) -> None:
+        calls[event_name.rsplit(".", 1)[-1]] += 1
+
+    for aws in (made.outbox.dynamodb, made.bus.client):
+        aws.meta.events.register("before-call", count)
+    return calls
+
+
+def test_a_backlog_is_published_in_bulk_in_each_sessions_order(
+    make_service: Callable[..., Service], events_settings: Settings, publisher_clock: FakeClock, store: DynamoDBStore
+) -> None:
+    """25 sessions' starts and cancels (75 events) in one batch: the counters read at once, numbered in
+    one transaction (25 counters and 75 events: 100 items), PutEvents of 10 in three rounds (a
+    session's next event only once the one before is on the bus), the marks in one transaction."""
+    service = make_service("nested")
+    sessions = [f"bulk-{n:02d}" for n in range(25)]
+    for session in sessions:
+        started = service.start_turn(session, "delete")
+        service.cancel(session, started.turn_id)
+    resources = create_event_resources(events_settings)
+    settings = events_settings.model_copy(update={"dead_letter_queue_url": resources.dead_letter_queue_url})
+    made = Publishing(settings, publisher_clock)
+    calls = _counted(made)
+    assert made.handle({"Records": outbox_records(store, sessions)}, None) == {"batchItemFailures": []}
+    assert dict(calls) == {"BatchGetItem": 1, "TransactWriteItems": 1 + 1, "PutEvents": 3 * 3}
+    published = Queue(settings, resources.events_queue_url).until(75)
+    assert len(published) == 75, "each event once"
+    canceled = ["Interaction Requested", "Interaction Closed:superseded", "Turn Settled:canceled"]
+    assert {s: kinds(e) for s, e in by_session(published).items()} == dict.fromkeys(sessions, canceled)
+    for session in sessions:
+        arrived = [e["detail"]["sequence"] for e in published if e["detail"]["sessionId"] == session]
+        assert arrived == [1, 2, 3], f"{session}'s events reached the queue in its order"
+    items = store.dynamodb.scan(
+        TableName=store.table, FilterExpression="entity = :e", ExpressionAttributeValues={":e": {"S": "event"}}
+    )
+    assert all("published_at" in i for i in items["Items"]), "every event marked published"
+
+
+def test_an_entry_the_bus_refuses_is_put_again_by_itself_and_the_rest_of_the_call_goes_on(
+    make_service: Callable[..., Service], events_settings: Settings, publisher_clock: FakeClock, store: DynamoDBStore
+) -> None:
+    """PutEvents answers a FailedEntryCount: only the refused entries are put again, in the same
+    invocation; nothing fails, nothing is put twice. Refused past the attempts, its session is held back."""
+    service = make_service("nested")
+    sessions = ["flaky", "steady", "held"]
+    for session in sessions:
+        started = service.start_turn(session, "delete")
+        service.cancel(session, started.turn_id)
+    resources = create_event_resources(events_settings)
+    settings = events_settings.model_copy(update={"dead_letter_queue_url": resources.dead_letter_queue_url})
+    made = Publishing(settings, publisher_clock)
+    calls = _counted(made)
+    put_events = made.bus._put_events  # (one PutEvents: its FailedEntryCount, played here)
+    refusals = {"flaky": ATTEMPTS - 1, "held": ATTEMPTS}
+
+    asked: list[list[str]] = []
+
+    def partly(source: str, entries: list[Entry]) -> list[str | None]:
+        asked.append([f"{json.loads(e.detail)['sessionId']}:{json.loads(e.detail)['sequence']}" for e in entries])
+        refused = []
+        for entry in entries:
+            detail = json.loads(entry.detail)
+            refuse = detail["sequence"] == 2 and refusals.get(detail["sessionId"], 0) > 0
+            refusals[detail["sessionId"]] = refusals.get(detail["sessionId"], 0) - refuse
+            refused.append(refuse)
+        taken = [e for e, r in zip(entries, refused, strict=True) if not r]
+        outcome = iter(put_events(source, taken) if taken else [])
+        return ["bus refused the event (InternalFailure: try again)" if r else next(outcome) for r in refused]
+
+    made.bus._put_events = partly  # type: ignore[method-assign]
+    records = outbox_records(store, sessions)
+    failures = made.handle({"Records": records}, None)["batchItemFailures"]
+    held = [r["dynamodb"]["SequenceNumber"] for r in records if r["dynamodb"]["Keys"]["pk"]["S"] == "SESSION#held"]
+    assert [f["itemIdentifier"] for f in failures] == held[1:], "held's second and third are held back, not its first"
+    published = Queue(settings, resources.events_queue_url).until(7)
+    assert sorted((e["detail"]["sessionId"], e["detail"]["sequence"]) for e in published) == [
+        *[("flaky", n) for n in (1, 2, 3)],
+        ("held", 1),
+        *[("steady", n) for n in (1, 2, 3)],
+    ], "each once: an entry put again is the refused one alone"
+    assert asked == [
+        ["flaky:1", "steady:1", "held:1"],
+        ["flaky:2", "steady:2", "held:2"],  # (ATTEMPTS is 3: refused twice, flaky's goes in the third)
+        ["flaky:2", "held:2"],
+        ["flaky:2", "held:2"],
+        ["flaky:3", "steady:3"],
+    ], "a round, a round whose refused entries are put again alone, the last round without the held session"
+    assert calls["PutEvents"] == 4, "every PutEvents with an entry the bus could take"
+
+
+def test_a_publisher_killed_between_putevents_and_its_marks_publishes_them_again_the_same_and_marks_them(
+    make_service: Callable[..., Service], events_settings: Settings, publisher_clock: FakeClock, store: DynamoDBStore
+) -> None:
+    service = make_service("nested")
+    for session in ("one", "two"):
+        started = service.start_turn(session, "delete")
+        service.submit_approval(session, started.turn_id, started.interactions[0].request_id, APPROVE)
+    died = []
+
+    def wrap(made: Publishing) -> Handler:
+        mark = made.outbox.mark_all_published
+
+        def dies(items: list[tuple[str, str]], now: float) -> list[Exception | None]:
+            if not died:
+                died.append(len(items))
+                raise Killed
+            return mark(items, now)
+
+        made.outbox.mark_all_published = dies  # type: ignore[method-assign]
+
+        def handle(event: dict[str, Any], context: Any) -> Any:
+            try:
+                return made.handle(event, context)
+            except Killed:
+                raise RuntimeError("the invocation died between PutEvents and the marks") from None
+
+        return handle
+
+    with start_publishing(events_settings, publisher_clock, wrap) as (_, queue):
+        deliveries = queue.until(6)
+
+        def marked() -> bool | None:
+            items = store.dynamodb.scan(
+                TableName=store.table, FilterExpression="entity = :e", ExpressionAttributeValues={":e": {"S": "event"}}
+            )["Items"]
+            return all("published_at" in i for i in items) or None
+
+        eventually(marked, "every event marked once published again")
+        deliveries = queue.drain()
+    assert died == [6], "it died with all six on the bus and none marked"
+    once: dict[str, list[dict[str, Any]]] = {}
+    for delivery in deliveries:
+        once.setdefault(delivery["detail"]["eventId"], []).append(delivery["detail"])
+    assert sorted(len(found) for found in once.values()) == [2] * 6, "all six put again"
+    assert all(found[0] == found[1] for found in once.values()), "the same event: id, sequence, detail"
+
+
+def test_a_redelivered_session_is_left_out_of_its_transaction_and_keeps_its_numbers_the_rest_are_numbered_together(
+    make_service: Callable[..., Service], events_settings: Settings, publisher_clock: FakeClock, store: DynamoDBStore
+) -> None:
+    service = make_service("nested")
+    for session in ("again", "first", "later"):
+        started = service.start_turn(session, "delete")
+        service.cancel(session, started.turn_id)
+    resources = create_event_resources(events_settings)
+    settings = events_settings.model_copy(update={"dead_letter_queue_url": resources.dead_letter_queue_url})
+    assert Publishing(settings, publisher_clock).handle(
+        {"Records": outbox_records(store, ["again", "first"])}, None
+    ) == {"batchItemFailures": []}
+    made = Publishing(settings, publisher_clock)  # (a new invocation: nothing remembered)
+    calls = _counted(made)
+    records = outbox_records(store, ["again", "later"])
+    assert made.handle({"Records": records}, None) == {"batchItemFailures": []}
+    assert calls["Query"] == 3, "the redelivered session's three events alone are looked up, one at a time"
+    numbering = calls["TransactWriteItems"] - 1  # (and one that marks them)
+    assert numbering == 2, "the transaction of both, refused for the one numbered before; then the other's alone"
+    published = Queue(settings, resources.events_queue_url).until(9)
+    sequences = {(e["detail"]["sessionId"], e["detail"]["eventId"]): e["detail"]["sequence"] for e in published}
+    assert sorted(n for (s, _), n in sequences.items() if s == "later") == [1, 2, 3]
+    again = [e["detail"] for e in published if e["detail"]["sessionId"] == "again"]
+    assert len(again) == 6 and {d["eventId"]: d["sequence"] for d in again[:3]} == {
+        d["eventId"]: d["sequence"] for d in again[3:]
+    }, "the same numbers again"

@@ -132,12 +132,13 @@ def test_a_wildcard_or_a_grant_past_the_stack_is_named_even_where_a_call_uses_pa
     # Within the stack, a wildcard is named once, with the actions the calls use.
     table = f'Action: ["dynamodb:*"]\n{INDENT}Resource: [!GetAtt TurnsTable.Arn]'
     wide = without(
-        f"Action: [dynamodb:GetItem, dynamodb:Query, dynamodb:UpdateItem]\n{INDENT}Resource: [!GetAtt TurnsTable.Arn]",
+        "Action: [dynamodb:GetItem, dynamodb:BatchGetItem, dynamodb:Query, dynamodb:UpdateItem]"
+        f"\n{INDENT}Resource: [!GetAtt TurnsTable.Arn]",
         table,
     )
     [line] = [p for p in report(check(read_calls(), ["AuthMode=IAM"], wide)) if "dynamodb:*" in p]
     assert line.startswith(f"{role} dynamodb:* on arn:aws:dynamodb:us-east-1:123456789012:table/resumable-TurnsTable-")
-    uses = "the calls use dynamodb:GetItem, dynamodb:Query, dynamodb:UpdateItem"
+    uses = "the calls use dynamodb:BatchGetItem, dynamodb:GetItem, dynamodb:Query, dynamodb:UpdateItem"
     assert "(NumberEachEventInItsSession): " in line and line.endswith(
         f"no recorded call uses ({uses}): grant those instead"
     )

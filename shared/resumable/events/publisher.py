@@ -1,26 +1,31 @@
 """The publisher: the table's stream delivers each new outbox item (an event source mapping filtered
 to them); this numbers it in its session's order and puts it on the bus, at least once.
 
+A batch is published in bulk: each session's events are numbered in one transaction (the counters
+read in one ``BatchGetItem``), put on the bus in ``PutEvents`` calls of up to 10 entries, and marked
+published in one transaction per 100. A session's events go on the bus in their order, one per call
+(a call takes up to ten sessions' next events), an entry the bus refused is put again by itself, and
+once one of a session's events could not be published none after it is put.
+
 A record that can never be published (not an outbox item of a known detail type, a detail that
 breaks its schema, an item that is gone) goes to the dead-letter queue whole, before it is numbered
 (so its session's numbers have no gap), and publishing goes on. A record that fails for now (an AWS
-call) fails alone: Powertools' batch processing reports it in ``batchItemFailures``, and every later
-record of its session in the batch fails with it, so within the mapping's retries a session's events
-are never put on the bus out of order. Lambda delivers the batch again from the first failure; what
-was published before is published again with the same ``eventId`` and ``sequence``. (After the last
-retry the mapping moves on: docs/events.md says what that leaves.)
+call) fails with every later record of its session in the batch: they are reported in
+``batchItemFailures``, so within the mapping's retries a session's events are never put on the bus
+out of order. Lambda delivers the batch again from the first failure; what was published before is
+published again with the same ``eventId`` and ``sequence``. (After the last retry the mapping moves
+on: docs/events.md says what that leaves.)
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
-from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from pydantic import ValidationError
 
-from resumable.aws.eventbridge import EventBus
+from resumable.aws.eventbridge import Entry, EventBus
 from resumable.aws.sqs import DeadLetters
 from resumable.clock import Clock, SystemClock, iso
 from resumable.config import Settings
@@ -28,7 +33,8 @@ from resumable.events.schemas import MODELS, SOURCE, EventDetail
 from resumable.exceptions import AwsError, NotPublishedError
 from resumable.metrics import count, flushing
 from resumable.store.codec import decode
-from resumable.store.outbox import OutboxItems, event_id
+from resumable.store.outbox import COMMIT_EVENTS, commit_events, event_id
+from resumable.store.publishing import OutboxItems
 from resumable.store.records import OutboxEvent
 
 logger = logging.getLogger(__name__)
@@ -36,53 +42,163 @@ logger = logging.getLogger(__name__)
 _COUNTER_ATTEMPTS = 3
 
 
+@dataclass
+class _Event:
+    """One stream record of an outbox item, read: what it will put on the bus."""
+
+    record: dict[str, Any]
+    session_id: str
+    sk: str
+    event: OutboxEvent
+    detail: EventDetail
+    numbered_with: list[str] | None
+    """The items numbered with it, in order: its commit's events (the item says how many), or itself.
+    None when the item does not say (written before items did): they are looked up."""
+
+
 class Publisher:
-    """Publishes one batch's outbox records (``publish`` is the record handler)."""
+    """Publishes one batch of stream records (``publish``)."""
 
     def __init__(
         self, settings: Settings, outbox: OutboxItems, bus: EventBus, dead_letters: DeadLetters, clock: Clock
     ) -> None:
         self.settings, self.outbox, self.bus, self.dead_letters, self.clock = settings, outbox, bus, dead_letters, clock
         self._last: dict[str, int] = {}
-        self._failed: set[str] = set()
 
-    def publish(self, record: DynamoDBRecord) -> None:
-        change: dict[str, Any] = record.raw_event.get("dynamodb", {})
+    def publish(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Publish ``records``; those not published, each as ``{"itemIdentifier": <its sequence number>}``."""
+        sessions: dict[str, list[_Event]] = {}
+        for record in records:
+            read = self._read(record)
+            if read is not None:
+                sessions.setdefault(read.session_id, []).append(read)
+        failed: dict[str, list[_Event]] = {}
+        self._number(sessions, failed)
+        self._put(sessions, failed)
+        not_published = {id(e.record) for events in failed.values() for e in events}
+        if failed:
+            count("PublisherFailures", len(failed))  # (a failure each: the events after one are held back)
+        return [
+            {"itemIdentifier": record.get("dynamodb", {}).get("SequenceNumber")}
+            for record in records
+            if id(record) in not_published
+        ]
+
+    def _read(self, record: dict[str, Any]) -> _Event | None:
+        """The record's event, checked before it is numbered; None (sent to the dead-letter queue) for
+        one that can never be published."""
+        change: dict[str, Any] = record.get("dynamodb", {})
         try:
             session_id, sk = self._keys(change)
-        except NotPublishedError as error:
+            image = decode(change["NewImage"])
+            event = OutboxEvent.model_validate(image)
+            detail = self._detail(session_id, sk, event, sequence=1)
+            together = image.get(COMMIT_EVENTS)
+            numbered_with = commit_events(sk, together) if isinstance(together, int) and together > 0 else None
+            if numbered_with is not None and sk not in numbered_with:
+                raise NotPublishedError(f"not published: {sk!r} is not among the {together} events of its commit")
+        except (ValidationError, NotPublishedError, ValueError, TypeError, KeyError) as error:
             self._dead_letter(record, error)
-            return
-        if session_id in self._failed:
-            raise NotPublishedError(
-                f"not published: an earlier event of session {session_id!r} in this batch failed, and this one "
-                "follows it (it is delivered again after that one, keeping the session's order)"
-            )
-        try:
-            try:
-                event = OutboxEvent.model_validate(decode(change["NewImage"]))
-                detail = self._detail(session_id, sk, event, sequence=1)  # checked before it is numbered
-            except (ValidationError, NotPublishedError, ValueError, TypeError, KeyError) as error:
-                self._dead_letter(record, error)
-                return
-            try:
-                detail.sequence = self._number(session_id, sk)
-            except NotPublishedError as error:  # its item is gone: it can never be numbered
-                self._dead_letter(record, error)
-                return
-            self.bus.put(SOURCE, event.type, detail.model_dump_json(by_alias=True), event.created_at)
-            self.outbox.mark_published(session_id, sk, self.clock.now())
-            count("EventsPublished")
-        except Exception:
-            self._failed.add(session_id)
-            count("PublisherFailures")
-            raise
+            return None
+        return _Event(record, session_id, sk, event, detail, numbered_with)
 
-    def _dead_letter(self, record: DynamoDBRecord, error: Exception) -> None:
-        logger.error(
-            "outbox record %s can never be published, sent to the dead-letter queue: %s", record.event_id, error
+    def _number(self, sessions: dict[str, list[_Event]], failed: dict[str, list[_Event]]) -> None:
+        """Give each session's events their numbers: with their counter, several sessions in a
+        transaction (``_number_together``); one by one where that is refused (a redelivery, another
+        publisher)."""
+        try:
+            counters = self.outbox.last_sequences([s for s in sessions if s not in self._last])
+        except AwsError as error:
+            logger.error("event counters unread, nothing was published: %s", error)
+            failed.update(sessions)
+            sessions.clear()
+            return
+        self._last |= counters
+        numbered = self._number_together(sessions)
+        for session_id in [s for s in sessions if s not in numbered]:
+            events = sessions[session_id]
+            for event in list(events):
+                try:
+                    event.detail.sequence = self._number_one(session_id, event.sk)
+                except NotPublishedError as error:  # its item is gone: it can never be numbered
+                    self._dead_letter(event.record, error)
+                    events.remove(event)
+                except AwsError as error:
+                    logger.error("%s of session %r not numbered: %s", event.sk, session_id, error)
+                    failed[session_id] = events[events.index(event) :]
+                    del sessions[session_id]
+                    break
+
+    def _number_together(self, sessions: dict[str, list[_Event]]) -> set[str]:
+        """Number each session's events (and the rest of their commits') in one write with its counter,
+        several sessions in a transaction; the sessions numbered. (Not those a condition refused, nor
+        those whose items do not say what else their commit wrote.)"""
+        wanted = {
+            session_id: list(dict.fromkeys(sk for e in events for sk in e.numbered_with or ()))
+            for session_id, events in sessions.items()
+            if all(e.numbered_with is not None for e in events)
+        }
+        try:
+            numbered = self.outbox.number_sessions([(s, order, self._last[s]) for s, order in wanted.items()])
+        except AwsError:
+            numbered = set()
+        for session_id, order in wanted.items():
+            after = self._last[session_id]
+            if session_id not in numbered:
+                self._last.pop(session_id, None)  # (read the counter again)
+                continue
+            self._last[session_id] = after + len(order)
+            for event in sessions[session_id]:
+                event.detail.sequence = after + 1 + order.index(event.sk)
+        return numbered
+
+    def _number_one(self, session_id: str, sk: str) -> int:
+        """The event's number in its session: given now, or the one it was given on an earlier delivery."""
+        for _ in range(_COUNTER_ATTEMPTS):
+            after = self._last[session_id] if session_id in self._last else self.outbox.last_sequence(session_id)
+            numbered = self.outbox.number_event(session_id, sk, after, self.clock.now())
+            if numbered is not None:
+                number, self._last[session_id] = numbered
+                return number
+            self._last.pop(session_id, None)  # another publisher numbered one meanwhile: read the counter again
+        raise AwsError(
+            f"session {session_id!r}'s event counter kept moving while {sk!r} was numbered (is another publisher "
+            "reading the same shard?); it was not published and is delivered again"
         )
-        self.dead_letters.send({"reason": f"never publishable: {error}", "record": record.raw_event})
+
+    def _put(self, sessions: dict[str, list[_Event]], failed: dict[str, list[_Event]]) -> None:
+        """Put every session's events on the bus in their order, in rounds: a round holds each session's
+        next event, so a session's event is put only once the one before it is on the bus. Then mark
+        them published."""
+        queues = {s: sorted(events, key=lambda e: e.detail.sequence) for s, events in sessions.items() if events}
+        put: list[_Event] = []
+        while queues:
+            round_ = [events[0] for events in queues.values()]
+            entries = [Entry(e.event.type, e.detail.model_dump_json(by_alias=True), e.event.created_at) for e in round_]
+            for event, refused in zip(round_, self.bus.put_all(SOURCE, entries), strict=True):
+                queue = queues[event.session_id]
+                if refused is None:
+                    put.append(queue.pop(0))
+                    count("EventsPublished")
+                else:
+                    logger.error("%s of session %r not published: %s", event.sk, event.session_id, refused)
+                    failed[event.session_id] = queue
+                    queue = []
+                if not queue:
+                    del queues[event.session_id]
+        unmarked = self.outbox.mark_all_published([(e.session_id, e.sk) for e in put], self.clock.now())
+        for event, error in zip(put, unmarked, strict=True):
+            if error is not None and event.session_id not in failed:
+                # Published, not marked: it is delivered again (and published again, the same event).
+                logger.error("%s of session %r published, not marked: %s", event.sk, event.session_id, error)
+                events = sessions[event.session_id]
+                failed[event.session_id] = events[events.index(event) :]
+
+    def _dead_letter(self, record: dict[str, Any], error: Exception) -> None:
+        logger.error(
+            "outbox record %s can never be published, sent to the dead-letter queue: %s", record.get("eventID"), error
+        )
+        self.dead_letters.send({"reason": f"never publishable: {error}", "record": record})
         count("EventsDeadLettered")
 
     @staticmethod
@@ -115,20 +231,6 @@ class Publisher:
             fields["inboxUrl"] = f"{api}/inbox#q-{fields['requestId']}" if api else None
         return model.model_validate(fields)
 
-    def _number(self, session_id: str, sk: str) -> int:
-        """The event's number in its session: given now, or the one it was given on an earlier delivery."""
-        for _ in range(_COUNTER_ATTEMPTS):
-            after = self._last[session_id] if session_id in self._last else self.outbox.last_sequence(session_id)
-            numbered = self.outbox.number_event(session_id, sk, after, self.clock.now())
-            if numbered is not None:
-                number, self._last[session_id] = numbered
-                return number
-            self._last.pop(session_id, None)  # another publisher numbered one meanwhile: read the counter again
-        raise AwsError(
-            f"session {session_id!r}'s event counter kept moving while {sk!r} was numbered (is another publisher "
-            "reading the same shard?); it was not published and is delivered again"
-        )
-
 
 class Publishing:
     """What the Publisher function keeps between invocations: its settings and clients."""
@@ -144,8 +246,4 @@ class Publishing:
     def handle(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         """One batch of stream records: ``{"batchItemFailures": [...]}`` for those not published."""
         publisher = Publisher(self.settings, self.outbox, self.bus, self.dead_letters, self.clock)
-        processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
-        reply = process_partial_response(
-            event=event, record_handler=publisher.publish, processor=processor, context=context
-        )
-        return dict(reply)
+        return {"batchItemFailures": publisher.publish(list(event.get("Records") or []))}

@@ -71,6 +71,7 @@ def apply() -> None:
     _parse_each_update_expression_once()
     _check_an_update_expressions_clauses_once()
     _let_other_requests_in_while_a_long_poll_waits()
+    _parse_each_json_path_once()
 
 
 def _keep_the_cause_of_task_failures() -> None:
@@ -281,6 +282,26 @@ def _check_an_update_expressions_clauses_once() -> None:
 
     ActionCountValidator.traverse = at_the_top
     OverlappingPathsValidator.traverse = at_the_top
+
+
+def _parse_each_json_path_once() -> None:
+    """moto builds a JSONPath parser (a PLY grammar, tables and all) for each of eight input paths of
+    every target of every event put on a bus: 7 ms an event, most of a ``PutEvents``. A parsed path is
+    never changed (``find`` only reads it), so one parse per distinct path serves every event (a path
+    that does not parse is refused every time, as before). moto imports ``parse`` where it uses it."""
+    import jsonpath_ng.ext
+
+    ext: Any = jsonpath_ng.ext  # (its parse is not among its declared exports)
+    if getattr(ext.parse, "parses_once", False):
+        return
+    parse = functools.lru_cache(maxsize=1024)(ext.parse)
+
+    @functools.wraps(ext.parse)
+    def cached(path: str, *args: Any, **kwargs: Any) -> Any:
+        return parse(path, *args, **kwargs)
+
+    cached.parses_once = True  # type: ignore[attr-defined]
+    ext.parse = cached
 
 
 def copied(value: Any) -> Any:

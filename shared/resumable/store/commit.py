@@ -24,6 +24,7 @@ from resumable.store.codec import (
     turn_sk,
     value,
 )
+from resumable.store.outbox import COMMIT_EVENTS, commit_event_sk
 from resumable.store.records import TurnRecord
 from resumable.store.resources import TTL_ATTRIBUTE
 from resumable.store.table import (
@@ -244,10 +245,13 @@ class CommitItems(Table):
 
     def _event_writes(self, commit: Commit) -> list[dict[str, Any]]:
         root = commit.root
-        return [
-            event_put(self.table, root.session_id, f"TURN#{root.turn_id}#EVENT#{root.version:08d}#{n:05d}", event)
+        puts = [
+            event_put(self.table, root.session_id, commit_event_sk(root.turn_id, root.version, n), event)
             for n, event in enumerate(commit.events)
         ]
+        for put in puts:  # (so the publisher numbers them all together without reading which there are)
+            put["Put"]["Item"][COMMIT_EVENTS] = value(len(puts))
+        return puts
 
     def _transact(self, items: list[dict[str, Any]], root: TurnRecord) -> None:
         try:

@@ -11,7 +11,7 @@ from resumable.store.deletion import DeletionItems
 from resumable.store.interaction_reads import InteractionReads
 from resumable.store.interactions import InteractionItems
 from resumable.store.journal import ActionItems
-from resumable.store.outbox import OutboxItems
+from resumable.store.publishing import OutboxItems
 from resumable.store.turns import TurnItems
 from resumable.store.unsettled import UnsettledTurns
 
