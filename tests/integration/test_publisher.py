@@ -18,6 +18,7 @@ from resumable.aws.eventbridge import ATTEMPTS, Entry
 from resumable.config import Settings
 from resumable.events.publisher import Publishing
 from resumable.events.schemas import MODELS, SCHEMAS, json_schema, schema_file
+from resumable.exceptions import AwsError
 from resumable.local.events import EventResources, Handler, create_event_resources, publishing
 from resumable.local.functions import ROOT
 from resumable.service import Service
@@ -596,3 +597,83 @@ def test_a_redelivered_session_is_left_out_of_its_transaction_and_keeps_its_numb
     assert len(again) == 6 and {d["eventId"]: d["sequence"] for d in again[:3]} == {
         d["eventId"]: d["sequence"] for d in again[3:]
     }, "the same numbers again"
+
+
+def _redelivered(records: list[dict[str, Any]], failures: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What Lambda delivers next: the batch from the lowest record reported failed on."""
+    lowest = min(f["itemIdentifier"] for f in failures)
+    return [r for r in records if r["dynamodb"]["SequenceNumber"] >= lowest]
+
+
+def _resources(events_settings: Settings) -> tuple[Settings, EventResources]:
+    resources = create_event_resources(events_settings)
+    return events_settings.model_copy(update={"dead_letter_queue_url": resources.dead_letter_queue_url}), resources
+
+
+def test_a_session_whose_numbering_fails_midway_is_delivered_again_whole_and_published_without_a_gap(
+    make_service: Callable[..., Service], events_settings: Settings, publisher_clock: FakeClock, store: DynamoDBStore
+) -> None:
+    """Items written before commits said how many events they wrote are numbered one at a time; the
+    second fails (throttled): none of the session's events is put, all are reported, and the batch
+    delivered again publishes 1, 2, 3."""
+    service = make_service("nested")
+    started = service.start_turn("midway", "delete")
+    service.cancel("midway", started.turn_id)
+    settings, resources = _resources(events_settings)
+    records = outbox_records(store, ["midway"])
+    for record in records:
+        record["dynamodb"]["NewImage"].pop("commit_events")
+    made = Publishing(settings, publisher_clock)
+    number_event, numbered = made.outbox.number_event, [0]
+
+    def throttled_second(*args: Any) -> Any:
+        numbered[0] += 1
+        if numbered[0] == 2:
+            raise AwsError("the AWS call behind number_event failed: ThrottlingException")
+        return number_event(*args)
+
+    made.outbox.number_event = throttled_second  # type: ignore[method-assign]
+    failures = made.handle({"Records": records}, None)["batchItemFailures"]
+    assert len(failures) == 3, "every event of the session is delivered again"
+    again = Publishing(settings, publisher_clock).handle({"Records": _redelivered(records, failures)}, None)
+    assert again == {"batchItemFailures": []}
+    published = Queue(settings, resources.events_queue_url).until(3)
+    assert [e["detail"]["sequence"] for e in published] == [1, 2, 3]
+
+
+def test_an_event_of_a_commit_sent_to_the_dead_letter_queue_takes_no_number_from_its_sibling(
+    make_service: Callable[..., Service], events_settings: Settings, publisher_clock: FakeClock, store: DynamoDBStore
+) -> None:
+    service = make_service("nested")
+    started = service.start_turn("sibling", "delete")
+    service.cancel("sibling", started.turn_id)
+    settings, resources = _resources(events_settings)
+    records = outbox_records(store, ["sibling"])
+    [closed, _] = [r for r in records if r["dynamodb"]["NewImage"]["commit_events"]["N"] == "2"]
+    closed["dynamodb"]["NewImage"]["type"] = {"S": "Turn Exploded"}  # never publishable
+    assert Publishing(settings, publisher_clock).handle({"Records": records}, None) == {"batchItemFailures": []}
+    published = Queue(settings, resources.events_queue_url).until(2)
+    assert sorted(e["detail"]["sequence"] for e in published) == [1, 2], "no gap where the dead letter was"
+
+
+def test_answers_and_other_events_outside_a_commit_are_numbered_in_bulk_too(
+    make_service: Callable[..., Service], events_settings: Settings, publisher_clock: FakeClock, store: DynamoDBStore
+) -> None:
+    service = make_service("nested")
+    sessions = [f"answered-{n}" for n in range(5)]
+    for session in sessions:
+        started = service.start_turn(session, "delete")
+        service.submit_approval(session, started.turn_id, started.interactions[0].request_id, APPROVE)
+    settings, resources = _resources(events_settings)
+    made = Publishing(settings, publisher_clock)
+    calls = _counted(made)
+    written = ["Interaction Requested", "Interaction Answered", "Turn Settled"]  # (as the stream has them)
+    records = sorted(
+        outbox_records(store, sessions),
+        key=lambda r: (r["dynamodb"]["Keys"]["pk"]["S"], written.index(r["dynamodb"]["NewImage"]["type"]["S"])),
+    )
+    assert made.handle({"Records": records}, None) == {"batchItemFailures": []}
+    assert "Query" not in calls and calls["TransactWriteItems"] == 2, dict(calls)
+    published = Queue(settings, resources.events_queue_url).until(15)
+    approved = ["Interaction Requested", "Interaction Answered:approve", "Turn Settled:completed"]
+    assert {s: kinds(e) for s, e in by_session(published).items()} == {s: approved for s in sessions}

@@ -33,7 +33,7 @@ from resumable.events.schemas import MODELS, SOURCE, EventDetail
 from resumable.exceptions import AwsError, NotPublishedError
 from resumable.metrics import count, flushing
 from resumable.store.codec import decode
-from resumable.store.outbox import COMMIT_EVENTS, commit_events, event_id
+from resumable.store.outbox import COMMIT_EVENTS, commit_events, event_id, is_commit_event
 from resumable.store.publishing import OutboxItems
 from resumable.store.records import OutboxEvent
 
@@ -53,7 +53,7 @@ class _Event:
     detail: EventDetail
     numbered_with: list[str] | None
     """The items numbered with it, in order: its commit's events (the item says how many), or itself.
-    None when the item does not say (written before items did): they are looked up."""
+    None for a commit's event that does not say (written before commits did): they are looked up."""
 
 
 class Publisher:
@@ -68,13 +68,15 @@ class Publisher:
     def publish(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Publish ``records``; those not published, each as ``{"itemIdentifier": <its sequence number>}``."""
         sessions: dict[str, list[_Event]] = {}
+        self._dead: dict[str, set[str]] = {}  # (by session: left out of their commits' numbering)
         for record in records:
             read = self._read(record)
             if read is not None:
                 sessions.setdefault(read.session_id, []).append(read)
         failed: dict[str, list[_Event]] = {}
         self._number(sessions, failed)
-        self._put(sessions, failed)
+        for session_id, lowest in self._put(sessions).items():
+            failed[session_id] = [e for e in sessions[session_id] if e.detail.sequence >= lowest]
         not_published = {id(e.record) for events in failed.values() for e in events}
         if failed:
             count("PublisherFailures", len(failed))  # (a failure each: the events after one are held back)
@@ -85,22 +87,35 @@ class Publisher:
         ]
 
     def _read(self, record: dict[str, Any]) -> _Event | None:
-        """The record's event, checked before it is numbered; None (sent to the dead-letter queue) for
-        one that can never be published."""
+        """The record's event, checked before it is numbered; None (sent to the dead-letter queue, and
+        left out of its commit's numbering) for one that can never be published."""
         change: dict[str, Any] = record.get("dynamodb", {})
+        keys: tuple[str, str] | None = None
         try:
-            session_id, sk = self._keys(change)
+            keys = session_id, sk = self._keys(change)
             image = decode(change["NewImage"])
             event = OutboxEvent.model_validate(image)
             detail = self._detail(session_id, sk, event, sequence=1)
-            together = image.get(COMMIT_EVENTS)
-            numbered_with = commit_events(sk, together) if isinstance(together, int) and together > 0 else None
-            if numbered_with is not None and sk not in numbered_with:
-                raise NotPublishedError(f"not published: {sk!r} is not among the {together} events of its commit")
+            numbered_with = self._numbered_with(sk, image.get(COMMIT_EVENTS))
         except (ValidationError, NotPublishedError, ValueError, TypeError, KeyError) as error:
             self._dead_letter(record, error)
+            if keys is not None:
+                self._dead.setdefault(keys[0], set()).add(keys[1])
             return None
         return _Event(record, session_id, sk, event, detail, numbered_with)
+
+    @staticmethod
+    def _numbered_with(sk: str, together: Any) -> list[str] | None:
+        """The items numbered with the one at ``sk``: itself, or its commit's events (the item says how
+        many it wrote; None where it does not: they are looked up)."""
+        if not is_commit_event(sk):
+            return [sk]
+        if not isinstance(together, int) or together < 1:
+            return None
+        numbered_with = commit_events(sk, together)
+        if sk not in numbered_with:
+            raise NotPublishedError(f"not published: {sk!r} is not among the {together} events of its commit")
+        return numbered_with
 
     def _number(self, sessions: dict[str, list[_Event]], failed: dict[str, list[_Event]]) -> None:
         """Give each session's events their numbers: with their counter, several sessions in a
@@ -124,8 +139,10 @@ class Publisher:
                     self._dead_letter(event.record, error)
                     events.remove(event)
                 except AwsError as error:
+                    # Not one of the session's events is put (one after it could have a lower number):
+                    # all of them are delivered again, those numbered keeping their numbers.
                     logger.error("%s of session %r not numbered: %s", event.sk, session_id, error)
-                    failed[session_id] = events[events.index(event) :]
+                    failed[session_id] = events
                     del sessions[session_id]
                     break
 
@@ -134,7 +151,11 @@ class Publisher:
         several sessions in a transaction; the sessions numbered. (Not those a condition refused, nor
         those whose items do not say what else their commit wrote.)"""
         wanted = {
-            session_id: list(dict.fromkeys(sk for e in events for sk in e.numbered_with or ()))
+            session_id: [
+                sk
+                for sk in dict.fromkeys(sk for e in events for sk in e.numbered_with or ())
+                if sk not in self._dead.get(session_id, ())  # (dead-lettered: never numbered, so no gap)
+            ]
             for session_id, events in sessions.items()
             if all(e.numbered_with is not None for e in events)
         }
@@ -166,11 +187,13 @@ class Publisher:
             "reading the same shard?); it was not published and is delivered again"
         )
 
-    def _put(self, sessions: dict[str, list[_Event]], failed: dict[str, list[_Event]]) -> None:
+    def _put(self, sessions: dict[str, list[_Event]]) -> dict[str, int]:
         """Put every session's events on the bus in their order, in rounds: a round holds each session's
         next event, so a session's event is put only once the one before it is on the bus. Then mark
-        them published."""
+        them published. For each session held back, the lowest number not published (or not marked:
+        it is delivered again, and published again, the same event)."""
         queues = {s: sorted(events, key=lambda e: e.detail.sequence) for s, events in sessions.items() if events}
+        held: dict[str, int] = {}
         put: list[_Event] = []
         while queues:
             round_ = [events[0] for events in queues.values()]
@@ -182,17 +205,16 @@ class Publisher:
                     count("EventsPublished")
                 else:
                     logger.error("%s of session %r not published: %s", event.sk, event.session_id, refused)
-                    failed[event.session_id] = queue
-                    queue = []
+                    held[event.session_id] = event.detail.sequence
+                    queue.clear()
                 if not queue:
                     del queues[event.session_id]
         unmarked = self.outbox.mark_all_published([(e.session_id, e.sk) for e in put], self.clock.now())
         for event, error in zip(put, unmarked, strict=True):
-            if error is not None and event.session_id not in failed:
-                # Published, not marked: it is delivered again (and published again, the same event).
+            if error is not None:
                 logger.error("%s of session %r published, not marked: %s", event.sk, event.session_id, error)
-                events = sessions[event.session_id]
-                failed[event.session_id] = events[events.index(event) :]
+                held[event.session_id] = min(event.detail.sequence, held.get(event.session_id, event.detail.sequence))
+        return held
 
     def _dead_letter(self, record: dict[str, Any], error: Exception) -> None:
         logger.error(

@@ -52,6 +52,11 @@ def commit_event_sk(root_turn_id: str, version: int, n: int) -> str:
     return f"TURN#{root_turn_id}#EVENT#{version:08d}#{n:05d}"
 
 
+def is_commit_event(sk: str) -> bool:
+    """Whether the outbox item at ``sk`` is one of a commit's events (numbered with the others)."""
+    return COMMIT_EVENT.match(sk) is not None
+
+
 def commit_events(sk: str, count: int) -> list[str]:
     """Every event of the commit whose event is at ``sk`` and which wrote ``count``, in its order."""
     commit = COMMIT_EVENT.match(sk)
