@@ -677,3 +677,28 @@ def test_answers_and_other_events_outside_a_commit_are_numbered_in_bulk_too(
     published = Queue(settings, resources.events_queue_url).until(15)
     approved = ["Interaction Requested", "Interaction Answered:approve", "Turn Settled:completed"]
     assert {s: kinds(e) for s, e in by_session(published).items()} == {s: approved for s in sessions}
+
+
+def test_an_event_published_but_not_marked_is_delivered_again_even_when_a_later_one_was_refused(
+    make_service: Callable[..., Service], events_settings: Settings, publisher_clock: FakeClock, store: DynamoDBStore
+) -> None:
+    service = make_service("nested")
+    started = service.start_turn("unmarked", "delete")
+    service.cancel("unmarked", started.turn_id)
+    settings, _ = _resources(events_settings)
+    made = Publishing(settings, publisher_clock)
+    put_all, mark_all = made.bus.put_all, made.outbox.mark_all_published
+
+    def third_refused(source: str, entries: list[Entry]) -> list[str | None]:
+        third = [json.loads(e.detail)["sequence"] == 3 for e in entries]
+        outcome = iter(put_all(source, [e for e, t in zip(entries, third, strict=True) if not t]))
+        return ["bus refused the event (InternalFailure)" if t else next(outcome) for t in third]
+
+    def first_unmarked(items: list[tuple[str, str]], now: float) -> list[Exception | None]:
+        return [AwsError("throttled"), *mark_all(items[1:], now)]
+
+    made.bus.put_all = third_refused  # type: ignore[method-assign]
+    made.outbox.mark_all_published = first_unmarked  # type: ignore[method-assign]
+    records = outbox_records(store, ["unmarked"])
+    failures = made.handle({"Records": records}, None)["batchItemFailures"]
+    assert len(failures) == 3, "the first (published, not marked) and all after it are delivered again"
