@@ -18,7 +18,7 @@ INSTALLED := $(VENV)/.installed-dev
 # Test workers: each runs its own embedded AWS.
 PYTEST_WORKERS ?= 2
 
-.PHONY: run demo invoke layer bench soak test test-fast checks lint typecheck validate scan pytest clean constraints browser deploy predeploy sam-build permissions calls smoke
+.PHONY: run demo invoke layer bench soak load test test-fast checks lint typecheck validate scan pytest clean constraints browser deploy predeploy sam-build permissions calls smoke
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -58,8 +58,20 @@ bench: layer
 soak: $(INSTALLED)
 	$(BIN)/python -m tests.soak
 
+## load: many simulated people on the local API (or ARGS="--url URL" for a deployed stack, signed), then the invariants
+## (ARGS="--users 50 --seconds 60"; python -m tools.load --help)
+LOCUST := $(VENV)/load/bin/locust
+
+$(LOCUST): tools/load-requirements.txt | $(UV)
+	$(PYTHON) -m venv --without-pip $(VENV)/load
+	$(INSTALL) --python $(VENV)/load/bin/python -r tools/load-requirements.txt
+	touch $(LOCUST)
+
+load: $(INSTALLED) $(LOCUST)
+	$(BIN)/python -m tools.load $(ARGS)
+
 ## test: lint, format check, type check, template validation and the security scan (side by side), then the whole test suite
-test: $(INSTALLED) $(CHECKOV) $(SAM) $(CHROMIUM)
+test: $(INSTALLED) $(CHECKOV) $(SAM) $(CHROMIUM) $(LOCUST)
 	@$(MAKE) --no-print-directory -j 4 --output-sync=target checks
 	@$(MAKE) --no-print-directory pytest
 
@@ -138,7 +150,7 @@ deploy: $(INSTALLED) $(SAM)
 	@if [ -f .aws-sam/deployed ]; then $(SAM) deploy; else $(SAM) deploy --guided && touch .aws-sam/deployed; fi
 	$(SAM) list stack-outputs --output table
 
-pytest: $(INSTALLED) $(CHROMIUM) $(SAM)
+pytest: $(INSTALLED) $(CHROMIUM) $(SAM) $(LOCUST)
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal
 
 clean:
