@@ -10,6 +10,7 @@ as ``make run``; the agents of tools/load_agents.py, whose approved action write
 checks, from the store and the ledger, once the sweeper has had a period to move everything on:
 
 - every approved action ran exactly once (no fault is injected), and no denied or canceled one ran;
+  every two-person question (the load test's approval rule) approved has two approvals;
 - no question is lost: every question a person was shown is in the table, and every one still open is
   in the approvers' inbox;
 - no turn is stuck: each is settled, or waits on an open question.
@@ -37,6 +38,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCUST = ROOT / ".venv" / "load" / "bin" / "locust"
+APPROVER = "arn:aws:iam::000000000000:user/alice"
+"""One of the approvers the people answer as (tools/locustfile.py)."""
 SWEEP_SECONDS = 5.0
 """How often the sweeper runs on the local stack during a load test (the template's is a minute)."""
 
@@ -136,11 +139,16 @@ def _read_made(made: Path) -> list[dict[str, str]]:
 def _local_stack(out: Path) -> Iterator[tuple[str, Any]]:
     """The local stack, as make run serves it, with the load test's agents; its URL and its check."""
     sys.path.insert(0, str(ROOT))
+    from resumable.local.server import DEFAULT_PRINCIPAL
+    from tools.load_agents import RULES
+
     ledger = out / "actions.log"
     ledger.write_text("")
     os.environ.update(
         AGENT_FACTORY="tools.load_agents:build",
         RESUMABLE_LOAD_LEDGER=str(ledger),
+        APPROVAL_RULES=RULES,  # (dropping a table takes two people's approval)
+        APPROVER_PRINCIPALS=f"{DEFAULT_PRINCIPAL},arn:aws:iam::000000000000:user/*",
         POWERTOOLS_LOG_LEVEL="WARNING",  # (a line a request is the server's log: below)
         POWERTOOLS_METRICS_DISABLED="true",
     )
@@ -149,7 +157,7 @@ def _local_stack(out: Path) -> Iterator[tuple[str, Any]]:
     from resumable.local.events import publishing
     from resumable.local.functions import function_arn
     from resumable.local.schedules import running_schedules
-    from resumable.local.server import DEFAULT_PRINCIPAL, make_server
+    from resumable.local.server import make_server
     from resumable.local.template import functions_in_process
 
     with ExitStack() as stack:
@@ -159,7 +167,6 @@ def _local_stack(out: Path) -> Iterator[tuple[str, Any]]:
         settings = stack.enter_context(embedded_aws())
         stack.enter_context(functions_in_process())
         os.environ.update(settings.environment())
-        os.environ.setdefault("APPROVER_PRINCIPALS", DEFAULT_PRINCIPAL)
         os.environ.setdefault("CONTINUE_FUNCTION", function_arn("SubmitApprovalFunction"))
         server = make_server(port=0)
         url = f"http://127.0.0.1:{server.server_address[1]}"
@@ -202,6 +209,11 @@ class _LocalCheck:
         for key in approved:
             if ran[key] != 1:
                 problems.append(f"the approved action of turn {key} ran {ran[key]} times")
+        two_person = [q for q in questions.values() if q.get("rule", {}).get("S", "null") != "null"]
+        for question in two_person:
+            votes = json.loads(question.get("votes", {}).get("S", "{}") or "{}")
+            if _decision(question) == "approve" and len(votes) < 2:
+                problems.append(f"two-person question {question['request_id']['S']} approved with {len(votes)} vote(s)")
         for key, times in ran.items():
             if key not in approved:
                 problems.append(f"turn {key}'s action ran {times} times without an approval")
@@ -224,7 +236,8 @@ class _LocalCheck:
                 problems.append(f"turn {key} is stuck: {status}, {turn.get('open_interactions', {}).get('N')} open")
         _say(
             f"checked: {len(turns)} turns, {len(questions)} questions ({len(open_questions)} still open), "
-            f"{len(approved)} approved, {sum(ran.values())} actions run"
+            f"{len(approved)} approved ({sum(_decision(q) == 'approve' for q in two_person)} by two people), "
+            f"{sum(ran.values())} actions run"
         )
         return problems
 
@@ -266,11 +279,11 @@ def _decision(question: dict[str, Any]) -> str | None:
 
 
 def _inbox(service: Any) -> list[Any]:
-    from resumable.local.server import DEFAULT_PRINCIPAL
-
+    """The inbox of an approver who started none of the turns (so a two-person question, which its
+    starter may not approve, is in it)."""
     found, cursor = [], None
     while True:
-        page = service.inbox(DEFAULT_PRINCIPAL, limit=200, cursor=cursor)
+        page = service.inbox(APPROVER, limit=200, cursor=cursor)
         found += page.interactions
         if page.cursor is None:
             return found

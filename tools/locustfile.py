@@ -1,5 +1,6 @@
 """The people ``make load`` simulates (Locust; tools/load.py runs it): each starts turns that ask for a
-destructive step's approval, then approves, denies or cancels them, and reads the inbox and its
+destructive step's approval, then approves, denies or cancels them; starts turns whose step two
+people must approve and approves them as alice, then bob (locally); and reads the inbox and its
 turns, with a few seconds' thought between. Every request is named by its route, so the statistics
 are per route; a refusal is a failure named by its status and error code.
 
@@ -55,6 +56,7 @@ class Person(HttpUser):
 
     def on_start(self) -> None:
         self.open: list[tuple[str, str, str]] = []  # (session, turn, request) waiting for this person
+        self.two: list[tuple[str, str, str, int]] = []  # the same, of two-person questions, and approvals given
         if os.environ.get("RESUMABLE_LOAD_SIGN") == "1":
             self.client.auth = _SigV4(os.environ.get("AWS_REGION") or "us-east-1")
 
@@ -82,6 +84,41 @@ class Person(HttpUser):
             request = turn["interactions"][0]["requestId"]
             self.open.append((session, turn["turnId"], request))
             _made("asked", session=session, turn=turn["turnId"], request=request)
+
+    @task(1)
+    def ask_two(self) -> None:
+        """A step two people must approve (the load test's approval rule; on the local stack only,
+        where a request may name its principal)."""
+        if os.environ.get("RESUMABLE_LOAD_SIGN") == "1":
+            return
+        session = f"load2-{uuid.uuid4().hex[:12]}"
+        body = {"prompt": f"drop tbl-{random.randrange(10**6)}"}
+        turn = self._call("POST", f"/sessions/{session}/turns", "POST /sessions/{id}/turns", body)
+        if turn and turn.get("status") == "waiting" and turn.get("interactions"):
+            request = turn["interactions"][0]["requestId"]
+            self.two.append((session, turn["turnId"], request, 0))
+            _made("asked", session=session, turn=turn["turnId"], request=request)
+
+    @task(2)
+    def approve_as_one_of_two(self) -> None:
+        if not self.two:
+            return
+        session, turn, request, given = self.two.pop(random.randrange(len(self.two)))
+        who = ("alice", "bob")[given]
+        with self.client.post(
+            f"/sessions/{session}/turns/{turn}/interactions/{request}",
+            json={"response": {"decision": "approve"}},
+            headers={"x-resumable-principal": f"arn:aws:iam::000000000000:user/{who}"},
+            name="POST /sessions/{id}/turns/{id}/interactions/{id}",
+            catch_response=True,
+        ) as reply:
+            if reply.status_code >= 400:
+                reply.failure(f"{reply.status_code} {reply.text[:80]}")
+                return
+        if given == 0:
+            self.two.append((session, turn, request, 1))
+        else:
+            _made("approve", session=session, turn=turn, request=request)
 
     def _answer(self, decision: dict[str, Any]) -> None:
         if not self.open:
