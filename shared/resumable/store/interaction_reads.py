@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-from resumable.exceptions import AwsError
 from resumable.store.codec import (
     INBOX,
     decode,
@@ -53,18 +51,10 @@ class InteractionReads(Table):
     def get_interactions(self, keys: list[tuple[str, str, str]]) -> list[InteractionRecord]:
         """The interactions (session, root turn, request) that exist, in no particular order."""
         wanted = [key(s, interaction_sk(r, q)) for s, r, q in dict.fromkeys(keys)]
-        found: list[InteractionRecord] = []
-        for start in range(0, len(wanted), _BATCH):
-            request: dict[str, Any] = {self.table: {"Keys": wanted[start : start + _BATCH], "ConsistentRead": True}}
-            for attempt in range(_ATTEMPTS):
-                page = self.dynamodb.batch_get_item(RequestItems=request)
-                found += [InteractionRecord.model_validate(decode(i)) for i in page["Responses"].get(self.table, [])]
-                request = page.get("UnprocessedKeys") or {}
-                if not request:
-                    break
-                time.sleep(0.05 * 2**attempt)  # (DynamoDB left some unread: throttled)
-            else:
-                raise AwsError("DynamoDB left interactions unread after retries (throttled): read the page again")
+        found = [
+            InteractionRecord.model_validate(decode(item))
+            for item in self._batch_get(wanted, "interactions (read the page again)")
+        ]
         return found
 
     @aws_call
@@ -102,7 +92,3 @@ class InteractionReads(Table):
     def inbox_partition(principal: str | None) -> tuple[str, str]:
         """The index and partition key (shard 0's, for every session's) a principal's inbox is read from."""
         return (INBOX_INDEX, INBOX) if principal is None else (PRINCIPAL_INBOX_INDEX, principal_inbox(principal))
-
-
-_BATCH = 100  # BatchGetItem's most keys
-_ATTEMPTS = 6

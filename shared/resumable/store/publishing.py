@@ -4,7 +4,6 @@ marked, so DynamoDB's TTL deletes them; those the bus never took handed to the p
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -29,9 +28,6 @@ from resumable.store.table import (
 # than the stream keeps a record (24 hours), so a redelivered record always finds its item (and its
 # number). One the bus never took has no expiry: it waits to be published again.
 PURGE_AFTER_SECONDS = 3 * 24 * 3600
-
-_BATCH_GET = 100  # BatchGetItem's most keys
-_ATTEMPTS = 6
 
 
 def _gone(session_id: str, sk: str) -> NotPublishedError:
@@ -59,26 +55,12 @@ class OutboxItems(Table):
     def last_sequences(self, session_ids: list[str]) -> dict[str, int]:
         """``last_sequence`` of each session: a ``BatchGetItem`` per 100."""
         found = dict.fromkeys(session_ids, 0)
-        wanted = list(found)
-        for start in range(0, len(wanted), _BATCH_GET):
-            request: dict[str, Any] = {
-                self.table: {
-                    "Keys": [key(s, "SESSION") for s in wanted[start : start + _BATCH_GET]],
-                    "ConsistentRead": True,
-                    "ProjectionExpression": "pk, published_sequence",
-                }
-            }
-            for attempt in range(_ATTEMPTS):
-                page = self.dynamodb.batch_get_item(RequestItems=request)
-                for item in page["Responses"].get(self.table, []):
-                    if "published_sequence" in item:
-                        found[item["pk"]["S"].removeprefix("SESSION#")] = int(item["published_sequence"]["N"])
-                request = page.get("UnprocessedKeys") or {}
-                if not request:
-                    break
-                time.sleep(0.05 * 2**attempt)  # (DynamoDB left some unread: throttled)
-            else:
-                raise AwsError("DynamoDB left event counters unread after retries (throttled); nothing was numbered")
+        keys = [key(s, "SESSION") for s in found]
+        for item in self._batch_get(
+            keys, "event counters (nothing was numbered)", ProjectionExpression="pk, published_sequence"
+        ):
+            if "published_sequence" in item:
+                found[item["pk"]["S"].removeprefix("SESSION#")] = int(item["published_sequence"]["N"])
         return found
 
     @aws_call

@@ -24,6 +24,8 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 MAX_TRANSACTION_ITEMS = 100
+_BATCH_GET = 100  # BatchGetItem's most keys
+_BATCH_GET_ATTEMPTS = 6
 
 # A refusal is told by its error code, not by the client's exception class: botocore builds those on
 # first use of ``client.exceptions`` (about 20 ms, so only a refusal pays for them) without a lock, and
@@ -135,6 +137,24 @@ class Table:
                 reads -= 1
         more = any(s.items or not s.done for s in streams)
         return Merged(found, more, _ordered(found[-1], order) if more and found else None)
+
+    def _batch_get(self, keys: list[dict[str, Any]], what: str, **read: Any) -> Iterator[dict[str, Any]]:
+        """The items of ``keys`` that exist (``BatchGetItem``, 100 keys a call, consistent; ``read``:
+        more of its options, such as ``ProjectionExpression``), what DynamoDB left unread (throttled)
+        asked again with backoff; ``AwsError`` naming ``what`` when it still leaves some."""
+        for start in range(0, len(keys), _BATCH_GET):
+            request: dict[str, Any] = {
+                self.table: {"Keys": keys[start : start + _BATCH_GET], "ConsistentRead": True, **read}
+            }
+            for attempt in range(_BATCH_GET_ATTEMPTS):
+                page = self.dynamodb.batch_get_item(RequestItems=request)
+                yield from page["Responses"].get(self.table, [])
+                request = page.get("UnprocessedKeys") or {}
+                if not request:
+                    break
+                time.sleep(0.05 * 2**attempt)
+            else:
+                raise AwsError(f"DynamoDB left {what} unread after retries (throttled)")
 
     def _query_items(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """Every item a Query returns, page after page."""
