@@ -211,6 +211,18 @@ class Killed(BaseException):
     """The Lambda runtime dying mid-batch: nothing in the handler catches it."""
 
 
+def dying(made: Publishing, when: str) -> Handler:
+    """``made``'s handler, whose invocation fails (as Lambda reports a runtime that died) on ``Killed``."""
+
+    def handle(event: dict[str, Any], context: Any) -> Any:
+        try:
+            return made.handle(event, context)
+        except Killed:
+            raise RuntimeError(f"the invocation died {when}") from None
+
+    return handle
+
+
 def dies_after(puts: int) -> Callable[[Publishing], Handler]:
     """A publisher whose first invocation dies once it has put ``puts`` events on the bus."""
 
@@ -227,14 +239,7 @@ def dies_after(puts: int) -> Callable[[Publishing], Handler]:
             return put_all(source, entries)
 
         made.bus.put_all = counted  # type: ignore[method-assign]
-
-        def handle(event: dict[str, Any], context: Any) -> Any:
-            try:
-                return made.handle(event, context)
-            except Killed:
-                raise RuntimeError("the invocation died mid-batch") from None
-
-        return handle
+        return dying(made, "mid-batch")
 
     return wrap
 
@@ -543,14 +548,7 @@ def test_a_publisher_killed_between_putevents_and_its_marks_publishes_them_again
             return mark(items, now)
 
         made.outbox.mark_all_published = dies  # type: ignore[method-assign]
-
-        def handle(event: dict[str, Any], context: Any) -> Any:
-            try:
-                return made.handle(event, context)
-            except Killed:
-                raise RuntimeError("the invocation died between PutEvents and the marks") from None
-
-        return handle
+        return dying(made, "between PutEvents and the marks")
 
     with start_publishing(events_settings, publisher_clock, wrap) as (_, queue):
         deliveries = queue.until(6)

@@ -25,7 +25,7 @@ from resumable.store.codec import INBOX, inbox_sort_key, shard_of, sharded, turn
 from resumable.store.records import AuditRecord, InteractionRecord, TurnRecord
 from resumable.store.resources import TABLE_INDEXES, TABLE_KEY_SCHEMA, create_table_request
 from tests.clock import FakeClock
-from tests.inbox import write_interactions
+from tests.inbox import question, write_interactions
 from tests.integration.helpers import ALICE, APPROVE
 from tests.integration.test_inbox import counted_calls
 
@@ -64,23 +64,8 @@ def new_table(aws_server: Settings) -> Iterator[Callable[[int], Settings]]:
 def _question(
     n: int, session: int, expires_at: float, now: float, risk: str | None = None, dismissed: bool = False
 ) -> InteractionRecord:
-    return InteractionRecord(
-        session_id=f"shard-{session:03d}",
-        root_turn_id=f"{session:032x}",
-        turn_id=f"{session:032x}",
-        request_id=f"r{n:024x}",
-        interrupt_id=f"v1:tool:{n}",
-        name="approval",
-        reason={"agent": "a", "tool": "t", "input": {"n": n}},
-        agent_path=["a"],
-        principal=ALICE,
-        status="requested",
-        risk=risk,
-        dismissed_by=[APPROVER] if dismissed else [],
-        expires_at=expires_at,
-        created_at=now,
-        updated_at=now,
-    )
+    dismissed_by = (APPROVER,) if dismissed else ()
+    return question(n, f"shard-{session:03d}", expires_at, now, principal=ALICE, risk=risk, dismissed_by=dismissed_by)
 
 
 def _inbox_service(configured: Settings, clock: FakeClock) -> Service:

@@ -31,7 +31,7 @@ def test_what_dynamodb_leaves_unread_is_asked_for_again(monkeypatch: pytest.Monk
             {"RequestItems": asked},
         )
         stub.add_response("batch_get_item", {"Responses": {"t": keys[1:]}}, {"RequestItems": {"t": {"Keys": keys[1:]}}})
-        assert list(store._batch_get(keys, "sessions")) == keys
+        assert list(store._batch_get(keys, "sessions", "read them again")) == keys
         stub.assert_no_pending_responses()
 
 
@@ -42,5 +42,7 @@ def test_what_it_keeps_leaving_unread_is_an_error_saying_so(monkeypatch: pytest.
     with Stubber(store.dynamodb) as stub:
         for _ in range(6):
             stub.add_response("batch_get_item", {"Responses": {"t": []}, "UnprocessedKeys": {"t": {"Keys": keys}}})
-        with pytest.raises(AwsError, match="DynamoDB left sessions unread after retries"):
-            list(store._batch_get(keys, "sessions"))
+        with pytest.raises(
+            AwsError, match=r"DynamoDB left sessions unread after retries \(throttled\): read them again"
+        ):
+            list(store._batch_get(keys, "sessions", "read them again"))

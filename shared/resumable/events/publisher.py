@@ -1,9 +1,9 @@
 """The publisher: the table's stream delivers each new outbox item (an event source mapping filtered
 to them); this numbers it in its session's order and puts it on the bus, at least once.
 
-A batch is published in bulk: each session's events are numbered in one transaction (the counters
-read in one ``BatchGetItem``), put on the bus in ``PutEvents`` calls of up to 10 entries, and marked
-published in one transaction per 100. A session's events go on the bus in their order, one per call
+A batch is published in bulk: its sessions' counters are read in one ``BatchGetItem``, their events
+numbered with them in transactions that hold as many whole sessions as 100 items fit, put on the bus
+in ``PutEvents`` calls of up to 10 entries, and marked published in one transaction per 100. A session's events go on the bus in their order, one per call
 (a call takes up to ten sessions' next events), an entry the bus refused is put again by itself, and
 once one of a session's events could not be published none after it is put.
 
@@ -64,11 +64,11 @@ class Publisher:
     ) -> None:
         self.settings, self.outbox, self.bus, self.dead_letters, self.clock = settings, outbox, bus, dead_letters, clock
         self._last: dict[str, int] = {}
+        self._dead: dict[str, set[str]] = {}  # (by session: left out of their commits' numbering)
 
     def publish(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Publish ``records``; those not published, each as ``{"itemIdentifier": <its sequence number>}``."""
         sessions: dict[str, list[_Event]] = {}
-        self._dead: dict[str, set[str]] = {}  # (by session: left out of their commits' numbering)
         for record in records:
             read = self._read(record)
             if read is not None:
@@ -177,7 +177,7 @@ class Publisher:
         """The event's number in its session: given now, or the one it was given on an earlier delivery."""
         for _ in range(_COUNTER_ATTEMPTS):
             after = self._last[session_id] if session_id in self._last else self.outbox.last_sequence(session_id)
-            numbered = self.outbox.number_event(session_id, sk, after, self.clock.now())
+            numbered = self.outbox.number_event(session_id, sk, after)
             if numbered is not None:
                 number, self._last[session_id] = numbered
                 return number
@@ -202,13 +202,14 @@ class Publisher:
                 queue = queues[event.session_id]
                 if refused is None:
                     put.append(queue.pop(0))
-                    count("EventsPublished")
                 else:
                     logger.error("%s of session %r not published: %s", event.sk, event.session_id, refused)
                     held[event.session_id] = event.detail.sequence
                     queue.clear()
                 if not queue:
                     del queues[event.session_id]
+        if put:
+            count("EventsPublished", len(put))
         unmarked = self.outbox.mark_all_published([(e.session_id, e.sk) for e in put], self.clock.now())
         for event, error in zip(put, unmarked, strict=True):
             if error is not None:

@@ -53,7 +53,7 @@ class InteractionReads(Table):
         wanted = [key(s, interaction_sk(r, q)) for s, r, q in dict.fromkeys(keys)]
         found = [
             InteractionRecord.model_validate(decode(item))
-            for item in self._batch_get(wanted, "interactions (read the page again)")
+            for item in self._batch_get(wanted, "interactions", "read the page again")
         ]
         return found
 

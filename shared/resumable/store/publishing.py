@@ -57,7 +57,7 @@ class OutboxItems(Table):
         found = dict.fromkeys(session_ids, 0)
         keys = [key(s, "SESSION") for s in found]
         for item in self._batch_get(
-            keys, "event counters (nothing was numbered)", ProjectionExpression="pk, published_sequence"
+            keys, "event counters", "nothing was numbered", ProjectionExpression="pk, published_sequence"
         ):
             if "published_sequence" in item:
                 found[item["pk"]["S"].removeprefix("SESSION#")] = int(item["published_sequence"]["N"])
@@ -69,20 +69,21 @@ class OutboxItems(Table):
         ``sks`` (in the order they are to be numbered, each commit's events together and in its
         order, none numbered before) get ``after + 1``, ``after + 2``, ..., and the session's counter
         moves on. A transaction holds as many sessions whole as its 100 items fit. The sessions
-        numbered: a transaction refused (a counter not at ``after``; an item numbered before, or gone)
-        or failing numbers none of its sessions (number those alone, then one by one with
-        ``number_event``, which tells these apart). A session of more than 99 items is left out."""
+        numbered: those whose writes a condition refused (a counter not at ``after``; an item numbered
+        before, or gone), or that met another transaction, are not, nor any of a transaction that
+        failed otherwise, nor a session of more than 99 items (number those one by one with
+        ``number_event``, which tells these apart)."""
         numbered: set[str] = set()
         writes: list[tuple[str, dict[str, Any]]] = []  # (each with its session)
-        for session_id, sks, after in [*wanted, ("", [], 0)]:  # (the last, empty, sends what is packed)
-            adding = [(session_id, w) for w in self._numbering(session_id, sks, after)] if sks else []
-            if len(adding) > MAX_TRANSACTION_ITEMS:
+        for session_id, sks, after in wanted:
+            if not sks or len(sks) >= MAX_TRANSACTION_ITEMS:  # (with its counter, more than a transaction holds)
                 continue
-            if writes and (not sks or len(writes) + len(adding) > MAX_TRANSACTION_ITEMS):
+            adding = [(session_id, w) for w in self._numbering(session_id, sks, after)]
+            if len(writes) + len(adding) > MAX_TRANSACTION_ITEMS:
                 numbered |= self._pack(writes)
                 writes = []
             writes += adding
-        return numbered
+        return numbered | (self._pack(writes) if writes else set())
 
     def _pack(self, writes: list[tuple[str, dict[str, Any]]]) -> set[str]:
         """The sessions numbered by ``writes`` (each with its session) in one transaction: those of the
@@ -96,7 +97,7 @@ class OutboxItems(Table):
                 if code_of(error) != TRANSACTION_CANCELED:
                     return set()
                 # Refused by a condition, or in conflict with another write past the retries: those
-                # writes' sessions are numbered alone (the rest go on, numbered here).
+                # writes' sessions are left out (numbered one by one), the rest sent again.
                 refused = {writes[n][0] for n, reason in enumerate(reasons(error)) if reason.get("Code") != "None"}
                 if not refused:
                     return set()
@@ -140,16 +141,16 @@ class OutboxItems(Table):
         return writes
 
     @aws_call
-    def number_event(self, session_id: str, sk: str, after: int, now: float) -> tuple[int, int] | None:
+    def number_event(self, session_id: str, sk: str, after: int) -> tuple[int, int] | None:
         """The number of the outbox item at ``sk``: the one it was given before (a redelivery), or the
-        next of the session's (its counter moved from ``after``), given with its expiry in the same
-        transaction. The events of one commit are numbered together, in the order the commit lists
-        them (DynamoDB Streams does not promise the order of one transaction's records). None: the
-        session's counter was not at ``after`` (read it again and retry). Also returns where the
-        counter is now, as far as this call knows."""
+        next of the session's (its counter moved from ``after``, in the same transaction). The events of
+        one commit are numbered together, in the order the commit lists them (DynamoDB Streams does
+        not promise the order of one transaction's records). None: the session's counter was not at
+        ``after`` (read it again and retry). Also returns where the counter is now, as far as this
+        call knows."""
         commit = COMMIT_EVENT.match(sk)
         if commit is None:
-            return self._give(session_id, [sk], sk, after, now)
+            return self._give(session_id, [sk], sk, after)
         group = self.dynamodb.query(
             TableName=self.table,
             KeyConditionExpression="pk = :pk AND begins_with(sk, :commit)",
@@ -164,9 +165,9 @@ class OutboxItems(Table):
         given = numbers[sk]
         if given is not None:
             return int(given["N"]), after
-        return self._give(session_id, sorted(s for s, n in numbers.items() if n is None), sk, after, now)
+        return self._give(session_id, sorted(s for s, n in numbers.items() if n is None), sk, after)
 
-    def _give(self, session_id: str, sks: list[str], wanted: str, after: int, now: float) -> tuple[int, int] | None:
+    def _give(self, session_id: str, sks: list[str], wanted: str, after: int) -> tuple[int, int] | None:
         """Number ``sks`` ``after + 1``, ``after + 2``, ... (a transaction per 99, each moving the
         counter); the number ``wanted`` got, or had. None: the counter or an item moved meanwhile."""
         for start in range(0, len(sks), 99):

@@ -138,10 +138,10 @@ class Table:
         more = any(s.items or not s.done for s in streams)
         return Merged(found, more, _ordered(found[-1], order) if more and found else None)
 
-    def _batch_get(self, keys: list[dict[str, Any]], what: str, **read: Any) -> Iterator[dict[str, Any]]:
+    def _batch_get(self, keys: list[dict[str, Any]], what: str, then: str, **read: Any) -> Iterator[dict[str, Any]]:
         """The items of ``keys`` that exist (``BatchGetItem``, 100 keys a call, consistent; ``read``:
         more of its options, such as ``ProjectionExpression``), what DynamoDB left unread (throttled)
-        asked again with backoff; ``AwsError`` naming ``what`` when it still leaves some."""
+        asked again with backoff; ``AwsError`` naming ``what`` and saying ``then`` when it still leaves some."""
         for start in range(0, len(keys), _BATCH_GET):
             request: dict[str, Any] = {
                 self.table: {"Keys": keys[start : start + _BATCH_GET], "ConsistentRead": True, **read}
@@ -154,7 +154,7 @@ class Table:
                     break
                 time.sleep(0.05 * 2**attempt)
             else:
-                raise AwsError(f"DynamoDB left {what} unread after retries (throttled)")
+                raise AwsError(f"DynamoDB left {what} unread after retries (throttled): {then}")
 
     def _query_items(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """Every item a Query returns, page after page."""
