@@ -3,9 +3,10 @@ to them); this numbers it in its session's order and puts it on the bus, at leas
 
 A batch is published in bulk: its sessions' counters are read in one ``BatchGetItem``, their events
 numbered with them in transactions that hold as many whole sessions as 100 items fit, put on the bus
-in ``PutEvents`` calls of up to 10 entries, and marked published in one transaction per 100. A session's events go on the bus in their order, one per call
-(a call takes up to ten sessions' next events), an entry the bus refused is put again by itself, and
-once one of a session's events could not be published none after it is put.
+in ``PutEvents`` calls of up to 10 entries, and marked published in one transaction per 100. A
+session's events go on the bus in their order, one per call (a call takes up to ten sessions' next
+events), an entry the bus refused is put again by itself, and once one of a session's events could
+not be published none after it is put.
 
 A record that can never be published (not an outbox item of a known detail type, a detail that
 breaks its schema, an item that is gone) goes to the dead-letter queue whole, before it is numbered
