@@ -30,6 +30,10 @@ calls with bench/aws_calls.py.
 11. Strands agents (bench/strands.py): a Strands Agents SDK tree under the service beside the same tree in
     our runtime (cold start, layer sizes, time and calls per operation), and two resumes of one approval
     at once, ``strands.RACES`` times: with Strands alone, and under the service.
+12. The bill (bench/cost.py): the cost per million approval turns (start, pause, approve, complete, their
+    events published) and per million turns with no approval, at on-demand list prices, from this run's
+    own counts of billed units (bench/capacity.py); beside them, the same work as Step Functions
+    Standard's human-approval pattern and as plain Lambda and DynamoDB with no guarantees.
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bench import agents, context, events, operations, strands
+from bench import agents, context, cost, events, operations, strands
 from bench.aws_calls import Baseline
 from bench.cold_start import cold_start
 from bench.cold_start import report as cold_start_report
@@ -183,6 +187,8 @@ def report(results: dict[str, Any]) -> str:
     lines += ["", *agents.report(results["agents"])]
     lines += ["", *context.report(results["bounded_context"])]
     lines += ["", *strands.report(results["strands"])]
+    if "cost" in results:
+        lines += ["", *cost.report(results["cost"])]
     return "\n".join(lines)
 
 
@@ -205,6 +211,8 @@ def main() -> int:
         if not os.environ.get("BENCH_AWS"):  # the publisher runs as make run's: on the embedded AWS only
             print("measuring events and the inbox...", file=sys.stderr, flush=True)
             results["events"] = events.events_and_inbox(settings, runs=min(RUNS, 100))
+            print("measuring the bill...", file=sys.stderr, flush=True)
+            results["cost"] = cost.bill(settings)
         print("measuring agents: concurrent tools, optional providers...", file=sys.stderr, flush=True)
         results["agents"] = agents.agents(settings)
         print("measuring Strands agents: cold start, overhead, races...", file=sys.stderr, flush=True)

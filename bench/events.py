@@ -84,7 +84,7 @@ class OneAtATime(Publishing):
         return {"batchItemFailures": []}
 
 
-def _own(settings: Settings) -> Settings:
+def own_table(settings: Settings) -> Settings:
     """A table and bus of this measurement's own (the stream then holds only its events)."""
     name = f"bench-ev-{uuid.uuid4().hex[:8]}"
     own = settings.model_copy(update={"table_name": name, "event_bus_name": name})
@@ -103,7 +103,7 @@ def _service(settings: Settings) -> Service:
 def commit_to_bus(settings: Settings, runs: int) -> dict[str, Any]:
     """One turn started at a time (its commit writes an Interaction Requested); the time from the commit
     (the event's occurredAt) to PutEvents returning for it, with the publisher polling as make run's."""
-    own = _own(settings)
+    own = own_table(settings)
     times = PutTimes()
     service = _service(own)
     with publishing(own, lambda s: times.wrap(Publishing(s))):
@@ -124,7 +124,7 @@ def publisher_throughput(settings: Settings, sessions: int = 100, *, bulk: bool 
     mapping would, in batches of the template's size. ``bulk`` False: the publisher as it was
     (``OneAtATime``). The handler alone is timed: on the embedded AWS, reading the whole unfiltered
     stream (which Lambda filters for it) takes longer than publishing what it holds."""
-    own = _own(settings)
+    own = own_table(settings)
     service = _service(own)
     names = [f"throughput-{n}" for n in range(sessions)]
     for name in names:
@@ -163,7 +163,7 @@ def inbox_calls(settings: Settings, sizes: tuple[int, ...] = (1, 100, 1000), rep
     """The AWS calls and time of the first inbox page (50) with ``n`` open questions, one per session."""
     rows = []
     for size in sizes:
-        own = _own(settings).model_copy(update={"approver_principals": (APPROVER,)})
+        own = own_table(settings).model_copy(update={"approver_principals": (APPROVER,)})
         store = DynamoDBStore(own)
         open_questions(store, size, time.time(), "arn:aws:iam::000000000000:user/u", sooner_later=False)
         service = Service(store, own, factory=factory(Shape()))

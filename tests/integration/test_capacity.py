@@ -1,0 +1,154 @@
+"""The bill's meter counts DynamoDB's units as DynamoDB's rules do (item sizes, transactions twice,
+index writes, reads by 4 KB, strongly or eventually consistent), and what the bill is made of adds
+up to its total."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bench.capacity import Meter, index_writes, item_size, value_size
+from bench.cost import PRICES, dollars_per_million
+from resumable.aws.clients import client
+from resumable.config import Settings
+
+
+def _item(sk: str, filler: int, **more: str) -> dict[str, Any]:
+    """An item whose size is exactly ``filler`` bytes plus its key's (and ``more``'s)."""
+    item = {"pk": {"S": "P"}, "sk": {"S": sk}, "f": {"S": "x" * (filler - 1)}}
+    item.update({name: {"S": value} for name, value in more.items()})
+    return item
+
+
+def test_an_item_is_sized_as_dynamodb_sizes_it() -> None:
+    assert item_size({"ab": {"S": "héllo"}}) == 2 + 6  # names and strings in UTF-8
+    assert value_size({"N": "12345"}) == 4  # a byte a pair of significant digits, and one more
+    assert value_size({"N": "1000.000"}) == 2  # leading and trailing zeros are not stored
+    assert value_size({"B": "AAAA"}) == 3  # base64 in a request: its bytes
+    assert value_size({"BOOL": True}) == value_size({"NULL": True}) == 1
+    assert value_size({"L": [{"S": "ab"}, {"N": "1"}]}) == 3 + (2 + 1) + (2 + 1)
+    assert value_size({"M": {"k": {"S": "ab"}}}) == 3 + 1 + 2 + 1
+
+
+def test_an_index_write_follows_the_item_into_out_of_and_across_the_index() -> None:
+    small = {"pk": {"S": "P"}, "sk": {"S": "S"}}
+    indexed = {**small, "gsi2pk": {"S": "INBOX"}, "gsi2sk": {"S": "1"}}
+    moved = {**indexed, "gsi2sk": {"S": "2"}}
+    assert index_writes(None, small) == {}  # in no index
+    assert index_writes(None, indexed) == {"gsi2": 1}  # a put there
+    assert index_writes(indexed, moved) == {"gsi2": 2}  # a delete and a put
+    assert index_writes(indexed, small) == {"gsi2": 1}  # a delete
+    assert index_writes(indexed, {**indexed, "x": {"S": "y"}}) == {"gsi2": 1}  # an update in place
+    assert index_writes(indexed, indexed) == {}  # nothing changed
+
+
+@pytest.fixture
+def metered(aws: Settings) -> tuple[Meter, Any]:
+    meter = Meter(aws)
+    dynamodb = client("dynamodb", aws)
+    meter.attach(dynamodb)
+    return meter, dynamodb
+
+
+def test_writes_cost_a_unit_a_kb_twice_in_a_transaction_and_again_in_each_index(
+    metered: tuple[Meter, Any], aws: Settings
+) -> None:
+    meter, dynamodb = metered
+    table = aws.table_name
+    dynamodb.put_item(TableName=table, Item=_item("a", 1500))  # 2 KB, in no index
+    assert meter.take()["write_units"] == 2
+    dynamodb.transact_write_items(TransactItems=[{"Put": {"TableName": table, "Item": _item("b", 1500)}}])
+    assert meter.take()["write_units"] == 4
+    inboxed = _item("c", 1010, gsi2pk="INBOX", gsi2sk="1")  # over 1 KB with its key and index keys
+    dynamodb.put_item(TableName=table, Item=inboxed)
+    taken = meter.take()
+    assert (taken["write_units"], taken["gsi2_write_units"]) == (2 + 2, 2)
+    dynamodb.update_item(
+        TableName=table,
+        Key={"pk": {"S": "P"}, "sk": {"S": "c"}},
+        UpdateExpression="REMOVE gsi2pk, gsi2sk",
+    )
+    assert meter.take()["write_units"] == 2 + 2  # the larger of before and after; out of the index
+    dynamodb.transact_write_items(
+        TransactItems=[
+            {
+                "ConditionCheck": {
+                    "TableName": table,
+                    "Key": {"pk": {"S": "P"}, "sk": {"S": "a"}},
+                    "ConditionExpression": "attribute_exists(pk)",
+                }
+            }
+        ]
+    )
+    assert meter.take()["write_units"] == 4  # a check is a transaction's item too, and writes no index
+
+
+def test_a_write_refused_by_its_condition_is_counted_and_a_canceled_transaction_is_not(
+    metered: tuple[Meter, Any], aws: Settings
+) -> None:
+    meter, dynamodb = metered
+    dynamodb.put_item(TableName=aws.table_name, Item=_item("a", 3000))
+    meter.take()
+    with pytest.raises(dynamodb.exceptions.ConditionalCheckFailedException):
+        dynamodb.put_item(TableName=aws.table_name, Item=_item("a", 10), ConditionExpression="attribute_not_exists(pk)")
+    assert meter.take()["write_units"] == 3
+    with pytest.raises(dynamodb.exceptions.TransactionCanceledException):
+        dynamodb.transact_write_items(
+            TransactItems=[
+                {
+                    "Put": {
+                        "TableName": aws.table_name,
+                        "Item": _item("a", 10),
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                }
+            ]
+        )
+    assert meter.take()["write_units"] == 0
+
+
+def test_reads_cost_a_unit_a_4_kb_half_that_eventually_consistent_the_whole_item_though_projected(
+    metered: tuple[Meter, Any], aws: Settings
+) -> None:
+    meter, dynamodb = metered
+    table = aws.table_name
+    for sk in ("a", "b", "c"):
+        dynamodb.put_item(TableName=table, Item=_item(sk, 3000))
+    meter.take()
+    key = {"pk": {"S": "P"}, "sk": {"S": "a"}}
+    dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True)
+    assert meter.take()["read_units"] == 1
+    dynamodb.get_item(TableName=table, Key=key, ProjectionExpression="pk, sk")
+    assert meter.take()["read_units"] == 0.5
+    dynamodb.query(
+        TableName=table,
+        KeyConditionExpression="pk = :p",
+        ExpressionAttributeValues={":p": {"S": "P"}},
+        ProjectionExpression="pk, sk",
+        ConsistentRead=True,
+    )
+    assert meter.take()["read_units"] == 3  # 9 KB of items read, rounded up to 4 KB units
+
+
+def test_the_bill_by_service_adds_up_to_its_total() -> None:
+    usage = {"write_units": 10, "read_units": 4, "s3_put": 2, "events": 3, "api_requests": 2, "lambda_requests": 2}
+    bill = dollars_per_million(usage)
+    assert bill["DynamoDB"] == pytest.approx(10 * PRICES["write_units"].dollars + 4 * PRICES["read_units"].dollars)
+    assert bill["S3"] == pytest.approx(2 * 1000 * PRICES["s3_put"].dollars)
+    assert bill["total"] == pytest.approx(sum(d for s, d in bill.items() if s != "total"))
+    assert "Step Functions" not in bill
+
+
+def test_the_bill_counts_every_step_of_a_turn_and_its_events_published(aws: Settings) -> None:
+    from bench.cost import bill
+
+    measured = bill(aws, turns=2)
+    approval, plain = measured["usage"]["approval turn"], measured["usage"]["turn with no approval"]
+    # start and approve: a snapshot put on pausing; read, put again and the old one tagged on resuming
+    assert (approval["s3_put"], approval["s3_get"], approval["events"]) == (3, 1, 3)
+    assert (approval["api_requests"], approval["lambda_requests"]) == (2, 2 + 3 / 100)
+    assert (plain["s3_put"], plain.get("s3_get", 0), plain["events"], plain["api_requests"]) == (1, 0, 1, 1)
+    assert approval["write_units"] > plain["write_units"] > 0
+    assert measured["cost_per_million_approval_turns"] == measured["per_million"]["approval turn"]["total"]
+    assert sum(measured["approval_turn_write_units_by_item"].values()) == approval["write_units"]
