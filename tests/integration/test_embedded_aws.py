@@ -173,6 +173,29 @@ def test_an_update_expression_dynamodb_refuses_is_refused_every_time_it_is_sent(
     assert dynamodb.get_item(TableName=aws.table_name, Key=_item("p", "s"))["Item"] == _item("p", "s", a="1")
 
 
+def test_a_condition_sent_again_with_other_values_is_judged_on_them(aws: Settings) -> None:
+    """The embedded AWS parses each distinct condition (expression, names and values) once: the same
+    expression with other values is another condition."""
+    dynamodb = DynamoDBStore(aws).dynamodb
+    dynamodb.put_item(TableName=aws.table_name, Item=_item("p", "s", a="1"))
+
+    def update_if_a_is(value: str) -> None:
+        dynamodb.update_item(
+            TableName=aws.table_name,
+            Key=_item("p", "s"),
+            UpdateExpression="SET #b = :b",
+            ConditionExpression="#a = :a",
+            ExpressionAttributeNames={"#a": "a", "#b": "b"},
+            ExpressionAttributeValues={":a": {"S": value}, ":b": {"S": value}},
+        )
+
+    update_if_a_is("1")
+    with pytest.raises(dynamodb.exceptions.ConditionalCheckFailedException):
+        update_if_a_is("2")
+    update_if_a_is("1")
+    assert dynamodb.get_item(TableName=aws.table_name, Key=_item("p", "s"))["Item"] == _item("p", "s", a="1", b="1")
+
+
 def test_a_long_poll_of_an_empty_queue_holds_no_other_request_up_and_a_message_sent_meanwhile_ends_it(
     aws: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
