@@ -11,9 +11,11 @@ Query sums the items it returns before rounding up. To see the items as DynamoDB
 every item a write names before and after the call, with a client of its own that it does not count;
 it sizes an item by DynamoDB's item-size rules (``item_size``).
 
-What it does not count: items a Query's filter drops (DynamoDB charges them, the reply does not show
-them); a write refused by its condition is counted at the item's size before it (as DynamoDB charges
-it), a transaction canceled is not counted.
+A read is charged for whole items though a projection returns less: the meter reads again what a
+projected read (or a ``Select=COUNT`` Query) left out. A write refused by its condition is counted at
+the item's size before it, as DynamoDB charges it. What it does not count: items a Query's filter
+drops (DynamoDB charges them, the reply does not show them), and a canceled transaction (whether
+DynamoDB charges one is not documented). A call it cannot count (a Scan) is an error.
 """
 
 from __future__ import annotations
@@ -79,29 +81,35 @@ def _read_units(size: int, consistent: bool) -> float:
 
 
 def index_writes(before: dict[str, Any] | None, after: dict[str, Any] | None) -> Counter[str]:
-    """Write units a change of an item costs in each index (each projects the whole item), by index."""
+    """Write units a change of an item costs in each index (each projects the whole item), by index:
+    a put where it enters, a delete where it leaves, both where it moves, one write where it changes."""
+    old_item, new_item = before or {}, after or {}
     units: Counter[str] = Counter()
     for pk, sk in INDEXES:
         index = pk.removesuffix("pk")
-        old = (before[pk], before[sk]) if before and pk in before and sk in before else None
-        new = (after[pk], after[sk]) if after and pk in after and sk in after else None
-        if old is not None and new is not None and old == new:
-            units[index] += _write_units(item_size(after)) if before != after else 0  # type: ignore[arg-type]
+        old = (old_item[pk], old_item[sk]) if pk in old_item and sk in old_item else None
+        new = (new_item[pk], new_item[sk]) if pk in new_item and sk in new_item else None
+        if old is not None and old == new:
+            units[index] += _write_units(item_size(new_item)) if old_item != new_item else 0
             continue
         if old is not None:
-            units[index] += _write_units(item_size(before))  # type: ignore[arg-type]
+            units[index] += _write_units(item_size(old_item))
         if new is not None:
-            units[index] += _write_units(item_size(after))  # type: ignore[arg-type]
+            units[index] += _write_units(item_size(new_item))
     return +units
 
 
 class Meter:
-    """Billed units of every call the attached clients make, while ``on``."""
+    """Billed units of every call the attached clients make, while ``on``: ``take()`` hands them over.
+
+    Units are counted under names: ``write_units`` (table and indexes), ``table_write_units``,
+    ``gsiN_write_units``, ``read_units``, ``s3_put``, ``s3_get``, ``s3_objects`` and ``s3_object_bytes``
+    (what PutObject wrote), ``events``, ``put_events_calls``; and ``item:<kind>``, the write units of
+    each kind of item written (its entity), table and indexes together."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.units: Counter[str] = Counter()
-        self.by_item: Counter[str] = Counter()  # write units by the kind of item written (its entity)
         self.on = True
         self._lock = threading.Lock()
         self._reader = client("dynamodb", settings)  # not attached: its reads are the meter's own
@@ -116,11 +124,7 @@ class Meter:
             taken, self.units = self.units, Counter()
         return taken
 
-    def _add_to(self, kind: str, units: int) -> None:
-        with self._lock:
-            self.by_item[kind] += units
-
-    def _add(self, **units: float) -> None:
+    def _add(self, units: dict[str, float]) -> None:
         with self._lock:
             self.units.update(units)
 
@@ -132,10 +136,9 @@ class Meter:
         service = model.service_model.service_name
         if service == "dynamodb":
             request = json.loads(params.get("body") or b"{}")
-            context["meter"] = (request, [(key, self._get(key)) for key, _ in _writes(model.name, request)])
+            context["meter"] = (request, [(key, self._get(key)) for key in _keys_written(model.name, request)])
         elif service == "s3" and model.name == "PutObject":
-            body: Any = params.get("body") or b""
-            context["meter"] = len(body) if isinstance(body, bytes | str) else len(getattr(body, "getvalue", bytes)())
+            context["meter"] = _payload_size(params.get("body"))
         elif service == "events" and model.name == "PutEvents":
             entries = json.loads(params.get("body") or b"{}").get("Entries", [])
             context["meter"] = sum(max(1, math.ceil(len(json.dumps(e).encode()) / EVENT_CHUNK)) for e in entries)
@@ -146,65 +149,93 @@ class Meter:
         if not self.on:
             return
         if service == "s3":
-            self._add(s3_put=name in S3_PUT_CLASS, s3_get=name in S3_GET_CLASS, s3_bytes=noted or 0)
+            units = {"s3_put": int(name in S3_PUT_CLASS), "s3_get": int(name in S3_GET_CLASS)}
+            if name == "PutObject":
+                units |= {"s3_objects": 1, "s3_object_bytes": noted or 0}
+            self._add(units)
         elif service == "events" and noted is not None and ok:
             refused = len([e for e in parsed.get("Entries", []) if e.get("ErrorCode")])
-            self._add(events=noted - refused, put_events_calls=1)
+            self._add({"events": noted - refused, "put_events_calls": 1})
         elif service == "dynamodb" and noted is not None:
             request, befores = noted
-            self._add(dynamodb_calls=1)
-            self._dynamodb(name, request, befores, parsed, ok)
+            if befores:
+                self._writes(name, request, befores, ok)
+            elif ok:
+                self._reads(name, request, parsed)
 
-    def _dynamodb(
-        self, name: str, request: dict[str, Any], befores: list[Any], parsed: dict[str, Any], ok: bool
-    ) -> None:
-        if befores:  # a write
-            if not ok and name == "TransactWriteItems":
-                return
-            transactional = 2 if name == "TransactWriteItems" else 1
-            kinds = dict(_writes(name, request))
-            for key, before in befores:
-                after = self._get(key) if ok else before
-                size = max(item_size(before or {}), item_size(after or {}))
-                self._add(write_units=transactional * _write_units(size))
-                self._add_to(_kind(after or before, key), transactional * _write_units(size))
-                if ok and kinds[key] != "ConditionCheck":
-                    indexes = index_writes(before, after)
-                    self._add(
-                        write_units=indexes.total(), **{f"{index}_write_units": n for index, n in indexes.items()}
-                    )
-                    self._add_to(_kind(after or before, key), indexes.total())
-            return
-        if not ok:
-            return
+    def _writes(self, name: str, request: dict[str, Any], befores: list[Any], ok: bool) -> None:
+        if not ok and name == "TransactWriteItems":
+            return  # a canceled transaction: not counted (see the module's docstring)
+        transactional = 2 if name == "TransactWriteItems" else 1
+        for key, before in befores:
+            after = self._get(key) if ok else before  # refused by its condition: charged at its size before
+            table = transactional * _write_units(max(item_size(before or {}), item_size(after or {})))
+            indexes = index_writes(before, after)  # none for a condition check or a refused write: nothing changed
+            self._add(
+                {
+                    "write_units": table + indexes.total(),
+                    "table_write_units": table,
+                    **{f"{index}_write_units": n for index, n in indexes.items()},
+                    f"item:{_kind(after or before, key)}": table + indexes.total(),
+                }
+            )
+
+    def _reads(self, name: str, request: dict[str, Any], parsed: dict[str, Any]) -> None:
+        """Reads are charged for whole items, though a projection (or ``Select=COUNT``) returns less: the
+        meter reads what a projected read left out again, with its own client."""
         consistent = bool(request.get("ConsistentRead")) and "IndexName" not in request
         if name == "GetItem":
-            self._add(read_units=_read_units(self._full_size(parsed.get("Item"), request), consistent))
+            self._add({"read_units": _read_units(self._size_of(request["Key"]), consistent)})
         elif name == "Query":
-            total = sum(self._full_size(i, request) for i in parsed.get("Items", []))
-            self._add(read_units=_read_units(total, consistent))
-        elif name == "BatchGetItem":
-            for table, items in parsed.get("Responses", {}).items():
-                asked = request["RequestItems"][table]
-                for item in items:
-                    self._add(read_units=_read_units(self._full_size(item, asked), bool(asked.get("ConsistentRead"))))
-        elif name == "TransactGetItems":
-            for response in parsed.get("Responses", []):
-                self._add(read_units=2 * _read_units(item_size(response.get("Item") or {}), True))
+            items = parsed.get("Items", [])
+            if "ProjectionExpression" in request or request.get("Select") == "COUNT":
+                whole = {k: v for k, v in request.items() if k not in ("ProjectionExpression", "Select")}
+                whole["ExpressionAttributeNames"] = request.get("ExpressionAttributeNames")
+                if not whole["ExpressionAttributeNames"]:
+                    del whole["ExpressionAttributeNames"]
+                items = self._reader.query(**whole).get("Items", [])
+            self._add({"read_units": _read_units(sum(item_size(i) for i in items), consistent)})
+        elif name in ("BatchGetItem", "TransactGetItems"):
+            # each key a GetItem of its own (one that finds nothing still costs the least a read costs)
+            for table, keys, consistent, factor in _keys_read(name, request, parsed):
+                for key in keys:
+                    size = self._size_of(key, table)
+                    self._add({"read_units": factor * _read_units(size, consistent)})
+        else:
+            raise NotImplementedError(f"the meter does not count DynamoDB's {name}: teach bench/capacity.py it")
 
-    def _full_size(self, item: dict[str, Any] | None, request: dict[str, Any]) -> int:
-        """What DynamoDB charges a read of ``item`` for: the whole item, though a projection returned less."""
-        if not item:
-            return 0
-        if "ProjectionExpression" in request and all(k in item for k in KEYS):
-            item = self._get(json.dumps(_key(item))) or item
-        return item_size(item)
+    def _size_of(self, key: dict[str, Any], table: str | None = None) -> int:
+        return item_size(self._get(json.dumps(key, sort_keys=True), table) or {})
 
-    def _get(self, key: str) -> dict[str, Any] | None:
+    def _get(self, key: str, table: str | None = None) -> dict[str, Any] | None:
         item: dict[str, Any] | None = self._reader.get_item(
-            TableName=self.settings.table_name, Key=json.loads(key), ConsistentRead=True
+            TableName=table or self.settings.table_name, Key=json.loads(key), ConsistentRead=True
         ).get("Item")
         return item
+
+
+def _payload_size(body: Any) -> int:
+    """The bytes of an S3 request's payload (botocore may wrap it in a file-like object)."""
+    if body is None:
+        return 0
+    if isinstance(body, bytes | str):
+        return len(body)
+    return len(body.getvalue()) if hasattr(body, "getvalue") else 0
+
+
+def _keys_read(name: str, request: dict[str, Any], parsed: dict[str, Any]) -> list[tuple[str, list[Any], bool, int]]:
+    """The keys a BatchGetItem (those it did not leave unprocessed) or a TransactGetItems read: by table,
+    with whether strongly consistent and the factor (transactions read twice)."""
+    if name == "TransactGetItems":
+        gets = [entry["Get"] for entry in request.get("TransactItems", [])]
+        return [(get["TableName"], [get["Key"]], True, 2) for get in gets]
+    read = []
+    left = parsed.get("UnprocessedKeys") or {}
+    for table, asked in request.get("RequestItems", {}).items():
+        unread = {json.dumps(k, sort_keys=True) for k in (left.get(table) or {}).get("Keys", [])}
+        keys = [k for k in asked["Keys"] if json.dumps(k, sort_keys=True) not in unread]
+        read.append((table, keys, bool(asked.get("ConsistentRead")), 1))
+    return read
 
 
 def _key(item: dict[str, Any]) -> dict[str, Any]:
@@ -218,28 +249,24 @@ def _kind(item: dict[str, Any] | None, key: str) -> str:
     return str(json.loads(key)["sk"]["S"]).split("#")[0].lower()
 
 
-def _writes(name: str, request: dict[str, Any]) -> list[tuple[str, str]]:
-    """The items a write names, each as its key (JSON, so it can be a dict key) and the kind of write."""
+def _keys_written(name: str, request: dict[str, Any]) -> list[str]:
+    """The items a write names, each by its key as JSON (so it can be compared and kept)."""
     if name == "PutItem":
-        return [(json.dumps(_key(request["Item"]), sort_keys=True), "Put")]
-    if name in ("UpdateItem", "DeleteItem"):
-        return [(json.dumps(request["Key"], sort_keys=True), name)]
-    if name == "TransactWriteItems":
-        written = []
-        for entry in request.get("TransactItems", []):
-            [(kind, body)] = entry.items()
-            key = _key(body["Item"]) if kind == "Put" else body["Key"]
-            written.append((json.dumps(key, sort_keys=True), kind))
-        return written
-    if name == "BatchWriteItem":
-        return [
-            (
-                json.dumps(
-                    _key(r["PutRequest"]["Item"]) if "PutRequest" in r else r["DeleteRequest"]["Key"], sort_keys=True
-                ),
-                "Batch",
-            )
+        keys = [_key(request["Item"])]
+    elif name in ("UpdateItem", "DeleteItem"):
+        keys = [request["Key"]]
+    elif name == "TransactWriteItems":
+        keys = [
+            _key(body["Item"]) if kind == "Put" else body["Key"]
+            for entry in request.get("TransactItems", [])
+            for kind, body in entry.items()
+        ]
+    elif name == "BatchWriteItem":
+        keys = [
+            _key(r["PutRequest"]["Item"]) if "PutRequest" in r else r["DeleteRequest"]["Key"]
             for requests in request.get("RequestItems", {}).values()
             for r in requests
         ]
-    return []
+    else:
+        keys = []
+    return [json.dumps(key, sort_keys=True) for key in keys]

@@ -34,6 +34,8 @@ from tests.stream import outbox_records
 from tests.trees import Shape, factory
 
 APPROVE = {"decision": "approve"}
+# Every request through the API names who makes it: the turns here are started and answered by one.
+OWNER = "arn:aws:iam::123456789012:user/bench-owner"
 
 
 @dataclass(frozen=True)
@@ -72,9 +74,10 @@ SERVICES = {
 }
 # Default quotas a deployment meets (per account and region unless said): docs/scale.md cites each.
 LAMBDA_CONCURRENCY = 1_000  # concurrent executions
+LAMBDA_REQUESTS_PER_SECOND = 10 * LAMBDA_CONCURRENCY  # invocations a second: ten times the concurrency
 NEW_TABLE_WRITES, NEW_TABLE_READS = 4_000, 12_000  # a new on-demand table's units a second, at first
 TABLE_UNITS = 40_000  # an on-demand table's units a second, reads and writes each
-PARTITION_WRITES = 1_000  # write units a second for one partition key (an index's shard)
+PARTITION_WRITES = 1_000  # write units a second for one partition key (an index's shard, a principal)
 PUT_EVENTS_PER_SECOND = 10_000  # PutEvents requests, us-east-1
 GLUE_SECONDS = 0.02  # a Step Functions pattern's own small functions (store a token, send it back): assumed
 
@@ -91,7 +94,10 @@ def dollars_per_million(usage: dict[str, float]) -> dict[str, float]:
 def _memory_gb() -> float:
     function = load_template()["Globals"]["Function"]
     if function.get("Architectures") != ["arm64"]:
-        raise RuntimeError("the bill prices Arm functions; template.yaml's Globals say otherwise")
+        raise RuntimeError(
+            "the bill prices Arm functions but template.yaml's Globals name another architecture: "
+            "give bench/cost.py's PRICES that architecture's Lambda duration price"
+        )
     return int(function["MemorySize"]) / 1024
 
 
@@ -123,16 +129,16 @@ def _run(
     """One turn, step by step: the time of each, and (while the meter is on) its units into ``units``."""
     times = {}
     began = time.perf_counter()
-    turn = service.start_turn(session, "go")
+    turn = service.start_turn(session, "go", OWNER)
     times["start"] = time.perf_counter() - began
     units.setdefault("start", Counter()).update(meter.take())
     if approve:
         began = time.perf_counter()
-        turn = service.submit_approval(session, turn.turn_id, turn.interactions[0].request_id, APPROVE)
+        turn = service.submit_approval(session, turn.turn_id, turn.interactions[0].request_id, APPROVE, OWNER)
         times["approve"] = time.perf_counter() - began
         units.setdefault("approve", Counter()).update(meter.take())
     if turn.status != "completed":
-        raise AssertionError(f"a turn measured for the bill ended {turn.status}, not completed")
+        raise RuntimeError(f"a turn measured for the bill ended {turn.status}, not completed: the bill is not made")
     return times
 
 
@@ -155,7 +161,9 @@ def _turns(settings: Settings, meter: Meter, approve: bool, turns: int) -> Turns
     kind = "a" if approve else "n"
 
     meter.on = False  # timed: the meter's own reads would be inside the time
-    _run(service, f"warm-{kind}-{uuid.uuid4().hex[:8]}", approve, meter, {})
+    warm = f"warm-{kind}-{uuid.uuid4().hex[:8]}"
+    _run(service, warm, approve, meter, {})
+    _publish(publishing, outbox_records(store, [warm]), batch)
     timed = [f"t{kind}-{n}-{uuid.uuid4().hex[:8]}" for n in range(turns)]
     steps = [_run(service, session, approve, meter, {}) for session in timed]
     publisher_seconds = _publish(publishing, outbox_records(store, timed), batch)
@@ -166,7 +174,9 @@ def _turns(settings: Settings, meter: Meter, approve: bool, turns: int) -> Turns
     meter.on = True
     for session in metered:
         _run(service, session, approve, meter, units)
+    meter.on = False  # the stream's records, as Lambda's mapping reads them (a read not billed)
     records = outbox_records(store, metered)
+    meter.on = True
     _publish(publishing, records, batch)
     units["publish"] = meter.take()
     meter.on = False
@@ -233,20 +243,36 @@ def _template_default(parameter: str) -> int:
 
 def limits(routes: dict[str, tuple[float, Counter[str]]], turns: int) -> dict[str, dict[str, float]]:
     """Requests a second each route takes before each limit, at the template's defaults: ``routes``
-    maps a route to its median seconds and the units of ``turns`` requests."""
+    maps a route to its median seconds and the units of ``turns`` requests. The table and each of its
+    indexes have throughput of their own (a new table's and the quota); an index's shard and one
+    principal's inbox are a partition key each."""
     api, shards = _template_default("ApiRateLimit"), _template_default("IndexShards")
     rows = {}
     for route, (seconds, units) in routes.items():
-        writes, reads = units["write_units"] / turns, units["read_units"] / turns
-        shard_writes = max(units[f"{index}_write_units"] for index in ("gsi2", "gsi4")) / turns
+        per = {unit: n / turns for unit, n in units.items()}
+        table_writes, reads = per.get("table_write_units", 0), per.get("read_units", 0)
+        index_writes = max([n for unit, n in per.items() if unit.startswith("gsi")] or [0])
+        sharded = max(per.get("gsi2_write_units", 0), per.get("gsi4_write_units", 0))
+        principal = per.get("gsi3_write_units", 0)
         rows[route] = {
             "API stage": api,
-            "Lambda concurrency": LAMBDA_CONCURRENCY / seconds,
-            "new on-demand table": min(NEW_TABLE_WRITES / writes, NEW_TABLE_READS / reads if reads else math.inf),
-            "table quota": TABLE_UNITS / writes,
-            f"{shards} index shards": shards * PARTITION_WRITES / shard_writes if shard_writes else math.inf,
+            "Lambda": min(LAMBDA_CONCURRENCY / seconds, LAMBDA_REQUESTS_PER_SECOND),
+            "new on-demand table": min(
+                _rate(NEW_TABLE_WRITES, table_writes),
+                _rate(NEW_TABLE_WRITES, index_writes),
+                _rate(NEW_TABLE_READS, reads),
+            ),
+            "table quota": min(
+                _rate(TABLE_UNITS, table_writes), _rate(TABLE_UNITS, index_writes), _rate(TABLE_UNITS, reads)
+            ),
+            f"{shards} index shards": _rate(shards * PARTITION_WRITES, sharded),
+            "one principal's inbox": _rate(PARTITION_WRITES, principal),
         }
     return rows
+
+
+def _rate(limit: float, units: float) -> float:
+    return limit / units if units else math.inf
 
 
 def bill(settings: Settings, turns: int = 20) -> dict[str, Any]:
@@ -255,11 +281,10 @@ def bill(settings: Settings, turns: int = 20) -> dict[str, Any]:
     meter = Meter(own)
     memory_gb, batch = _memory_gb(), Mapping.of_template().batch_size
     approval = _turns(own, meter, True, turns)
-    by_item = {kind: n / turns for kind, n in meter.by_item.most_common()}
     no_approval = _turns(own, meter, False, turns)
     approval_usage = usage(approval, memory_gb, batch)
     total = approval.total()
-    state_bytes = total["s3_bytes"] / total["s3_put"] if total["s3_put"] else 0
+    state_bytes = total["s3_object_bytes"] / total["s3_objects"] if total["s3_objects"] else 0
     rows = {
         "approval turn": approval_usage,
         "turn with no approval": usage(no_approval, memory_gb, batch),
@@ -275,6 +300,10 @@ def bill(settings: Settings, turns: int = 20) -> dict[str, Any]:
     return {
         "region": REGION,
         "limits": limits(routes, turns),
+        "units_per_request": {
+            route: {unit: n / turns for unit, n in sorted(units.items()) if unit.endswith("_units")}
+            for route, (_, units) in routes.items()
+        },
         "events_per_put_events": published["events"] / published["put_events_calls"],
         "publisher_events_per_second_limit": PUT_EVENTS_PER_SECOND
         * published["events"]
@@ -294,7 +323,9 @@ def bill(settings: Settings, turns: int = 20) -> dict[str, Any]:
             "turn with no approval": no_approval.records / turns,
         },
         "snapshot_bytes": state_bytes,
-        "approval_turn_write_units_by_item": by_item,
+        "approval_turn_write_units_by_item": {
+            unit.removeprefix("item:"): n / turns for unit, n in total.most_common() if unit.startswith("item:")
+        },
         "usage": rows,
         "per_million": {kind: dollars_per_million(u) for kind, u in rows.items()},
         "cost_per_million_approval_turns": dollars_per_million(approval_usage)["total"],
@@ -305,7 +336,8 @@ def report(results: dict[str, Any]) -> list[str]:
     per_million, used = results["per_million"], results["usage"]
     lines = [
         f"12. the bill: on-demand list prices, {results['region']}, read {results['prices_read']}; units counted in "
-        f"this run ({results['turns']} turns of each kind; Lambda time measured here, on the embedded AWS)",
+        f"this run ({results['turns']} turns of each kind; Lambda time measured here, on the embedded AWS); the last "
+        "two rows modelled from their calls (docs/scale.md)",
         f"   cost per million approval turns: ${results['cost_per_million_approval_turns']:.2f}",
         f"   {'per million':48} {'total':>8}  by service; units a turn",
     ]
@@ -318,10 +350,10 @@ def report(results: dict[str, Any]) -> list[str]:
     lines.append(f"   an approval turn's write units by item written (table and indexes): {by_item}")
     first = next(iter(results["limits"].values()))
     lines.append("   requests a second a route takes before each limit, at the template's defaults (the lowest *):")
-    lines.append("   " + " " * 32 + "".join(f"{name:>21}" for name in first))
+    lines.append("   " + " " * 32 + "".join(f"{name:>22}" for name in first))
     for route, row in results["limits"].items():
         lowest = min(row.values())
-        cells = "".join(f"{f'{rate:,.0f}' + ('*' if rate == lowest else ' '):>21}" for rate in row.values())
+        cells = "".join(f"{_rate_cell(rate) + ('*' if rate == lowest else ' '):>22}" for rate in row.values())
         lines.append(f"   {route:32}{cells}")
     lines.append(
         f"   the publisher: {results['publisher_events_per_second_limit']:,.0f} events a second before PutEvents' "
@@ -329,6 +361,10 @@ def report(results: dict[str, Any]) -> list[str]:
         f"{results['events_per_put_events']:.1f} events a call"
     )
     return lines
+
+
+def _rate_cell(rate: float) -> str:
+    return "none" if rate == math.inf else f"{rate:,.0f}"
 
 
 def main() -> int:

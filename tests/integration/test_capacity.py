@@ -113,22 +113,73 @@ def test_reads_cost_a_unit_a_4_kb_half_that_eventually_consistent_the_whole_item
 ) -> None:
     meter, dynamodb = metered
     table = aws.table_name
-    for sk in ("a", "b", "c"):
-        dynamodb.put_item(TableName=table, Item=_item(sk, 3000))
+    dynamodb.put_item(TableName=table, Item=_item("big", 5000))
+    for sk in ("k1", "k2", "k3"):
+        dynamodb.put_item(TableName=table, Item=_item(sk, 1000))
     meter.take()
-    key = {"pk": {"S": "P"}, "sk": {"S": "a"}}
+    key = {"pk": {"S": "P"}, "sk": {"S": "big"}}
     dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True)
+    assert meter.take()["read_units"] == 2
+    dynamodb.get_item(TableName=table, Key=key, ProjectionExpression="f")  # 5 KB read, eventually consistent
     assert meter.take()["read_units"] == 1
-    dynamodb.get_item(TableName=table, Key=key, ProjectionExpression="pk, sk")
-    assert meter.take()["read_units"] == 0.5
+    dynamodb.query(
+        TableName=table,
+        KeyConditionExpression="pk = :p AND sk BETWEEN :a AND :c",
+        ExpressionAttributeValues={":p": {"S": "P"}, ":a": {"S": "k1"}, ":c": {"S": "k3"}},
+        ProjectionExpression="sk",
+        ConsistentRead=True,
+    )
+    assert meter.take()["read_units"] == 1  # 3 KB read, summed before rounding up to 4 KB units
     dynamodb.query(
         TableName=table,
         KeyConditionExpression="pk = :p",
         ExpressionAttributeValues={":p": {"S": "P"}},
-        ProjectionExpression="pk, sk",
-        ConsistentRead=True,
+        Select="COUNT",
     )
-    assert meter.take()["read_units"] == 3  # 9 KB of items read, rounded up to 4 KB units
+    assert meter.take()["read_units"] == 1  # 8 KB counted, eventually consistent
+    missing = {"pk": {"S": "P"}, "sk": {"S": "none"}}
+    dynamodb.batch_get_item(RequestItems={table: {"Keys": [key, missing], "ProjectionExpression": "pk"}})
+    assert meter.take()["read_units"] == 1 + 0.5  # each key a read of its own; one that finds nothing the least
+    dynamodb.transact_get_items(TransactItems=[{"Get": {"TableName": table, "Key": key}}])
+    assert meter.take()["read_units"] == 4
+    with pytest.raises(NotImplementedError, match="Scan"):
+        dynamodb.scan(TableName=table)
+
+
+def test_a_delete_leaves_each_index_and_a_condition_check_writes_none(
+    metered: tuple[Meter, Any], aws: Settings
+) -> None:
+    meter, dynamodb = metered
+    table = aws.table_name
+    dynamodb.put_item(TableName=table, Item=_item("c", 100, gsi2pk="INBOX", gsi2sk="1", gsi4pk="UNSETTLED", gsi4sk="2"))
+    meter.take()
+    check = {
+        "TableName": table,
+        "Key": {"pk": {"S": "P"}, "sk": {"S": "c"}},
+        "ConditionExpression": "attribute_exists(pk)",
+    }
+    dynamodb.transact_write_items(TransactItems=[{"ConditionCheck": check}])
+    taken = meter.take()
+    assert (taken["write_units"], taken["table_write_units"]) == (2, 2)
+    dynamodb.delete_item(TableName=table, Key={"pk": {"S": "P"}, "sk": {"S": "c"}})
+    taken = meter.take()
+    assert (taken["table_write_units"], taken["gsi2_write_units"], taken["gsi4_write_units"]) == (1, 1, 1)
+
+
+def test_events_are_billed_by_64_kb_and_s3_requests_by_class(aws: Settings) -> None:
+    meter = Meter(aws)
+    events, s3 = client("events", aws), client("s3", aws)
+    meter.attach(events, s3)
+    detail = '{"a": "' + "x" * 70_000 + '"}'
+    entries = [{"Source": "bench", "DetailType": "t", "Detail": d} for d in (detail, "{}", "not JSON")]
+    assert events.put_events(Entries=entries)["FailedEntryCount"] == 1
+    taken = meter.take()
+    assert (taken["events"], taken["put_events_calls"]) == (2 + 1, 1)  # the refused entry is not billed
+    s3.put_object(Bucket=aws.bucket_name, Key="bench/k", Body=b"x" * 300)
+    s3.get_object(Bucket=aws.bucket_name, Key="bench/k")
+    s3.put_object_tagging(Bucket=aws.bucket_name, Key="bench/k", Tagging={"TagSet": [{"Key": "a", "Value": "b"}]})
+    taken = meter.take()
+    assert (taken["s3_put"], taken["s3_get"], taken["s3_objects"], taken["s3_object_bytes"]) == (2, 1, 1, 300)
 
 
 def test_the_bill_by_service_adds_up_to_its_total() -> None:
@@ -150,5 +201,9 @@ def test_the_bill_counts_every_step_of_a_turn_and_its_events_published(aws: Sett
     assert (approval["api_requests"], approval["lambda_requests"]) == (2, 2 + 3 / 100)
     assert (plain["s3_put"], plain.get("s3_get", 0), plain["events"], plain["api_requests"]) == (1, 0, 1, 1)
     assert approval["write_units"] > plain["write_units"] > 0
-    assert measured["cost_per_million_approval_turns"] == measured["per_million"]["approval turn"]["total"]
-    assert sum(measured["approval_turn_write_units_by_item"].values()) == approval["write_units"]
+    # every write is put down to the item it wrote; an approval turn writes each of these kinds
+    by_item = measured["approval_turn_write_units_by_item"]
+    assert sum(by_item.values()) == approval["write_units"]
+    assert {"turn", "interaction", "event", "session", "action", "audit"} <= set(by_item)
+    # the plain row stores the turn's state as large as the snapshot the turns here wrote
+    assert 0 < measured["snapshot_bytes"] < 4096
