@@ -329,7 +329,8 @@ def test_an_input_too_large_to_show_is_recorded_as_shown_and_by_the_digest_of_wh
 def test_get_audit_shows_how_each_answerer_was_authenticated_and_is_for_approvers_only(
     make_service: Callable[..., Service], session_id: str, ledger: Path
 ) -> None:
-    api = build_app(audited(make_service, {"tools": ["delete_record"], "required": 2}))
+    # (a retention of 60 days: reading the whole of it, a day a Query of each of its 16 shards, is 3 pages)
+    api = build_app(audited(make_service, {"tools": ["delete_record"], "required": 2}, audit_retention_days=60))
     status, started = http(api, "POST", f"/sessions/{session_id}/turns", {"prompt": PROMPT}, principal=OWNER)
     assert status == 201
     [asked] = started["interactions"]
@@ -365,7 +366,7 @@ def test_get_audit_shows_how_each_answerer_was_authenticated_and_is_for_approver
     ]:
         found: list[Any] = []
         sent = query
-        for _ in range(5):  # (a page passes 100 empty days: a retention is a few pages)
+        for _ in range(5):  # (a page passes 25 empty days at 16 shards: this retention is 3 pages)
             status, page = http(api, "GET", "/audit", query=sent, principal="carol")
             assert status == 200, (query, page)
             found += page["records"]
@@ -373,6 +374,26 @@ def test_get_audit_shows_how_each_answerer_was_authenticated_and_is_for_approver
                 break
             sent = f"cursor={page['cursor']}"
         assert page["cursor"] is None and len(found) == (0 if query.startswith("until") else 3), query
+
+
+def test_a_page_over_days_that_hold_nothing_stops_after_a_bounded_number_of_queries_and_its_cursor_goes_on(
+    make_service: Callable[..., Service],
+) -> None:
+    service = audited(make_service, audit_retention_days=120)
+    queries: list[str] = []
+    service.deps.store.dynamodb.meta.events.register(  # type: ignore[attr-defined]
+        "before-call.dynamodb.Query", lambda **_: queries.append("Query")
+    )
+    pages, after = 0, None
+    while True:
+        queries.clear()
+        page = service.audit("carol", since="2000-01-01", after=after)
+        pages += 1
+        assert page.records == [] and len(queries) <= 400, len(queries)
+        if page.cursor is None:
+            break
+        after = page.cursor
+    assert pages == 5  # 121 days, 25 a page (a Query of each of 16 shards a day)
 
 
 def test_a_deny_under_a_rule_records_every_approval_it_overrode_even_one_given_as_it_was_written(

@@ -27,9 +27,11 @@ DEFAULT_PAGE = 100
 MAX_PAGE = 500
 DEFAULT_DAYS = 7
 READ_SIZE = 100
-# A page reads at most this many times (records a filter leaves out), and this many empty days (each
-# a Query that finds nothing: a few milliseconds); the cursor goes on from there.
+# A page reads at most this many times (records a filter leaves out), and days that hold nothing for
+# at most this many Queries (a day is a Query of each of its shards, each a few milliseconds: 25 days
+# at 16 shards) and this many days; the cursor goes on from there.
 MAX_READS_PER_PAGE = 40
+MAX_EMPTY_QUERIES_PER_PAGE = 400
 MAX_EMPTY_READS_PER_PAGE = 100
 SKEW = 60.0  # (records made by a function whose clock runs ahead: read up to a minute past now)
 NOW = 0.001  # (default until: just past now, so that a record made at this very moment is in)
@@ -183,7 +185,8 @@ def _read(
     records: list[tuple[str, AuditRecord]] = []
     resume: tuple[str, str | None] | None = None
     reads = empty = 0
-    while first_read < last_read and reads < MAX_READS_PER_PAGE and empty < MAX_EMPTY_READS_PER_PAGE:
+    empty_days = min(MAX_EMPTY_READS_PER_PAGE, max(1, MAX_EMPTY_QUERIES_PER_PAGE // deps.settings.index_shards))
+    while first_read < last_read and reads < MAX_READS_PER_PAGE and empty < empty_days:
         found, more = deps.store.list_audit(day, last, first_read, last_read, READ_SIZE)
         reads, empty = (reads + 1, empty) if found else (reads, empty + 1)
         for position, (sk, record) in enumerate(found):
