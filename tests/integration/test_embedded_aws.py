@@ -196,6 +196,40 @@ def test_a_condition_sent_again_with_other_values_is_judged_on_them(aws: Setting
     assert dynamodb.get_item(TableName=aws.table_name, Key=_item("p", "s"))["Item"] == _item("p", "s", a="1", b="1")
 
 
+def test_a_query_finds_its_partitions_items_in_order_a_page_at_a_time_in_the_table_and_in_an_index(
+    aws: Settings,
+) -> None:
+    """The embedded AWS reads only the partition a Query asks of the table (and the items, unsorted, for
+    an index): what it finds, in what order, page by page, is what DynamoDB finds."""
+    dynamodb = DynamoDBStore(aws).dynamodb
+    table = aws.table_name
+    for n in range(30):  # three partitions, and an index partition across them
+        item = _item(f"P{n % 3}", f"s{n:02d}", gsi2pk="INBOX", gsi2sk=f"{(n * 7) % 30:02d}")
+        dynamodb.put_item(TableName=table, Item=item)
+
+    def pages(**query: Any) -> list[str]:
+        found, start = [], None
+        while True:
+            page = dynamodb.query(TableName=table, Limit=4, **query, **({"ExclusiveStartKey": start} if start else {}))
+            found += [i["sk"]["S"] for i in page["Items"]]
+            if "LastEvaluatedKey" not in page:
+                return found
+            start = page["LastEvaluatedKey"]
+
+    in_p1 = [f"s{n:02d}" for n in range(30) if n % 3 == 1]
+    partition = {"KeyConditionExpression": "pk = :p", "ExpressionAttributeValues": {":p": {"S": "P1"}}}
+    assert pages(**partition) == in_p1
+    assert pages(**partition, ScanIndexForward=False) == in_p1[::-1]
+    index = {
+        "IndexName": "gsi2",
+        "KeyConditionExpression": "gsi2pk = :i",
+        "ExpressionAttributeValues": {":i": {"S": "INBOX"}},
+    }
+    assert pages(**index) == [f"s{n:02d}" for n in sorted(range(30), key=lambda n: (n * 7) % 30)]
+    assert pages(**partition | {"ExpressionAttributeValues": {":p": {"S": "none"}}}) == []
+    assert len(dynamodb.scan(TableName=table)["Items"]) == 30
+
+
 def test_a_long_poll_of_an_empty_queue_holds_no_other_request_up_and_a_message_sent_meanwhile_ends_it(
     aws: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -63,6 +63,7 @@ LIMITS = {
 
 def apply() -> None:
     moto_parsing.apply()
+    _query_only_the_partition_asked()
     _keep_the_cause_of_task_failures()
     _refuse_what_aws_refuses()
     _roll_back_only_the_items_a_transaction_names()
@@ -70,6 +71,40 @@ def apply() -> None:
     _list_a_handlers_actions_once()
     _serialize_dynamodb_items_as_json()
     _let_other_requests_in_while_a_long_poll_waits()
+
+
+def _query_only_the_partition_asked() -> None:
+    """moto 5.2.5 starts every Query by sorting every item of the table (``all_items``), then keeps
+    those of the partition asked and sorts them again: a Query of an empty partition costs as much as
+    the table is big, and a sharded read is a Query of each shard. A Query of the table needs only its
+    partition's items (moto sorts them by sort key itself); a Query of an index only the items, in any
+    order (moto sorts what it keeps by the index's keys and the table's, a total order). So while a
+    Query runs, its table's ``all_items`` is that."""
+    from moto.dynamodb.models.table import Table
+
+    if getattr(Table.query, "reads_its_partition", False):
+        return
+    real = Table.query
+
+    def query(self: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
+        index_name = args[6] if len(args) > 6 else kwargs.get("index_name")
+        if index_name is None and self.range_key_attr and hash_key is not None:
+            partition = list(self.items.get(hash_key, {}).values())
+            self.all_items = lambda: partition
+        else:
+            self.all_items = lambda: [i for items in self.items.values() for i in _values(self, items)]
+        try:
+            return real(self, hash_key, *args, **kwargs)
+        finally:
+            del self.all_items
+
+    query.reads_its_partition = True  # type: ignore[attr-defined]
+    Table.query = query  # type: ignore[method-assign]
+
+
+def _values(table: Any, items: Any) -> list[Any]:
+    """A partition's items: the dict of them by sort key, or (a table without one) the item itself."""
+    return list(items.values()) if table.range_key_attr else [items]
 
 
 def _keep_the_cause_of_task_failures() -> None:
