@@ -1,0 +1,133 @@
+"""Slack's interactivity requests: checked for Slack's signature and timestamp (slack_sdk's
+``SignatureVerifier``; a request older than five minutes is a replay and refused), then read into a
+``Click``: a button pressed on a question's message, or a modal submitted (a deny's message, an
+approval's edited input). Anything else is refused with what was wrong; nothing is answered."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from typing import Any, Literal
+from urllib.parse import parse_qs
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from slack_sdk.signature import SignatureVerifier
+
+from resumable.slack.messages import (
+    APPROVE,
+    DENY,
+    DENY_MODAL,
+    EDIT,
+    EDIT_MODAL,
+    INPUT_FIELD,
+    MESSAGE_FIELD,
+    Asked,
+)
+
+MAX_AGE_SECONDS = 5 * 60  # Slack's advice, and slack_sdk's own bound
+
+Kind = Literal["approve", "deny", "edit", "deny_submitted", "edit_submitted"]
+_BUTTONS: dict[str, Kind] = {APPROVE: "approve", DENY: "deny", EDIT: "edit"}
+_MODALS: dict[str, Kind] = {DENY_MODAL: "deny_submitted", EDIT_MODAL: "edit_submitted"}
+
+
+class SlackRequestError(Exception):
+    """A request that is not Slack's, too old, or not one this app reads: ``status`` is the HTTP reply's."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Click(BaseModel):
+    """What a person did in Slack, and who (Slack's ids: the principal is ``people``'s to find)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Kind
+    asked: Asked
+    user_id: str
+    team_id: str | None = None
+    user_name: str | None = None
+    trigger_id: str | None = None  # (a button's: what opens a modal)
+    channel_id: str | None = None  # (a button's: the message it is on)
+    message_ts: str | None = None
+    message: str | None = None  # (a deny modal's)
+    edited_input: str | None = None  # (an edit modal's, as typed)
+
+
+def read(body: str, headers: Mapping[str, str], signing_secret: str, now: float | None = None) -> Click:
+    """The click a request from Slack carries, once its signature and timestamp are checked."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    timestamp, signature = lowered.get("x-slack-request-timestamp"), lowered.get("x-slack-signature")
+    if not timestamp or not signature:
+        raise SlackRequestError("not a request from Slack: it carries no Slack signature; nothing was answered", 401)
+    now = time.time() if now is None else now
+    try:
+        age = now - int(timestamp)
+    except ValueError:
+        raise SlackRequestError("the Slack timestamp is not a number; nothing was answered", 401) from None
+    if abs(age) > MAX_AGE_SECONDS:
+        raise SlackRequestError(
+            f"the request was signed {int(age)} s ago, more than {MAX_AGE_SECONDS} s: refused as a replay; "
+            "nothing was answered",
+            401,
+        )
+    if not SignatureVerifier(signing_secret).is_valid(body, timestamp, signature):
+        raise SlackRequestError("the Slack signature does not match the request; nothing was answered", 401)
+    payload = _payload(body)
+    try:
+        return _click(payload)
+    except (KeyError, IndexError, TypeError, ValueError, ValidationError) as error:
+        raise SlackRequestError(f"not a click this app reads ({error}); nothing was answered", 400) from None
+
+
+def _payload(body: str) -> dict[str, Any]:
+    fields = parse_qs(body, keep_blank_values=True)
+    if "payload" not in fields:
+        raise SlackRequestError("the request holds no interactivity payload; nothing was answered", 400)
+    try:
+        payload = json.loads(fields["payload"][0])
+    except json.JSONDecodeError:
+        raise SlackRequestError("the interactivity payload is not JSON; nothing was answered", 400) from None
+    if not isinstance(payload, dict):
+        raise SlackRequestError("the interactivity payload is not an object; nothing was answered", 400)
+    return payload
+
+
+def _click(payload: dict[str, Any]) -> Click:
+    user = payload["user"]
+    who = {
+        "user_id": user["id"],
+        "team_id": (payload.get("team") or {}).get("id") or user.get("team_id"),
+        "user_name": user.get("username") or user.get("name"),
+    }
+    if payload.get("type") == "block_actions":
+        [action] = payload["actions"]
+        if action["action_id"] not in _BUTTONS:
+            raise ValueError(f"the button {action['action_id']!r} is not one of this app's")
+        container = payload.get("container") or {}
+        return Click(
+            kind=_BUTTONS[action["action_id"]],
+            asked=Asked.model_validate_json(action["value"]),
+            trigger_id=payload.get("trigger_id"),
+            channel_id=container.get("channel_id") or (payload.get("channel") or {}).get("id"),
+            message_ts=container.get("message_ts") or (payload.get("message") or {}).get("ts"),
+            **who,
+        )
+    if payload.get("type") == "view_submission":
+        view = payload["view"]
+        if view["callback_id"] not in _MODALS:
+            raise ValueError(f"the modal {view['callback_id']!r} is not one of this app's")
+        values = view["state"]["values"]
+        field = MESSAGE_FIELD if view["callback_id"] == DENY_MODAL else INPUT_FIELD
+        typed = values.get(field, {}).get(field, {}).get("value")
+        return Click(
+            kind=_MODALS[view["callback_id"]],
+            asked=Asked.model_validate_json(view["private_metadata"]),
+            message=typed if field == MESSAGE_FIELD else None,
+            edited_input=typed if field == INPUT_FIELD else None,
+            **who,
+        )
+    raise ValueError(f"a {payload.get('type')!r} payload is not one this app reads")

@@ -1,0 +1,200 @@
+"""Answering from Slack: a request Slack signed is read into a click (one too old, or signed with
+another secret, is refused and nothing is answered); the click answers through the same use case as
+the API, exactly once, as the principal the Slack user maps to (an unmapped user answers nothing);
+Deny and Edit open their modals, whose submissions deny with a message and approve with an edit; a
+click after the question settled, and the second of two at once, are told it was not recorded."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from resumable.runtime.rules import parse_rules
+from resumable.service import Service, TurnView
+from resumable.slack import messages
+from resumable.slack.answers import UNMAPPED, Reply, answer
+from resumable.slack.messages import APPROVE, DENY, DENY_MODAL, EDIT, EDIT_MODAL, Asked
+from resumable.slack.people import People
+from resumable.slack.requests import Click, SlackRequestError, read
+from tests.factories import executions
+from tests.slack import SIGNING_SECRET, USER, button, signed, submitted
+
+ANN = "arn:aws:iam::000000000000:user/approver-ann"
+BEN = "arn:aws:iam::000000000000:user/approver-ben"
+PEOPLE = People({"U0ANN": ANN, "ben@example.com": BEN}, email_of={"U0BEN": "Ben@Example.com"}.get)
+
+
+@pytest.fixture
+def service(make_service: Callable[..., Service]) -> Service:
+    return make_service("nested_editable", approver_principals=(ANN, BEN))
+
+
+def _asked(turn: TurnView) -> Asked:
+    [question] = turn.interactions
+    return Asked(session_id=turn.session_id, turn_id=turn.turn_id, request_id=question.request_id)
+
+
+def _click(payload: dict[str, object]) -> Click:
+    body, headers = signed(payload)
+    return read(body, headers, SIGNING_SECRET)
+
+
+def test_a_signed_approve_click_approves_once_as_the_mapped_principal(
+    service: Service, session_id: str, ledger: Path
+) -> None:
+    asked = _asked(service.start_turn(session_id, "delete"))
+    click = _click(button(APPROVE, asked))
+    assert (click.kind, click.asked, click.user_id, click.channel_id) == ("approve", asked, "U0ANN", "C0APPROVALS")
+    reply = answer(service, click, PEOPLE)
+    assert reply == Reply(text="You approved it. The turn is completed.")
+    [question] = service.get_turn(session_id, asked.turn_id).interactions
+    assert question.answered_by == ANN
+    again = answer(service, click, PEOPLE)  # Slack retries a request it thinks was lost
+    assert again.text is not None and again.text.startswith("You approved it")
+    assert executions(ledger) == ["delete prod-db"]
+
+
+def test_a_slack_approval_is_one_of_the_votes_a_two_person_rule_counts(
+    make_service: Callable[..., Service], session_id: str, ledger: Path
+) -> None:
+    rule = parse_rules([{"tools": ["delete_record"], "required": 2}])
+    service = make_service("nested_editable", approver_principals=(ANN, BEN), approval_rules=rule)
+    asked = _asked(service.start_turn(session_id, "delete", "arn:aws:iam::000000000000:user/owner"))
+    first = answer(service, _click(button(APPROVE, asked)), PEOPLE)
+    assert first.text == "Your approval is recorded: 1 of 2. It waits for 1 more."
+    assert executions(ledger) == []
+    ben = {"id": "U0BEN", "username": "ben", "team_id": "T0TEAM"}
+    assert (
+        answer(service, _click(button(APPROVE, asked, ben)), PEOPLE).text == "You approved it. The turn is completed."
+    )
+    [question] = service.get_turn(session_id, asked.turn_id).interactions
+    assert [v.by for v in question.approvals] == [ANN, BEN]
+    assert executions(ledger) == ["delete prod-db"]
+
+
+def test_deny_opens_a_modal_whose_submission_denies_with_the_message(service: Service, session_id: str) -> None:
+    asked = _asked(service.start_turn(session_id, "delete"))
+    opened = answer(service, _click(button(DENY, asked)), PEOPLE)
+    assert opened.modal is not None and opened.modal["callback_id"] == DENY_MODAL
+    assert service.get_turn(session_id, asked.turn_id).status == "waiting", "opening the modal decides nothing"
+    reply = answer(service, _click(submitted(DENY_MODAL, asked, "  not on a Friday ")), PEOPLE)
+    assert reply.text == "You denied it. The turn is completed."
+    [question] = service.get_turn(session_id, asked.turn_id).interactions
+    assert question.response == {"decision": "deny", "message": "not on a Friday"}
+
+
+def test_edit_opens_the_input_and_its_submission_approves_the_edit_or_refuses_what_is_not_json(
+    service: Service, session_id: str, ledger: Path
+) -> None:
+    asked = _asked(service.start_turn(session_id, "delete"))
+    opened = answer(service, _click(button(EDIT, asked)), PEOPLE)
+    assert opened.modal is not None and opened.modal["callback_id"] == EDIT_MODAL
+    assert '"prod-db"' in opened.modal["blocks"][0]["element"]["initial_value"]
+    refused = answer(service, _click(submitted(EDIT_MODAL, asked, '{"name": ')), PEOPLE)
+    assert refused.errors is not None and "Not JSON" in refused.errors[messages.INPUT_FIELD]
+    unfit = answer(service, _click(submitted(EDIT_MODAL, asked, '{"name": 5}')), PEOPLE)
+    assert unfit.errors is not None and "is not of type 'string'" in unfit.errors[messages.INPUT_FIELD]
+    reply = answer(service, _click(submitted(EDIT_MODAL, asked, '{"name": "prod-db-replica"}')), PEOPLE)
+    assert reply.text == "You approved it with your edits. The turn is completed."
+    assert executions(ledger) == ["delete prod-db-replica"]
+
+
+def test_a_user_found_by_the_email_slack_holds_answers_and_an_unmapped_one_records_nothing(
+    service: Service, session_id: str
+) -> None:
+    asked = _asked(service.start_turn(session_id, "delete"))
+    stranger = {"id": "U0EVE", "username": "eve", "team_id": "T0TEAM"}
+    assert answer(service, _click(button(APPROVE, asked, stranger)), PEOPLE) == Reply(text=UNMAPPED)
+    assert answer(service, _click(button(DENY, asked, stranger)), PEOPLE) == Reply(text=UNMAPPED)
+    assert service.get_turn(session_id, asked.turn_id).status == "waiting"
+    ben = {"id": "U0BEN", "username": "ben", "team_id": "T0TEAM"}
+    assert (
+        answer(service, _click(button(APPROVE, asked, ben)), PEOPLE).text == "You approved it. The turn is completed."
+    )
+    [question] = service.get_turn(session_id, asked.turn_id).interactions
+    assert question.answered_by == BEN
+
+
+def test_a_click_after_the_question_settled_is_told_it_was_not_recorded(service: Service, session_id: str) -> None:
+    started = service.start_turn(session_id, "delete")
+    asked = _asked(started)
+    service.submit_approval(session_id, asked.turn_id, asked.request_id, {"decision": "deny"}, BEN)
+    reply = answer(service, _click(button(APPROVE, asked)), PEOPLE)
+    assert reply.text is not None and reply.text.startswith("Not recorded: "), reply.text
+    assert service.get_turn(session_id, asked.turn_id).interactions[0].response == {"decision": "deny"}
+    edit = answer(service, _click(button(EDIT, asked)), PEOPLE)
+    assert edit.text is not None and edit.text.startswith("Nothing to edit"), edit.text
+
+
+def test_two_clicks_at_once_settle_it_once(
+    make_service: Callable[..., Service], service: Service, session_id: str, ledger: Path
+) -> None:
+    asked = _asked(service.start_turn(session_id, "delete"))
+    services = [make_service("nested_editable", approver_principals=(ANN, BEN)) for _ in range(2)]
+    clicks = [
+        _click(button(APPROVE, asked)),
+        _click(button(APPROVE, asked, {"id": "U0BEN", "username": "ben", "team_id": "T0TEAM"})),
+    ]
+    barrier = threading.Barrier(2)
+    replies: list[str | None] = [None, None]
+
+    def click(n: int) -> None:
+        barrier.wait()
+        replies[n] = answer(services[n], clicks[n], PEOPLE).text
+
+    threads = [threading.Thread(target=click, args=(n,)) for n in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(r is not None and r.startswith("You approved it") for r in replies) == [False, True], replies
+    [told_no] = [r for r in replies if r is not None and r.startswith("Not recorded: ")]
+    [question] = service.get_turn(session_id, asked.turn_id).interactions
+    assert f"{question.answered_by} gave the same answer first" in told_no
+    assert executions(ledger) == ["delete prod-db"]
+
+
+@pytest.mark.parametrize(
+    ("signing", "refused"),
+    [
+        ({"at": time.time() - 6 * 60}, "refused as a replay"),
+        ({"at": time.time() + 6 * 60}, "refused as a replay"),
+        ({"secret": "another-apps-secret"}, "signature does not match"),
+    ],
+    ids=["six minutes old", "six minutes ahead", "another secret"],
+)
+def test_a_replayed_or_forged_request_is_refused_and_answers_nothing(
+    service: Service, session_id: str, signing: dict[str, object], refused: str
+) -> None:
+    asked = _asked(service.start_turn(session_id, "delete"))
+    body, headers = signed(button(APPROVE, asked), **signing)  # type: ignore[arg-type]
+    with pytest.raises(SlackRequestError, match=refused) as caught:
+        read(body, headers, SIGNING_SECRET)
+    assert caught.value.status == 401
+    tampered_body, tampered = signed(button(APPROVE, asked))
+    with pytest.raises(SlackRequestError, match="signature does not match"):
+        read(tampered_body.replace("U0ANN", "U0BEN"), tampered, SIGNING_SECRET)
+    with pytest.raises(SlackRequestError, match="no Slack signature"):
+        read(body, {}, SIGNING_SECRET)
+    assert service.get_turn(session_id, asked.turn_id).status == "waiting"
+
+
+def test_what_is_not_a_click_of_this_app_is_refused_with_what_was_wrong() -> None:
+    asked = Asked(session_id="s", turn_id="t", request_id="r")
+    for payload, said in [
+        ({**button("someone_elses_button", asked)}, "not one of this app's"),
+        ({"type": "shortcut", "user": USER}, "not one this app reads"),
+        ({**button(APPROVE, asked), "actions": [{"action_id": APPROVE, "value": "{not json"}]}, "not a click"),
+    ]:
+        body, headers = signed(payload)
+        with pytest.raises(SlackRequestError, match=said) as caught:
+            read(body, headers, SIGNING_SECRET)
+        assert caught.value.status == 400
+    body, headers = signed({})
+    body_without, headers_without = "token=x", {**headers}
+    with pytest.raises(SlackRequestError):
+        read(body_without, headers_without, SIGNING_SECRET)

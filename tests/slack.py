@@ -1,0 +1,56 @@
+"""Slack's interactivity requests as Slack sends them: a form field ``payload`` holding the JSON, signed
+with the app's signing secret by slack_sdk's own signer (``X-Slack-Signature``, v0 HMAC-SHA256 of
+``v0:<timestamp>:<body>``), timestamped (``X-Slack-Request-Timestamp``)."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+from urllib.parse import urlencode
+
+from slack_sdk.signature import SignatureVerifier
+
+from resumable.slack.messages import DENY_MODAL, EDIT_MODAL, INPUT_FIELD, MESSAGE_FIELD, Asked
+
+SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
+USER = {"id": "U0ANN", "username": "ann", "team_id": "T0TEAM"}
+
+
+def signed(
+    payload: dict[str, Any], at: float | None = None, secret: str = SIGNING_SECRET
+) -> tuple[str, dict[str, str]]:
+    body = urlencode({"payload": json.dumps(payload)})
+    timestamp = str(int(time.time() if at is None else at))
+    signature = SignatureVerifier(secret).generate_signature(timestamp=timestamp, body=body)
+    assert signature is not None
+    return body, {"X-Slack-Request-Timestamp": timestamp, "X-Slack-Signature": signature}
+
+
+def button(action_id: str, asked: Asked, user: dict[str, str] = USER) -> dict[str, Any]:
+    """A ``block_actions`` payload: ``user`` pressed the button ``action_id`` on a question's message."""
+    return {
+        "type": "block_actions",
+        "user": user,
+        "team": {"id": user["team_id"]},
+        "trigger_id": "1337.42.abcd",
+        "container": {"type": "message", "channel_id": "C0APPROVALS", "message_ts": "1700000000.000100"},
+        "actions": [{"type": "button", "action_id": action_id, "value": asked.value(), "block_id": "answer"}],
+        "response_url": "https://hooks.slack.com/actions/T0TEAM/1/xyz",
+    }
+
+
+def submitted(callback_id: str, asked: Asked, typed: str | None, user: dict[str, str] = USER) -> dict[str, Any]:
+    """A ``view_submission`` payload: ``user`` submitted the deny or edit modal with ``typed`` in its field."""
+    field = MESSAGE_FIELD if callback_id == DENY_MODAL else INPUT_FIELD
+    assert callback_id in (DENY_MODAL, EDIT_MODAL)
+    return {
+        "type": "view_submission",
+        "user": user,
+        "team": {"id": user["team_id"]},
+        "view": {
+            "callback_id": callback_id,
+            "private_metadata": asked.value(),
+            "state": {"values": {field: {field: {"type": "plain_text_input", "value": typed}}}},
+        },
+    }
