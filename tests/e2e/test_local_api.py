@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -327,3 +328,39 @@ def test_a_bad_rule_in_the_environment_stops_the_start_saying_which(start: list[
     assert 'APPROVAL_RULES: rule 2 (["drop_*"]) is not a rule: required: Input should be a valid integer' in (
         started.stderr
     )
+
+
+def test_first_requests_served_at_once_each_get_their_own_reply_not_another_resolvers_500(
+    handler_environment: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process that serves requests at once (the local server, make load) builds its one resolver
+    once: two built by two first requests would share one router, and the routes of one would read
+    the other's context (every request after a 500)."""
+    from resumable.api import app as api_app
+    from resumable.local.functions import LambdaContext, api_event, load_handler
+
+    real = api_app.build_app
+
+    def slow_to_build() -> Any:
+        built = real()
+        time.sleep(0.3)  # (so that a second first request comes while the first is building)
+        return built
+
+    monkeypatch.setattr(api_app, "build_app", slow_to_build)
+    forget()
+    [route] = [
+        r
+        for r in template_routes(load_template())
+        if (r.method, r.path) == ("GET", "/sessions/{sessionId}/turns/{turnId}")
+    ]
+    handler = load_handler(route)
+    event = api_event(route, "GET", "/sessions/s-none/turns/t-none", "", {}, b"", None)
+
+    def status(_: int) -> int:
+        return int(handler(event, LambdaContext(route.function, "request"))["statusCode"])
+
+    with ThreadPoolExecutor(4) as pool:
+        at_once = list(pool.map(status, range(4)))
+    after = [status(n) for n in range(3)]
+    assert at_once + after == [404] * 7, at_once + after
+    forget()

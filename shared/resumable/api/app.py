@@ -199,8 +199,8 @@ def handle(
     logger.append_keys(session_id=keys.get("sessionId"), turn_id=keys.get("turnId"), request_id=keys.get("requestId"))
     count("Requests")
     if http:
-        app = resolver()
-        with _resolving:
+        with _resolving:  # (the resolver is built under it too: two built at once would share one router)
+            app = resolver()
             app.append_context(service=service)
             reply: dict[str, Any] = app.resolve(as_json(event), context)
         return reply
