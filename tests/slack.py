@@ -11,16 +11,23 @@ from urllib.parse import urlencode
 
 from slack_sdk.signature import SignatureVerifier
 
-from resumable.slack.messages import DENY_MODAL, EDIT_MODAL, INPUT_FIELD, MESSAGE_FIELD, Asked
+from resumable.slack.messages import DENY_MODAL, EDIT_MODAL, INPUT_FIELD, MESSAGE_FIELD, Asked, Opened
 
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 USER = {"id": "U0ANN", "username": "ann", "team_id": "T0TEAM"}
 
 
+CHANNEL, MESSAGE_TS = "C0APPROVALS", "1700000000.000100"
+
+
 def signed(
     payload: dict[str, Any], at: float | None = None, secret: str = SIGNING_SECRET
 ) -> tuple[str, dict[str, str]]:
-    body = urlencode({"payload": json.dumps(payload)})
+    return signed_body(urlencode({"payload": json.dumps(payload)}), at, secret)
+
+
+def signed_body(body: str, at: float | None = None, secret: str = SIGNING_SECRET) -> tuple[str, dict[str, str]]:
+    """``body`` as sent, with the headers Slack signs it with."""
     timestamp = str(int(time.time() if at is None else at))
     signature = SignatureVerifier(secret).generate_signature(timestamp=timestamp, body=body)
     assert signature is not None
@@ -34,7 +41,7 @@ def button(action_id: str, asked: Asked, user: dict[str, str] = USER) -> dict[st
         "user": user,
         "team": {"id": user["team_id"]},
         "trigger_id": "1337.42.abcd",
-        "container": {"type": "message", "channel_id": "C0APPROVALS", "message_ts": "1700000000.000100"},
+        "container": {"type": "message", "channel_id": CHANNEL, "message_ts": MESSAGE_TS},
         "actions": [{"type": "button", "action_id": action_id, "value": asked.value(), "block_id": "answer"}],
         "response_url": "https://hooks.slack.com/actions/T0TEAM/1/xyz",
     }
@@ -50,7 +57,7 @@ def submitted(callback_id: str, asked: Asked, typed: str | None, user: dict[str,
         "team": {"id": user["team_id"]},
         "view": {
             "callback_id": callback_id,
-            "private_metadata": asked.value(),
+            "private_metadata": Opened(asked=asked, channel_id=CHANNEL, message_ts=MESSAGE_TS).model_dump_json(),
             "state": {"values": {field: {field: {"type": "plain_text_input", "value": typed}}}},
         },
     }

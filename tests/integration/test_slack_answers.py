@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 
@@ -18,14 +19,16 @@ from resumable.service import Service, TurnView
 from resumable.slack import messages
 from resumable.slack.answers import UNMAPPED, Reply, answer
 from resumable.slack.messages import APPROVE, DENY, DENY_MODAL, EDIT, EDIT_MODAL, Asked
-from resumable.slack.people import People
+from resumable.slack.people import LookupFailedError, People
 from resumable.slack.requests import Click, SlackRequestError, read
+from tests.clock import FakeClock
 from tests.factories import executions
-from tests.slack import SIGNING_SECRET, USER, button, signed, submitted
+from tests.slack import CHANNEL, SIGNING_SECRET, USER, button, signed, signed_body, submitted
 
 ANN = "arn:aws:iam::000000000000:user/approver-ann"
 BEN = "arn:aws:iam::000000000000:user/approver-ben"
-PEOPLE = People({"U0ANN": ANN, "ben@example.com": BEN}, email_of={"U0BEN": "Ben@Example.com"}.get)
+PEOPLE = People({"U0ANN": ANN, "ben@example.com": BEN}, {"T0TEAM"}, email_of={"U0BEN": "Ben@Example.com"}.get)
+BEN_IN_SLACK = {"id": "U0BEN", "username": "ben", "team_id": "T0TEAM"}
 
 
 @pytest.fixture
@@ -74,6 +77,8 @@ def test_a_slack_approval_is_one_of_the_votes_a_two_person_rule_counts(
     [question] = service.get_turn(session_id, asked.turn_id).interactions
     assert [v.by for v in question.approvals] == [ANN, BEN]
     assert executions(ledger) == ["delete prod-db"]
+    again = answer(service, _click(button(APPROVE, asked)), PEOPLE)  # ann, once it is settled
+    assert again.text == "Your approval counted: the question is answered. The turn is completed."
 
 
 def test_deny_opens_a_modal_whose_submission_denies_with_the_message(service: Service, session_id: str) -> None:
@@ -81,7 +86,9 @@ def test_deny_opens_a_modal_whose_submission_denies_with_the_message(service: Se
     opened = answer(service, _click(button(DENY, asked)), PEOPLE)
     assert opened.modal is not None and opened.modal["callback_id"] == DENY_MODAL
     assert service.get_turn(session_id, asked.turn_id).status == "waiting", "opening the modal decides nothing"
-    reply = answer(service, _click(submitted(DENY_MODAL, asked, "  not on a Friday ")), PEOPLE)
+    submission = _click(submitted(DENY_MODAL, asked, "  not on a Friday "))
+    assert submission.channel_id == CHANNEL, "a submission names no channel: the modal carries the message's"
+    reply = answer(service, submission, PEOPLE)
     assert reply.text == "You denied it. The turn is completed."
     [question] = service.get_turn(session_id, asked.turn_id).interactions
     assert question.response == {"decision": "deny", "message": "not on a Friday"}
@@ -127,7 +134,7 @@ def test_a_click_after_the_question_settled_is_told_it_was_not_recorded(service:
     assert reply.text is not None and reply.text.startswith("Not recorded: "), reply.text
     assert service.get_turn(session_id, asked.turn_id).interactions[0].response == {"decision": "deny"}
     edit = answer(service, _click(button(EDIT, asked)), PEOPLE)
-    assert edit.text is not None and edit.text.startswith("Nothing to edit"), edit.text
+    assert edit.text is not None and edit.text.startswith("Nothing to answer"), edit.text
 
 
 def test_two_clicks_at_once_settle_it_once(
@@ -198,7 +205,88 @@ def test_what_is_not_a_click_of_this_app_is_refused_with_what_was_wrong() -> Non
         with pytest.raises(SlackRequestError, match=said) as caught:
             read(body, headers, SIGNING_SECRET)
         assert caught.value.status == 400
-    body, headers = signed({})
-    body_without, headers_without = "token=x", {**headers}
-    with pytest.raises(SlackRequestError):
-        read(body_without, headers_without, SIGNING_SECRET)
+    body, headers = signed_body("token=x")
+    with pytest.raises(SlackRequestError, match="no interactivity payload"):
+        read(body, headers, SIGNING_SECRET)
+    nested = "[" * 5000 + "]" * 5000
+    for payload in [nested, '{"type": "block_actions", "user": "U0ANN", "actions": []}']:
+        body, headers = signed_body(urlencode({"payload": payload}))
+        with pytest.raises(SlackRequestError) as caught:
+            read(body, headers, SIGNING_SECRET)
+        assert caught.value.status == 400
+
+
+@pytest.mark.parametrize(
+    ("headers", "said"),
+    [
+        ({"X-Slack-Request-Timestamp": "9" * 400, "X-Slack-Signature": "v0=00"}, "not a time in seconds"),
+        ({"X-Slack-Request-Timestamp": "1.5e9", "X-Slack-Signature": "v0=00"}, "not a time in seconds"),
+        ({"X-Slack-Request-Timestamp": "-60", "X-Slack-Signature": "v0=00"}, "not a time in seconds"),
+        ({"X-Slack-Request-Timestamp": "NOW", "X-Slack-Signature": "v0=00"}, "not a time in seconds"),
+        ({"X-Slack-Signature": "v0=ü"}, "not one Slack makes"),
+    ],
+    ids=["400 digits", "a float", "negative", "a word", "not ASCII"],
+)
+def test_hostile_headers_are_refused_before_anything_is_read(headers: dict[str, str], said: str) -> None:
+    body, signed_headers = signed(button(APPROVE, Asked(session_id="s", turn_id="t", request_id="r")))
+    with pytest.raises(SlackRequestError, match=said) as caught:
+        read(body, signed_headers | headers, SIGNING_SECRET)
+    assert caught.value.status == 401
+
+
+def test_lowercase_headers_and_a_body_in_bytes_are_read_as_slack_sent_them() -> None:
+    asked = Asked(session_id="s", turn_id="t", request_id="r")
+    body, headers = signed(button(APPROVE, asked))
+    click = read(body.encode(), {k.lower(): v for k, v in headers.items()}, SIGNING_SECRET)
+    assert click.asked == asked
+
+
+def test_another_workspaces_user_and_one_slack_cannot_look_up_answer_nothing(service: Service, session_id: str) -> None:
+    asked = _asked(service.start_turn(session_id, "delete"))
+    outsider = {**USER, "team_id": "T0OTHER"}  # the same user id, in another workspace
+    assert answer(service, _click(button(APPROVE, asked, outsider)), PEOPLE) == Reply(text=UNMAPPED)
+
+    def failing(_: str) -> str | None:
+        raise LookupFailedError("users.info: ratelimited")
+
+    flaky = People({"ben@example.com": BEN}, {"T0TEAM"}, email_of=failing)
+    told = answer(service, _click(button(APPROVE, asked, BEN_IN_SLACK)), flaky)
+    assert told.text is not None and "could not say who you are" in told.text and "ratelimited" in told.text
+    assert service.get_turn(session_id, asked.turn_id).status == "waiting"
+
+
+def test_a_refusal_quoting_anothers_words_is_escaped_for_slack(service: Service, session_id: str) -> None:
+    asked = _asked(service.start_turn(session_id, "delete"))
+    denial = {"decision": "deny", "message": "<https://evil.example|press to re-approve> <!channel>"}
+    service.submit_approval(session_id, asked.turn_id, asked.request_id, denial, BEN)
+    reply = answer(service, _click(button(APPROVE, asked)), PEOPLE)
+    assert reply.text is not None and reply.text.startswith("Not recorded: ")
+    assert "<" not in reply.text and "&lt;https://evil.example" in reply.text and "&lt;!channel&gt;" in reply.text
+    opened = answer(service, _click(button(DENY, asked)), PEOPLE)
+    assert opened.text is not None and opened.text.startswith("Nothing to answer"), "no modal for a settled question"
+
+
+def test_an_expired_question_is_too_late_and_a_rule_that_names_others_is_not_yours(
+    make_service: Callable[..., Service], session_id: str, clock: FakeClock
+) -> None:
+    rule = parse_rules([{"tools": ["delete_record"], "approvers": [BEN], "required": 1}])
+    service = make_service("nested_editable", approver_principals=(ANN, BEN), approval_rules=rule)
+    asked = _asked(service.start_turn(session_id, "delete", "arn:aws:iam::000000000000:user/owner"))
+    refused = answer(service, _click(button(APPROVE, asked)), PEOPLE)
+    assert refused.text is not None and refused.text.startswith("Not yours to answer: "), refused.text
+    clock.advance(service.settings.approval_expiry_seconds + 1)
+    late = answer(service, _click(button(APPROVE, asked, BEN_IN_SLACK)), PEOPLE)
+    assert late.text is not None and late.text.startswith(("Too late: ", "Not recorded: ")), late.text
+    assert "expired" in late.text
+
+
+def test_an_edit_nested_too_deep_is_refused_in_the_modal_and_an_input_that_may_not_be_edited_opens_none(
+    make_service: Callable[..., Service], service: Service, session_id: str
+) -> None:
+    asked = _asked(service.start_turn(session_id, "delete"))
+    deep = answer(service, _click(submitted(EDIT_MODAL, asked, "[" * 1500 + "]" * 1500)), PEOPLE)
+    assert deep.errors is not None and "nothing was approved" in deep.errors[messages.INPUT_FIELD]
+    plain = make_service("nested", approver_principals=(ANN, BEN))
+    other = _asked(plain.start_turn(session_id + "-b", "delete"))
+    told = answer(plain, _click(button(EDIT, other)), PEOPLE)
+    assert told.text == "This question's input may not be edited: approve or deny it as asked."

@@ -9,11 +9,14 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from resumable.local.slack_standin import slack_stand_in
-from resumable.slack.messages import Asked, deny_modal
+from resumable.slack.messages import Asked, Opened, deny_modal
+from resumable.slack.people import trusted_email
+
+ANN = {"team_id": "T0TEAM", "is_email_confirmed": True, "profile": {"email": "ann@example.com"}}
 
 
 def test_slack_sdks_client_posts_updates_tells_opens_and_looks_up_as_on_slack() -> None:
-    with slack_stand_in(users={"U0ANN": "ann@example.com"}) as slack:
+    with slack_stand_in(users={"U0ANN": ANN}) as slack:
         client = WebClient(token=slack.token, base_url=slack.url)
         posted = client.chat_postMessage(channel="C0APPROVALS", text="a question", blocks=[{"type": "divider"}])
         assert posted["ok"] and posted["channel"] == "C0APPROVALS"
@@ -22,9 +25,9 @@ def test_slack_sdks_client_posts_updates_tells_opens_and_looks_up_as_on_slack() 
         assert (message.text, message.blocks, message.updates) == ("approved by ann", [], 1)
         client.chat_postEphemeral(channel="C0APPROVALS", user="U0ANN", text="You approved it.")
         assert slack.ephemeral == [("U0ANN", "You approved it.")]
-        modal = deny_modal(Asked(session_id="s", turn_id="t", request_id="r"))
+        modal = deny_modal(Opened(asked=Asked(session_id="s", turn_id="t", request_id="r")))
         assert client.views_open(trigger_id="1.2.3", view=modal)["view"]["callback_id"] == modal["callback_id"]
-        assert client.users_info(user="U0ANN")["user"]["profile"]["email"] == "ann@example.com"
+        assert trusted_email(client.users_info(user="U0ANN").data, {"T0TEAM"}) == "ann@example.com"
         assert [method for method, _ in slack.calls] == [
             "chat.postMessage", "chat.update", "chat.postEphemeral", "views.open", "users.info"
         ]  # fmt: skip
@@ -45,3 +48,23 @@ def test_what_slack_refuses_the_stand_in_refuses_with_slacks_error(call: object,
         with pytest.raises(SlackApiError) as caught:
             call(client)  # type: ignore[operator]
         assert caught.value.response["error"] == error
+
+
+@pytest.mark.parametrize(
+    "user",
+    [
+        {**ANN, "team_id": "T0OTHER"},
+        {**ANN, "is_email_confirmed": False},
+        {**ANN, "deleted": True},
+        {**ANN, "is_bot": True},
+        {**ANN, "is_stranger": True},
+        {**ANN, "profile": {}},
+    ],
+    ids=["another workspace", "unconfirmed", "deleted", "a bot", "a stranger", "no address"],
+)
+def test_an_email_address_slack_holds_stands_for_a_person_only_when_slack_vouches_for_it(
+    user: dict[str, object],
+) -> None:
+    with slack_stand_in(users={"U0ANN": user}) as slack:
+        reply = WebClient(token=slack.token, base_url=slack.url).users_info(user="U0ANN")
+        assert trusted_email(reply.data, {"T0TEAM"}) is None

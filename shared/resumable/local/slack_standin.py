@@ -30,9 +30,10 @@ class Posted:
 @dataclass
 class SlackStandIn:
     """What Slack holds: ``messages`` by (channel, ts), ``ephemeral`` (user, text) in order, ``views``
-    opened, every ``calls`` (method, arguments); ``users``: user id -> e-mail address."""
+    opened, every ``calls`` (method, arguments); ``users``: user id -> the user as ``users.info``
+    gives it (``team_id``, ``is_email_confirmed``, ``profile.email``, ...)."""
 
-    users: dict[str, str] = field(default_factory=dict)
+    users: dict[str, dict[str, Any]] = field(default_factory=dict)
     token: str = "xoxb-stand-in"
     messages: dict[tuple[str, str], Posted] = field(default_factory=dict)
     ephemeral: list[tuple[str, str]] = field(default_factory=list)
@@ -88,7 +89,7 @@ class SlackStandIn:
         user = arguments.get("user", "")
         if user not in self.users:
             return {"ok": False, "error": "user_not_found"}
-        return {"ok": True, "user": {"id": user, "profile": {"email": self.users[user]}}}
+        return {"ok": True, "user": {"id": user, **self.users[user]}}
 
 
 def _blocks(arguments: dict[str, Any]) -> list[dict[str, Any]]:
@@ -97,7 +98,7 @@ def _blocks(arguments: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 @contextmanager
-def slack_stand_in(users: dict[str, str] | None = None) -> Iterator[SlackStandIn]:
+def slack_stand_in(users: dict[str, dict[str, Any]] | None = None) -> Iterator[SlackStandIn]:
     """A stand-in serving on 127.0.0.1 (a free port) until the block ends."""
     stand_in = SlackStandIn(users=dict(users or {}))
 

@@ -23,14 +23,18 @@ from slack_sdk.models.views import View
 
 from resumable.events.schemas import InteractionRequested
 
-MAX_INPUT_CHARS = 2500  # of the input's JSON shown (a section holds 3,000 characters)
+MAX_SECTION_CHARS = 3000  # Slack's limit on a section's text
+MAX_INPUT_CHARS = 2500  # of the input's JSON shown, once escaped
+MAX_LINE_CHARS = 400  # of the agent path, the tool's name, the summary, each, once escaped
+MAX_MODAL_INPUT_CHARS = 3000  # Slack's limit on a text input's initial value
 APPROVE, DENY, EDIT = "resumable_approve", "resumable_deny", "resumable_edit"
 DENY_MODAL, EDIT_MODAL = "resumable_deny_modal", "resumable_edit_modal"
 MESSAGE_FIELD, INPUT_FIELD = "message", "input"
+APPROVAL = "approval"  # (the interrupt a tool call that needs approval raises: the one the buttons answer)
 
 
 class Asked(BaseModel):
-    """Which question a button or a modal answers: what its value (or a modal's private metadata) holds."""
+    """Which question a button answers: what its value holds."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -42,8 +46,24 @@ class Asked(BaseModel):
         return self.model_dump_json()
 
 
+class Opened(BaseModel):
+    """What a modal carries (its private metadata): the question, and the message it was opened from
+    (a submission names no channel of its own: the reply goes there)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    asked: Asked
+    channel_id: str | None = None
+    message_ts: str | None = None
+
+
 def question(asked: InteractionRequested) -> list[dict[str, Any]]:
-    """The message for a question as it is asked: what it is, and the buttons that answer it."""
+    """The message for a question as it is asked: what it is, and the buttons that answer it (an
+    approval's; another question is answered in words, on the inbox page it links to)."""
+    if asked.name != APPROVAL:
+        link = asked.inbox_url or asked.answer_url
+        where = f"<{link}|Answer it on the inbox page>" if link else "Answer it on the inbox page."
+        return [*_what(asked), _expiry(asked), _markdown_section(where)]
     ids = Asked(session_id=asked.session_id, turn_id=asked.turn_id or "", request_id=asked.request_id).value()
     buttons = [
         ButtonElement(text="Approve", action_id=APPROVE, value=ids, style="primary"),
@@ -57,16 +77,17 @@ def question(asked: InteractionRequested) -> list[dict[str, Any]]:
 
 def settled(asked: InteractionRequested, outcome: str) -> list[dict[str, Any]]:
     """The same message once the question is settled: ``outcome`` says how (by whom, when); no buttons."""
-    return [*_what(asked), ContextBlock(elements=[MarkdownTextObject(text=outcome)]).to_dict()]
+    said = MarkdownTextObject(text=escaped(outcome, MAX_LINE_CHARS), verbatim=True)
+    return [*_what(asked), ContextBlock(elements=[said]).to_dict()]
 
 
-def deny_modal(asked: Asked) -> dict[str, Any]:
+def deny_modal(opened: Opened) -> dict[str, Any]:
     """What Deny opens: an optional message for whoever asked."""
     field = PlainTextInputElement(action_id=MESSAGE_FIELD, multiline=True, max_length=2000)
     return View(
         type="modal",
         callback_id=DENY_MODAL,
-        private_metadata=asked.value(),
+        private_metadata=opened.model_dump_json(),
         title="Deny",
         submit="Deny",
         close="Cancel",
@@ -74,15 +95,19 @@ def deny_modal(asked: Asked) -> dict[str, Any]:
     ).to_dict()
 
 
-def edit_modal(asked: Asked, tool_input: Any) -> dict[str, Any]:
-    """What Edit opens: the input as JSON, to change and approve."""
-    field = PlainTextInputElement(
-        action_id=INPUT_FIELD, multiline=True, initial_value=json.dumps(tool_input, indent=2)[:3000]
-    )
+def editable_text(tool_input: Any) -> str | None:
+    """The input as the edit modal shows it (JSON), or None where it does not fit the modal whole."""
+    text = json.dumps(tool_input, indent=2, ensure_ascii=False)
+    return text if len(text) <= MAX_MODAL_INPUT_CHARS else None
+
+
+def edit_modal(opened: Opened, text: str) -> dict[str, Any]:
+    """What Edit opens: the input as JSON (``editable_text``), to change and approve."""
+    field = PlainTextInputElement(action_id=INPUT_FIELD, multiline=True, initial_value=text)
     return View(
         type="modal",
         callback_id=EDIT_MODAL,
-        private_metadata=asked.value(),
+        private_metadata=opened.model_dump_json(),
         title="Approve with edits",
         submit="Approve",
         close="Cancel",
@@ -91,28 +116,53 @@ def edit_modal(asked: Asked, tool_input: Any) -> dict[str, Any]:
 
 
 def _what(asked: InteractionRequested) -> list[dict[str, Any]]:
-    path = " → ".join(asked.agent_path) or "the agent"
-    shown = json.dumps(asked.input, indent=2, ensure_ascii=False, default=str)
+    path = escaped(" → ".join(asked.agent_path) or "the agent", MAX_LINE_CHARS)
+    wants = (
+        f"wants to run *{escaped(asked.tool, MAX_LINE_CHARS)}*"
+        if asked.tool
+        else f"asks: *{escaped(asked.name, MAX_LINE_CHARS)}*"
+    )
+    shown = json.dumps(asked.input, indent=2, ensure_ascii=False, default=str).replace("```", "`\u200b``")
+    body, cut = _escaped_cut(shown, MAX_INPUT_CHARS)
     link = asked.inbox_url or asked.answer_url
-    if len(shown) > MAX_INPUT_CHARS:
-        shown = shown[:MAX_INPUT_CHARS] + "\n…"
+    if cut:
         more = f"\n<{link}|See the whole input on the inbox page>" if link else "\n(the input is cut short here)"
     else:
         more = f"\n<{link}|Open it on the inbox page>" if link else ""
-    wants = f"wants to run *{_escaped(asked.tool)}*" if asked.tool else f"asks: *{_escaped(asked.name)}*"
-    what = f"*{_escaped(path)}* {wants}"
     return [
-        SectionBlock(text=MarkdownTextObject(text=f"{what}\n{_escaped(asked.summary)}")).to_dict(),
-        SectionBlock(text=MarkdownTextObject(text=f"```{_escaped(shown)}```{more}")).to_dict(),
+        _markdown_section(f"*{path}* {wants}\n{escaped(asked.summary, MAX_LINE_CHARS)}"),
+        _markdown_section(f"```{body}```{more}"),
     ]
+
+
+def _markdown_section(text: str) -> dict[str, Any]:
+    return SectionBlock(text=MarkdownTextObject(text=text[:MAX_SECTION_CHARS], verbatim=True)).to_dict()
 
 
 def _expiry(asked: InteractionRequested) -> dict[str, Any]:
     at = datetime.fromisoformat(asked.expires_at.replace("Z", "+00:00"))
-    shown = f"<!date^{int(at.timestamp())}^{{date_short_pretty}} at {{time}}|{asked.expires_at}>"
-    return ContextBlock(elements=[MarkdownTextObject(text=f"Expires {shown}")]).to_dict()
+    shown = f"<!date^{int(at.timestamp())}^{{date_short_pretty}} at {{time}}|{escaped(asked.expires_at, 40)}>"
+    return ContextBlock(elements=[MarkdownTextObject(text=f"Expires {shown}", verbatim=True)]).to_dict()
 
 
-def _escaped(text: str) -> str:
-    """Text as Slack's mrkdwn shows it literally: its three control characters escaped."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+_ENTITIES = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"))
+
+
+def escaped(text: str, limit: int) -> str:
+    """``text`` as Slack's mrkdwn shows it literally (its three control characters escaped, so no
+    link, mention or ``<!channel>`` can be made of it), at most ``limit`` characters once escaped,
+    cut (ending "…") where no escape is split."""
+    return _escaped_cut(text, limit)[0]
+
+
+def _escaped_cut(text: str, limit: int) -> tuple[str, bool]:
+    pieces = [next((entity for raw, entity in _ENTITIES if c == raw), c) for c in text]
+    if sum(map(len, pieces)) <= limit:
+        return "".join(pieces), False
+    out, size = [], 0
+    for piece in pieces:
+        if size + len(piece) > limit - 1:
+            break
+        out.append(piece)
+        size += len(piece)
+    return "".join(out) + "…", True

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from urllib.parse import parse_qs
 
 from pydantic import BaseModel, ConfigDict, ValidationError
-from slack_sdk.signature import SignatureVerifier
+from slack_sdk.signature import Clock, SignatureVerifier
 
 from resumable.slack.messages import (
     APPROVE,
@@ -23,6 +23,7 @@ from resumable.slack.messages import (
     INPUT_FIELD,
     MESSAGE_FIELD,
     Asked,
+    Opened,
 )
 
 MAX_AGE_SECONDS = 5 * 60  # Slack's advice, and slack_sdk's own bound
@@ -51,36 +52,51 @@ class Click(BaseModel):
     team_id: str | None = None
     user_name: str | None = None
     trigger_id: str | None = None  # (a button's: what opens a modal)
-    channel_id: str | None = None  # (a button's: the message it is on)
+    channel_id: str | None = None  # (the message the button is on, or the modal was opened from)
     message_ts: str | None = None
     message: str | None = None  # (a deny modal's)
     edited_input: str | None = None  # (an edit modal's, as typed)
 
 
-def read(body: str, headers: Mapping[str, str], signing_secret: str, now: float | None = None) -> Click:
-    """The click a request from Slack carries, once its signature and timestamp are checked."""
+def read(body: str | bytes, headers: Mapping[str, str], signing_secret: str, now: float | None = None) -> Click:
+    """The click a request from Slack carries (``body`` exactly as received), once its signature and
+    timestamp are checked."""
     lowered = {k.lower(): v for k, v in headers.items()}
     timestamp, signature = lowered.get("x-slack-request-timestamp"), lowered.get("x-slack-signature")
     if not timestamp or not signature:
         raise SlackRequestError("not a request from Slack: it carries no Slack signature; nothing was answered", 401)
-    now = time.time() if now is None else now
-    try:
-        age = now - int(timestamp)
-    except ValueError:
-        raise SlackRequestError("the Slack timestamp is not a number; nothing was answered", 401) from None
+    if not (timestamp.isascii() and timestamp.isdigit() and len(timestamp) <= 12):
+        raise SlackRequestError("the Slack timestamp is not a time in seconds; nothing was answered", 401)
+    if not (signature.isascii() and signature.startswith("v0=")):
+        raise SlackRequestError("the Slack signature is not one Slack makes (v0=...); nothing was answered", 401)
+    at = time.time() if now is None else now
+    age = at - int(timestamp)
     if abs(age) > MAX_AGE_SECONDS:
         raise SlackRequestError(
             f"the request was signed {int(age)} s ago, more than {MAX_AGE_SECONDS} s: refused as a replay; "
             "nothing was answered",
             401,
         )
-    if not SignatureVerifier(signing_secret).is_valid(body, timestamp, signature):
+    if not SignatureVerifier(signing_secret, _At(at)).is_valid(body, timestamp, signature):
         raise SlackRequestError("the Slack signature does not match the request; nothing was answered", 401)
-    payload = _payload(body)
+    try:
+        text = body.decode() if isinstance(body, bytes) else body
+    except UnicodeDecodeError:
+        raise SlackRequestError("the request's body is not UTF-8; nothing was answered", 400) from None
+    payload = _payload(text)
     try:
         return _click(payload)
-    except (KeyError, IndexError, TypeError, ValueError, ValidationError) as error:
-        raise SlackRequestError(f"not a click this app reads ({error}); nothing was answered", 400) from None
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, RecursionError, ValidationError) as error:
+        said = str(error)[:200]
+        raise SlackRequestError(f"not a click this app reads ({said}); nothing was answered", 400) from None
+
+
+class _At(Clock):
+    def __init__(self, at: float) -> None:
+        self.at = at
+
+    def now(self) -> float:
+        return self.at
 
 
 def _payload(body: str) -> dict[str, Any]:
@@ -89,7 +105,7 @@ def _payload(body: str) -> dict[str, Any]:
         raise SlackRequestError("the request holds no interactivity payload; nothing was answered", 400)
     try:
         payload = json.loads(fields["payload"][0])
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         raise SlackRequestError("the interactivity payload is not JSON; nothing was answered", 400) from None
     if not isinstance(payload, dict):
         raise SlackRequestError("the interactivity payload is not an object; nothing was answered", 400)
@@ -123,9 +139,14 @@ def _click(payload: dict[str, Any]) -> Click:
         values = view["state"]["values"]
         field = MESSAGE_FIELD if view["callback_id"] == DENY_MODAL else INPUT_FIELD
         typed = values.get(field, {}).get(field, {}).get("value")
+        if typed is not None and not isinstance(typed, str):
+            raise TypeError(f"the modal's {field} is not text")
+        opened = Opened.model_validate_json(view["private_metadata"])
         return Click(
             kind=_MODALS[view["callback_id"]],
-            asked=Asked.model_validate_json(view["private_metadata"]),
+            asked=opened.asked,
+            channel_id=opened.channel_id,
+            message_ts=opened.message_ts,
             message=typed if field == MESSAGE_FIELD else None,
             edited_input=typed if field == INPUT_FIELD else None,
             **who,

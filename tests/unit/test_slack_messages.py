@@ -1,0 +1,117 @@
+"""What Slack is shown of a question is built within Slack's limits whatever the agent wrote, and shows
+it literally: no link, mention or formatting can be made of a tool's name, an agent's path, a
+summary or an input."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from resumable.events.schemas import InteractionRequested
+from resumable.slack.messages import (
+    MAX_SECTION_CHARS,
+    Asked,
+    Opened,
+    deny_modal,
+    edit_modal,
+    editable_text,
+    escaped,
+    question,
+    settled,
+)
+
+
+def _asked(**changed: Any) -> InteractionRequested:
+    fields: dict[str, Any] = {
+        "event_id": "e",
+        "session_id": "s1",
+        "turn_id": "t1",
+        "sequence": 1,
+        "occurred_at": "2026-12-04T10:00:00Z",
+        "request_id": "r1",
+        "child_turn_id": None,
+        "agent_path": ["orchestrator", "db_admin"],
+        "name": "approval",
+        "tool": "delete_record",
+        "input": {"name": "prod-db"},
+        "editable": True,
+        "reason": None,
+        "summary": "orchestrator -> db_admin wants to run delete_record",
+        "expires_at": "2026-12-04T11:00:00Z",
+        "answer_path": "/sessions/s1/turns/t1/interactions/r1",
+        "answer_url": None,
+        "inbox_url": "https://api.example.com/inbox#q-r1",
+    }
+    return InteractionRequested.model_validate(fields | changed)
+
+
+def _texts(blocks: list[dict[str, Any]]) -> list[str]:
+    texts = [b["text"]["text"] for b in blocks if b["type"] == "section"]
+    return texts + [e["text"] for b in blocks if b["type"] == "context" for e in b["elements"]]
+
+
+def test_a_question_shows_what_it_is_and_the_buttons_that_answer_it() -> None:
+    blocks = question(_asked())
+    [actions] = [b for b in blocks if b["type"] == "actions"]
+    assert [e["text"]["text"] for e in actions["elements"]] == ["Approve", "Deny", "Edit"]
+    assert [Asked.model_validate_json(e["value"]) for e in actions["elements"]] == 3 * [
+        Asked(session_id="s1", turn_id="t1", request_id="r1")
+    ]
+    shown = "\n".join(_texts(blocks))
+    assert "*orchestrator → db_admin* wants to run *delete_record*" in shown and '"prod-db"' in shown
+    assert "<https://api.example.com/inbox#q-r1|Open it on the inbox page>" in shown and "<!date^" in shown
+    assert [b["type"] for b in question(_asked(editable=False)) if b["type"] == "actions"] == ["actions"]
+    assert len(next(b for b in question(_asked(editable=False)) if b["type"] == "actions")["elements"]) == 2
+
+
+def test_a_question_that_is_not_an_approval_gets_no_buttons_but_the_way_to_answer_it() -> None:
+    blocks = question(_asked(name="ask_user", tool=None))
+    assert "actions" not in [b["type"] for b in blocks]
+    assert "Answer it on the inbox page" in "\n".join(_texts(blocks))
+
+
+@pytest.mark.parametrize(
+    "tool_input",
+    [{"q": "<" * 3000}, {"q": "&" * 3000}, {"q": "x" * 10_000}, ["é" * 2000], {"q": "`" * 3000}],
+    ids=["angle brackets", "ampersands", "long", "not ASCII", "backticks"],
+)
+def test_any_input_fits_slacks_limits_cut_with_a_link_to_the_whole(tool_input: Any) -> None:
+    blocks = question(_asked(input=tool_input, summary="<" * 5000, agent_path=["&" * 2000]))
+    assert all(len(text) <= MAX_SECTION_CHARS for text in _texts(blocks))
+    shown = "\n".join(_texts(blocks))
+    assert "<" not in shown.replace("<https://api.example.com/inbox#q-r1|", "").replace("<!date^", "")
+    if len(escaped(json.dumps(tool_input, indent=2, ensure_ascii=False), 10**6)) > 2500:
+        assert "See the whole input on the inbox page" in shown
+
+
+def test_what_the_agent_wrote_makes_no_link_mention_or_code_block_end() -> None:
+    blocks = question(
+        _asked(tool="<!channel>", agent_path=["<@U0BOSS>"], summary="<https://evil.example|approve here>",
+               input={"sql": "```\n*bold* <!here>"})
+    )  # fmt: skip
+    shown = "\n".join(_texts(blocks))
+    for made in ("<!channel>", "<@U0BOSS>", "<https://evil.example", "<!here>"):
+        assert made not in shown
+    body = next(t for t in _texts(blocks) if t.startswith("```"))
+    assert body.count("```") == 2, "the input's own backticks do not close the block"
+    said = "\n".join(_texts(settled(_asked(), "approved by <!channel> at 10:02")))
+    assert "<!channel>" not in said and "&lt;!channel&gt;" in said
+    assert "actions" not in [b["type"] for b in settled(_asked(), "approved")]
+
+
+def test_escaping_cuts_where_no_escape_is_split() -> None:
+    assert escaped("a<b", 10) == "a&lt;b"
+    assert escaped("<<<", 6) == "&lt;…"
+    assert escaped("abcdef", 4) == "abc…"
+    assert escaped("abcd", 4) == "abcd"
+
+
+def test_the_modals_carry_the_question_and_its_message_and_an_input_too_large_opens_none() -> None:
+    opened = Opened(asked=Asked(session_id="s", turn_id="t", request_id="r"), channel_id="C1", message_ts="1.2")
+    assert Opened.model_validate_json(deny_modal(opened)["private_metadata"]) == opened
+    text = editable_text({"name": "héllo"})
+    assert text is not None and "héllo" in text
+    assert edit_modal(opened, text)["blocks"][0]["element"]["initial_value"] == text
+    assert editable_text({"q": "x" * 3000}) is None
