@@ -61,3 +61,28 @@ def submitted(callback_id: str, asked: Asked, typed: str | None, user: dict[str,
             "state": {"values": {field: {field: {"type": "plain_text_input", "value": typed}}}},
         },
     }
+
+
+def requested(request_id: str = "r1", **changed: Any) -> dict[str, Any]:
+    """An ``Interaction Requested`` event's detail, as the bus carries it (camelCase), for the question
+    ``request_id`` of session s1's turn t1: orchestrator -> db_admin wants to run delete_record."""
+    return {
+        "eventId": f"e-{request_id}",
+        "sessionId": "s1",
+        "turnId": "t1",
+        "sequence": 1,
+        "occurredAt": "2026-12-04T10:00:00Z",
+        "requestId": request_id,
+        "childTurnId": None,
+        "agentPath": ["orchestrator", "db_admin"],
+        "name": "approval",
+        "tool": "delete_record",
+        "input": {"name": "prod-db"},
+        "editable": False,
+        "reason": None,
+        "summary": "orchestrator -> db_admin wants to run delete_record",
+        "expiresAt": "2026-12-04T11:00:00Z",
+        "answerPath": f"/sessions/s1/turns/t1/interactions/{request_id}",
+        "answerUrl": None,
+        "inboxUrl": None,
+    } | changed

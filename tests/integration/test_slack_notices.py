@@ -14,6 +14,7 @@ from resumable.config import Settings
 from resumable.local.slack_standin import SlackStandIn, slack_stand_in
 from resumable.slack.notices import Notices
 from resumable.store.slack_messages import CLAIM_SECONDS, SlackMessages
+from tests.slack import requested
 
 CHANNEL = "C0APPROVALS"
 ANN = "arn:aws:iam::000000000000:user/approver-ann"
@@ -21,29 +22,7 @@ NOW = 1_796_380_000.0
 
 
 def _requested(request_id: str = "r1") -> dict[str, Any]:
-    return {
-        "detail-type": "Interaction Requested",
-        "detail": {
-            "eventId": f"e-{request_id}",
-            "sessionId": "s1",
-            "turnId": "t1",
-            "sequence": 1,
-            "occurredAt": "2026-12-04T10:00:00Z",
-            "requestId": request_id,
-            "childTurnId": None,
-            "agentPath": ["orchestrator", "db_admin"],
-            "name": "approval",
-            "tool": "delete_record",
-            "input": {"name": "prod-db"},
-            "editable": False,
-            "reason": None,
-            "summary": "orchestrator -> db_admin wants to run delete_record",
-            "expiresAt": "2026-12-04T11:00:00Z",
-            "answerPath": f"/sessions/s1/turns/t1/interactions/{request_id}",
-            "answerUrl": None,
-            "inboxUrl": None,
-        },
-    }
+    return {"detail-type": "Interaction Requested", "detail": requested(request_id)}
 
 
 def _answered(request_id: str = "r1") -> dict[str, Any]:

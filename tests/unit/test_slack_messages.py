@@ -21,30 +21,17 @@ from resumable.slack.messages import (
     question,
     settled,
 )
+from tests.slack import requested
 
 
 def _asked(**changed: Any) -> InteractionRequested:
-    fields: dict[str, Any] = {
-        "event_id": "e",
-        "session_id": "s1",
-        "turn_id": "t1",
-        "sequence": 1,
-        "occurred_at": "2026-12-04T10:00:00Z",
-        "request_id": "r1",
-        "child_turn_id": None,
-        "agent_path": ["orchestrator", "db_admin"],
-        "name": "approval",
-        "tool": "delete_record",
-        "input": {"name": "prod-db"},
-        "editable": True,
-        "reason": None,
-        "summary": "orchestrator -> db_admin wants to run delete_record",
-        "expires_at": "2026-12-04T11:00:00Z",
-        "answer_path": "/sessions/s1/turns/t1/interactions/r1",
-        "answer_url": None,
-        "inbox_url": "https://api.example.com/inbox#q-r1",
-    }
-    return InteractionRequested.model_validate(fields | changed)
+    detail = requested(editable=True, inboxUrl="https://api.example.com/inbox#q-r1")
+    return InteractionRequested.model_validate(detail | {_camel(k): v for k, v in changed.items()})
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
 
 
 def _texts(blocks: list[dict[str, Any]]) -> list[str]:
