@@ -305,9 +305,6 @@ def bill(settings: Settings, turns: int = 20) -> dict[str, Any]:
             for route, (_, units) in routes.items()
         },
         "events_per_put_events": published["events"] / published["put_events_calls"],
-        "publisher_events_per_second_limit": PUT_EVENTS_PER_SECOND
-        * published["events"]
-        / published["put_events_calls"],
         "prices_read": PRICES_READ,
         "prices": {
             unit: {"dollars": p.dollars, "per": p.per, "what": p.what, "source": p.source} for unit, p in PRICES.items()
@@ -355,10 +352,10 @@ def report(results: dict[str, Any]) -> list[str]:
         lowest = min(row.values())
         cells = "".join(f"{_rate_cell(rate) + ('*' if rate == lowest else ' '):>22}" for rate in row.values())
         lines.append(f"   {route:32}{cells}")
+    per_call = results["events_per_put_events"]
     lines.append(
-        f"   the publisher: {results['publisher_events_per_second_limit']:,.0f} events a second before PutEvents' "
-        f"{PUT_EVENTS_PER_SECOND:,} requests a second, at this run's "
-        f"{results['events_per_put_events']:.1f} events a call"
+        f"   the publisher: {PUT_EVENTS_PER_SECOND * per_call:,.0f} events a second before PutEvents' "
+        f"{PUT_EVENTS_PER_SECOND:,} requests a second, at this run's {per_call:.1f} events a call"
     )
     return lines
 

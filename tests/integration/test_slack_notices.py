@@ -71,7 +71,8 @@ def test_a_question_is_posted_once_however_often_it_comes_and_updated_in_place_w
     [message] = slack.in_channel(CHANNEL)
     assert (_buttons(message.blocks), message.updates) == (0, 1)
     assert f"Approved by {ANN} at 10:02 UTC" in str(message.blocks)
-    notices.handle(_answered(), NOW + 3)  # redelivered: the same outcome, shown again
+    again = notices.handle(_answered(), NOW + 3)  # redelivered: the first outcome, shown again
+    assert again == f"r1: updated: Approved by {ANN} at 10:02 UTC"
     assert len(slack.in_channel(CHANNEL)) == 1
 
 

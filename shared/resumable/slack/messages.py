@@ -84,15 +84,8 @@ def settled(asked: InteractionRequested, outcome: str) -> list[dict[str, Any]]:
 def deny_modal(opened: Opened) -> dict[str, Any]:
     """What Deny opens: an optional message for whoever asked."""
     field = PlainTextInputElement(action_id=MESSAGE_FIELD, multiline=True, max_length=2000)
-    return View(
-        type="modal",
-        callback_id=DENY_MODAL,
-        private_metadata=opened.model_dump_json(),
-        title="Deny",
-        submit="Deny",
-        close="Cancel",
-        blocks=[InputBlock(block_id=MESSAGE_FIELD, label="Why (the agent reads it)", element=field, optional=True)],
-    ).to_dict()
+    block = InputBlock(block_id=MESSAGE_FIELD, label="Why (the agent reads it)", element=field, optional=True)
+    return _modal(DENY_MODAL, opened, "Deny", "Deny", block)
 
 
 def editable_text(tool_input: Any) -> str | None:
@@ -104,15 +97,22 @@ def editable_text(tool_input: Any) -> str | None:
 def edit_modal(opened: Opened, text: str) -> dict[str, Any]:
     """What Edit opens: the input as JSON (``editable_text``), to change and approve."""
     field = PlainTextInputElement(action_id=INPUT_FIELD, multiline=True, initial_value=text)
-    return View(
+    block = InputBlock(block_id=INPUT_FIELD, label="The input it runs with (JSON)", element=field)
+    return _modal(EDIT_MODAL, opened, "Approve with edits", "Approve", block)
+
+
+def _modal(callback_id: str, opened: Opened, title: str, submit: str, block: InputBlock) -> dict[str, Any]:
+    """A modal of one field, carrying the question and its message (``Opened``) to its submission."""
+    view = View(
         type="modal",
-        callback_id=EDIT_MODAL,
+        callback_id=callback_id,
         private_metadata=opened.model_dump_json(),
-        title="Approve with edits",
-        submit="Approve",
+        title=title,
+        submit=submit,
         close="Cancel",
-        blocks=[InputBlock(block_id=INPUT_FIELD, label="The input it runs with (JSON)", element=field)],
-    ).to_dict()
+        blocks=[block],
+    )
+    return view.to_dict()
 
 
 def _what(asked: InteractionRequested) -> list[dict[str, Any]]:

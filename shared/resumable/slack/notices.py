@@ -7,7 +7,7 @@ whichever comes first."""
 
 from __future__ import annotations
 
-import time as clock
+import time
 from typing import Any, Protocol
 
 from resumable.events.schemas import InteractionAnswered, InteractionClosed, InteractionRequested
@@ -33,7 +33,7 @@ class Notices:
 
     def handle(self, event: dict[str, Any], now: float | None = None) -> str:
         """Post or update what ``event`` (an EventBridge event of the bus) says; what was done, in words."""
-        at = clock.time() if now is None else now
+        at = time.time() if now is None else now
         kind, detail = event.get("detail-type"), event.get("detail") or {}
         if kind == INTERACTION_REQUESTED:
             return self._post(InteractionRequested.model_validate(detail), at)

@@ -88,6 +88,7 @@ class SlackMessages(Table):
                 Key=key(session_id, slack_sk(request_id)),
                 UpdateExpression="SET entity = :entity, outcome = :outcome, #ttl = if_not_exists(#ttl, :purge)",
                 ConditionExpression="attribute_not_exists(outcome)",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
                 ExpressionAttributeNames={"#ttl": TTL_ATTRIBUTE},
                 ExpressionAttributeValues={
                     ":entity": value("slack_message"),
@@ -99,10 +100,7 @@ class SlackMessages(Table):
         except ClientError as error:
             if code_of(error) != CONDITION_FAILED:
                 raise
-            item = self.dynamodb.get_item(
-                TableName=self.table, Key=key(session_id, slack_sk(request_id)), ConsistentRead=True
-            )["Item"]
-            return _message(item)
+            return _message(error.response["Item"])  # (settled before: the item as it is, first outcome and all)
         return _message(reply["Attributes"])
 
 
