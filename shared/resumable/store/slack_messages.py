@@ -100,7 +100,8 @@ class SlackMessages(Table):
         except ClientError as error:
             if code_of(error) != CONDITION_FAILED:
                 raise
-            return _message(error.response["Item"])  # (settled before: the item as it is, first outcome and all)
+            reply_of_refusal: dict[str, Any] = dict(error.response)  # (ALL_OLD: it holds the item as it is)
+            return _message(reply_of_refusal["Item"])  # (settled before: first outcome and all)
         return _message(reply["Attributes"])
 
 
