@@ -4,14 +4,10 @@ with the app's signing secret by slack_sdk's own signer (``X-Slack-Signature``, 
 
 from __future__ import annotations
 
-import json
-import time
 from typing import Any
-from urllib.parse import urlencode
 
-from slack_sdk.signature import SignatureVerifier
-
-from resumable.slack.messages import DENY_MODAL, EDIT_MODAL, INPUT_FIELD, MESSAGE_FIELD, Asked, Opened
+from resumable.local import slack_standin
+from resumable.slack.messages import DENY_MODAL, EDIT_MODAL, Asked, Opened
 
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 USER = {"id": "U0ANN", "username": "ann", "team_id": "T0TEAM"}
@@ -23,44 +19,24 @@ CHANNEL, MESSAGE_TS = "C0APPROVALS", "1700000000.000100"
 def signed(
     payload: dict[str, Any], at: float | None = None, secret: str = SIGNING_SECRET
 ) -> tuple[str, dict[str, str]]:
-    return signed_body(urlencode({"payload": json.dumps(payload)}), at, secret)
+    return slack_standin.signed(payload, secret, at)
 
 
 def signed_body(body: str, at: float | None = None, secret: str = SIGNING_SECRET) -> tuple[str, dict[str, str]]:
     """``body`` as sent, with the headers Slack signs it with."""
-    timestamp = str(int(time.time() if at is None else at))
-    signature = SignatureVerifier(secret).generate_signature(timestamp=timestamp, body=body)
-    assert signature is not None
-    return body, {"X-Slack-Request-Timestamp": timestamp, "X-Slack-Signature": signature}
+    return slack_standin.signed_body(body, secret, at)
 
 
 def button(action_id: str, asked: Asked, user: dict[str, str] = USER) -> dict[str, Any]:
     """A ``block_actions`` payload: ``user`` pressed the button ``action_id`` on a question's message."""
-    return {
-        "type": "block_actions",
-        "user": user,
-        "team": {"id": user["team_id"]},
-        "trigger_id": "1337.42.abcd",
-        "container": {"type": "message", "channel_id": CHANNEL, "message_ts": MESSAGE_TS},
-        "actions": [{"type": "button", "action_id": action_id, "value": asked.value(), "block_id": "answer"}],
-        "response_url": "https://hooks.slack.com/actions/T0TEAM/1/xyz",
-    }
+    return slack_standin.button_payload(action_id, asked.value(), user, CHANNEL, MESSAGE_TS)
 
 
 def submitted(callback_id: str, asked: Asked, typed: str | None, user: dict[str, str] = USER) -> dict[str, Any]:
     """A ``view_submission`` payload: ``user`` submitted the deny or edit modal with ``typed`` in its field."""
-    field = MESSAGE_FIELD if callback_id == DENY_MODAL else INPUT_FIELD
     assert callback_id in (DENY_MODAL, EDIT_MODAL)
-    return {
-        "type": "view_submission",
-        "user": user,
-        "team": {"id": user["team_id"]},
-        "view": {
-            "callback_id": callback_id,
-            "private_metadata": Opened(asked=asked, channel_id=CHANNEL, message_ts=MESSAGE_TS).model_dump_json(),
-            "state": {"values": {field: {field: {"type": "plain_text_input", "value": typed}}}},
-        },
-    }
+    opened = Opened(asked=asked, channel_id=CHANNEL, message_ts=MESSAGE_TS).model_dump_json()
+    return slack_standin.submission_payload({"callback_id": callback_id, "private_metadata": opened}, typed, user)
 
 
 def requested(request_id: str = "r1", **changed: Any) -> dict[str, Any]:

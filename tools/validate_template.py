@@ -6,7 +6,8 @@ replaced by placeholder S3 URIs, and no managed policies are looked up (SAM name
 CloudFormation runs ``AWS::LanguageExtensions`` first, which resolves every ``Fn::If`` whose condition
 rests on parameters alone; that is done here too, once for each ``AuthMode``, once with every
 optional hardening parameter given (a customer-managed key, a VPC, access logs, alarm and notify
-emails, a concurrency limit) and once with the optional Strands layer (``StrandsAgents``).
+emails, a concurrency limit), once with the optional Strands layer (``StrandsAgents``) and once
+hardened with the Slack function (``SlackChannel``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from samtranslator.yaml_helper import yaml_parse
 
-from resumable.local.permissions.stack import AUTH_MODES, HARDENED, STRANDS, translate
+from resumable.local.permissions.stack import AUTH_MODES, HARDENED, SLACK, STRANDS, translate
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "template.yaml"
 
@@ -52,7 +53,12 @@ def main() -> int:
     if lint.returncode != 0:
         print(f"cfn-lint found problems in {TEMPLATE.name} (exit {lint.returncode})")
         return lint.returncode
-    translations = [*AUTH_MODES.items(), ("IAM and every hardening parameter", HARDENED), ("IAM and Strands", STRANDS)]
+    translations = [
+        *AUTH_MODES.items(),
+        ("IAM and every hardening parameter", HARDENED),
+        ("IAM and Strands", STRANDS),
+        ("IAM, hardened, with Slack", {**HARDENED, **SLACK}),
+    ]
     for mode, parameters in translations:
         translated = translate(yaml_parse(TEMPLATE.read_text()), parameters)
         kinds = sorted({r["Type"] for r in translated["Resources"].values()})

@@ -47,6 +47,7 @@ def test_every_route_of_the_template_is_served() -> None:
         ("GET", "/admin/sessions/{sessionId}/turns/{turnId}"),
         ("POST", "/admin/sessions/{sessionId}/turns/{turnId}/recover"),
         ("POST", "/admin/sessions/{sessionId}/republish"),
+        ("POST", "/slack/interactions"),  # (the Slack function's, made only with SlackChannel)
     }
 
 

@@ -155,9 +155,15 @@ def test_auth_mode_chooses_how_every_route_but_the_inbox_page_is_authorized(mode
 
     translated = translate(yaml_parse(TEMPLATE.read_text()), AUTH_MODES[mode])
     body = translated["Resources"]["HttpApi"]["Properties"]["Body"]
-    security = {(path, method): op.get("security") for path, ops in body["paths"].items() for method, op in ops.items()}
+    paths = {path: _made_if("UseSlack", ops) for path, ops in body["paths"].items()}
+    security = {
+        (path, method): _made_if("UseSlack", op).get("security")
+        for path, ops in paths.items()
+        for method, op in ops.items()
+    }
     expected = [{"SignIn": []}] if mode == "JWT" else [{"AWS_IAM": []}]
     assert security.pop(("/inbox", "get")) == [{"NONE": []}]
+    assert security.pop(("/slack/interactions", "post")) == [{"NONE": []}]  # (Slack signs it: the function checks)
     assert security and all(value == expected for value in security.values()), security
     schemes = body["components"]["securitySchemes"]
     if mode == "JWT":
@@ -176,7 +182,11 @@ def test_a_continuation_that_fails_every_attempt_goes_to_a_dead_letter_queue() -
     from tools.validate_template import TEMPLATE
 
     translated = translate(yaml_parse(TEMPLATE.read_text()))["Resources"]
-    [config] = [r["Properties"] for r in translated.values() if r["Type"] == "AWS::Lambda::EventInvokeConfig"]
+    [config] = [
+        r["Properties"]
+        for r in translated.values()
+        if r["Type"] == "AWS::Lambda::EventInvokeConfig" and r["Properties"]["FunctionName"]["Ref"] != "SlackFunction"
+    ]
     assert config["FunctionName"] == {"Ref": "SubmitApprovalFunction"}
     assert (config["MaximumRetryAttempts"], config["MaximumEventAgeInSeconds"]) == (2, 3600)
     assert config["DestinationConfig"]["OnFailure"]["Destination"] == {
@@ -190,7 +200,7 @@ def test_a_continuation_that_fails_every_attempt_goes_to_a_dead_letter_queue() -
 def test_every_function_logs_to_a_group_of_its_own_kept_log_retention_days(resources: dict[str, Any]) -> None:
     functions = [name for name, r in resources.items() if r["Type"] == "AWS::Serverless::Function"]
     groups = [resources[name]["Properties"]["LoggingConfig"]["LogGroup"] for name in functions]
-    assert len(set(groups)) == len(functions) == 6
+    assert len(set(groups)) == len(functions) == 7
     for group in groups:
         assert resources[group]["Type"] == "AWS::Logs::LogGroup"
         assert resources[group]["Properties"]["RetentionInDays"] == "LogRetentionDays"  # !Ref, as read here
@@ -203,7 +213,7 @@ def test_alarms_watch_every_function_both_dead_letter_queues_and_the_table(resou
     functions = [name for name, r in resources.items() if r["Type"] == "AWS::Serverless::Function"]
     for function in functions:
         assert ("AWS/Lambda", "Errors", function) in watched and ("AWS/Lambda", "Throttles", function) in watched
-    for queue in ("PublisherDeadLetterQueue", "ContinuationDeadLetterQueue"):
+    for queue in ("PublisherDeadLetterQueue", "ContinuationDeadLetterQueue", "SlackDeadLetterQueue"):
         assert ("AWS/SQS", "ApproximateNumberOfMessagesVisible", f"{queue}.QueueName") in watched
     assert {m for n, m, _ in watched if n == "AWS/DynamoDB"} == {"ReadThrottleEvents", "WriteThrottleEvents"}
     # Each goes off on the first occurrence, and tells the alarm topic where there is one.
@@ -232,7 +242,7 @@ def test_the_sweeper_runs_on_its_schedule_reads_its_index_and_an_alarm_watches_w
 def test_the_dashboard_shows_every_metric_resumable_writes(resources: dict[str, Any]) -> None:
     body = resources["Dashboard"]["Properties"]["DashboardBody"]  # !Sub, as read here: its text
     referenced = set(re.findall(r"\$\{([^}]+)\}", body))
-    assert {r.split(".")[0] for r in referenced} - {"AWS::Region"} <= set(resources)
+    assert {r.split(".")[0] for r in referenced} - {"AWS::Region", "AWS::StackName"} <= set(resources)
     shown = [
         metric
         for widget in json.loads(re.sub(r"\$\{[^}]+\}", "x", body))["widgets"]
@@ -243,7 +253,10 @@ def test_the_dashboard_shows_every_metric_resumable_writes(resources: dict[str, 
         expected = {(name,)} if dimension is None else {(name, dimension[0], v) for v in dimension[1]}
         assert expected <= ours, f"the dashboard does not show {name}"
     functions = {name for name, r in resources.items() if r["Type"] == "AWS::Serverless::Function"}
-    assert functions <= referenced
+    assert functions - {"SlackFunction"} <= referenced
+    # (made only with a channel: named as its FunctionName names it, which holds whether or not it is made)
+    assert resources["SlackFunction"]["Properties"]["FunctionName"] == "${AWS::StackName}-Slack"
+    assert body.count('"${AWS::StackName}-Slack"') == 3
 
 
 def test_the_api_is_throttled_and_logs_who_called_and_functions_can_be_capped() -> None:
@@ -261,7 +274,7 @@ def test_the_api_is_throttled_and_logs_who_called_and_functions_can_be_capped() 
     assert {"requestId", "route", "status", "principal", "subject"} <= set(logged)
     assert stage["AccessLogSettings"]["DestinationArn"] == {"Fn::GetAtt": ["ApiAccessLogGroup", "Arn"]}
     functions = [r["Properties"] for r in translated.values() if r["Type"] == "AWS::Lambda::Function"]
-    assert len(functions) == 6
+    assert len(functions) == 7
     assert all(f["ReservedConcurrentExecutions"] == {"Ref": "FunctionConcurrencyLimit"} for f in functions)
     uncapped = translate(yaml_parse(TEMPLATE.read_text()))["Resources"]
     assert not any(
@@ -290,7 +303,7 @@ def test_the_hardening_parameters_encrypt_everything_with_the_key_and_put_the_fu
     translated = translate(yaml_parse(TEMPLATE.read_text()), HARDENED)["Resources"]
     key = {"Ref": "KmsKeyArn"}
     functions = {n: r["Properties"] for n, r in translated.items() if r["Type"] == "AWS::Lambda::Function"}
-    assert len(functions) == 6
+    assert len(functions) == 7
     for name, function in functions.items():
         assert function["KmsKeyArn"] == key
         assert function["VpcConfig"] == {
@@ -336,9 +349,44 @@ def test_the_strands_layer_is_made_and_given_to_every_function_only_when_strands
     for parameters, layers in [({}, ["SharedLayer"]), (STRANDS, ["SharedLayer", "StrandsLayer"])]:
         translated = translate(yaml_parse(TEMPLATE.read_text()), parameters)["Resources"]
         functions = {n: r["Properties"] for n, r in translated.items() if r["Type"] == "AWS::Lambda::Function"}
-        assert len(functions) == 6
+        assert len(functions) == 7
         for name, function in functions.items():
             given = [translated[layer["Ref"]]["Properties"]["LayerName"] for layer in function["Layers"]]
             assert given == layers, (parameters, name)
         [strands] = [r for r in translated.values() if r.get("Properties", {}).get("LayerName") == "StrandsLayer"]
         assert strands["Condition"] == "UseStrands", "CloudFormation makes it only when StrandsAgents is true"
+
+
+def _made_if(condition: str, value: Any) -> Any:
+    """What SAM made of a conditional function's route: the value where ``condition`` holds."""
+    if isinstance(value, dict) and list(value) == ["Fn::If"] and value["Fn::If"][0] == condition:
+        return value["Fn::If"][1]
+    return value
+
+
+def test_the_slack_function_is_made_only_with_a_channel_and_hears_the_questions_on_the_bus() -> None:
+    from samtranslator.yaml_helper import yaml_parse
+
+    from resumable.local.permissions.stack import SLACK, Stack
+    from tools.validate_template import TEMPLATE
+
+    translated = translate(yaml_parse(TEMPLATE.read_text()), SLACK)["Resources"]
+    slack = [name for name, r in translated.items() if name.startswith("Slack")]
+    assert all(translated[name].get("Condition") == "UseSlack" for name in slack), slack
+    assert "SlackFunction" not in Stack.of("AuthMode=IAM").resources
+    assert "SlackFunction" in Stack.of("Slack").resources
+    rule = translated["SlackFunctionQuestions"]["Properties"]
+    assert rule["EventBusName"] == {"Ref": "EventBus"}
+    assert rule["EventPattern"]["detail-type"] == [
+        "Interaction Requested",
+        "Interaction Answered",
+        "Interaction Closed",
+    ]
+    [config] = [
+        r["Properties"]
+        for r in translated.values()
+        if r["Type"] == "AWS::Lambda::EventInvokeConfig" and r["Properties"]["FunctionName"] == {"Ref": "SlackFunction"}
+    ]
+    assert config["DestinationConfig"]["OnFailure"]["Destination"] == {"Fn::GetAtt": ["SlackDeadLetterQueue", "Arn"]}
+    environment = translated["SlackFunction"]["Properties"]["Environment"]["Variables"]
+    assert environment["SLACK_SECRET_ARN"] == {"Ref": "SlackTokenSecretArn"}  # (the secret's name, not its value)

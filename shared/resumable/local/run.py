@@ -29,14 +29,17 @@ from resumable.local.functions import ROOT, function_arn
 from resumable.local.issuer import GROUPS_CLAIM, LocalIssuer
 from resumable.local.schedules import running_schedules
 from resumable.local.server import DEFAULT_PRINCIPAL, LocalServer, make_server
+from resumable.local.slack import CHANNEL as SLACK_CHANNEL
+from resumable.local.slack import USER as SLACK_USER
+from resumable.local.slack import slack_locally
 from resumable.local.template import create_state_machine, functions_in_process
 
 if TYPE_CHECKING:
     from resumable.runtime.rules import ApprovalRule
 
 # Every line of the walkthrough runs as printed, in order, in bash with curl >= 7.82 (tests/e2e follow it).
-# @URL, @AWS, @MACHINE and @EXECUTION are filled in; the embedded AWS takes any signature (the
-# Authorization header only names the service a request is for).
+# @URL, @AWS, @MACHINE, @EXECUTION and @SLACK (the Slack stand-in) are filled in; the embedded AWS takes
+# any signature (the Authorization header only names the service a request is for).
 WALKTHROUGH = r"""resumable is serving @URL  (Ctrl-C stops it and forgets everything: the embedded AWS is in memory)
 
 Paste these into another terminal, in order (bash, curl 7.82 or newer for --json, python3):
@@ -87,6 +90,16 @@ event once; --follow keeps reading, --json prints each event whole):
 7. Who decided what, when and how they proved it: the audit trail (approvers; docs/audit.md).
   curl -s '@URL/audit?outcome=denied'; echo      # the deny of step 3: who, how signed in, the message, input digests
   @PYTHON -m resumable.cli --url @URL admin audit      # every vote, decision and action's outcome, as a table
+
+8. Answer from Slack: the Slack function posts every question to @SLACK_CHANNEL on a Slack stand-in (@SLACK
+plays Slack's Web API, and you at the Slack client: it signs each press as Slack does; docs/desk.md).
+  T=$(curl -s -X POST @URL/sessions/demo-slack/turns --json '{"prompt": "delete the qa-db record"}')
+  REQ=$(echo "$T" | field '["interactions"][0]["requestId"]')
+  until [[ $(curl -s "@SLACK/local/messages?request=$REQ") == *approve* ]]; do sleep 0.2; done
+  curl -s "@SLACK/local/messages?request=$REQ"; echo      # the question's message, with its buttons approve, deny
+  curl -s -X POST @SLACK/local/press --json '{"request": "'"$REQ"'", "button": "approve", "user": "@SLACK_USER"}'; echo
+  until [[ $(curl -s "@SLACK/local/messages?request=$REQ") == *Approved* ]]; do sleep 0.2; done
+  curl -s "@SLACK/local/messages?request=$REQ"; echo      # updated in place: "Approved by ... UTC", no buttons
 
 The resumable command (docs/desk.md) calls RESUMABLE_URL: set it in each shell you use it from.
   export RESUMABLE_URL=@URL
@@ -250,9 +263,16 @@ def main() -> None:
         os.environ["API_URL"] = url  # the answer links in events
         stack.callback(_said_where(url))
         with publishing(settings) as (resources, _), running_schedules():
+            slack = stack.enter_context(
+                slack_locally(settings, f"{url}/slack/interactions", default, int(os.environ.get("SLACK_PORT", "0")))
+            )
+            os.environ.update(slack.environment)  # (the Slack function's, as the template sets them)
             execution = machine.replace(":stateMachine:", ":execution:") + ":wf-1"
             walkthrough = (
-                walkthrough.replace("@URL", url)
+                walkthrough.replace("@SLACK_CHANNEL", SLACK_CHANNEL)
+                .replace("@SLACK_USER", SLACK_USER)
+                .replace("@SLACK", slack.stand_in.url.removesuffix("/api/"))
+                .replace("@URL", url)
                 .replace("@AWS", str(settings.endpoint_url))
                 .replace("@MACHINE", machine)
                 .replace("@EXECUTION", execution)

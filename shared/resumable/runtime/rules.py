@@ -79,7 +79,10 @@ class ApprovalRule(BaseModel):
     it was asked, the sweeper lets ``escalate_to`` answer it too, and says so (``Interaction
     Escalated``). ``on_expiry``: what a question nobody settled becomes at its expiry: ``expire`` (its
     turn settles ``expired``, as without a rule) or ``deny`` (it is denied, the agent is told it timed
-    out, and the turn goes on)."""
+    out, and the turn goes on).
+
+    ``slack_channel``: where the Slack function posts the questions asked under the rule (a channel id
+    or ``#name``), instead of the deployment's ``SlackChannel``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
@@ -95,6 +98,7 @@ class ApprovalRule(BaseModel):
     risk: Risk | None = None
     impact: str | None = None
     confirm: StrictBool = False
+    slack_channel: str | None = Field(default=None, pattern=r"^#?[A-Za-z0-9._-]{1,80}$")
 
     @field_validator("impact")
     @classmethod

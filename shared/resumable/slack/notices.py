@@ -55,7 +55,8 @@ class Notices:
         if claimed is None:
             return f"{asked.request_id}: posted already (or being posted)"
         blocks = settled(asked, claimed.outcome) if claimed.outcome else question(asked)
-        reply = self.slack.chat_postMessage(channel=self.channel, text=asked.summary, blocks=blocks)
+        channel = (asked.rule or {}).get("slackChannel") or self.channel  # (the rule's own channel, if it names one)
+        reply = self.slack.chat_postMessage(channel=channel, text=asked.summary, blocks=blocks)
         where = self.messages.posted(asked.session_id, asked.request_id, reply["channel"], reply["ts"])
         if where.outcome and not claimed.outcome:  # (it settled while the message was being posted)
             self._update(where)

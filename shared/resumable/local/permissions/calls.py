@@ -29,13 +29,16 @@ from typing import Any
 STATE_MACHINE = "ApprovalStateMachine"
 
 # The environment variable that names each kind of resource a function reaches.
-TABLE, BUCKET, BUS, QUEUE, FUNCTION = (
+TABLE, BUCKET, BUS, QUEUE, FUNCTION, SECRET = (
     "RESUMABLE_TABLE",
     "RESUMABLE_BUCKET",
     "EVENT_BUS_NAME",
     "DEAD_LETTER_QUEUE_URL",
     "CONTINUE_FUNCTION",
+    "SLACK_SECRET_ARN",
 )
+# (a function that hands work to itself names itself so: the Slack function)
+ITSELF = "SLACK_FUNCTION"
 
 
 @dataclass(frozen=True, order=True)
@@ -175,7 +178,11 @@ def calls_of(
     if prefix == "sqs" and "QueueUrl" in params:
         return [(action, f"sqs:{named(params['QueueUrl'], QUEUE)}")]
     if prefix == "lambda" and "FunctionName" in params:
-        return [(action, f"lambda:function/{named(params['FunctionName'], FUNCTION)}")]
+        function = named(params["FunctionName"], FUNCTION)
+        function = named(function, ITSELF) if function == params["FunctionName"] else function
+        return [(action, f"lambda:function/{function}")]
+    if prefix == "secretsmanager" and "SecretId" in params:
+        return [(action, f"secretsmanager:{named(params['SecretId'], SECRET)}")]
     if prefix == "states" and "stateMachineArn" in params:
         return [(action, f"states:stateMachine/{params['stateMachineArn']}")]
     if prefix == "bedrock" and "modelId" in params:

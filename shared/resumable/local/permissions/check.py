@@ -97,6 +97,16 @@ ALLOWANCES: dict[tuple[str, str], str] = {
     ("*", "states:SendTaskFailure"): "as SendTaskSuccess",
     ("SubmitApprovalFunction", "sqs:SendMessage"): "Lambda sends a continuation that failed every "
     "attempt to ContinuationDeadLetterQueue (the EventInvokeConfig's OnFailure) with the function's role",
+    # The Slack function answers a click as SubmitApproval answers a request, and so may resume the turn:
+    # the paths a resumed turn may take are reached by the tests on SubmitApproval.
+    ("SlackFunction", "sqs:SendMessage"): "Lambda sends a click or an event that failed every attempt to "
+    "SlackDeadLetterQueue (the EventInvokeConfig's OnFailure) with the function's role",
+    ("SlackFunction", "dynamodb:DeleteItem"): "a turn a click resumes may abandon an action it began (the "
+    "journal's abandon_action), as on SubmitApproval, where the tests reach it",
+    ("SlackFunction", "s3:ListBucket"): "a turn a click resumes may find its snapshot missing: without "
+    "ListBucket S3 says AccessDenied, not NoSuchKey (reached on SubmitApproval)",
+    ("SlackFunction", "lambda:InvokeFunction"): "a turn a click resumes that runs past TURN_BUDGET_SECONDS is "
+    "continued by SubmitApproval (CONTINUE_FUNCTION), as from any function (reached on SubmitApproval)",
 }
 
 
@@ -177,6 +187,7 @@ def resource_arn(stack: Stack, call: Call, sample: str = SAMPLES[0]) -> str:
         "events": f"arn:{PARTITION}:events:{where}:{resource}",
         "sqs": f"arn:{PARTITION}:sqs:{where}:{resource}",
         "lambda": f"arn:{PARTITION}:lambda:{where}:function:{resource.removeprefix('function/')}",
+        "secretsmanager": f"arn:{PARTITION}:secretsmanager:{where}:secret:{resource}",
     }
     if service not in arns:
         raise ValueError(f"no ARN known for {call.resource}")
@@ -192,16 +203,19 @@ def _documents(stack: Stack, role: str) -> tuple[list[tuple[str, dict[str, Any]]
 
 
 def check(
-    calls: Iterable[Call], configurations: Iterable[str] = CONFIGURATIONS, text: str | None = None
+    calls: Iterable[Call], configurations: Iterable[str] = tuple(CONFIGURATIONS), text: str | None = None
 ) -> list[Problem]:
     """Every problem: a call its caller's role does not allow, or a grant no call uses (nor an allowance),
     in template.yaml (or the template ``text``)."""
-    calls = sorted(set(calls))
+    calls, configurations = sorted(set(calls)), list(configurations)
     problems: list[Problem] = []
+    made: set[str] = set()
     for configuration in configurations:
         stack = Stack.of(configuration, text)
         callers = stack.callers()
-        for caller in sorted({c.function for c in calls} - set(callers)):
+        made |= set(callers)
+        # (a function made only under a condition, the Slack function, is checked where it is made)
+        for caller in sorted({c.function for c in calls} - set(callers) - stack.absent):
             problems.append(Problem(configuration, caller, "made calls, and the stack has no such function"))
         reached: dict[str, list[tuple[str, str]]] = {}
         for caller, role in callers.items():
@@ -242,6 +256,9 @@ def check(
             texts = unused(role, inline, reached.get(caller, []), _excuser(caller))
             problems += [Problem(configuration, caller, text) for text in texts]
         problems += _deliveries(stack)
+    everywhere = set(configurations) == set(CONFIGURATIONS)
+    for caller in sorted({c.function for c in calls} - made if everywhere else ()):
+        problems.append(Problem("every configuration", caller, "made calls, and no configuration makes the function"))
     return problems
 
 

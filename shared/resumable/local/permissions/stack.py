@@ -50,6 +50,12 @@ HARDENED: dict[str, Any] = {
 }
 # The optional Strands layer, created and given to every function.
 STRANDS: dict[str, Any] = {"StrandsAgents": "true"}
+# The Slack function, made only when a channel is set.
+SLACK: dict[str, Any] = {
+    "SlackChannel": "C0APPROVALS",
+    "SlackTokenSecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:resumable-slack-AbCdEf",
+    "SlackTeams": ["T0TEAM"],
+}
 
 
 def _condition(template: dict[str, Any], value: Any, parameters: dict[str, Any]) -> Any:
@@ -145,6 +151,8 @@ CONFIGURATIONS: dict[str, dict[str, Any]] = {
     "every hardening parameter": HARDENED,
     "a Bedrock model": {"ModelId": "anthropic.claude-3-5-sonnet-20240620-v1:0"},
     "Strands": STRANDS,
+    "Slack": SLACK,
+    "Slack, hardened": {**HARDENED, **SLACK},
 }
 
 
@@ -183,6 +191,8 @@ class Stack:
     resources: dict[str, Any]
     parameters: dict[str, Any]
     conditions: dict[str, Any]
+    absent: frozenset[str] = frozenset()
+    """The resources a condition leaves out of this configuration."""
 
     def holds(self, condition: str) -> bool:
         """Whether the template's ``condition`` is true in this configuration."""
@@ -200,7 +210,8 @@ class Stack:
             for name, resource in made["Resources"].items()
             if "Condition" not in resource or _condition(made, {"Condition": resource["Condition"]}, values)
         }
-        return cls(configuration, resources, values, made.get("Conditions", {}))
+        absent = frozenset(made["Resources"]) - frozenset(resources)
+        return cls(configuration, resources, values, made.get("Conditions", {}), absent)
 
     def name(self, logical: str) -> str:
         """Its name property, or the name CloudFormation makes: the stack's, the logical id's and a
