@@ -22,6 +22,8 @@ SERVED_BY = {
     "start_turn": "StartTurnFunction",
     "submit_approval": "SubmitApprovalFunction",
     "dismiss": "SubmitApprovalFunction",
+    "decision_link": "SubmitApprovalFunction",  # GET /decide/{token}: the link's page
+    "decide_by_link": "SubmitApprovalFunction",
     "recover": "SubmitApprovalFunction",  # a continuation, which SubmitApproval runs
     "recover_turn": "SubmitApprovalFunction",
     "republish": "SubmitApprovalFunction",

@@ -57,7 +57,7 @@ def main() -> int:
         *AUTH_MODES.items(),
         ("IAM and every hardening parameter", HARDENED),
         ("IAM and Strands", STRANDS),
-        ("IAM, hardened, with Slack", {**HARDENED, **SLACK}),
+        ("IAM, hardened, with Slack and decision links", {**HARDENED, **SLACK}),
     ]
     for mode, parameters in translations:
         translated = translate(yaml_parse(TEMPLATE.read_text()), parameters)

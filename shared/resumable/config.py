@@ -45,7 +45,8 @@ class Settings(BaseModel):
     the entry; ``digest``, digests only), ``AUTH_MODE`` (``IAM``, or ``JWT`` where people sign in: then
     ``JWT_ISSUER`` and ``JWT_AUDIENCE``
     tell the inbox page where to sign in), ``APPROVER_GROUPS`` (comma-separated groups whose members
-    are approvers, read from the token's ``JWT_GROUPS_CLAIM``, default ``cognito:groups``).
+    are approvers, read from the token's ``JWT_GROUPS_CLAIM``, default ``cognito:groups``),
+    ``DECISION_LINKS_AS`` (the principal one-click decision links in e-mails answer as; unset: no links).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -85,6 +86,7 @@ class Settings(BaseModel):
     jwt_audience: tuple[str, ...] = ()
     approver_groups: tuple[str, ...] = ()
     jwt_groups_claim: str = "cognito:groups"
+    decision_links_as: str | None = None
 
     @field_validator("approval_rules", mode="before")
     @classmethod
@@ -139,6 +141,7 @@ class Settings(BaseModel):
             "approval_rules": "APPROVAL_RULES",
             "audit_retention_days": "AUDIT_RETENTION_DAYS",
             "audit_inputs": "AUDIT_INPUTS",
+            "decision_links_as": "DECISION_LINKS_AS",
         }
         values: dict[str, str] = {field: env[var] for field, var in names.items() if env.get(var)}
         region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")

@@ -48,6 +48,8 @@ def test_every_route_of_the_template_is_served() -> None:
         ("POST", "/admin/sessions/{sessionId}/turns/{turnId}/recover"),
         ("POST", "/admin/sessions/{sessionId}/republish"),
         ("POST", "/slack/interactions"),  # (the Slack function's, made only with SlackChannel)
+        ("GET", "/decide/{token}"),
+        ("POST", "/decide/{token}"),
     }
 
 

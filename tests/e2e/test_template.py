@@ -88,7 +88,11 @@ def test_questions_and_their_escalations_reach_the_notify_email_topic_in_words_a
     assert (
         transformer["InputPathsMap"]["url"] == "$.detail.inboxUrl"
     )  # (the page on the question: a GET decides nothing)
-    assert transformer["InputTemplate"] == '"<summary>: decide at <url> (before <expires>)"'
+    linked, without = transformer["InputTemplate"][1:]  # (!If HasDecisionLinks, as read here)
+    assert transformer["InputTemplate"][0] == "HasDecisionLinks"
+    assert without == '"<summary>: decide at <url> (before <expires>)"'
+    assert linked == '"<summary>: decide at <url> (before <expires>), or without signing in at <decide>"'
+    assert transformer["InputPathsMap"]["decide"] == "$.detail.decisionUrl"
     outputs = load_template()["Outputs"]
     assert {"EventBusName", "PublisherDeadLetterQueueUrl", "NotifyTopicArn"} <= outputs.keys()
 
@@ -164,6 +168,8 @@ def test_auth_mode_chooses_how_every_route_but_the_inbox_page_is_authorized(mode
     expected = [{"SignIn": []}] if mode == "JWT" else [{"AWS_IAM": []}]
     assert security.pop(("/inbox", "get")) == [{"NONE": []}]
     assert security.pop(("/slack/interactions", "post")) == [{"NONE": []}]  # (Slack signs it: the function checks)
+    # (a decision link is its own credential: signed, bound to one question and one approver, used once)
+    assert security.pop(("/decide/{token}", "get")) == security.pop(("/decide/{token}", "post")) == [{"NONE": []}]
     assert security and all(value == expected for value in security.values()), security
     schemes = body["components"]["securitySchemes"]
     if mode == "JWT":
@@ -374,7 +380,7 @@ def test_the_slack_function_is_made_only_with_a_channel_and_hears_the_questions_
     slack = [name for name, r in translated.items() if name.startswith("Slack")]
     assert all(translated[name].get("Condition") == "UseSlack" for name in slack), slack
     assert "SlackFunction" not in Stack.of("AuthMode=IAM").resources
-    assert "SlackFunction" in Stack.of("Slack").resources
+    assert "SlackFunction" in Stack.of("Slack and decision links").resources
     rule = translated["SlackFunctionQuestions"]["Properties"]
     assert rule["EventBusName"] == {"Ref": "EventBus"}
     assert rule["EventPattern"]["detail-type"] == [

@@ -21,7 +21,7 @@ def test_every_recorded_call_is_allowed_and_every_grant_is_used() -> None:
 
 def test_the_recording_covers_every_function_and_the_state_machine() -> None:
     callers = {c.function for c in read_calls()}
-    assert callers == set(Stack.of("Slack").callers())  # (every function: the Slack function too)
+    assert callers == set(Stack.of("Slack and decision links").callers())  # (every function: the Slack function too)
 
 
 def test_a_call_the_role_does_not_grant_is_named_with_its_function_and_missing_action() -> None:

@@ -16,6 +16,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 
 from resumable.api.bodies import read_json_object
 from resumable.api.errors import error_response
+from resumable.api.link_routes import link_router
 from resumable.api.observability import logger
 from resumable.api.openapi import document
 from resumable.api.operator_routes import operator_router
@@ -79,6 +80,7 @@ def build_app(service: Service | None = None) -> APIGatewayHttpResolver:
     app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=read_json_object)
     app.include_router(router)
     app.include_router(operator_router)
+    app.include_router(link_router)
     if service is not None:
 
         def serve(app: APIGatewayHttpResolver, next_middleware: Callable[..., Response[Any]]) -> Response[Any]:

@@ -33,8 +33,9 @@ from resumable.config import Settings
 from resumable.events.schemas import MODELS, SOURCE, EventDetail
 from resumable.exceptions import AwsError, NotPublishedError
 from resumable.metrics import count, flushing
+from resumable.runtime.interrupts import APPROVAL_INTERRUPT
 from resumable.store.codec import decode
-from resumable.store.outbox import COMMIT_EVENTS, commit_events, event_id, is_commit_event
+from resumable.store.outbox import COMMIT_EVENTS, INTERACTION_REQUESTED, commit_events, event_id, is_commit_event
 from resumable.store.publishing import OutboxItems
 from resumable.store.records import OutboxEvent
 
@@ -253,7 +254,20 @@ class Publisher:
             api = self.settings.api_url.rstrip("/") if self.settings.api_url else None
             fields["answerUrl"] = api + fields["answerPath"] if api else None
             fields["inboxUrl"] = f"{api}/inbox#q-{fields['requestId']}" if api else None
+            if api and event.type == INTERACTION_REQUESTED and self.settings.decision_links_as:
+                approval = fields.get("name") == APPROVAL_INTERRUPT  # (another question is answered in words)
+                fields["decisionUrl"] = self._decision_url(api, session_id, fields) if approval else fields["inboxUrl"]
         return model.model_validate(fields)
+
+    def _decision_url(self, api: str, session_id: str, fields: dict[str, Any]) -> str | None:
+        """A one-click decision link of the question (``DECISION_LINKS_AS``), or None."""
+        from datetime import datetime
+
+        from resumable.service import decision_links
+
+        expires = datetime.fromisoformat(fields["expiresAt"]).timestamp()
+        token = decision_links.issue(self.settings, session_id, fields["turnId"], fields["requestId"], expires)
+        return f"{api}/decide/{token}" if token else None
 
 
 class Publishing:

@@ -71,6 +71,12 @@ class InteractionRequested(EventDetail):
         description="The inbox page focused on this question (/inbox#q-<requestId>), when the publisher knows the "
         "API: where a person decides (opening it decides nothing).",
     )
+    decision_url: str | None = Field(
+        default=None,
+        description="Where the deployment gives one-click decision links (DecisionLinksAnswerAs): an approval's "
+        "link (/decide/<token>), bound to this question and that approver, used once, expiring with the question "
+        "(opening it shows the question, its form decides); for a question answered in words, the inbox page.",
+    )
 
 
 class InteractionAnswered(EventDetail):

@@ -71,3 +71,15 @@ def read(
     ):
         raise refused
     return start
+
+
+def verified(token: str, partition: str, secret: str | None) -> dict[str, Any] | None:
+    """What ``token`` holds, if ``issue`` made it for ``partition`` with ``secret`` (a JSON object); else None."""
+    payload, _, mac = token.partition(".")
+    if not token.isascii() or not hmac.compare_digest(mac, _mac(secret, partition, payload)):
+        return None
+    try:
+        held = json.loads(_unb64(payload))
+    except (binascii.Error, ValueError):
+        return None
+    return held if isinstance(held, dict) else None

@@ -7,7 +7,7 @@ Agents are built afresh from the application's agent factory on every call and n
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from resumable.clock import Clock, SystemClock
 from resumable.config import Settings
@@ -127,6 +127,19 @@ class Service:
 
         self._agents()
         return submit_approval(self.deps, session_id, turn_id, request_id, response, principal)
+
+    def decision_link(self, token: str) -> InteractionView:
+        """The question a one-click decision link answers, as it stands (its page's GET: decides nothing)."""
+        from resumable.service.decision_links import question
+
+        return question(self.deps, token)[1]
+
+    def decide_by_link(self, token: str, decision: Literal["approve", "deny"], message: str | None = None) -> TurnView:
+        """Take a one-click decision link's decision, once (its page's POST)."""
+        from resumable.service.decision_links import decide
+
+        self._agents()
+        return decide(self.deps, token, decision, message)
 
     def cancel(self, session_id: str, turn_id: str, principal: str | None = None) -> TurnView:
         from resumable.service.cancel import cancel

@@ -271,6 +271,14 @@ class Store(ABC):
         with; False when it changed or is no longer requested."""
 
     @abstractmethod
+    def claim_link(self, session_id: str, link_id: str, now: float, purge_at: float) -> bool:
+        """Mark a one-click decision link used (kept until ``purge_at``); False where it was used already."""
+
+    @abstractmethod
+    def release_link(self, session_id: str, link_id: str) -> None:
+        """Let a link be used again: the decision it was claimed for could not be recorded."""
+
+    @abstractmethod
     def escalate_interaction(self, interaction: InteractionRecord, now: float, event: OutboxEvent) -> bool:
         """Mark a requested, unexpired interaction escalated at ``now`` with its ``event``, in one
         transaction; False (nothing written) if it was escalated already, or is no longer open."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 from resumable.store.audit import AuditItems
 from resumable.store.base import Store
 from resumable.store.commit import CommitItems
+from resumable.store.decision_links import DecisionLinkItems
 from resumable.store.deletion import DeletionItems
 from resumable.store.interaction_reads import InteractionReads
 from resumable.store.interactions import InteractionItems
@@ -26,6 +27,7 @@ class DynamoDBStore(
     DeletionItems,
     OutboxItems,
     AuditItems,
+    DecisionLinkItems,
     Store,
 ):
     """``Store`` on one DynamoDB table (``Table`` takes the settings and, optionally, a client)."""

@@ -50,8 +50,10 @@ HARDENED: dict[str, Any] = {
 }
 # The optional Strands layer, created and given to every function.
 STRANDS: dict[str, Any] = {"StrandsAgents": "true"}
-# The Slack function, made only when a channel is set.
+# The ways in from chat and mail: the Slack function (made only when a channel is set), and
+# one-click decision links.
 SLACK: dict[str, Any] = {
+    "DecisionLinksAnswerAs": "arn:aws:iam::123456789012:user/approver",
     "SlackChannel": "C0APPROVALS",
     "SlackTokenSecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:resumable-slack-AbCdEf",
     "SlackTeams": ["T0TEAM"],
@@ -151,8 +153,8 @@ CONFIGURATIONS: dict[str, dict[str, Any]] = {
     "every hardening parameter": HARDENED,
     "a Bedrock model": {"ModelId": "anthropic.claude-3-5-sonnet-20240620-v1:0"},
     "Strands": STRANDS,
-    "Slack": SLACK,
-    "Slack, hardened": {**HARDENED, **SLACK},
+    "Slack and decision links": SLACK,
+    "Slack and decision links, hardened": {**HARDENED, **SLACK},
 }
 
 

@@ -1,0 +1,63 @@
+"""The routes of one-click decision links (``DecisionLinksAnswerAs``; docs/desk.md), with no
+authorizer: the signed link is the credential. Both answer a page for a person, not JSON.
+
+| route | reply |
+|---|---|
+| ``GET /decide/{token}`` | 200 the question and its forms; it decides nothing (mail scanners open links) |
+| ``POST /decide/{token}`` (a form: ``decision=approve|deny``, ``message``) | 200 what came of it |
+
+A refusal is its status (404 not a link of this deployment, 403 for an approver links no longer
+answer as, 409 used already or settled, 410 expired) with a page saying why.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qs
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from resumable.api.routes import path_param, service
+from resumable.exceptions import ServiceError
+from resumable.web.decision_page import HEADERS, confirmation, outcome
+
+link_router = APIGatewayHttpRouter()
+_STATUS = {"not_found": 404, "forbidden": 403, "conflict": 409, "gone": 410, "turn_busy": 409}
+_TITLES = {404: "Not a link that decides", 403: "Not yours to decide", 409: "Nothing was decided", 410: "Too late"}
+
+
+def _html(status: int, body: str) -> Response[Any]:
+    return Response(status_code=status, content_type="text/html; charset=utf-8", body=body, headers=HEADERS)
+
+
+def _refused(error: ServiceError) -> Response[Any]:
+    status = _STATUS.get(error.code, 400)
+    return _html(status, outcome(_TITLES.get(status, "Nothing was decided"), str(error)))
+
+
+@link_router.get("/decide/<token>", include_in_schema=False)
+def open_link(token: str) -> Response[Any]:
+    try:
+        return _html(200, confirmation(service().decision_link(path_param("token", token))))
+    except ServiceError as error:
+        return _refused(error)
+
+
+@link_router.post("/decide/<token>", include_in_schema=False)
+def use_link(token: str) -> Response[Any]:
+    form = parse_qs(link_router.current_event.decoded_body or "", max_num_fields=4)
+    decision = (form.get("decision") or [""])[0]
+    message = (form.get("message") or [""])[0].strip()[:2000] or None
+    if decision not in ("approve", "deny"):
+        return _html(
+            400, outcome("Nothing was decided", "The form says neither approve nor deny; open the link again.")
+        )
+    token = path_param("token", token)
+    try:
+        turn = service().decide_by_link(token, decision, message)  # type: ignore[arg-type]
+        question = service().decision_link(token)
+    except ServiceError as error:
+        return _refused(error)
+    said = f"Your {'approval' if decision == 'approve' else 'denial'} is recorded, as the link's approver"
+    return _html(200, outcome("Recorded", f"{said}. The question is {question.status}; the turn is {turn.status}."))

@@ -1,0 +1,111 @@
+"""One-click decision links, for deployments whose approvers do not sign in (``DECISION_LINKS_AS``):
+the e-mail that tells of a question carries a link bound to that question and to one approver (the
+principal the setting names), signed with the deployment's key, expiring with the question. Opening
+it (GET) shows the question and decides nothing, because mail scanners and link previews open links;
+its form (POST) decides, once: the link is marked used before the answer is recorded, so a second
+use is refused, as is a link of a settled or expired question. docs/desk.md says what the risks are.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from resumable.exceptions import AwsError, ConflictError, ForbiddenError, GoneError, NotFoundError, TurnBusyError
+from resumable.service import cursor
+from resumable.service.access import Principal
+from resumable.service.ids import root_of
+from resumable.service.views import InteractionView
+
+if TYPE_CHECKING:
+    from resumable.config import Settings
+    from resumable.service.dependencies import Dependencies
+    from resumable.service.views import TurnView
+
+PARTITION = "decision-link"  # (what the key signs apart from the cursors it also signs)
+MAX_LINK_CHARS = 600
+METHOD = "decision_link"
+
+
+class Link(BaseModel):
+    """What a link holds: the question, the principal it answers as, when it stops working, and its id."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    s: str  # session
+    t: str  # turn
+    r: str  # request
+    p: str  # the principal it answers as
+    e: int  # expires at (epoch seconds: the question's expiry)
+    j: str  # its id (what marks it used)
+
+
+def issue(settings: Settings, session_id: str, turn_id: str, request_id: str, expires_at: float) -> str | None:
+    """The token of a link answering the question as ``settings.decision_links_as``; None without one."""
+    if not settings.decision_links_as:
+        return None
+    link = Link(
+        s=session_id,
+        t=turn_id,
+        r=request_id,
+        p=settings.decision_links_as,
+        e=int(expires_at),
+        j=secrets.token_urlsafe(12),
+    )
+    return cursor.issue(link.model_dump(), PARTITION, settings.cursor_secret)
+
+
+def read(settings: Settings, token: str, now: float) -> Link:
+    """The link ``token`` is, if it is one this deployment signed, unexpired, for the approver it
+    names now; otherwise the refusal, saying why."""
+    if not settings.decision_links_as:
+        raise NotFoundError(
+            "one-click decision links are off in this deployment (DecisionLinksAnswerAs); decide on the inbox page"
+        )
+    held = cursor.verified(token, PARTITION, settings.cursor_secret) if len(token) <= MAX_LINK_CHARS else None
+    try:
+        link = Link.model_validate(held)
+    except ValidationError:
+        raise NotFoundError(
+            "this is not a decision link this deployment made (or it was changed); nothing was decided"
+        ) from None
+    if link.p != settings.decision_links_as:
+        raise ForbiddenError("this link answers as someone links no longer answer as; decide on the inbox page")
+    if link.e <= now:
+        raise GoneError("this link expired with its question; nothing was decided")
+    return link
+
+
+def principal(link: Link) -> Principal:
+    return Principal(link.p, (), {"method": METHOD, "link": link.j}, via="email")
+
+
+def question(deps: Dependencies, token: str) -> tuple[Link, InteractionView]:
+    """What the link's page shows: the question as it stands now (a settled one says how)."""
+    now = deps.clock.now()
+    link = read(deps.settings, token, now)
+    found = deps.store.get_interaction(link.s, root_of(link.t), link.r)
+    if found is None:
+        raise NotFoundError("the question of this link is gone (its session was deleted); nothing was decided")
+    return link, InteractionView.of(found, now)
+
+
+def decide(deps: Dependencies, token: str, decision: Literal["approve", "deny"], message: str | None) -> TurnView:
+    """Take the link's decision, once: refused if the link was used, or its question is settled or expired."""
+    from resumable.service.submit_approval import submit_approval
+
+    link, asked = question(deps, token)
+    if asked.status != "requested":
+        raise ConflictError(f"the question is {asked.status} already; this link decides nothing now")
+    purge_at = link.e + deps.settings.retention_seconds
+    if not deps.store.claim_link(link.s, link.j, deps.clock.now(), purge_at):
+        raise ConflictError("this link was used already: each decides once; see the question on the inbox page")
+    said = {"message": message} if message and decision == "deny" else {}
+    response: dict[str, Any] = {"decision": decision, **said}
+    try:
+        return submit_approval(deps, link.s, link.t, link.r, response, principal(link))
+    except (TurnBusyError, AwsError):
+        deps.store.release_link(link.s, link.j)  # (nothing was recorded: the link may be used again)
+        raise

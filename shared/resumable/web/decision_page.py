@@ -1,0 +1,68 @@
+"""The pages of a one-click decision link (``/decide/<token>``): the question with its two forms
+(GET: nothing is decided), and what came of a decision (POST). Drawn on the server, escaped, with no
+script at all; the forms post only to the page's own address."""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from typing import Any
+
+from resumable.service.views import InteractionView
+
+MAX_INPUT_CHARS = 4000
+_STYLE = (
+    "body{font:16px/1.5 system-ui,sans-serif;max-width:40em;margin:2em auto;padding:0 1em;color:#222}"
+    "pre{background:#f4f4f4;padding:.75em;white-space:pre-wrap;word-break:break-all}"
+    ".risk{color:#a00;font-weight:600}button{font-size:1em;padding:.4em 1.2em;margin-top:.5em}"
+    "textarea{width:100%}form{margin:1em 0}"
+)
+HEADERS = {
+    "Cache-Control": "no-store",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",  # (the link is the credential: it leaves in no Referer)
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
+    "frame-ancestors 'none'; base-uri 'none'",
+}
+
+
+def _page(title: str, body: str) -> str:
+    return (
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
+        f'content="width=device-width"><meta name="robots" content="noindex"><title>{escape(title)}</title>'
+        f"<style>{_STYLE}</style></head><body><h1>{escape(title)}</h1>{body}</body></html>"
+    )
+
+
+def confirmation(question: InteractionView) -> str:
+    """The question, and (while it is open) the forms that approve or deny it."""
+    reason: Any = question.reason if isinstance(question.reason, dict) else {}
+    shown = json.dumps(reason.get("input"), indent=2, ensure_ascii=False)
+    if len(shown) > MAX_INPUT_CHARS:
+        shown = shown[:MAX_INPUT_CHARS] + "\n... (cut: the whole input is on the inbox page)"
+    rows = [
+        f"<p><b>{escape(' -> '.join(question.agent_path))}</b> wants to run <b>{escape(str(reason.get('tool')))}</b> "
+        f"with:</p><pre>{escape(shown)}</pre>"
+    ]
+    risk, impact = reason.get("risk"), reason.get("impact")
+    if risk or impact:
+        said = f"Risk: {risk}. " if risk else ""
+        rows.append(f'<p class="risk">{escape(said + str(impact or ""))}</p>')
+    if question.status != "requested":
+        said = f"It is {question.status} already" + (f", by {question.answered_by}" if question.answered_by else "")
+        return _page("Nothing to decide", "".join(rows) + f"<p>{escape(said)}: this link decides nothing now.</p>")
+    rows.append(f"<p>Decide before {escape(question.expires_at or 'it expires')} (UTC). Each link decides once.</p>")
+    rows.append(
+        '<form method="post"><input type="hidden" name="decision" value="approve">'
+        '<button type="submit">Approve: run it</button></form>'
+        '<form method="post"><input type="hidden" name="decision" value="deny">'
+        '<label for="message">Why not (told to the agent):</label>'
+        '<textarea id="message" name="message" rows="3" maxlength="2000"></textarea>'
+        '<button type="submit">Deny</button></form>'
+    )
+    return _page(question.summary, "".join(rows))
+
+
+def outcome(title: str, text: str) -> str:
+    """What came of opening or using the link, in words."""
+    return _page(title, f"<p>{escape(text[:1].upper() + text[1:])}</p>")

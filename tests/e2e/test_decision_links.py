@@ -1,0 +1,144 @@
+"""One-click decision links on the local run: the publisher puts a link in each approval's Interaction
+Requested (what the e-mail carries), bound to the question and to the approver DECISION_LINKS_AS
+names; opening it decides nothing; its form decides once, as that approver; a link used, of a
+settled or expired question, changed, or of an approver links no longer answer as, is refused with
+a page saying why. And in Chromium: the page shows the question, and its Approve decides."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+
+from resumable.api.app import forget
+from resumable.config import Settings
+from resumable.local.events import EventResources, publishing, read_events
+from resumable.service import decision_links
+from tests.e2e.local_api import call, settings
+from tests.patience import eventually
+
+ANN = "arn:aws:iam::000000000000:user/approver-ann"
+
+
+@pytest.fixture(scope="module")
+def links(handler_environment: Settings, url: str) -> Iterator[EventResources]:
+    with settings(API_URL=url, DECISION_LINKS_AS=ANN), publishing(handler_environment) as (resources, _):
+        yield resources
+
+
+def _ask(url: str, resources: EventResources, session: str) -> tuple[dict[str, Any], str]:
+    """A question asked in ``session``, and the decision link its Interaction Requested carries."""
+    status, turn = call(url, "POST", f"/sessions/{session}/turns", {"prompt": f"delete the {session} record"})
+    assert status == 201 and turn["status"] == "waiting", turn
+    request_id = turn["interactions"][0]["requestId"]
+    seen: list[dict[str, Any]] = []
+
+    def link() -> str | None:
+        seen.extend(read_events(resources.events_queue_url, idle_seconds=0))
+        found = [e["detail"] for e in seen if e["detail"].get("requestId") == request_id]
+        return next((d["decisionUrl"] for d in found if d.get("decisionUrl")), None)
+
+    return turn, eventually(link, f"the decision link of {request_id}")
+
+
+def _page(method: str, link: str, form: dict[str, str] | None = None) -> tuple[int, str]:
+    data = urlencode(form).encode() if form is not None else None
+    request = urllib.request.Request(link, data=data, method=method)
+    try:
+        with urllib.request.urlopen(request) as reply:
+            return reply.status, reply.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def _question(url: str, session: str, turn: dict[str, Any]) -> dict[str, Any]:
+    read = call(url, "GET", f"/sessions/{session}/turns/{turn['turnId']}", principal=ANN)[1]
+    return dict(read["interactions"][0])
+
+
+def test_opening_a_link_shows_the_question_and_decides_nothing_its_form_decides_once(
+    links: EventResources, url: str
+) -> None:
+    turn, link = _ask(url, links, "link-approve")
+    for _ in range(2):  # (a mail scanner, then the person)
+        status, page = _page("GET", link)
+        assert status == 200 and "delete_record" in page and "link-approve" in page and 'method="post"' in page
+    assert _question(url, "link-approve", turn)["status"] == "requested"
+    status, page = _page("POST", link, {"decision": "approve"})
+    assert status == 200 and "Your approval is recorded" in page and "the turn is completed" in page
+    question = _question(url, "link-approve", turn)
+    assert (question["status"], question["answeredBy"]) == ("answered", ANN)
+    status, page = _page("POST", link, {"decision": "deny"})
+    assert status == 409 and "answered already" in page
+    status, page = _page("GET", link)
+    assert status == 200 and "Nothing to decide" in page and 'method="post"' not in page
+    audit = call(url, "GET", "/audit?outcome=approved", principal=ANN)[1]["records"]
+    [record] = [r for r in audit if r["sessionId"] == "link-approve"]
+    assert record["authentication"]["method"] == "decision_link"
+
+
+def test_a_deny_by_link_tells_the_agent_why(links: EventResources, url: str) -> None:
+    turn, link = _ask(url, links, "link-deny")
+    status, page = _page("POST", link, {"decision": "deny", "message": "not <today>"})
+    assert status == 200 and "denial is recorded" in page
+    assert _question(url, "link-deny", turn)["response"] == {"decision": "deny", "message": "not <today>"}
+
+
+def test_a_link_is_used_once_even_while_its_question_waits_for_a_second_approver(
+    links: EventResources, url: str
+) -> None:
+    with settings(APPROVAL_RULES='[{"tools": ["delete_*"], "required": 2}]', API_URL=url, DECISION_LINKS_AS=ANN):
+        turn, link = _ask(url, links, "link-twice")
+        status, page = _page("POST", link, {"decision": "approve"})
+        assert status == 200 and "The question is requested" in page  # (1 of 2)
+        status, page = _page("POST", link, {"decision": "approve"})
+        assert status == 409 and "used already" in page
+        assert len(_question(url, "link-twice", turn)["approvals"]) == 1
+
+
+def test_a_changed_expired_or_foreign_link_or_a_bad_form_is_refused_and_decides_nothing(
+    links: EventResources, url: str, handler_environment: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    turn, link = _ask(url, links, "link-refused")
+    token = link.rsplit("/", 1)[1]
+    payload, _, mac = token.partition(".")
+    assert _page("GET", f"{url}/decide/{payload[:-2]}xy.{mac}")[0] == 404
+    assert _page("POST", link, {"decision": "maybe"})[0] == 400
+    configured = handler_environment.model_copy(update={"decision_links_as": ANN})
+    request_id = turn["interactions"][0]["requestId"]
+    expired = decision_links.issue(configured, "link-refused", turn["turnId"], request_id, 1_000_000)
+    assert _page("POST", f"{url}/decide/{expired}", {"decision": "approve"})[0] == 410
+    ben = configured.model_copy(update={"decision_links_as": "arn:aws:iam::000000000000:user/approver-ben"})
+    foreign = decision_links.issue(ben, "link-refused", turn["turnId"], request_id, 4_000_000_000)
+    assert _page("POST", f"{url}/decide/{foreign}", {"decision": "approve"})[0] == 403
+    monkeypatch.delenv("DECISION_LINKS_AS")  # (links turned off: every link stops working)
+    forget()
+    try:
+        assert _page("POST", link, {"decision": "approve"})[0] == 404
+    finally:
+        monkeypatch.undo()
+        forget()
+    assert _question(url, "link-refused", turn)["status"] == "requested"
+
+
+def test_in_chromium_the_link_shows_the_question_and_approve_decides(
+    links: EventResources, url: str, browser: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    turn, link = _ask(url, links, "link-browser")
+    page = browser.new_page()
+    try:
+        page.goto(link)
+        expect(page.get_by_role("heading")).to_contain_text("delete_record")
+        expect(page.locator("pre")).to_contain_text("link-browser")
+        page.get_by_role("button", name="Approve: run it").click()
+        expect(page.get_by_role("heading")).to_have_text("Recorded")
+        expect(page.locator("body")).to_contain_text("the turn is completed")
+    finally:
+        page.close()
+    assert _question(url, "link-browser", turn)["answeredBy"] == ANN
