@@ -134,3 +134,14 @@ def test_an_expired_question_and_one_closed_say_so(aws: Settings, slack: SlackSt
         assert notices.handle(closed, NOW + 1) == f"{request_id}: updated: {said}"
     assert [_buttons(m.blocks) for m in slack.in_channel(CHANNEL)] == [0, 0]
     assert notices.handle({"detail-type": "Turn Settled", "detail": {}}, NOW) == "nothing to do for 'Turn Settled'"
+
+
+def test_a_question_asked_under_a_rule_that_names_a_channel_is_posted_there_and_updated_there(
+    aws: Settings, slack: SlackStandIn
+) -> None:
+    notices = _notices(aws, slack)
+    rule = {"name": "dba", "tools": ["delete_*"], "required": 1, "slackChannel": "C0DBA"}
+    asked = {"detail-type": "Interaction Requested", "detail": requested("r2", rule=rule)}
+    assert notices.handle(asked, NOW) == "r2: posted"
+    assert notices.handle(_answered("r2"), NOW + 1).startswith("r2: updated: Approved")
+    assert slack.in_channel(CHANNEL) == [] and [m.updates for m in slack.in_channel("C0DBA")] == [1]

@@ -102,3 +102,22 @@ def test_the_modals_carry_the_question_and_its_message_and_an_input_too_large_op
     assert text is not None and "héllo" in text
     assert edit_modal(opened, text)["blocks"][0]["element"]["initial_value"] == text
     assert editable_text({"q": "x" * 3000}) is None
+
+
+def test_the_slack_configuration_is_read_from_the_environment_and_a_bad_one_is_named() -> None:
+    from resumable.slack.function import SlackConfig
+
+    env = {
+        "SLACK_CHANNEL": "C0A",
+        "SLACK_SECRET_ARN": "arn:s",
+        "SLACK_TEAMS": " T1, T2 ,",
+        "SLACK_PEOPLE": '{"U1": "p"}',
+    }
+    config = SlackConfig.from_env(env)
+    assert (config.teams, config.people, config.api_url) == (("T1", "T2"), {"U1": "p"}, "https://slack.com/api/")
+    with pytest.raises(ValueError, match="SLACK_PEOPLE is not JSON"):
+        SlackConfig.from_env({**env, "SLACK_PEOPLE": "{U1: p}"})
+    with pytest.raises(ValueError, match=r"teams: .*SLACK_TEAMS"):
+        SlackConfig.from_env({**env, "SLACK_TEAMS": ""})
+    with pytest.raises(ValueError, match="people"):
+        SlackConfig.from_env({**env, "SLACK_PEOPLE": '{"U1": 7}'})
