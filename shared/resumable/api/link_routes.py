@@ -20,7 +20,6 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from resumable.api.routes import path_param, service
 from resumable.exceptions import ServiceError
-from resumable.web.decision_page import HEADERS, confirmation, outcome
 
 link_router = APIGatewayHttpRouter()
 _STATUS = {"not_found": 404, "forbidden": 403, "conflict": 409, "gone": 410, "turn_busy": 409}
@@ -28,16 +27,22 @@ _TITLES = {404: "Not a link that decides", 403: "Not yours to decide", 409: "Not
 
 
 def _html(status: int, body: str) -> Response[Any]:
+    from resumable.web.decision_page import HEADERS  # (the pages' module: imported by the routes that draw them)
+
     return Response(status_code=status, content_type="text/html; charset=utf-8", body=body, headers=HEADERS)
 
 
 def _refused(error: ServiceError) -> Response[Any]:
+    from resumable.web.decision_page import outcome
+
     status = _STATUS.get(error.code, 400)
     return _html(status, outcome(_TITLES.get(status, "Nothing was decided"), str(error)))
 
 
 @link_router.get("/decide/<token>", include_in_schema=False)
 def open_link(token: str) -> Response[Any]:
+    from resumable.web.decision_page import confirmation
+
     try:
         return _html(200, confirmation(service().decision_link(path_param("token", token))))
     except ServiceError as error:
@@ -46,6 +51,8 @@ def open_link(token: str) -> Response[Any]:
 
 @link_router.post("/decide/<token>", include_in_schema=False)
 def use_link(token: str) -> Response[Any]:
+    from resumable.web.decision_page import outcome
+
     form = parse_qs(link_router.current_event.decoded_body or "", max_num_fields=4)
     decision = (form.get("decision") or [""])[0]
     message = (form.get("message") or [""])[0].strip()[:2000] or None
