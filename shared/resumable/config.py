@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 if TYPE_CHECKING:
     from resumable.runtime.approval import ApprovalPolicy
@@ -96,6 +96,18 @@ class Settings(BaseModel):
         from resumable.runtime.rules import parse_rules
 
         return parse_rules(rules)
+
+    @model_validator(mode="after")
+    def _links_answer_as_an_approver(self) -> Settings:
+        import fnmatch
+
+        named = self.decision_links_as
+        if named and not any(fnmatch.fnmatchcase(named, pattern) for pattern in self.approver_principals):
+            raise ValueError(
+                f"DECISION_LINKS_AS ({named}) is not one of APPROVER_PRINCIPALS: its links could answer nothing. "
+                "Name an approver principal (DecisionLinksAnswerAs, ApproverPrincipals)"
+            )
+        return self
 
     @property
     def retention_seconds(self) -> float:

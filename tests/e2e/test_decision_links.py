@@ -6,6 +6,8 @@ a page saying why. And in Chromium: the page shows the question, and its Approve
 
 from __future__ import annotations
 
+import base64
+import json
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -45,8 +47,8 @@ def _ask(url: str, resources: EventResources, session: str) -> tuple[dict[str, A
     return turn, eventually(link, f"the decision link of {request_id}")
 
 
-def _page(method: str, link: str, form: dict[str, str] | None = None) -> tuple[int, str]:
-    data = urlencode(form).encode() if form is not None else None
+def _page(method: str, link: str, form: dict[str, str] | None = None, raw: str | None = None) -> tuple[int, str]:
+    data = urlencode(form).encode() if form is not None else raw.encode() if raw is not None else None
     request = urllib.request.Request(link, data=data, method=method)
     try:
         with urllib.request.urlopen(request) as reply:
@@ -83,9 +85,20 @@ def test_opening_a_link_shows_the_question_and_decides_nothing_its_form_decides_
 
 def test_a_deny_by_link_tells_the_agent_why(links: EventResources, url: str) -> None:
     turn, link = _ask(url, links, "link-deny")
-    status, page = _page("POST", link, {"decision": "deny", "message": "not <today>"})
+    status, page = _page("POST", link, {"decision": "deny", "text": "not <today>"})
     assert status == 200 and "denial is recorded" in page
     assert _question(url, "link-deny", turn)["response"] == {"decision": "deny", "message": "not <today>"}
+
+
+def test_a_question_answered_in_words_is_answered_by_its_links_reply(links: EventResources, url: str) -> None:
+    with settings(AGENT_FACTORY="tests.factories:asks_a_question", API_URL=url, DECISION_LINKS_AS=ANN):
+        turn, link = _ask(url, links, "link-reply")
+        status, page = _page("GET", link)
+        assert status == 200 and "which region?" in page and 'value="reply"' in page and "Approve" not in page
+        assert _page("POST", link, {"decision": "approve"})[0] == 400  # (it takes words)
+        status, page = _page("POST", link, {"decision": "reply", "text": "eu-west-1"})
+        assert status == 200 and "Your answer is recorded" in page and "the turn is completed" in page
+        assert _question(url, "link-reply", turn)["response"] == "eu-west-1"
 
 
 def test_a_link_is_used_once_even_while_its_question_waits_for_a_second_approver(
@@ -106,14 +119,21 @@ def test_a_changed_expired_or_foreign_link_or_a_bad_form_is_refused_and_decides_
     turn, link = _ask(url, links, "link-refused")
     token = link.rsplit("/", 1)[1]
     payload, _, mac = token.partition(".")
-    assert _page("GET", f"{url}/decide/{payload[:-2]}xy.{mac}")[0] == 404
+    held = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    for changed in ({**held, "p": "arn:aws:iam::000000000000:user/approver-eve"}, {**held, "e": held["e"] + 86400}):
+        forged = base64.urlsafe_b64encode(json.dumps(changed).encode()).decode().rstrip("=")
+        status, page = _page("POST", f"{url}/decide/{forged}.{mac}", {"decision": "approve"})  # (the old MAC)
+        assert status == 404 and "not a decision link this deployment made" in page
     assert _page("POST", link, {"decision": "maybe"})[0] == 400
+    assert _page("POST", link, {"decision": "reply", "text": "yes"})[0] == 400  # (an approval takes approve or deny)
+    crowded = "&".join(f"f{n}=x" for n in range(50)) + "&decision=maybe"  # (a form of many fields: no 500)
+    assert _page("POST", link, None, crowded)[0] == 400
     configured = handler_environment.model_copy(update={"decision_links_as": ANN})
     request_id = turn["interactions"][0]["requestId"]
-    expired = decision_links.issue(configured, "link-refused", turn["turnId"], request_id, 1_000_000)
+    expired = decision_links.issue(configured, "link-refused", turn["turnId"], request_id, 1_000_000, "e-old")
     assert _page("POST", f"{url}/decide/{expired}", {"decision": "approve"})[0] == 410
     ben = configured.model_copy(update={"decision_links_as": "arn:aws:iam::000000000000:user/approver-ben"})
-    foreign = decision_links.issue(ben, "link-refused", turn["turnId"], request_id, 4_000_000_000)
+    foreign = decision_links.issue(ben, "link-refused", turn["turnId"], request_id, 4_000_000_000, "e-ben")
     assert _page("POST", f"{url}/decide/{foreign}", {"decision": "approve"})[0] == 403
     monkeypatch.delenv("DECISION_LINKS_AS")  # (links turned off: every link stops working)
     forget()

@@ -47,7 +47,13 @@ EXPECTED = {
     "list_inbox": 200,
     "openapi": 200,
     "inbox_page": 200,
+    # No authorizer: a decision link that is not one (links are off here), a page either way.
+    "decision_link_page": 404,
+    "decide_by_link": 404,
+    # Signed by Slack with the sample's secret, on 2026-11-30: refused as a replay, answering nothing.
+    "slack_interactions": 401,
 }
+SAMPLE_SIGNING_SECRET = "sample-signing-secret"
 
 
 def test_there_is_an_event_for_every_route() -> None:
@@ -64,14 +70,48 @@ def test_every_event_runs_through_its_function(path: Path, handler_environment: 
     context = {"accountId", "apiId", "http", "requestId", "routeKey"} | ({"authorizer"} if route.authorized else set())
     assert set(event["requestContext"]) >= context
     assert route.authorized == ("authorizer" in event["requestContext"])
-    reply = invoke(route.function, event)
+    with pytest.MonkeyPatch.context() as env:
+        if route.function == "SlackFunction":  # (made only with its configuration: the sample's)
+            _configure_slack(env, handler_environment)
+        reply = invoke(route.function, event)
     assert reply["statusCode"] == EXPECTED[path.stem]
     if reply["headers"].get("Content-Type", "").startswith("text/html"):
-        assert "<title>resumable inbox</title>" in reply["body"]
+        title = "resumable inbox" if path.stem == "inbox_page" else "Not a link that decides"
+        assert f"<title>{title}</title>" in reply["body"]
         return
     body = json.loads(reply["body"])
     if reply["statusCode"] >= 400:
         assert set(body) == {"code", "message"}
+
+
+def _configure_slack(env: pytest.MonkeyPatch, settings: Settings) -> None:
+    from resumable.aws.clients import client
+
+    secret = client("secretsmanager", settings).create_secret(
+        Name=f"sample-slack-{uuid.uuid4().hex[:8]}",
+        SecretString=json.dumps({"botToken": "xoxb-sample", "signingSecret": SAMPLE_SIGNING_SECRET}),
+    )
+    for name, value in {
+        "SLACK_CHANNEL": "C0APPROVALS",
+        "SLACK_SECRET_ARN": secret["ARN"],
+        "SLACK_TEAMS": "T0TEAM",
+    }.items():
+        env.setenv(name, value)
+
+
+def test_the_slack_sample_is_signed_as_slack_signs_and_only_its_age_refuses_it(handler_environment: Settings) -> None:
+    """The sample's body is base64, as API Gateway sends a form: decoded, its signature holds, and only
+    the clock says no (negative control for its 401: the same request at the time it was signed is read)."""
+    import base64
+
+    from resumable.slack.interactivity import acknowledge
+
+    event = json.loads((ROOT / "events" / "slack_interactions.json").read_text())
+    body = base64.b64decode(event["body"])
+    signed_at = float(event["headers"]["x-slack-request-timestamp"])
+    ack = acknowledge(body, event["headers"], SAMPLE_SIGNING_SECRET, now=signed_at + 1)
+    assert (ack.status, ack.click is not None and ack.click.kind) == (200, "approve")
+    assert acknowledge(body, event["headers"], "another-secret", now=signed_at + 1).status == 401
 
 
 def test_there_is_a_direct_event_for_every_function_the_state_machine_invokes() -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from resumable import Agent
+from resumable.config import Settings
 from tests.agents import approve, build_orchestrator, deny
 
 
@@ -112,3 +113,11 @@ def test_deny_runs_nothing(name: str, tmp_path: Path) -> None:
         ]
         assert worker_results[0]["status"] == "error"
         assert worker_results[0]["content"][0]["text"].startswith("DENIED: prod is frozen")
+
+
+def test_decision_links_must_answer_as_an_approver_or_the_start_stops_naming_both_settings() -> None:
+    approver = "arn:aws:iam::111122223333:user/alice"
+    env = {"APPROVER_PRINCIPALS": "arn:aws:iam::111122223333:user/*", "DECISION_LINKS_AS": approver}
+    assert Settings.from_env(env).decision_links_as == approver
+    with pytest.raises(ValueError, match=r"DECISION_LINKS_AS .* is not one of APPROVER_PRINCIPALS"):
+        Settings.from_env({**env, "APPROVER_PRINCIPALS": "arn:aws:iam::111122223333:role/ops"})

@@ -4,7 +4,7 @@ authorizer: the signed link is the credential. Both answer a page for a person, 
 | route | reply |
 |---|---|
 | ``GET /decide/{token}`` | 200 the question and its forms; it decides nothing (mail scanners open links) |
-| ``POST /decide/{token}`` (a form: ``decision=approve|deny``, ``message``) | 200 what came of it |
+| ``POST /decide/{token}`` (a form: ``decision=approve|deny|reply``, ``text``) | 200 what came of it |
 
 A refusal is its status (404 not a link of this deployment, 403 for an approver links no longer
 answer as, 409 used already or settled, 410 expired) with a page saying why.
@@ -22,8 +22,16 @@ from resumable.api.routes import path_param, service
 from resumable.exceptions import ServiceError
 
 link_router = APIGatewayHttpRouter()
-_STATUS = {"not_found": 404, "forbidden": 403, "conflict": 409, "gone": 410, "turn_busy": 409}
-_TITLES = {404: "Not a link that decides", 403: "Not yours to decide", 409: "Nothing was decided", 410: "Too late"}
+MAX_FORM_CHARS = 16_000  # (a form's body: its text, percent-encoded; more is no form of this page's)
+MAX_TEXT_CHARS = 2000
+_STATUS = {"bad_request": 400, "not_found": 404, "forbidden": 403, "conflict": 409, "gone": 410, "turn_busy": 409}
+_TITLES = {
+    400: "Nothing was decided",
+    404: "Not a link that decides",
+    403: "Not yours to decide",
+    409: "Nothing was decided",
+    410: "Too late",
+}
 
 
 def _html(status: int, body: str) -> Response[Any]:
@@ -53,18 +61,21 @@ def open_link(token: str) -> Response[Any]:
 def use_link(token: str) -> Response[Any]:
     from resumable.web.decision_page import outcome
 
-    form = parse_qs(link_router.current_event.decoded_body or "", max_num_fields=4)
+    body = link_router.current_event.decoded_body or ""
+    form = parse_qs(body) if len(body) <= MAX_FORM_CHARS else {}
     decision = (form.get("decision") or [""])[0]
-    message = (form.get("message") or [""])[0].strip()[:2000] or None
-    if decision not in ("approve", "deny"):
+    text = (form.get("text") or [""])[0].strip()[:MAX_TEXT_CHARS] or None
+    if decision not in ("approve", "deny", "reply"):
         return _html(
-            400, outcome("Nothing was decided", "The form says neither approve nor deny; open the link again.")
+            400, outcome("Nothing was decided", "The form says neither approve, deny nor reply: open the link again.")
         )
-    token = path_param("token", token)
     try:
-        turn = service().decide_by_link(token, decision, message)  # type: ignore[arg-type]
-        question = service().decision_link(token)
+        request_id, turn = service().decide_by_link(path_param("token", token), decision, text)  # type: ignore[arg-type]
     except ServiceError as error:
         return _refused(error)
-    said = f"Your {'approval' if decision == 'approve' else 'denial'} is recorded, as the link's approver"
-    return _html(200, outcome("Recorded", f"{said}. The question is {question.status}; the turn is {turn.status}."))
+    question = next((i for i in turn.interactions if i.request_id == request_id), None)
+    now = (
+        f"The question is {question.status}; the turn is {turn.status}." if question else f"The turn is {turn.status}."
+    )
+    done = {"approve": "approval", "deny": "denial", "reply": "answer"}[decision]
+    return _html(200, outcome("Recorded", f"Your {done} is recorded, as the link's approver. {now}"))

@@ -33,7 +33,6 @@ from resumable.config import Settings
 from resumable.events.schemas import MODELS, SOURCE, EventDetail
 from resumable.exceptions import AwsError, NotPublishedError
 from resumable.metrics import count, flushing
-from resumable.runtime.interrupts import APPROVAL_INTERRUPT
 from resumable.store.codec import decode
 from resumable.store.outbox import COMMIT_EVENTS, INTERACTION_REQUESTED, commit_events, event_id, is_commit_event
 from resumable.store.publishing import OutboxItems
@@ -255,8 +254,7 @@ class Publisher:
             fields["answerUrl"] = api + fields["answerPath"] if api else None
             fields["inboxUrl"] = f"{api}/inbox#q-{fields['requestId']}" if api else None
             if api and event.type == INTERACTION_REQUESTED and self.settings.decision_links_as:
-                approval = fields.get("name") == APPROVAL_INTERRUPT  # (another question is answered in words)
-                fields["decisionUrl"] = self._decision_url(api, session_id, fields) if approval else fields["inboxUrl"]
+                fields["decisionUrl"] = self._decision_url(api, session_id, fields)
         return model.model_validate(fields)
 
     def _decision_url(self, api: str, session_id: str, fields: dict[str, Any]) -> str | None:
@@ -266,7 +264,8 @@ class Publisher:
         from resumable.service import decision_links
 
         expires = datetime.fromisoformat(fields["expiresAt"]).timestamp()
-        token = decision_links.issue(self.settings, session_id, fields["turnId"], fields["requestId"], expires)
+        ids = (session_id, fields["turnId"], fields["requestId"])
+        token = decision_links.issue(self.settings, *ids, expires, fields["eventId"])
         return f"{api}/decide/{token}" if token else None
 
 

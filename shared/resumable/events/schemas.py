@@ -73,9 +73,9 @@ class InteractionRequested(EventDetail):
     )
     decision_url: str | None = Field(
         default=None,
-        description="Where the deployment gives one-click decision links (DecisionLinksAnswerAs): an approval's "
-        "link (/decide/<token>), bound to this question and that approver, used once, expiring with the question "
-        "(opening it shows the question, its form decides); for a question answered in words, the inbox page.",
+        description="Where the deployment gives one-click decision links (DecisionLinksAnswerAs): this question's "
+        "link (/decide/<token>), bound to it and that approver, used once, expiring with the question (opening it "
+        "shows the question; its form approves or denies an approval, or answers a question in words).",
     )
 
 

@@ -228,6 +228,8 @@ def main() -> None:
     auth = os.environ.get("AUTH", "iam").strip().lower() or "iam"
     if auth not in ("iam", "jwt"):
         sys.exit(f"make run: AUTH={auth!r} is not a way to sign in; use AUTH=iam (the default) or AUTH=jwt")
+    default = os.environ.get("RESUMABLE_LOCAL_PRINCIPAL", DEFAULT_PRINCIPAL)
+    os.environ.setdefault("APPROVER_PRINCIPALS", default)  # (locally you are an approver)
     try:
         configured = Settings.from_env()  # what every handler reads: a bad setting (a rule) stops here, named
     except ValueError as error:
@@ -238,8 +240,6 @@ def main() -> None:
         settings = stack.enter_context(embedded_aws())
         stack.enter_context(functions_in_process())
         os.environ.update(settings.environment())
-        default = os.environ.get("RESUMABLE_LOCAL_PRINCIPAL", DEFAULT_PRINCIPAL)
-        os.environ.setdefault("APPROVER_PRINCIPALS", default)
         os.environ.setdefault("CONTINUE_FUNCTION", function_arn("SubmitApprovalFunction"))
         machine = create_state_machine(settings)
         credentials, verifier = None, None

@@ -8,12 +8,22 @@ use is refused, as is a link of a settled or expired question. docs/desk.md says
 
 from __future__ import annotations
 
-import secrets
+import base64
+import hashlib
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from resumable.exceptions import AwsError, ConflictError, ForbiddenError, GoneError, NotFoundError, TurnBusyError
+from resumable.exceptions import (
+    AwsError,
+    BadRequestError,
+    ConflictError,
+    ForbiddenError,
+    GoneError,
+    NotFoundError,
+    ServiceError,
+)
+from resumable.runtime.interrupts import APPROVAL_INTERRUPT
 from resumable.service import cursor
 from resumable.service.access import Principal
 from resumable.service.ids import root_of
@@ -27,6 +37,7 @@ if TYPE_CHECKING:
 PARTITION = "decision-link"  # (what the key signs apart from the cursors it also signs)
 MAX_LINK_CHARS = 600
 METHOD = "decision_link"
+Decision = Literal["approve", "deny", "reply"]
 
 
 class Link(BaseModel):
@@ -42,19 +53,18 @@ class Link(BaseModel):
     j: str  # its id (what marks it used)
 
 
-def issue(settings: Settings, session_id: str, turn_id: str, request_id: str, expires_at: float) -> str | None:
-    """The token of a link answering the question as ``settings.decision_links_as``; None without one."""
+def issue(
+    settings: Settings, session_id: str, turn_id: str, request_id: str, expires_at: float, event_id: str
+) -> str | None:
+    """The token of a link answering the question as ``settings.decision_links_as``; None without one,
+    or where the question's ids and the principal make a link too long to be read back. Its id comes
+    from ``event_id`` (the event's, stable), so an event published again carries the same link."""
     if not settings.decision_links_as:
         return None
-    link = Link(
-        s=session_id,
-        t=turn_id,
-        r=request_id,
-        p=settings.decision_links_as,
-        e=int(expires_at),
-        j=secrets.token_urlsafe(12),
-    )
-    return cursor.issue(link.model_dump(), PARTITION, settings.cursor_secret)
+    link_id = base64.urlsafe_b64encode(hashlib.sha256(f"link\n{event_id}".encode()).digest()[:12]).decode()
+    link = Link(s=session_id, t=turn_id, r=request_id, p=settings.decision_links_as, e=int(expires_at), j=link_id)
+    token = cursor.issue(link.model_dump(), PARTITION, settings.cursor_secret)
+    return token if len(token) <= MAX_LINK_CHARS else None
 
 
 def read(settings: Settings, token: str, now: float) -> Link:
@@ -92,20 +102,28 @@ def question(deps: Dependencies, token: str) -> tuple[Link, InteractionView]:
     return link, InteractionView.of(found, now)
 
 
-def decide(deps: Dependencies, token: str, decision: Literal["approve", "deny"], message: str | None) -> TurnView:
-    """Take the link's decision, once: refused if the link was used, or its question is settled or expired."""
+def decide(deps: Dependencies, token: str, decision: Decision, text: str | None) -> tuple[str, TurnView]:
+    """Take the link's decision, once (``approve`` or ``deny`` with ``text`` its message, for an
+    approval; ``reply`` with ``text`` the answer, for a question answered in words): refused if the
+    link was used, or its question is settled or expired. The question's request id, and its turn."""
     from resumable.service.submit_approval import submit_approval
 
     link, asked = question(deps, token)
+    if (decision == "reply") != (asked.name != APPROVAL_INTERRUPT) or (decision == "reply" and not text):
+        wanted = "approve or deny" if asked.name == APPROVAL_INTERRUPT else "a reply in words"
+        raise BadRequestError(f"this question takes {wanted}; nothing was decided")
     if asked.status != "requested":
         raise ConflictError(f"the question is {asked.status} already; this link decides nothing now")
     purge_at = link.e + deps.settings.retention_seconds
     if not deps.store.claim_link(link.s, link.j, deps.clock.now(), purge_at):
         raise ConflictError("this link was used already: each decides once; see the question on the inbox page")
-    said = {"message": message} if message and decision == "deny" else {}
-    response: dict[str, Any] = {"decision": decision, **said}
+    response: Any = text if decision == "reply" else {"decision": decision}
+    if decision == "deny" and text:
+        response["message"] = text
     try:
-        return submit_approval(deps, link.s, link.t, link.r, response, principal(link))
-    except (TurnBusyError, AwsError):
-        deps.store.release_link(link.s, link.j)  # (nothing was recorded: the link may be used again)
+        return link.r, submit_approval(deps, link.s, link.t, link.r, response, principal(link))
+    except (ServiceError, AwsError):
+        # Nothing was recorded (refused, or the turn busy), or what was stands whatever the link does
+        # next (an answer is settled once): the link may be used again.
+        deps.store.release_link(link.s, link.j)
         raise

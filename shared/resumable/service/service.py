@@ -134,12 +134,15 @@ class Service:
 
         return question(self.deps, token)[1]
 
-    def decide_by_link(self, token: str, decision: Literal["approve", "deny"], message: str | None = None) -> TurnView:
-        """Take a one-click decision link's decision, once (its page's POST)."""
+    def decide_by_link(
+        self, token: str, decision: Literal["approve", "deny", "reply"], text: str | None = None
+    ) -> tuple[str, TurnView]:
+        """Take a one-click decision link's decision, once (its page's POST): the question's request
+        id, and its turn after."""
         from resumable.service.decision_links import decide
 
         self._agents()
-        return decide(self.deps, token, decision, message)
+        return decide(self.deps, token, decision, text)
 
     def cancel(self, session_id: str, turn_id: str, principal: str | None = None) -> TurnView:
         from resumable.service.cancel import cancel

@@ -42,7 +42,8 @@ def acknowledge(body: str | bytes, headers: dict[str, str], signing_secret: str,
     try:
         click = read(body, headers, signing_secret, now)
     except SlackRequestError as error:
-        return Ack(error.status, {"error": str(error)}, None)
+        code = "unauthorized" if error.status == 401 else "bad_request"  # (the API's error shape)
+        return Ack(error.status, {"code": code, "message": str(error)}, None)
     if click.kind == "edit_submitted":
         try:
             json.loads(click.edited_input or "")

@@ -8,6 +8,7 @@ import json
 from html import escape
 from typing import Any
 
+from resumable.runtime.interrupts import APPROVAL_INTERRUPT
 from resumable.service.views import InteractionView
 
 MAX_INPUT_CHARS = 4000
@@ -37,13 +38,14 @@ def _page(title: str, body: str) -> str:
 def confirmation(question: InteractionView) -> str:
     """The question, and (while it is open) the forms that approve or deny it."""
     reason: Any = question.reason if isinstance(question.reason, dict) else {}
-    shown = json.dumps(reason.get("input"), indent=2, ensure_ascii=False)
+    approval = question.name == APPROVAL_INTERRUPT
+    asked = reason.get("input") if approval else reason.get("question", question.reason)
+    shown = asked if isinstance(asked, str) and not approval else json.dumps(asked, indent=2, ensure_ascii=False)
     if len(shown) > MAX_INPUT_CHARS:
-        shown = shown[:MAX_INPUT_CHARS] + "\n... (cut: the whole input is on the inbox page)"
-    rows = [
-        f"<p><b>{escape(' -> '.join(question.agent_path))}</b> wants to run <b>{escape(str(reason.get('tool')))}</b> "
-        f"with:</p><pre>{escape(shown)}</pre>"
-    ]
+        shown = shown[:MAX_INPUT_CHARS] + "\n... (cut: the whole of it is on the inbox page)"
+    who = f"<b>{escape(' -> '.join(question.agent_path))}</b>"
+    does = f"wants to run <b>{escape(str(reason.get('tool')))}</b> with:" if approval else "asks:"
+    rows = [f"<p>{who} {does}</p><pre>{escape(shown)}</pre>"]
     risk, impact = reason.get("risk"), reason.get("impact")
     if risk or impact:
         said = f"Risk: {risk}. " if risk else ""
@@ -52,12 +54,20 @@ def confirmation(question: InteractionView) -> str:
         said = f"It is {question.status} already" + (f", by {question.answered_by}" if question.answered_by else "")
         return _page("Nothing to decide", "".join(rows) + f"<p>{escape(said)}: this link decides nothing now.</p>")
     rows.append(f"<p>Decide before {escape(question.expires_at or 'it expires')} (UTC). Each link decides once.</p>")
+    if not approval:  # (a question answered in words)
+        rows.append(
+            '<form method="post"><input type="hidden" name="decision" value="reply">'
+            '<label for="text">Your answer (what the agent is told):</label>'
+            '<textarea id="text" name="text" rows="4" maxlength="2000" required></textarea>'
+            '<button type="submit">Send the answer</button></form>'
+        )
+        return _page(question.summary, "".join(rows))
     rows.append(
         '<form method="post"><input type="hidden" name="decision" value="approve">'
         '<button type="submit">Approve: run it</button></form>'
         '<form method="post"><input type="hidden" name="decision" value="deny">'
-        '<label for="message">Why not (told to the agent):</label>'
-        '<textarea id="message" name="message" rows="3" maxlength="2000"></textarea>'
+        '<label for="text">Why not (told to the agent):</label>'
+        '<textarea id="text" name="text" rows="3" maxlength="2000"></textarea>'
         '<button type="submit">Deny</button></form>'
     )
     return _page(question.summary, "".join(rows))

@@ -54,6 +54,7 @@ STRANDS: dict[str, Any] = {"StrandsAgents": "true"}
 # one-click decision links.
 SLACK: dict[str, Any] = {
     "DecisionLinksAnswerAs": "arn:aws:iam::123456789012:user/approver",
+    "NotifyEmail": "approvers@example.com",
     "SlackChannel": "C0APPROVALS",
     "SlackTokenSecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:resumable-slack-AbCdEf",
     "SlackTeams": ["T0TEAM"],
