@@ -85,9 +85,10 @@ def test_opening_a_link_shows_the_question_and_decides_nothing_its_form_decides_
 
 def test_a_deny_by_link_tells_the_agent_why(links: EventResources, url: str) -> None:
     turn, link = _ask(url, links, "link-deny")
-    status, page = _page("POST", link, {"decision": "deny", "text": "not <today>"})
+    status, page = _page("POST", link, {"decision": "deny", "text": "not <today> " + "日" * 1900})
     assert status == 200 and "denial is recorded" in page
-    assert _question(url, "link-deny", turn)["response"] == {"decision": "deny", "message": "not <today>"}
+    said = "not <today> " + "日" * 1900  # (2,000 characters of the form's, 18,000 bytes sent)
+    assert _question(url, "link-deny", turn)["response"] == {"decision": "deny", "message": said}
 
 
 def test_a_question_answered_in_words_is_answered_by_its_links_reply(links: EventResources, url: str) -> None:
@@ -128,6 +129,9 @@ def test_a_changed_expired_or_foreign_link_or_a_bad_form_is_refused_and_decides_
     assert _page("POST", link, {"decision": "reply", "text": "yes"})[0] == 400  # (an approval takes approve or deny)
     crowded = "&".join(f"f{n}=x" for n in range(50)) + "&decision=maybe"  # (a form of many fields: no 500)
     assert _page("POST", link, None, crowded)[0] == 400
+    assert _page("POST", link, None, "decision=approve&decision=deny")[0] == 400  # (says two things)
+    status, page = _page("POST", link, {"decision": "deny", "text": "日" * 2001})  # (not cut: refused)
+    assert status == 400 and "2001 characters, the most is 2000" in page
     configured = handler_environment.model_copy(update={"decision_links_as": ANN})
     request_id = turn["interactions"][0]["requestId"]
     expired = decision_links.issue(configured, "link-refused", turn["turnId"], request_id, 1_000_000, "e-old")

@@ -146,6 +146,9 @@ def test_a_user_the_mapping_does_not_name_is_told_so_and_nothing_is_recorded(sla
     }
     assert slack.stand_in.send(slack.stand_in.press(request_id, "approve", stranger))[0] == 200
     assert "not mapped" in _told(slack.stand_in, stranger)[-1]
+    nobody = "U0NOBODY"  # (a user Slack knows nothing of: told so, not to press again)
+    assert slack.stand_in.send(slack.stand_in.press(request_id, "approve", nobody))[0] == 200
+    assert "not mapped" in _told(slack.stand_in, nobody)[-1]
     body = call(url, "GET", f"/sessions/slack-stranger/turns/{turn['turnId']}")[1]
     assert body["interactions"][0]["status"] == "requested"
 
@@ -202,3 +205,14 @@ def _post(url: str, body: str, headers: dict[str, str]) -> tuple[int, str]:
             return reply.status, reply.read().decode()
     except urllib.error.HTTPError as error:
         return error.code, error.read().decode()
+
+
+def test_a_question_whose_turn_is_canceled_has_its_message_closed_and_its_buttons_gone(
+    slack: LocalSlack, url: str
+) -> None:
+    turn = _ask(url, "slack-cancel")
+    request_id = turn["interactions"][0]["requestId"]
+    _message(slack.stand_in, request_id)
+    assert call(url, "POST", f"/sessions/slack-cancel/turns/{turn['turnId']}/cancel")[0] == 200
+    closed = _message(slack.stand_in, request_id, "Closed: ")
+    assert _buttons(closed) == [] and closed.updates == 1

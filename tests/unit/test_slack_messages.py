@@ -121,3 +121,19 @@ def test_the_slack_configuration_is_read_from_the_environment_and_a_bad_one_is_n
         SlackConfig.from_env({**env, "SLACK_TEAMS": ""})
     with pytest.raises(ValueError, match="people"):
         SlackConfig.from_env({**env, "SLACK_PEOPLE": '{"U1": 7}'})
+
+
+def test_a_request_from_the_future_or_a_payload_of_the_wrong_shape_is_refused_in_words() -> None:
+    from resumable.slack.requests import SlackRequestError, read
+    from tests.slack import SIGNING_SECRET, signed
+
+    now = 1_796_400_000.0
+    with pytest.raises(SlackRequestError, match="3600 s in the future"):
+        read(*signed({"type": "block_actions"}, now + 3600), SIGNING_SECRET, now)
+    for payload, said in (
+        ({}, "it has no field 'user'"),
+        ({"type": "block_actions", "user": {"id": "U1"}, "actions": []}, "a press carries exactly one action"),
+        ({"type": "block_actions", "user": "U1"}, "a field is not of the type Slack sends"),
+    ):
+        with pytest.raises(SlackRequestError, match=said):
+            read(*signed(payload, now), SIGNING_SECRET, now)

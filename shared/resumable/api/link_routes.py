@@ -22,7 +22,7 @@ from resumable.api.routes import path_param, service
 from resumable.exceptions import ServiceError
 
 link_router = APIGatewayHttpRouter()
-MAX_FORM_CHARS = 16_000  # (a form's body: its text, percent-encoded; more is no form of this page's)
+MAX_FORM_CHARS = 64_000  # (a form's body: 2,000 characters percent-encoded take up to 18,000)
 MAX_TEXT_CHARS = 2000
 _STATUS = {"bad_request": 400, "not_found": 404, "forbidden": 403, "conflict": 409, "gone": 410, "turn_busy": 409}
 _TITLES = {
@@ -62,13 +62,18 @@ def use_link(token: str) -> Response[Any]:
     from resumable.web.decision_page import outcome
 
     body = link_router.current_event.decoded_body or ""
-    form = parse_qs(body) if len(body) <= MAX_FORM_CHARS else {}
-    decision = (form.get("decision") or [""])[0]
-    text = (form.get("text") or [""])[0].strip()[:MAX_TEXT_CHARS] or None
-    if decision not in ("approve", "deny", "reply"):
-        return _html(
-            400, outcome("Nothing was decided", "The form says neither approve, deny nor reply: open the link again.")
-        )
+    if len(body) > MAX_FORM_CHARS:
+        said = f"The form is larger than this page's forms are ({len(body)} characters sent): nothing was decided."
+        return _html(400, outcome("Nothing was decided", said))
+    form = parse_qs(body)
+    decisions, texts = form.get("decision") or [], form.get("text") or []
+    if len(decisions) != 1 or decisions[0] not in ("approve", "deny", "reply") or len(texts) > 1:
+        said = "The form must say one of approve, deny or reply (and at most one text): open the link again."
+        return _html(400, outcome("Nothing was decided", said + " Nothing was decided."))
+    decision, text = decisions[0], (texts[0].strip() if texts else "") or None
+    if text is not None and len(text) > MAX_TEXT_CHARS:
+        said = f"The text is {len(text)} characters, the most is {MAX_TEXT_CHARS}: shorten it. Nothing was decided."
+        return _html(400, outcome("Nothing was decided", said))
     try:
         request_id, turn = service().decide_by_link(path_param("token", token), decision, text)  # type: ignore[arg-type]
     except ServiceError as error:

@@ -279,6 +279,12 @@ def main() -> None:
                 .replace("@PYTHON", sys.executable)
                 .replace("@QUEUE", resources.events_queue_url)
             )
+            if configured.decision_links_as:
+                print(
+                    f"DECISION_LINKS_AS={configured.decision_links_as}: every Interaction Requested carries a "
+                    "one-click decision link (decisionUrl: read the events with --json; docs/desk.md#e-mail).\n",
+                    flush=True,
+                )
             factory = os.environ.get("AGENT_FACTORY")
             if factory:
                 print(

@@ -267,7 +267,11 @@ def slack_stand_in(
                 self._person(path, raw)
                 return
             if (self.headers.get("Content-Type") or "").startswith("application/json"):
-                arguments = json.loads(raw or "{}")
+                try:
+                    arguments = json.loads(raw or "{}")
+                except ValueError:
+                    self._reply(200, {"ok": False, "error": "invalid_json"})  # (as Slack answers it)
+                    return
             else:
                 arguments = {k: v[0] for k, v in parse_qs(raw, keep_blank_values=True).items()}
             method = path.rsplit("/", 1)[-1]

@@ -88,6 +88,14 @@ def read(settings: Settings, token: str, now: float) -> Link:
     return link
 
 
+_SAID = {"superseded": "withdrawn (its turn was canceled, or moved on without it)"}
+
+
+def said_of(status: str) -> str:
+    """A question's status in words a person reads."""
+    return _SAID.get(status, status)
+
+
 def principal(link: Link) -> Principal:
     return Principal(link.p, (), {"method": METHOD, "link": link.j}, via="email")
 
@@ -113,7 +121,7 @@ def decide(deps: Dependencies, token: str, decision: Decision, text: str | None)
         wanted = "approve or deny" if asked.name == APPROVAL_INTERRUPT else "a reply in words"
         raise BadRequestError(f"this question takes {wanted}; nothing was decided")
     if asked.status != "requested":
-        raise ConflictError(f"the question is {asked.status} already; this link decides nothing now")
+        raise ConflictError(f"the question is {said_of(asked.status)} already: this link decides nothing now")
     purge_at = link.e + deps.settings.retention_seconds
     if not deps.store.claim_link(link.s, link.j, deps.clock.now(), purge_at):
         raise ConflictError("this link was used already: each decides once; see the question on the inbox page")

@@ -140,6 +140,8 @@ class SlackFunction:
         try:
             return trusted_email(self.web().users_info(user=user_id).data, self.config.teams)
         except SlackApiError as error:
+            if error.response.get("error") == "user_not_found":
+                return None  # (Slack knows no such user: nobody the mapping names)
             raise LookupFailedError(str(error.response.get("error") or error)) from error
         except OSError as error:
             raise LookupFailedError(str(error)) from error

@@ -71,7 +71,13 @@ def read(body: str | bytes, headers: Mapping[str, str], signing_secret: str, now
         raise SlackRequestError("the Slack signature is not one Slack makes (v0=...); nothing was answered", 401)
     at = time.time() if now is None else now
     age = at - int(timestamp)
-    if abs(age) > MAX_AGE_SECONDS:
+    if age < -MAX_AGE_SECONDS:
+        raise SlackRequestError(
+            f"the request is dated {int(-age)} s in the future, more than {MAX_AGE_SECONDS} s ahead of this "
+            "function's clock: refused; nothing was answered",
+            401,
+        )
+    if age > MAX_AGE_SECONDS:
         raise SlackRequestError(
             f"the request was signed {int(age)} s ago, more than {MAX_AGE_SECONDS} s: refused as a replay; "
             "nothing was answered",
@@ -87,8 +93,20 @@ def read(body: str | bytes, headers: Mapping[str, str], signing_secret: str, now
     try:
         return _click(payload)
     except (KeyError, IndexError, TypeError, ValueError, AttributeError, RecursionError, ValidationError) as error:
-        said = str(error)[:200]
-        raise SlackRequestError(f"not a click this app reads ({said}); nothing was answered", 400) from None
+        raise SlackRequestError(f"not a click this app reads ({_wrong(error)}); nothing was answered", 400) from None
+
+
+def _wrong(error: Exception) -> str:
+    """What was wrong with a payload, in words (not Python's)."""
+    if isinstance(error, KeyError):
+        return f"it has no field {str(error.args[0])[:60]!r}"
+    if isinstance(error, ValidationError):
+        return "a button's value or a modal's metadata is not one this app made"
+    if isinstance(error, ValueError) and "unpack" in str(error):
+        return "a press carries exactly one action"
+    if isinstance(error, ValueError):
+        return str(error)[:200]
+    return "a field is not of the type Slack sends"
 
 
 class _At(Clock):

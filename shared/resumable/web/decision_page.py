@@ -51,7 +51,11 @@ def confirmation(question: InteractionView) -> str:
         said = f"Risk: {risk}. " if risk else ""
         rows.append(f'<p class="risk">{escape(said + str(impact or ""))}</p>')
     if question.status != "requested":
-        said = f"It is {question.status} already" + (f", by {question.answered_by}" if question.answered_by else "")
+        from resumable.service.decision_links import said_of
+
+        said = f"It is {said_of(question.status)} already" + (
+            f", by {question.answered_by}" if question.answered_by else ""
+        )
         return _page("Nothing to decide", "".join(rows) + f"<p>{escape(said)}: this link decides nothing now.</p>")
     rows.append(f"<p>Decide before {escape(question.expires_at or 'it expires')} (UTC). Each link decides once.</p>")
     if not approval:  # (a question answered in words)
