@@ -114,6 +114,33 @@ def test_a_link_is_used_once_even_while_its_question_waits_for_a_second_approver
         assert len(_question(url, "link-twice", turn)["approvals"]) == 1
 
 
+def test_a_link_whose_vote_was_written_before_a_later_step_failed_stays_spent(
+    links: EventResources, url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under a two-person rule the question stays open after the link's approval: were the link given
+    back when a step after the vote failed, it could then deny what it approved."""
+    from resumable.exceptions import AwsError
+    from resumable.service import submit_approval
+
+    with settings(APPROVAL_RULES='[{"tools": ["delete_*"], "required": 2}]', API_URL=url, DECISION_LINKS_AS=ANN):
+        turn, link = _ask(url, links, "link-failed-after")
+        load = submit_approval.load
+        failures = iter([AwsError("reading the turn failed, after the vote was written")])
+
+        def failing_once(*args: Any, **kwargs: Any) -> Any:
+            for failure in failures:
+                raise failure
+            return load(*args, **kwargs)
+
+        monkeypatch.setattr(submit_approval, "load", failing_once)
+        assert _page("POST", link, {"decision": "approve"})[0] >= 500
+        monkeypatch.setattr(submit_approval, "load", load)
+        assert [v["by"] for v in _question(url, "link-failed-after", turn)["approvals"]] == [ANN]
+        status, page = _page("POST", link, {"decision": "deny"})
+        assert status == 409 and "used already" in page
+        assert _question(url, "link-failed-after", turn)["status"] == "requested"
+
+
 def test_a_changed_expired_or_foreign_link_or_a_bad_form_is_refused_and_decides_nothing(
     links: EventResources, url: str, handler_environment: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:

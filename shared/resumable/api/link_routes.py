@@ -70,7 +70,8 @@ def use_link(token: str) -> Response[Any]:
     if len(decisions) != 1 or decisions[0] not in ("approve", "deny", "reply") or len(texts) > 1:
         said = "The form must say one of approve, deny or reply (and at most one text): open the link again."
         return _html(400, outcome("Nothing was decided", said + " Nothing was decided."))
-    decision, text = decisions[0], (texts[0].strip() if texts else "") or None
+    # (a browser sends a line break as \r\n, which its maxlength counts as one character)
+    decision, text = decisions[0], (texts[0].replace("\r\n", "\n").strip() if texts else "") or None
     if text is not None and len(text) > MAX_TEXT_CHARS:
         said = f"The text is {len(text)} characters, the most is {MAX_TEXT_CHARS}: shorten it. Nothing was decided."
         return _html(400, outcome("Nothing was decided", said))

@@ -131,7 +131,17 @@ def decide(deps: Dependencies, token: str, decision: Decision, text: str | None)
     try:
         return link.r, submit_approval(deps, link.s, link.t, link.r, response, principal(link))
     except (ServiceError, AwsError):
-        # Nothing was recorded (refused, or the turn busy), or what was stands whatever the link does
-        # next (an answer is settled once): the link may be used again.
-        deps.store.release_link(link.s, link.j)
+        if _nothing_recorded(deps, link):  # (refused, or the turn busy: the link may be used again)
+            deps.store.release_link(link.s, link.j)
         raise
+
+
+def _nothing_recorded(deps: Dependencies, link: Link) -> bool:
+    """Whether the question, read again, shows nothing of the link's: still open, and no vote of its
+    principal (an answer written before a later step failed keeps the link spent: under a rule the
+    question stays open, and a second use could deny what the first approved)."""
+    try:
+        found = deps.store.get_interaction(link.s, root_of(link.t), link.r)
+    except AwsError:
+        return False  # (cannot tell: spent)
+    return found is not None and found.status == "requested" and link.p not in found.votes
