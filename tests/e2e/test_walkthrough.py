@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -17,11 +18,17 @@ END = "The OpenAPI document:"
 
 
 @pytest.fixture(scope="module")
-def printed() -> Iterator[str]:
+def state(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the run notes where it serves (``RESUMABLE_LOCAL_STATE``): this module's own."""
+    return tmp_path_factory.mktemp("state") / "local-run.json"
+
+
+@pytest.fixture(scope="module")
+def printed(state: Path) -> Iterator[str]:
     """The walkthrough ``python -m resumable.local.run`` (``make run``) prints, while it keeps serving."""
     server = subprocess.Popen(
         [sys.executable, "-m", "resumable.local.run"],
-        env={**os.environ, "PORT": "0"},
+        env={**os.environ, "PORT": "0", "RESUMABLE_LOCAL_STATE": str(state)},
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -38,6 +45,8 @@ def printed() -> Iterator[str]:
     finally:
         server.terminate()
         server.wait(HANG_SECONDS)
+    # Stopped by SIGTERM as by Ctrl-C: it took back the note of where it served.
+    assert server.returncode == 0 and not state.exists()
 
 
 def commands(walkthrough: str) -> str:
@@ -73,11 +82,11 @@ def test_every_step_of_the_printed_walkthrough_works_when_followed_literally(pri
 
 
 @pytest.mark.slow
-def test_the_resumable_command_finds_the_local_run_by_itself(printed: str) -> None:
+def test_the_resumable_command_finds_the_local_run_by_itself(printed: str, state: Path) -> None:
     url = re.search(r"resumable is serving (http://127\.0\.0\.1:\d+)", printed)
     assert url is not None, printed
     assert f"export RESUMABLE_URL={url.group(1)}" in printed
-    environment = {k: v for k, v in os.environ.items() if k != "RESUMABLE_URL"}
+    environment = {k: v for k, v in os.environ.items() if k != "RESUMABLE_URL"} | {"RESUMABLE_LOCAL_STATE": str(state)}
     ran = subprocess.run(
         [sys.executable, "-m", "resumable.cli", "inbox"],  # no --url: the run said where it serves
         env=environment,
