@@ -53,21 +53,11 @@ def read(
         "parameters are not those it was issued with): send the cursor of the previous page as it came, with "
         "the same query, or none for the first page; nothing was listed"
     )
-    payload, _, mac = cursor.partition(".")
-    if (
-        len(cursor) > MAX_CURSOR_CHARS
-        or not cursor.isascii()  # a cursor this inbox issued is base64url; compare_digest takes only ASCII
-        or not hmac.compare_digest(mac, _mac(secret, partition, payload))
-    ):
+    start = verified(cursor, partition, secret) if len(cursor) <= MAX_CURSOR_CHARS else None
+    if start is None:
         raise refused
-    try:
-        start = json.loads(_unb64(payload))
-    except (binascii.Error, ValueError) as error:
-        raise refused from error
-    if (
-        not isinstance(start, dict)
-        or start.keys() not in [set(shape) for shape in shapes]
-        or not all(isinstance(v, dict) and v.keys() == {"S"} and isinstance(v["S"], str) for v in start.values())
+    if start.keys() not in [set(shape) for shape in shapes] or not all(
+        isinstance(v, dict) and v.keys() == {"S"} and isinstance(v["S"], str) for v in start.values()
     ):
         raise refused
     return start
@@ -76,6 +66,7 @@ def read(
 def verified(token: str, partition: str, secret: str | None) -> dict[str, Any] | None:
     """What ``token`` holds, if ``issue`` made it for ``partition`` with ``secret`` (a JSON object); else None."""
     payload, _, mac = token.partition(".")
+    # (a token this issued is base64url: compare_digest takes only ASCII)
     if not token.isascii() or not hmac.compare_digest(mac, _mac(secret, partition, payload)):
         return None
     try:

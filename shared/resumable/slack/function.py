@@ -23,6 +23,7 @@ Web API; the local stand-in's, locally).
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 from collections.abc import Mapping
@@ -129,7 +130,12 @@ class SlackFunction:
         return process(click, self.service, self.people(), self.web())
 
     def notices(self) -> Notices:
-        return Notices(SlackMessages(self.settings), self.web(), self.config.channel, self.settings.retention_seconds)
+        return Notices(self.messages, self.web(), self.config.channel, self.settings.retention_seconds)
+
+    @functools.cached_property
+    def messages(self) -> SlackMessages:
+        """Where each question's message is: its table client made once a process, not once an event."""
+        return SlackMessages(self.settings)
 
     def people(self) -> People:
         return People(self.config.people, self.config.teams, self._email_of)
