@@ -344,8 +344,8 @@ def test_first_requests_served_at_once_each_get_their_own_reply_not_another_reso
 
     real = api_app.build_app
 
-    def slow_to_build() -> Any:
-        built = real()
+    def slow_to_build(*args: Any, **kwargs: Any) -> Any:
+        built = real(*args, **kwargs)
         time.sleep(0.3)  # (so that a second first request comes while the first is building)
         return built
 

@@ -305,6 +305,45 @@ def test_a_handler_that_runs_no_agent_does_not_load_the_agent_loop_at_init(offli
         assert loaded & loop == set(), name
 
 
+ASIDE_MODULES = ("resumable.api.operator_routes", "resumable.api.link_routes", "resumable.service.audit_trail")
+# Three requests to one handler's process: a turn's, the audit trail's, the turn's again. Each is refused
+# by the query parameter it should not have, after its route is found (the route's own words say so).
+A_TURNS_ROUTE_THEN_AN_ASIDE_ONE = f"""
+import json, sys
+from resumable.api.app import handle
+from resumable.local.functions import LambdaContext
+def event(route, path):
+    return {{"version": "2.0", "routeKey": route, "rawPath": path, "rawQueryString": "nosuch=1",
+            "queryStringParameters": {{"nosuch": "1"}}, "headers": {{}},
+            "requestContext": {{"http": {{"method": route.split()[0], "path": path}}, "stage": "$default"}},
+            "isBase64Encoded": False}}
+turn = event("GET /sessions/{{sessionId}}/turns/{{turnId}}", "/sessions/s/turns/t")
+audit = event("GET /audit", "/audit")
+seen = []
+for request in (turn, audit, turn):
+    reply = handle(request, LambdaContext("GetTurn", "r1"))
+    loaded = [m for m in {ASIDE_MODULES!r} if m in sys.modules]
+    seen.append([reply["statusCode"], json.loads(reply["body"])["message"], loaded])
+print(json.dumps(seen))
+"""
+
+
+def test_a_turns_first_request_leaves_the_aside_routes_unloaded_until_one_is_asked_for(
+    offline_aws_env: dict[str, str],
+) -> None:
+    """The audit trail's, the operator's and the decision links' routes and models are no part of a cold
+    start on a turn's route (resumable.api.app.ASIDE_PATHS); the first request for one adds them."""
+    env = {**offline_aws_env, "RESUMABLE_TABLE": "turns", "RESUMABLE_BUCKET": "snapshots"}
+    (turn, turn_loaded), (audit, audit_loaded), (again, _) = [
+        (f"{status} {message}", loaded) for status, message, loaded in printed_by(A_TURNS_ROUTE_THEN_AN_ASIDE_ONE, env)
+    ]
+    refused = "422 query parameter 'nosuch' is not one this route takes"
+    assert turn == again == f"{refused} (it takes: none); nothing was done"
+    assert turn_loaded == []
+    assert audit.startswith(f"{refused} (it takes: cursor, limit, ")
+    assert audit_loaded == list(ASIDE_MODULES)
+
+
 def test_the_runtime_loads_each_name_on_first_use(offline_aws_env: dict[str, str]) -> None:
     code = """
     import resumable.runtime.rules

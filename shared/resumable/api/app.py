@@ -9,19 +9,16 @@ import json
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
 from resumable.api.bodies import read_json_object
 from resumable.api.errors import error_response
-from resumable.api.link_routes import link_router
 from resumable.api.observability import logger
 from resumable.api.openapi import document
-from resumable.api.operator_routes import operator_router
 from resumable.api.routes import router
-from resumable.aws.lambdas import Lambdas
 from resumable.config import Settings
 from resumable.exceptions import (
     AwsError,
@@ -34,6 +31,9 @@ from resumable.exceptions import (
 from resumable.metrics import count, flushing
 from resumable.service import Service
 from resumable.service.dependencies import Continuation
+
+if TYPE_CHECKING:
+    from resumable.aws.lambdas import Lambdas
 
 # The use cases a function runs for its direct invocations (resumable.api.direct, imported by the first one).
 DirectUseCase = Literal["start_turn", "get_turn", "sweep"]
@@ -74,13 +74,39 @@ def _known_query_only(app: APIGatewayHttpResolver, next_middleware: Callable[...
     return next_middleware(app)
 
 
-def build_app(service: Service | None = None) -> APIGatewayHttpResolver:
-    """The resolver with every route. Each request's service is in the resolver's context (``handle``
-    puts it there); with ``service``, every request is served by it."""
-    app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=read_json_object)
-    app.include_router(router)
+# The paths of the routes few requests take: the audit trail, the operator's reads and moves
+# (resumable.api.operator_routes), decision links (resumable.api.link_routes), and the document that
+# describes them all. A function's resolver takes them on the first request for one of them, so that a
+# cold start serving a turn's route does not import them (a test holds these to the routers' paths).
+ASIDE_PATHS = ("/audit", "/admin/", "/decide/", "/openapi.json")
+
+
+def takes_aside(event: dict[str, Any]) -> bool:
+    """Whether an API Gateway event's route is one of ``ASIDE_PATHS`` (by the route API Gateway
+    matched). An event without one (``$default``, a hand-made event) may be any route: True."""
+    path = str(event.get("routeKey") or "").partition(" ")[2]
+    if not path:
+        return True
+    return path in {"/audit", "/openapi.json"} or path.startswith(("/admin/", "/decide/"))
+
+
+def include_aside(app: APIGatewayHttpResolver) -> None:
+    """Add the routes of ``ASIDE_PATHS`` to ``app`` (Powertools takes routes after its first request)."""
+    from resumable.api.link_routes import link_router
+    from resumable.api.operator_routes import operator_router
+
     app.include_router(operator_router)
     app.include_router(link_router)
+
+
+def build_app(service: Service | None = None, *, aside: bool = True) -> APIGatewayHttpResolver:
+    """The resolver with every route (without ``aside``: without the routes of ``ASIDE_PATHS``, which
+    ``include_aside`` adds). Each request's service is in the resolver's context (``handle`` puts it
+    there); with ``service``, every request is served by it."""
+    app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=read_json_object)
+    app.include_router(router)
+    if aside:
+        include_aside(app)
     if service is not None:
 
         def serve(app: APIGatewayHttpResolver, next_middleware: Callable[..., Response[Any]]) -> Response[Any]:
@@ -149,8 +175,16 @@ def build_app(service: Service | None = None) -> APIGatewayHttpResolver:
 @functools.cache
 def resolver() -> APIGatewayHttpResolver:
     """This process's resolver, built on its first request (not at import: a cold start pays only for
-    what the request needs)."""
-    return build_app()
+    what the request needs), without the routes of ``ASIDE_PATHS``."""
+    return build_app(aside=False)
+
+
+@functools.cache
+def whole_resolver() -> APIGatewayHttpResolver:
+    """This process's resolver with the routes of ``ASIDE_PATHS`` too, added on the first request for one."""
+    app = resolver()
+    include_aside(app)
+    return app
 
 
 def check_settings() -> None:
@@ -177,7 +211,7 @@ def service_for(continue_function: str | None) -> Service:
 def forget() -> None:
     """Drop this process's resolver and service, so the next request builds them from the environment
     again (the local server and tests do this when they change the settings)."""
-    for cached in (resolver, process_service, service_for, _lambdas):
+    for cached in (resolver, whole_resolver, process_service, service_for, _lambdas):
         cached.cache_clear()
 
 
@@ -202,7 +236,7 @@ def handle(
     count("Requests")
     if http:
         with _resolving:  # (the resolver is built under it too: two built at once would share one router)
-            app = resolver()
+            app = whole_resolver() if takes_aside(event) else resolver()
             app.append_context(service=service)
             reply: dict[str, Any] = app.resolve(as_json(event), context)
         return reply
@@ -246,6 +280,8 @@ def continue_function(settings: Settings, context: Any, continues: bool) -> str 
 
 @functools.cache
 def _lambdas() -> Lambdas:
+    from resumable.aws.lambdas import Lambdas  # (only a function that continues turns needs it)
+
     return Lambdas(process_service().settings)
 
 

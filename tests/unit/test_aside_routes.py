@@ -1,0 +1,62 @@
+"""A function's resolver starts without the routes few requests take (the audit trail, the operator's,
+decision links, the document) and takes them on the first request for one. Which requests those are is
+said by ``ASIDE_PATHS``: a route of the aside routers it missed would be a 404 on a fresh function, and a
+turn's route it caught would bring them into every cold start.
+"""
+
+from __future__ import annotations
+
+import re
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
+
+from resumable.api.app import build_app, takes_aside
+from resumable.api.link_routes import link_router
+from resumable.api.operator_routes import operator_router
+from resumable.api.routes import router
+from resumable.local.functions import load_template, routes
+
+
+def api_gateway_path(rule: str) -> str:
+    """A Powertools rule (``/sessions/<sessionId>``) as API Gateway writes it (``/sessions/{sessionId}``)."""
+    return re.sub(r"<(\w+)>", r"{\1}", rule)
+
+
+def route_keys(routes: dict[tuple[object, ...], object]) -> set[str]:
+    """A router's routes as API Gateway names them: ``GET /sessions/{sessionId}``."""
+    keys = set()
+    for rule, methods, *_ in routes:
+        path = api_gateway_path(str(rule))
+        keys |= {f"{method} {path}" for method in (methods if isinstance(methods, tuple) else (methods,))}
+    return keys
+
+
+ASIDE = route_keys(operator_router._routes) | route_keys(link_router._routes) | {"GET /openapi.json"}
+TURNS = route_keys(router._routes) | {"GET /inbox"}
+
+
+def test_the_aside_routers_routes_are_aside_and_no_other_is() -> None:
+    assert ASIDE and TURNS and not ASIDE & TURNS
+    assert [key for key in sorted(ASIDE) if not takes_aside({"routeKey": key})] == []
+    assert [key for key in sorted(TURNS) if takes_aside({"routeKey": key})] == []
+
+
+def test_every_route_the_template_declares_is_served_by_the_resolver_its_requests_get() -> None:
+    declared = {f"{route.method} {route.path}" for route in routes(load_template())}
+    assert declared - {"POST /slack/interactions"} <= ASIDE | TURNS  # (Slack's route has a handler of its own)
+    assert {key for key in declared if takes_aside({"routeKey": key})} == ASIDE & declared
+
+
+def test_an_event_without_a_matched_route_gets_every_route() -> None:
+    """``$default`` or a hand-made event: which route it is for is not known, so none is left out."""
+    assert takes_aside({"routeKey": "$default", "rawPath": "/sessions"})
+    assert takes_aside({"rawPath": "/sessions"})
+
+
+def served(app: APIGatewayHttpResolver) -> set[str]:
+    return {f"{route.method} {api_gateway_path(route.path)}" for route in app._static_routes + app._dynamic_routes}
+
+
+def test_the_whole_resolver_has_every_route_and_the_first_none_of_the_aside_routers() -> None:
+    assert served(build_app()) == ASIDE | TURNS
+    assert served(build_app(aside=False)) == TURNS | {"GET /openapi.json"}
