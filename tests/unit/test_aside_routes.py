@@ -10,7 +10,7 @@ import re
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 
-from resumable.api.app import build_app, takes_aside
+from resumable.api.app import build_app, include_aside, takes_aside
 from resumable.api.link_routes import link_router
 from resumable.api.operator_routes import operator_router
 from resumable.api.routes import router
@@ -60,3 +60,27 @@ def served(app: APIGatewayHttpResolver) -> set[str]:
 def test_the_whole_resolver_has_every_route_and_the_first_none_of_the_aside_routers() -> None:
     assert served(build_app()) == ASIDE | TURNS
     assert served(build_app(aside=False)) == TURNS | {"GET /openapi.json"}
+
+
+def test_the_aside_routes_are_added_once_however_often_asked() -> None:
+    app = build_app(aside=False)
+    include_aside(app)
+    once = [(route.method, route.path) for route in app._static_routes + app._dynamic_routes]
+    include_aside(app)
+    assert [(route.method, route.path) for route in app._static_routes + app._dynamic_routes] == once
+
+
+def test_a_path_no_route_takes_is_a_404_with_or_without_a_query() -> None:
+    """(The check that refuses a query parameter a route does not take is for resumable's routes only.)"""
+    for query in ("", "x=1"):
+        event = {
+            "version": "2.0",
+            "routeKey": "$default",
+            "rawPath": "/nosuch",
+            "rawQueryString": query,
+            "queryStringParameters": {"x": "1"} if query else None,
+            "headers": {},
+            "requestContext": {"http": {"method": "GET", "path": "/nosuch"}, "stage": "$default"},
+            "isBase64Encoded": False,
+        }
+        assert build_app().resolve(event, {})["statusCode"] == 404, query

@@ -8,6 +8,7 @@ import functools
 import json
 import logging
 import threading
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -62,7 +63,8 @@ def _known_query_only(app: APIGatewayHttpResolver, next_middleware: Callable[...
     otherwise list everything). The page (/inbox, which the sign-in redirect comes back to with its own
     parameters) and the document take any."""
     route = app.context.get("_route")
-    if route is not None and route.include_in_schema:
+    # (not for a path no route takes: Powertools' not-found route is its own, and the answer is a 404)
+    if route is not None and route.include_in_schema and route.func.__module__.startswith("resumable."):
         taken = {parameter.alias for parameter in route.dependant.query_params}
         unknown = sorted(set(app.current_event.query_string_parameters or {}) - taken)
         if unknown:
@@ -78,25 +80,31 @@ def _known_query_only(app: APIGatewayHttpResolver, next_middleware: Callable[...
 # (resumable.api.operator_routes), decision links (resumable.api.link_routes), and the document that
 # describes them all. A function's resolver takes them on the first request for one of them, so that a
 # cold start serving a turn's route does not import them (a test holds these to the routers' paths).
+# A path ending in "/" is a prefix; any other is the whole path.
 ASIDE_PATHS = ("/audit", "/admin/", "/decide/", "/openapi.json")
+_ASIDE_WHOLE = frozenset(path for path in ASIDE_PATHS if not path.endswith("/"))
+_ASIDE_PREFIXES = tuple(path for path in ASIDE_PATHS if path.endswith("/"))
+_with_aside: weakref.WeakSet[APIGatewayHttpResolver] = weakref.WeakSet()
 
 
 def takes_aside(event: dict[str, Any]) -> bool:
     """Whether an API Gateway event's route is one of ``ASIDE_PATHS`` (by the route API Gateway
-    matched). An event without one (``$default``, a hand-made event) may be any route: True."""
+    matched, which no stage or base path changes). An event without one (``$default``, a hand-made
+    event) may be for any route: True."""
     path = str(event.get("routeKey") or "").partition(" ")[2]
-    if not path:
-        return True
-    return path in {"/audit", "/openapi.json"} or path.startswith(("/admin/", "/decide/"))
+    return not path or path in _ASIDE_WHOLE or path.startswith(_ASIDE_PREFIXES)
 
 
 def include_aside(app: APIGatewayHttpResolver) -> None:
-    """Add the routes of ``ASIDE_PATHS`` to ``app`` (Powertools takes routes after its first request)."""
+    """Add the routes of ``ASIDE_PATHS`` to ``app``, once (Powertools takes routes after its first request)."""
+    if app in _with_aside:
+        return
     from resumable.api.link_routes import link_router
     from resumable.api.operator_routes import operator_router
 
     app.include_router(operator_router)
     app.include_router(link_router)
+    _with_aside.add(app)
 
 
 def build_app(service: Service | None = None, *, aside: bool = True) -> APIGatewayHttpResolver:
@@ -179,14 +187,6 @@ def resolver() -> APIGatewayHttpResolver:
     return build_app(aside=False)
 
 
-@functools.cache
-def whole_resolver() -> APIGatewayHttpResolver:
-    """This process's resolver with the routes of ``ASIDE_PATHS`` too, added on the first request for one."""
-    app = resolver()
-    include_aside(app)
-    return app
-
-
 def check_settings() -> None:
     """Read the settings when the function starts (its init), as its requests will: a bad one (an
     approval rule that is not one) stops the start with the error that names it, rather than failing
@@ -208,16 +208,17 @@ def service_for(continue_function: str | None) -> Service:
     return service.continued_by(_continuation(continue_function) if continue_function else None)
 
 
-def forget() -> None:
-    """Drop this process's resolver and service, so the next request builds them from the environment
-    again (the local server and tests do this when they change the settings)."""
-    for cached in (resolver, whole_resolver, process_service, service_for, _lambdas):
-        cached.cache_clear()
-
-
 # Powertools keeps the request being resolved in process-wide state (Lambda runs one invocation at a
 # time per process), so a process that serves several at once (the local server) resolves one at a time.
 _resolving = threading.Lock()
+
+
+def forget() -> None:
+    """Drop this process's resolver and service, so the next request builds them from the environment
+    again (the local server and tests do this when they change the settings)."""
+    with _resolving:  # (not while a request is being resolved by the resolver dropped)
+        for cached in (resolver, process_service, service_for, _lambdas):
+            cached.cache_clear()
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -236,7 +237,9 @@ def handle(
     count("Requests")
     if http:
         with _resolving:  # (the resolver is built under it too: two built at once would share one router)
-            app = whole_resolver() if takes_aside(event) else resolver()
+            app = resolver()
+            if takes_aside(event):
+                include_aside(app)  # (once: the first request for one of ASIDE_PATHS)
             app.append_context(service=service)
             reply: dict[str, Any] = app.resolve(as_json(event), context)
         return reply
