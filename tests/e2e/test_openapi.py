@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from openapi_spec_validator import validate
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
@@ -147,6 +147,9 @@ def test_every_check_of_the_fuzzer_passes_against_the_api_people_sign_in_to(
             # forward from an ISO 8601 date or time that exists.
             for unsayable in ("cursor", "since", "until"):
                 case.query.pop(unsayable, None)
+        # A query parameter whose value is an empty list is not sent at all (requests leaves it out): a
+        # negative case made only of one (``{"limit": 1, "": []}``) reaches the API as a valid request.
+        assume(not any(value == [] for value in (case.query or {}).values()))
         case.call_and_validate(base_url=jwt_url, headers=signed_in)
 
     fuzz(operation, mode, FULL_CHECK_EXAMPLES, every_check_passes)
