@@ -108,10 +108,14 @@ def test_a_link_is_used_once_even_while_its_question_waits_for_a_second_approver
     with settings(APPROVAL_RULES='[{"tools": ["delete_*"], "required": 2}]', API_URL=url, DECISION_LINKS_AS=ANN):
         turn, link = _ask(url, links, "link-twice")
         status, page = _page("POST", link, {"decision": "approve"})
-        assert status == 200 and "The question is requested" in page  # (1 of 2)
+        assert status == 200 and "has 1 of the 2 approvals it needs: it waits for 1 more" in page
         status, page = _page("POST", link, {"decision": "approve"})
         assert status == 409 and "used already" in page
         assert len(_question(url, "link-twice", turn)["approvals"]) == 1
+        # Opened again, the page says the link's approval is in and what it waits for, with no form.
+        status, page = _page("GET", link)
+        assert status == 200 and "Approved: waiting for others" in page and 'method="post"' not in page
+        assert f"{ANN} approved it at " in page and "it waits for 1 more" in page
 
 
 def test_a_link_whose_vote_was_written_before_a_later_step_failed_stays_spent(

@@ -52,7 +52,7 @@ def open_link(token: str) -> Response[Any]:
     from resumable.web.decision_page import confirmation
 
     try:
-        return _html(200, confirmation(service().decision_link(path_param("token", token))))
+        return _html(200, confirmation(*service().decision_link(path_param("token", token))))
     except ServiceError as error:
         return _refused(error)
 
@@ -79,9 +79,9 @@ def use_link(token: str) -> Response[Any]:
         request_id, turn = service().decide_by_link(path_param("token", token), decision, text)  # type: ignore[arg-type]
     except ServiceError as error:
         return _refused(error)
+    from resumable.web.decision_page import standing
+
     question = next((i for i in turn.interactions if i.request_id == request_id), None)
-    now = (
-        f"The question is {question.status}; the turn is {turn.status}." if question else f"The turn is {turn.status}."
-    )
+    now = f"{standing(question)}; the turn is {turn.status}." if question else f"The turn is {turn.status}."
     done = {"approve": "approval", "deny": "denial", "reply": "answer"}[decision]
     return _html(200, outcome("Recorded", f"Your {done} is recorded, as the link's approver. {now}"))

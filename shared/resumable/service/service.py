@@ -128,11 +128,13 @@ class Service:
         self._agents()
         return submit_approval(self.deps, session_id, turn_id, request_id, response, principal)
 
-    def decision_link(self, token: str) -> InteractionView:
-        """The question a one-click decision link answers, as it stands (its page's GET: decides nothing)."""
+    def decision_link(self, token: str) -> tuple[str, InteractionView]:
+        """Whom a one-click decision link answers as, and its question as it stands (its page's GET:
+        decides nothing)."""
         from resumable.service.decision_links import question
 
-        return question(self.deps, token)[1]
+        link, asked = question(self.deps, token)
+        return link.p, asked
 
     def decide_by_link(
         self, token: str, decision: Literal["approve", "deny", "reply"], text: str | None = None

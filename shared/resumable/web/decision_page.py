@@ -35,8 +35,21 @@ def _page(title: str, body: str) -> str:
     )
 
 
-def confirmation(question: InteractionView) -> str:
-    """The question, and (while it is open) the forms that approve or deny it."""
+def standing(question: InteractionView) -> str:
+    """Where the question stands, in words: its status, and under a rule of several approvers how many
+    approvals it has and needs."""
+    from resumable.service.decision_links import said_of
+
+    rule = question.rule
+    if question.status == "requested" and rule is not None and rule.required > 1:
+        have, need = len(question.approvals), rule.required
+        return f"The question has {have} of the {need} approvals it needs: it waits for {need - have} more"
+    return f"The question is {said_of(question.status)}"
+
+
+def confirmation(answers_as: str, question: InteractionView) -> str:
+    """The question, and (while it is open, and the link's approver has not voted on it) the forms
+    that approve or deny it."""
     reason: Any = question.reason if isinstance(question.reason, dict) else {}
     approval = question.name == APPROVAL_INTERRUPT
     asked = reason.get("input") if approval else reason.get("question", question.reason)
@@ -57,6 +70,10 @@ def confirmation(question: InteractionView) -> str:
             f", by {question.answered_by}" if question.answered_by else ""
         )
         return _page("Nothing to decide", "".join(rows) + f"<p>{escape(said)}: this link decides nothing now.</p>")
+    voted = next((vote for vote in question.approvals if vote.by == answers_as), None)
+    if voted is not None:  # (under a rule of several approvers: the link's approval is in, others are awaited)
+        said = f"{answers_as} approved it at {voted.at}. {standing(question)}. This link decides nothing more."
+        return _page("Approved: waiting for others", "".join(rows) + f"<p>{escape(said)}</p>")
     rows.append(f"<p>Decide before {escape(question.expires_at or 'it expires')} (UTC). Each link decides once.</p>")
     if not approval:  # (a question answered in words)
         rows.append(
