@@ -195,8 +195,10 @@ def _read_dead_letters(api: Api, options: argparse.Namespace, sqs: Any, tally: d
 
     seen: set[str] = set()
     while True:
+        # (A wait makes it a long poll, which asks every server of the queue: a short poll samples some
+        # and can answer "none" while messages wait. Any wait does; on an empty queue it is the last read's.)
         reply = sqs.receive_message(
-            QueueUrl=options.queue_url, MaxNumberOfMessages=10, VisibilityTimeout=_VISIBILITY_SECONDS, WaitTimeSeconds=2
+            QueueUrl=options.queue_url, MaxNumberOfMessages=10, VisibilityTimeout=_VISIBILITY_SECONDS, WaitTimeSeconds=1
         )
         messages = [m for m in reply.get("Messages", []) if m["MessageId"] not in seen]
         if not messages:
