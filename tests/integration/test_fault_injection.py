@@ -235,6 +235,7 @@ class Attempt:
     final: str = ""
     ledger: list[str] = field(default_factory=list)
     violations: dict[str, str] = field(default_factory=dict)
+    began: float = 0.0  # (the fake clock's time when the attempt began: its session's records are all after)
 
     def violate(self, code: str, text: str) -> None:
         self.violations.setdefault(code, text)
@@ -289,7 +290,8 @@ def _check_audit(h: Harness, a: Attempt, session_id: str, tree: Any) -> None:
     """The audit trail holds one decision for each approval answered, none for any other, and for each
     action at most one record that it ran, one where the journal finished it: whatever call failed."""
     observer = h.service()
-    since = datetime.fromtimestamp(h.clock.now() - 86400, UTC).isoformat()  # (the attempt began within it)
+    # (From the attempt's beginning: every day the range spans is a Query of each of the index's shards.)
+    since = datetime.fromtimestamp(a.began, UTC).isoformat()
     records, page = [], None
     while page is None or page.cursor is not None:
         page = observer.audit(None, since=since, after=page.cursor if page else None)
@@ -350,7 +352,7 @@ def run_attempt(
 ) -> Attempt:
     """Set up, run ``operation`` with a fault, recover, retry as a client would, check."""
     session_id = f"fi-{uuid.uuid4().hex[:12]}"
-    a = Attempt(op, h.factory, phase, -1 if k is None else k)
+    a = Attempt(op, h.factory, phase, -1 if k is None else k, began=h.clock.now())
     ran_before = len(h.ran)  # what the set-up runs counts too (a Strands fan-out's first action)
     pre = setup(h, session_id)
 
