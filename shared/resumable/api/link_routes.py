@@ -6,6 +6,9 @@ authorizer: the signed link is the credential. Both answer a page for a person, 
 | ``GET /decide/{token}`` | 200 the question and its forms; it decides nothing (mail scanners open links) |
 | ``POST /decide/{token}`` (a form: ``decision=approve|deny|reply``, ``text``) | 200 what came of it |
 
+Once the link's approval is in and its question waits for other approvers, the page shows that, with no
+form.
+
 A refusal is its status (404 not a link of this deployment, 403 for an approver links no longer
 answer as, 409 used already or settled, 410 expired) with a page saying why.
 """

@@ -1,6 +1,7 @@
-"""The pages of a one-click decision link (``/decide/<token>``): the question with its two forms
-(GET: nothing is decided), and what came of a decision (POST). Drawn on the server, escaped, with no
-script at all; the forms post only to the page's own address."""
+"""The pages of a one-click decision link (``/decide/<token>``): the question with its forms (GET:
+nothing is decided; no form once it is settled, or once the link's approval is in and it waits for
+others), and what came of a decision (POST). Drawn on the server, escaped, with no script at all; the
+forms post only to the page's own address."""
 
 from __future__ import annotations
 
