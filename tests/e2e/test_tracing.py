@@ -41,7 +41,6 @@ def _traced(
     does not exist, by default), and what reached the daemon's address."""
     daemon = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     daemon.bind(("127.0.0.1", 0))
-    daemon.settimeout(2)
     event = json.loads((ROOT / "events" / "get_turn.json").read_text())
     if turn is not None:
         session, turn_id = turn
@@ -65,6 +64,9 @@ def _traced(
         check=False,
     )
     assert ran.returncode == 0, ran.stderr[-2000:]
+    # The handler has exited: what it sent is in the socket's buffer (loopback), read until a short
+    # silence, not a long one.
+    daemon.settimeout(0.25)
     documents: list[dict[str, Any]] = []
     try:
         while True:

@@ -67,7 +67,8 @@ class LocalIssuer:
     def start(self) -> LocalIssuer:
         self._server = ThreadingHTTPServer(("127.0.0.1", self.port), _handler(self))
         self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        # (its shutdown is seen at the next poll: a short one ends it at once)
+        threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True).start()
         return self
 
     def stop(self) -> None:

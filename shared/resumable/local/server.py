@@ -262,3 +262,8 @@ class LocalServer(ThreadingHTTPServer):
 
     request_queue_size = 1024
     daemon_threads = True
+
+    def serve_forever(self, poll_interval: float = 0.05) -> None:
+        """Serve until ``shutdown``, which is seen at the next poll: a short one (Python's default is
+        half a second) ends a server at once, as each test's does."""
+        super().serve_forever(poll_interval)

@@ -307,7 +307,8 @@ def slack_stand_in(
 
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     stand_in.url = f"http://127.0.0.1:{server.server_address[1]}/api/"
-    thread = threading.Thread(target=server.serve_forever, name="slack-stand-in", daemon=True)
+    # (its shutdown is seen at the next poll: a short one ends each test's stand-in at once)
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), name="slack-stand-in", daemon=True)
     thread.start()
     try:
         yield stand_in
