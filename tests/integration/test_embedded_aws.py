@@ -370,6 +370,34 @@ def test_an_item_over_400_kb_and_a_transaction_of_101_items_are_refused_as_dynam
     dynamodb.transact_write_items(TransactItems=writes[:100])  # (at the limit: written)
 
 
+@pytest.mark.parametrize("how", ["PutItem", "TransactWriteItems"])
+def test_an_item_of_many_attributes_is_written_at_moto_s_limit_and_refused_a_byte_over_it(
+    aws: Settings, how: str
+) -> None:
+    """An item is sized whole, once: the sum of its attribute names and values, as moto sums them
+    one attribute at a time."""
+    from botocore.exceptions import ClientError
+
+    dynamodb = DynamoDBStore(aws).dynamodb
+
+    def item(size: int) -> dict[str, Any]:
+        keys = {"pk": {"S": f"limits-many-{how}"}, "sk": {"S": str(size)}}
+        left = size - sum(len(name) + len(value["S"]) for name, value in keys.items())
+        names = [f"a{n:02}" for n in range(50)]
+        each, extra = divmod(left - sum(map(len, names)), len(names))
+        return keys | {name: {"S": "x" * (each + (n < extra))} for n, name in enumerate(names)}
+
+    def write(size: int) -> None:
+        if how == "PutItem":
+            dynamodb.put_item(TableName=aws.table_name, Item=item(size))
+        else:
+            dynamodb.transact_write_items(TransactItems=[{"Put": {"TableName": aws.table_name, "Item": item(size)}}])
+
+    write(405_000)
+    with pytest.raises(ClientError, match="Item size has exceeded the maximum allowed size"):
+        write(405_001)
+
+
 def test_an_sqs_message_over_1_mib_is_refused_as_sqs_refuses_it(aws: Settings) -> None:
     """SQS's limit is 1 MiB since 2025 (it was 256 KiB), as moto has it: the publisher's dead letters stay
     far under either."""

@@ -70,6 +70,7 @@ def apply() -> None:
     _list_moto_modules_once()
     _list_a_handlers_actions_once()
     _serialize_dynamodb_items_as_json()
+    _check_an_items_size_once()
     _let_other_requests_in_while_a_long_poll_waits()
 
 
@@ -279,6 +280,35 @@ def _serialize_dynamodb_items_as_json() -> None:
 
     execute_result.as_json = True  # type: ignore[attr-defined]
     result_class.execute_result = execute_result  # type: ignore[method-assign]
+
+
+def _check_an_items_size_once() -> None:
+    """moto 5.2.5 builds an item an attribute at a time, and at each one sums the size of every
+    attribute so far against DynamoDB's 400 KB: quadratic in the item's attributes (a tenth of a
+    transaction's time). An item is built whole and its size summed once: the same items are refused
+    with the same error, since sizes only add up (the sum is over the limit at the last attribute if
+    it ever was). An update's attributes are still checked one by one by moto."""
+    from moto.dynamodb.exceptions import ItemSizeTooLarge
+    from moto.dynamodb.models.dynamo_type import DynamoType, Item, LimitedSizeDict
+    from moto.dynamodb.models.utilities import bytesize
+
+    if getattr(Item.__init__, "sized_once", False):
+        return
+
+    def __init__(self: Any, hash_key: Any, range_key: Any, attrs: dict[str, Any]) -> None:  # noqa: N807
+        self.hash_key, self.range_key = hash_key, range_key
+        built = LimitedSizeDict.__new__(LimitedSizeDict)
+        dict.__init__(built, ((key, DynamoType(value)) for key, value in attrs.items()))
+        if sum(bytesize(key) + value.size() for key, value in built.items()) > _MOTO_ITEM_LIMIT:
+            raise ItemSizeTooLarge
+        self.attrs = built
+
+    __init__.sized_once = True  # type: ignore[attr-defined]
+    Item.__init__ = __init__  # type: ignore[method-assign]
+
+
+_MOTO_ITEM_LIMIT = 405_000
+"""moto's 400 KB, as it counts an item's bytes (DynamoDB takes a little over 409 KB, moto says)."""
 
 
 def _refuse_what_aws_refuses() -> None:
