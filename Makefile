@@ -15,8 +15,9 @@ INSTALL := UV_CACHE_DIR=$(VENV)/uv-cache UV_COMPILE_BYTECODE=1 $(UV) pip install
 RUNNABLE := $(VENV)/.installed-run
 INSTALLED := $(VENV)/.installed-dev
 
-# Test workers: each runs its own embedded AWS.
-PYTEST_WORKERS ?= 2
+# Test workers: each runs its own embedded AWS. One more than the cores: the workers waiting on a
+# browser, a subprocess or a timeout leave their core to it.
+PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 
 .PHONY: run demo invoke layer bench soak load test test-fast checks lint typecheck validate scan pytest clean constraints browser deploy predeploy sam-build permissions calls smoke
 
