@@ -35,13 +35,18 @@ print(reply["statusCode"])
 
 
 def _traced(
-    settings: Settings, disabled: bool, turn: tuple[str, str] | None = None
+    settings: Settings,
+    disabled: bool,
+    turn: tuple[str, str] | None = None,
+    sample: str = "get_turn.json",
+    **environment: str,
 ) -> tuple[int, list[dict[str, Any]]]:
     """The reply's status of GetTurn to a read of ``turn`` (session, turn id; the sample event's, which
-    does not exist, by default), and what reached the daemon's address."""
+    does not exist, by default), or to another ``sample`` event of its routes, and what reached the
+    daemon's address."""
     daemon = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     daemon.bind(("127.0.0.1", 0))
-    event = json.loads((ROOT / "events" / "get_turn.json").read_text())
+    event = json.loads((ROOT / "events" / sample).read_text())
     if turn is not None:
         session, turn_id = turn
         event["pathParameters"] = {"sessionId": session, "turnId": turn_id}
@@ -54,6 +59,7 @@ def _traced(
         "_X_AMZN_TRACE_ID": "Root=1-674d0000-0123456789abcdef01234567;Parent=0123456789abcdef;Sampled=1",
         "AWS_XRAY_DAEMON_ADDRESS": f"127.0.0.1:{daemon.getsockname()[1]}",
         "POWERTOOLS_TRACE_DISABLED": "true" if disabled else "false",
+        **environment,
     }
     ran = subprocess.run(
         [sys.executable, "-c", _INVOKE, str(ROOT / "functions" / "get_turn" / "app.py"), json.dumps(event)],
@@ -98,6 +104,36 @@ def test_a_handler_sends_its_invocation_and_its_aws_calls_to_x_ray(handler_envir
     names = _names(documents)
     assert ("## lambda_handler", "local") in names
     assert ("dynamodb", "aws") in names, names
+
+
+def _under(documents: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str | None]]:
+    """Every entity sent, with the id of the one it nests under (its parent's in the document, or the
+    ``parent_id`` of a subsegment sent by itself)."""
+    found: list[tuple[dict[str, Any], str | None]] = []
+
+    def walk(node: dict[str, Any], parent: str | None) -> None:
+        found.append((node, parent))
+        for child in node.get("subsegments", []):
+            walk(child, node["id"])
+
+    for document in documents:
+        walk(document, document.get("parent_id"))
+    return found
+
+
+def test_a_read_of_every_shard_traces_each_shards_query_under_the_handler(handler_environment: Settings) -> None:
+    """The inbox's shards are read at once, on threads of a pool: each Query's subsegment still
+    reaches the daemon, under the handler's subsegment as a call made by the handler's thread is."""
+    approver = json.loads((ROOT / "events" / "list_inbox.json").read_text())["requestContext"]["authorizer"]
+    status, documents = _traced(
+        handler_environment, False, sample="list_inbox.json", APPROVER_PRINCIPALS=approver["iam"]["userArn"]
+    )
+    assert status == 200
+    entities = _under(documents)
+    [handler] = [node["id"] for node, _ in entities if node["name"] == "## lambda_handler"]
+    queries = [parent for node, parent in entities if node.get("aws", {}).get("operation") == "Query"]
+    assert len(queries) >= handler_environment.index_shards == 16
+    assert set(queries) == {handler}
 
 
 def test_what_a_turn_holds_stays_out_of_traces(handler_environment: Settings) -> None:

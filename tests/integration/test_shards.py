@@ -5,6 +5,7 @@ lists what a single partition would: the same order, the same pages, the same re
 from __future__ import annotations
 
 import re
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -145,6 +146,31 @@ def test_the_inbox_across_shards_lists_questions_due_at_once_in_order_page_after
     assert [len(page) for page in pages] == [7] * 21 + [3]
     assert pages == _pages(one_partition, APPROVER, 7)
     assert len({sharded(INBOX, q.session_id, 16) for q in questions}) == 16
+
+
+def test_a_page_asks_every_shard_at_once(new_table: Callable[[int], Settings], clock: FakeClock) -> None:
+    """A page's first Query of each shard is sent while the others are (on AWS a page waits for one
+    Query, not sixteen one after another): each waits, before it is sent, for all sixteen to be asked."""
+    service = _inbox_service(new_table(16), clock)
+    questions = [_question(n, n, clock.now() + 600, clock.now()) for n in range(48)]
+    write_interactions(service.store, questions)  # type: ignore[arg-type]
+    together, asked, lock = threading.Barrier(16, timeout=30), [0], threading.Lock()
+
+    def wait_for_the_others(**_: Any) -> None:
+        with lock:
+            asked[0] += 1
+            first = asked[0] <= 16
+        if first:
+            together.wait()
+
+    events = service.store.dynamodb.meta.events  # type: ignore[attr-defined]
+    events.register("before-call.dynamodb.Query", wait_for_the_others)
+    try:
+        page = service.inbox(APPROVER, limit=10)
+    finally:
+        events.unregister("before-call.dynamodb.Query", wait_for_the_others)
+    assert [i.request_id for i in page.interactions] == [q.request_id for q in questions[:10]]
+    assert asked[0] >= 16
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Generic, TypeVar
 
+from resumable.aws.at_once import MOST_AT_ONCE
 from resumable.config import Settings
 
 # A botocore session is not safe to make clients from on two threads at once (the local API serves
@@ -54,7 +55,8 @@ def client(service: str, settings: Settings) -> Any:
     if settings.access_key_id:
         options["aws_access_key_id"] = settings.access_key_id
         options["aws_secret_access_key"] = settings.secret_access_key
-    options["config"] = Config(retries={"mode": "standard", "max_attempts": 5})
+    # (as many connections as calls made at once: a sharded read's first Queries)
+    options["config"] = Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=MOST_AT_ONCE)
     made = session()
     with _lock:
         return made.create_client(service, **options)

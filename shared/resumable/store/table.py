@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from botocore.exceptions import ClientError
 
+from resumable.aws.at_once import at_once
 from resumable.config import Settings
 from resumable.exceptions import AwsError, ResumableError
 from resumable.store.codec import sharded
@@ -108,19 +109,18 @@ class Table:
     def merged(self, requests: list[dict[str, Any]], order: str, limit: int) -> Merged:
         """Up to ``limit`` items of several Queries (one per shard of a sharded partition) in ascending
         ``order`` (the sort key's attribute, unique across them or ties in any order), as one Query of
-        one partition would list them, looping to fill the page. Each shard is read in small pages,
-        and read on only while its next item could come next; at most ``2 * shards + 8`` Queries (a
-        filter can leave many read items out), then the page ends early, saying where it got to."""
+        one partition would list them, looping to fill the page. Each shard is read in small pages, the
+        first of every shard at once (``at_once``), then on only while its next item could come next;
+        at most ``2 * shards + 8`` Queries (a filter can leave many read items out), then the page
+        ends early, saying where it got to."""
         streams = [_Stream(dict(request)) for request in requests]
         first = min(limit, -(-2 * limit // len(streams)) + 1)  # (ceil: twice each shard's fair share)
         reads = 2 * len(streams) + 8
         found: list[dict[str, Any]] = []
+        at_once([functools.partial(s.read_more, self.dynamodb, order, first) for s in streams])
+        reads -= len(streams)
         while len(found) < limit:
             unread = [s for s in streams if not s.items and not s.done]
-            if never := next((s for s in unread if not s.read), None):
-                never.read_more(self.dynamodb, order, first)
-                reads -= 1
-                continue
             ready = [s for s in streams if s.items]
             if not ready and not unread:
                 break
