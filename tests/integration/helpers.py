@@ -110,13 +110,14 @@ def at_once(calls: Sequence[Callable[[], T]]) -> list[T | Exception]:
 def meet_after_first(services: Sequence[Service], operation: str) -> None:
     """Each service, after its first DynamoDB ``operation`` call, waits until every other has made its
     own: calls run ``at_once`` then really overlap from there (both have read before either writes)."""
-    barrier = threading.Barrier(len(services), timeout=HANG_SECONDS)
+    barrier, lock = threading.Barrier(len(services), timeout=HANG_SECONDS), threading.Lock()
     for service in services:
         met = [False]
 
         def meet(met: list[bool] = met, **_: Any) -> None:
-            if not met[0]:
-                met[0] = True
+            with lock:  # (a service's calls can be made at once: a sharded read's, on several threads)
+                first, met[0] = not met[0], True
+            if first:
                 barrier.wait()
 
         store_of(service).dynamodb.meta.events.register(f"after-call.dynamodb.{operation}", meet)

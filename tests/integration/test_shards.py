@@ -173,6 +173,13 @@ def test_a_page_asks_every_shard_at_once(new_table: Callable[[int], Settings], c
     assert asked[0] >= 16
 
 
+def test_a_read_of_no_items_asks_no_shard(new_table: Callable[[int], Settings], clock: FakeClock) -> None:
+    store = DynamoDBStore(new_table(16))
+    with counted_calls(store) as calls:
+        assert store.due_turns(clock.now(), 0) == []
+    assert calls == []
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     questions=st.lists(

@@ -117,8 +117,9 @@ class Table:
         first = min(limit, -(-2 * limit // len(streams)) + 1)  # (ceil: twice each shard's fair share)
         reads = 2 * len(streams) + 8
         found: list[dict[str, Any]] = []
-        at_once([functools.partial(s.read_more, self.dynamodb, order, first) for s in streams])
-        reads -= len(streams)
+        if limit > 0:
+            at_once([functools.partial(s.read_more, self.dynamodb, order, first) for s in streams])
+            reads -= len(streams)
         while len(found) < limit:
             unread = [s for s in streams if not s.items and not s.done]
             ready = [s for s in streams if s.items]
