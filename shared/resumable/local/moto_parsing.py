@@ -17,6 +17,7 @@ def apply() -> None:
     _check_an_update_expressions_clauses_once()
     _parse_each_json_path_once()
     _parse_each_condition_expression_once()
+    _list_a_validators_node_kinds_once()
 
 
 def _parse_each_update_expression_once() -> None:
@@ -124,3 +125,22 @@ def _copy_update_expressions_through_pickle() -> None:
     from moto.dynamodb.parsing import validators
 
     validators.deepcopy = copied  # type: ignore[attr-defined,assignment]
+
+
+def _list_a_validators_node_kinds_once() -> None:
+    """Each of the ten validators moto runs over an UpdateExpression's tree asks, at every node, which
+    kinds of node it processes, and builds the answer again (a dict of its methods, then a tuple of its
+    keys). The kinds are classes, the same for the validator's whole life: it builds them once."""
+    from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser  # type: ignore[attr-defined]
+
+    if getattr(DepthFirstTraverser.nodes_to_be_processed, "listed_once", False):
+        return
+
+    def nodes_to_be_processed(self: Any) -> tuple[type, ...]:
+        kinds: tuple[type, ...] | None = self.__dict__.get("_resumable_kinds")
+        if kinds is None:
+            kinds = self.__dict__["_resumable_kinds"] = tuple(self._processing_map())
+        return kinds
+
+    nodes_to_be_processed.listed_once = True  # type: ignore[attr-defined]
+    DepthFirstTraverser.nodes_to_be_processed = nodes_to_be_processed
