@@ -66,8 +66,6 @@ def _traced() -> Callable[[Callable[[], None]], None]:
     if not in_lambda and not getattr(getattr(recorder.context, "_local", None), "entities", None):
         return _plain
     entity = recorder.get_trace_entity()
-    if entity is None:
-        return _plain
 
     def run(call: Callable[[], None]) -> None:
         recorder.set_trace_entity(entity)

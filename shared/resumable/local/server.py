@@ -265,5 +265,5 @@ class LocalServer(ThreadingHTTPServer):
 
     def serve_forever(self, poll_interval: float = 0.05) -> None:
         """Serve until ``shutdown``, which is seen at the next poll: a short one (Python's default is
-        half a second) ends a server at once, as each test's does."""
+        half a second) ends the server at once."""
         super().serve_forever(poll_interval)

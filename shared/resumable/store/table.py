@@ -208,13 +208,11 @@ class _Stream:
     def __init__(self, request: dict[str, Any]) -> None:
         self.request = request
         self.items: deque[dict[str, Any]] = deque()
-        self.read = False
         self.done = False
         self.read_to: Any = None
 
     def read_more(self, dynamodb: Any, order: str, limit: int) -> None:
         page = dynamodb.query(**self.request, Limit=max(1, limit))
-        self.read = True
         self.items.extend(page.get("Items", []))
         last = page.get("LastEvaluatedKey")
         if last is None:
