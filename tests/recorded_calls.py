@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from resumable.local.permissions.calls import RECORDER, Call
-from resumable.local.permissions.check import CALLS, read_calls
+from resumable.local.permissions.calls import CALLS, RECORDER, Call, read_calls
 
 RECORDER.install()  # on import (conftest imports this first): before any client is made
 _FOLDER = "RESUMABLE_RECORDED_CALLS_DIR"

@@ -8,8 +8,8 @@ import inspect
 
 import pytest
 
-from resumable.local.permissions.calls import Call
-from resumable.local.permissions.check import ALLOWANCES, BROAD, MANAGED, check, read_calls, report
+from resumable.local.permissions.calls import Call, read_calls
+from resumable.local.permissions.check import ALLOWANCES, BROAD, MANAGED, check, report
 from resumable.local.permissions.stack import CONFIGURATIONS, Stack, template
 from resumable.service.service import Service
 from tests.deployed import SERVED_BY

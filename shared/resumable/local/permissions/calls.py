@@ -23,6 +23,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -57,6 +58,14 @@ class Call:
     def parse(cls, line: str) -> Call:
         function, action, resource = line.split(" ")
         return cls(function, action, resource)
+
+
+# The calls the test suite records, one a line (the permission check holds the template to them).
+CALLS = Path(__file__).resolve().parents[4] / "tests" / "aws_calls.txt"
+
+
+def read_calls(path: Path = CALLS) -> set[Call]:
+    return {Call.parse(line) for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")}
 
 
 _ACTING: contextvars.ContextVar[tuple[str, Mapping[str, str] | None] | None] = contextvars.ContextVar(

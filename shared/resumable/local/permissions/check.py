@@ -12,15 +12,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from resumable.local.permissions.calls import STATE_MACHINE, Call
+from resumable.local.permissions.calls import STATE_MACHINE, Call, read_calls
 from resumable.local.permissions.grants import implied, unused
 from resumable.local.permissions.policy import evaluate
 from resumable.local.permissions.stack import ACCOUNT, CONFIGURATIONS, PARTITION, REGION, Stack
-
-CALLS = Path(__file__).resolve().parents[4] / "tests" / "aws_calls.txt"
 
 # The AWS managed policies SAM attaches, as AWS publishes them (the IAM managed policy reference):
 # what Lambda itself needs (logs, traces, a VPC's network interfaces, a stream's records for the
@@ -135,10 +132,6 @@ class Problem:
 
     def __str__(self) -> str:
         return f"{self.caller} ({self.configuration}): {self.text}"
-
-
-def read_calls(path: Path = CALLS) -> set[Call]:
-    return {Call.parse(line) for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")}
 
 
 def _environment(stack: Stack, caller: str) -> dict[str, str]:
