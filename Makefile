@@ -18,6 +18,10 @@ INSTALLED := $(VENV)/.installed-dev
 # Test workers: each runs its own embedded AWS. One more than the cores: the workers waiting on a
 # browser, a subprocess or a timeout leave their core to it.
 PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
+# Test runs keep what they compile, in __pycache__ folders git ignores, even where PYTHONDONTWRITEBYTECODE
+# is set: pytest rewrites the asserts of every test module and of its plugins' packages (all of Hypothesis),
+# and without its cache each worker does it again at each run, about 1 s of every worker's start.
+KEEP_BYTECODE := env -u PYTHONDONTWRITEBYTECODE
 
 .PHONY: run demo invoke layer bench soak load test test-fast checks lint typecheck validate scan pytest clean constraints browser deploy predeploy sam-build permissions calls smoke
 
@@ -81,7 +85,7 @@ checks: lint typecheck validate scan
 
 ## test-fast: the unit tier alone (no embedded AWS, no servers): seconds
 test-fast: $(INSTALLED)
-	$(BIN)/pytest -n $(PYTEST_WORKERS) tests/unit
+	$(KEEP_BYTECODE) $(BIN)/pytest -n $(PYTEST_WORKERS) tests/unit
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check .
@@ -152,7 +156,7 @@ deploy: $(INSTALLED) $(SAM)
 	$(SAM) list stack-outputs --output table
 
 pytest: $(INSTALLED) $(CHROMIUM) $(SAM) $(LOCUST)
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal
+	$(KEEP_BYTECODE) $(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
