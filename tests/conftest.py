@@ -45,3 +45,14 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(50_000, 20, 100)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Once the run is over, everything left is set aside from the garbage collector too: the
+    interpreter's exit collects garbage again and again as it clears each module, and over what a
+    worker made in a whole run (its embedded AWS, every test's tables) that took seconds, which the
+    run waits for. (The objects are still freed; only cycles of garbage are left to the end.)"""
+    import gc
+
+    gc.freeze()
