@@ -142,7 +142,7 @@ permissions: $(INSTALLED)
 
 ## calls: run the whole suite and rewrite tests/aws_calls.txt with the AWS calls it recorded
 calls: $(INSTALLED) $(CHROMIUM) $(SAM)
-	RECORD_CALLS=1 $(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal
+	RECORD_CALLS=1 $(KEEP_BYTECODE) $(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal
 
 ## smoke: after a deploy, one approval end to end against the stack, signed (ARGS="--stack NAME" or "--url URL --token T")
 smoke: $(INSTALLED)
@@ -160,6 +160,7 @@ pytest: $(INSTALLED) $(CHROMIUM) $(SAM) $(LOCUST)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 ## constraints: re-pin every package of the environment after changing pyproject.toml
 constraints: $(INSTALLED)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import atexit
+import gc
 import os
 import tempfile
 from collections.abc import Iterator
@@ -16,8 +18,10 @@ settings.register_profile("busy-machine", deadline=None, suppress_health_check=[
 settings.load_profile("busy-machine")
 
 # Where a local run the tests start says where it serves: never the project's own file, which a
-# developer's make run beside the tests writes (and the resumable command reads).
-os.environ["RESUMABLE_LOCAL_STATE"] = os.path.join(tempfile.mkdtemp(prefix="resumable-tests-"), "local-run.json")
+# developer's make run beside the tests writes (and the resumable command reads). A folder of each test
+# process's own, removed as it exits.
+_LOCAL_STATE = tempfile.TemporaryDirectory(prefix="resumable-tests-")
+os.environ["RESUMABLE_LOCAL_STATE"] = os.path.join(_LOCAL_STATE.name, "local-run.json")
 
 
 # Every AWS call a template function makes is recorded, and held to tests/aws_calls.txt.
@@ -40,19 +44,16 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """Once the tests are collected, the objects made so far (every module imported, every test) are
     set aside from the garbage collector, and it runs less often: a worker holds some 200,000 objects,
     which each full collection walked again (a tenth of the integration tier's CPU time)."""
-    import gc
-
     gc.collect()
     gc.freeze()
     gc.set_threshold(50_000, 20, 100)
 
 
-@pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Once the run is over, everything left is set aside from the garbage collector too: the
-    interpreter's exit collects garbage again and again as it clears each module, and over what a
-    worker made in a whole run (its embedded AWS, every test's tables) that took seconds, which the
-    run waits for. (The objects are still freed; only cycles of garbage are left to the end.)"""
-    import gc
-
-    gc.freeze()
+    """As the process exits, once pytest is done (its last garbage collections have reported what they
+    found), everything left is set aside from the garbage collector: the interpreter's exit would
+    otherwise collect again and again as it clears each module, which over what a worker made in a
+    whole run (its embedded AWS, every test's tables) took seconds the run waited for. Objects still
+    in a reference cycle then are never finalized (no ``__del__`` runs); the process's end returns
+    their memory and files."""
+    atexit.register(gc.freeze)
