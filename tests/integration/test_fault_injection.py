@@ -25,8 +25,9 @@ A ``Crash`` that propagates is a process that died. A ``Crash`` the library catc
 from is reported as "swallowed": that is what happens to an AWS error raised at that call (botocore
 raises it after its retries), and it is judged by the same guarantees.
 
-Every attempt runs on a table of its own: moto deep-copies a table for every item of every
-TransactWriteItems, so a shared, growing table makes the sweep quadratic.
+Every attempt runs on a table of its own: what its checks read (a day of the audit trail, across
+its shards) then holds its own records, not every earlier attempt's, which would make the sweep
+quadratic.
 
 The store turns every AWS failure into ``AwsError`` (an error of resumable, never a tool result),
 so a ``Crash`` surfaces as ``AwsError`` caused by it: that too is a process that died.
