@@ -29,6 +29,7 @@ from tests.clock import FakeClock
 from tests.inbox import question, write_interactions
 from tests.integration.helpers import ALICE, APPROVE
 from tests.integration.test_inbox import counted_calls
+from tests.patience import HANG_SECONDS
 
 APPROVER = "arn:aws:iam::111122223333:user/approver"
 BOB = "arn:aws:iam::111122223333:user/bob"
@@ -154,7 +155,7 @@ def test_a_page_asks_every_shard_at_once(new_table: Callable[[int], Settings], c
     service = _inbox_service(new_table(16), clock)
     questions = [_question(n, n, clock.now() + 600, clock.now()) for n in range(48)]
     write_interactions(service.store, questions)  # type: ignore[arg-type]
-    together, asked, lock = threading.Barrier(16, timeout=30), [0], threading.Lock()
+    together, asked, lock = threading.Barrier(16, timeout=HANG_SECONDS), [0], threading.Lock()
 
     def wait_for_the_others(**_: Any) -> None:
         with lock:

@@ -10,11 +10,12 @@ import time
 import pytest
 
 from resumable.aws.at_once import MOST_AT_ONCE, at_once
+from tests.patience import HANG_SECONDS
 
 
 def test_the_calls_run_at_once() -> None:
     """Each call waits for all the others to have started: one after another, the first waits alone."""
-    together = threading.Barrier(MOST_AT_ONCE, timeout=30)
+    together = threading.Barrier(MOST_AT_ONCE, timeout=HANG_SECONDS)
     ran: list[int] = []
 
     def call(n: int) -> None:
@@ -54,7 +55,7 @@ def test_each_call_is_traced_under_the_asking_threads_entity_and_leaves_its_thre
     try:
         segment = xray_recorder.begin_segment("asking", sampling=0)
         under: list[object] = []
-        together = threading.Barrier(MOST_AT_ONCE, timeout=30)
+        together = threading.Barrier(MOST_AT_ONCE, timeout=HANG_SECONDS)
         at_once(
             [lambda: (together.wait(), under.append(xray_recorder.get_trace_entity())) for _ in range(MOST_AT_ONCE)]
         )
@@ -107,7 +108,7 @@ def test_with_x_ray_on_and_no_segment_the_calls_run_untraced_and_nothing_is_said
 
 def test_calls_asked_for_from_the_pool_run_on_the_asking_thread_not_waiting_for_the_pool() -> None:
     """Every thread of the pool asks for two calls at once: waiting for the pool, none would end."""
-    together = threading.Barrier(MOST_AT_ONCE, timeout=30)
+    together = threading.Barrier(MOST_AT_ONCE, timeout=HANG_SECONDS)
     inner: list[str] = []
 
     def outer() -> None:
@@ -116,6 +117,6 @@ def test_calls_asked_for_from_the_pool_run_on_the_asking_thread_not_waiting_for_
 
     asking = threading.Thread(target=at_once, args=([outer] * MOST_AT_ONCE,), daemon=True)
     asking.start()
-    asking.join(timeout=60)
+    asking.join(timeout=HANG_SECONDS)
     assert not asking.is_alive(), "the calls asked for from the pool waited for it (a deadlock)"
     assert len(inner) == 2 * MOST_AT_ONCE
