@@ -18,9 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from samtranslator.yaml_helper import yaml_parse
-
-from resumable.local.permissions.stack import AUTH_MODES, HARDENED, SLACK, STRANDS, translate
+from resumable.local.permissions.stack import AUTH_MODES, HARDENED, SLACK, STRANDS, read_template, translate
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "template.yaml"
 
@@ -63,7 +61,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as scratch:
         written = []
         for mode, parameters in translations:
-            translated = translate(yaml_parse(TEMPLATE.read_text()), parameters)
+            translated = translate(read_template(TEMPLATE.read_text()), parameters)
             written.append(Path(scratch) / f"{len(written)}.json")
             written[-1].write_text(json.dumps(translated))
             kinds = sorted({r["Type"] for r in translated["Resources"].values()})

@@ -10,6 +10,7 @@ import pytest
 
 from resumable.local.events import Mapping
 from resumable.local.functions import load_template
+from resumable.local.permissions.stack import read_template
 from resumable.metrics import METRICS
 from resumable.store.resources import (
     BILLING_MODE,
@@ -127,11 +128,9 @@ def test_the_bucket_lifecycle_is_the_one_the_embedded_aws_gets(resources: dict[s
 
 
 def test_the_template_translates_offline_into_cloudformation() -> None:
-    from samtranslator.yaml_helper import yaml_parse
-
     from tools.validate_template import TEMPLATE
 
-    translated = translate(yaml_parse(TEMPLATE.read_text()))
+    translated = translate(read_template(TEMPLATE.read_text()))
     kinds = {r["Type"] for r in translated["Resources"].values()}
     assert {
         "AWS::Lambda::Function",
@@ -153,11 +152,9 @@ def test_the_template_translates_offline_into_cloudformation() -> None:
 
 @pytest.mark.parametrize("mode", ["IAM", "JWT"])
 def test_auth_mode_chooses_how_every_route_but_the_inbox_page_is_authorized(mode: str) -> None:
-    from samtranslator.yaml_helper import yaml_parse
-
     from tools.validate_template import AUTH_MODES, TEMPLATE
 
-    translated = translate(yaml_parse(TEMPLATE.read_text()), AUTH_MODES[mode])
+    translated = translate(read_template(TEMPLATE.read_text()), AUTH_MODES[mode])
     body = translated["Resources"]["HttpApi"]["Properties"]["Body"]
     paths = {path: _made_if("UseSlack", ops) for path, ops in body["paths"].items()}
     security = {
@@ -183,11 +180,9 @@ def test_auth_mode_chooses_how_every_route_but_the_inbox_page_is_authorized(mode
 
 
 def test_a_continuation_that_fails_every_attempt_goes_to_a_dead_letter_queue() -> None:
-    from samtranslator.yaml_helper import yaml_parse
-
     from tools.validate_template import TEMPLATE
 
-    translated = translate(yaml_parse(TEMPLATE.read_text()))["Resources"]
+    translated = translate(read_template(TEMPLATE.read_text()))["Resources"]
     [config] = [
         r["Properties"]
         for r in translated.values()
@@ -266,11 +261,9 @@ def test_the_dashboard_shows_every_metric_resumable_writes(resources: dict[str, 
 
 
 def test_the_api_is_throttled_and_logs_who_called_and_functions_can_be_capped() -> None:
-    from samtranslator.yaml_helper import yaml_parse
-
     from tools.validate_template import TEMPLATE
 
-    translated = translate(yaml_parse(TEMPLATE.read_text()), {"FunctionConcurrencyLimit": 20})["Resources"]
+    translated = translate(read_template(TEMPLATE.read_text()), {"FunctionConcurrencyLimit": 20})["Resources"]
     [stage] = [r["Properties"] for r in translated.values() if r["Type"] == "AWS::ApiGatewayV2::Stage"]
     assert stage["DefaultRouteSettings"] == {
         "ThrottlingRateLimit": {"Ref": "ApiRateLimit"},
@@ -282,7 +275,7 @@ def test_the_api_is_throttled_and_logs_who_called_and_functions_can_be_capped() 
     functions = [r["Properties"] for r in translated.values() if r["Type"] == "AWS::Lambda::Function"]
     assert len(functions) == 7
     assert all(f["ReservedConcurrentExecutions"] == {"Ref": "FunctionConcurrencyLimit"} for f in functions)
-    uncapped = translate(yaml_parse(TEMPLATE.read_text()))["Resources"]
+    uncapped = translate(read_template(TEMPLATE.read_text()))["Resources"]
     assert not any(
         "ReservedConcurrentExecutions" in r["Properties"]
         for r in uncapped.values()
@@ -302,11 +295,9 @@ def test_every_finding_the_security_scan_skips_says_why(resources: dict[str, Any
 
 
 def test_the_hardening_parameters_encrypt_everything_with_the_key_and_put_the_functions_in_the_vpc() -> None:
-    from samtranslator.yaml_helper import yaml_parse
-
     from tools.validate_template import HARDENED, TEMPLATE
 
-    translated = translate(yaml_parse(TEMPLATE.read_text()), HARDENED)["Resources"]
+    translated = translate(read_template(TEMPLATE.read_text()), HARDENED)["Resources"]
     key = {"Ref": "KmsKeyArn"}
     functions = {n: r["Properties"] for n, r in translated.items() if r["Type"] == "AWS::Lambda::Function"}
     assert len(functions) == 7
@@ -331,7 +322,7 @@ def test_the_hardening_parameters_encrypt_everything_with_the_key_and_put_the_fu
             assert resource["Properties"]["KmsKeyId"] == key, name
         if resource["Type"] in ("AWS::SQS::Queue", "AWS::SNS::Topic"):
             assert resource["Properties"]["KmsMasterKeyId"] == key, name
-    plain = translate(yaml_parse(TEMPLATE.read_text()))["Resources"]
+    plain = translate(read_template(TEMPLATE.read_text()))["Resources"]
     assert not any("VpcConfig" in r["Properties"] for r in plain.values() if r["Type"] == "AWS::Lambda::Function")
     assert all(
         "arn:aws:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole"
@@ -344,16 +335,15 @@ def test_the_hardening_parameters_encrypt_everything_with_the_key_and_put_the_fu
 def test_the_strands_layer_is_made_and_given_to_every_function_only_when_strands_agents_is_true(
     resources: dict[str, Any],
 ) -> None:
-    from samtranslator.yaml_helper import yaml_parse
 
     from tools.validate_template import STRANDS, TEMPLATE
 
-    template = yaml_parse(TEMPLATE.read_text())
+    template = read_template(TEMPLATE.read_text())
     assert template["Parameters"]["StrandsAgents"]["Default"] == "false"
     assert template["Conditions"]["UseStrands"] == {"Fn::Equals": [{"Ref": "StrandsAgents"}, "true"]}
     assert resources["StrandsLayer"]["Metadata"] == resources["SharedLayer"]["Metadata"], "built by layers/Makefile"
     for parameters, layers in [({}, ["SharedLayer"]), (STRANDS, ["SharedLayer", "StrandsLayer"])]:
-        translated = translate(yaml_parse(TEMPLATE.read_text()), parameters)["Resources"]
+        translated = translate(read_template(TEMPLATE.read_text()), parameters)["Resources"]
         functions = {n: r["Properties"] for n, r in translated.items() if r["Type"] == "AWS::Lambda::Function"}
         assert len(functions) == 7
         for name, function in functions.items():
@@ -371,12 +361,11 @@ def _made_if(condition: str, value: Any) -> Any:
 
 
 def test_the_slack_function_is_made_only_with_a_channel_and_hears_the_questions_on_the_bus() -> None:
-    from samtranslator.yaml_helper import yaml_parse
 
     from resumable.local.permissions.stack import SLACK, Stack
     from tools.validate_template import TEMPLATE
 
-    translated = translate(yaml_parse(TEMPLATE.read_text()), SLACK)["Resources"]
+    translated = translate(read_template(TEMPLATE.read_text()), SLACK)["Resources"]
     slack = [name for name, r in translated.items() if name.startswith("Slack")]
     assert all(translated[name].get("Condition") == "UseSlack" for name in slack), slack
     assert "SlackFunction" not in Stack.of("AuthMode=IAM").resources

@@ -1,25 +1,50 @@
 """The local tools read template.yaml with libyaml's reader where PyYAML has it: what they read is what
-PyYAML's own pure-Python reader reads, intrinsics and all."""
+PyYAML's own pure-Python reader reads, intrinsics and all, both as the local run reads them (plain
+values) and as the SAM translator does (``{"Ref": ...}``)."""
 
 from __future__ import annotations
 
 import yaml
+from samtranslator.yaml_helper import yaml_parse  # type: ignore[import-untyped]
 
 from resumable.local import functions
 from resumable.local.functions import ROOT, load_template
+from resumable.local.permissions.stack import read_template
+
+TEMPLATE = ROOT / "template.yaml"
 
 
 class _PurePython(yaml.SafeLoader):
-    """The template's reader on PyYAML's pure-Python reader: the same rule for intrinsics."""
+    """The local run's reader on PyYAML's pure-Python reader: the same rule for intrinsics."""
 
 
 _PurePython.yaml_multi_constructors = functions._CloudFormationLoader.yaml_multi_constructors
 
 
-def test_the_template_reads_the_same_as_pyyamls_pure_python_reader_reads_it() -> None:
-    path = ROOT / "template.yaml"
-    read = load_template(path)
-    assert read == yaml.load(path.read_text(), Loader=_PurePython)
+def test_the_local_run_reads_the_template_as_pyyamls_pure_python_reader_does() -> None:
+    read = load_template(TEMPLATE)
+    assert read == yaml.load(TEMPLATE.read_text(), Loader=_PurePython)
     assert read["Resources"]["StartTurnFunction"]["Properties"]["Events"]  # (not an empty read)
-    # An intrinsic is kept as its plain value, a !Sub's string whole.
-    assert any("${AWS::" in str(v) for v in read["Outputs"].values())
+    assert any("${AWS::" in str(v) for v in read["Outputs"].values())  # (a !Sub's string, whole)
+
+
+def test_the_sam_translation_reads_the_template_as_the_sam_translators_own_reader_does() -> None:
+    text = TEMPLATE.read_text()
+    read = read_template(text)
+    assert read == yaml_parse(text)
+    # (each intrinsic as the translator reads it: a !GetAtt's shorthand as its two parts)
+    assert read["Resources"]["TurnsTable"]["Type"] == "AWS::DynamoDB::Table"
+    assert {"Fn::GetAtt": ["TurnsTable", "Arn"]} in mappings(read)
+
+
+def mappings(value: object) -> list[object]:
+    """Every mapping in ``value``, however deep."""
+    found: list[object] = []
+    if isinstance(value, dict):
+        found.append(value)
+        for inner in value.values():
+            found += mappings(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            found += mappings(inner)
+    return found
