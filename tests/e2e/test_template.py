@@ -335,7 +335,6 @@ def test_the_hardening_parameters_encrypt_everything_with_the_key_and_put_the_fu
 def test_the_strands_layer_is_made_and_given_to_every_function_only_when_strands_agents_is_true(
     resources: dict[str, Any],
 ) -> None:
-
     from tools.validate_template import STRANDS, TEMPLATE
 
     template = read_template(TEMPLATE.read_text())
@@ -361,7 +360,6 @@ def _made_if(condition: str, value: Any) -> Any:
 
 
 def test_the_slack_function_is_made_only_with_a_channel_and_hears_the_questions_on_the_bus() -> None:
-
     from resumable.local.permissions.stack import SLACK, Stack
     from tools.validate_template import TEMPLATE
 

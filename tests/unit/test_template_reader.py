@@ -4,6 +4,9 @@ values) and as the SAM translator does (``{"Ref": ...}``)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import yaml
 from samtranslator.yaml_helper import yaml_parse  # type: ignore[import-untyped]
 
@@ -28,10 +31,27 @@ def test_the_local_run_reads_the_template_as_pyyamls_pure_python_reader_does() -
     assert any("${AWS::" in str(v) for v in read["Outputs"].values())  # (a !Sub's string, whole)
 
 
+@contextmanager
+def _pyyamls_own_loader_kept() -> Iterator[None]:
+    """``yaml_parse`` adds its constructor to PyYAML's own SafeLoader: taken off again afterwards, so
+    nothing else this process reads sees it."""
+    own = "yaml_multi_constructors" in yaml.SafeLoader.__dict__  # (else it has its parent's)
+    kept = dict(yaml.SafeLoader.yaml_multi_constructors)
+    try:
+        yield
+    finally:
+        if own:
+            yaml.SafeLoader.yaml_multi_constructors = kept
+        else:
+            del yaml.SafeLoader.yaml_multi_constructors
+
+
 def test_the_sam_translation_reads_the_template_as_the_sam_translators_own_reader_does() -> None:
     text = TEMPLATE.read_text()
     read = read_template(text)
-    assert read == yaml_parse(text)
+    with _pyyamls_own_loader_kept():
+        assert read == yaml_parse(text)
+    assert "!" not in yaml.SafeLoader.yaml_multi_constructors
     # (each intrinsic as the translator reads it: a !GetAtt's shorthand as its two parts)
     assert read["Resources"]["TurnsTable"]["Type"] == "AWS::DynamoDB::Table"
     assert {"Fn::GetAtt": ["TurnsTable", "Arn"]} in mappings(read)

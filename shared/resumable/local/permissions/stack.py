@@ -26,13 +26,13 @@ import yaml
 from samtranslator.translator.transform import transform  # type: ignore[import-untyped]
 from samtranslator.yaml_helper import intrinsics_multi_constructor  # type: ignore[import-untyped]
 
-from resumable.local.functions import FastestSafeLoader
+from resumable.local.functions import FastSafeLoader
 
 TEMPLATE = Path(__file__).resolve().parents[4] / "template.yaml"
 REGION, ACCOUNT, PARTITION, STACK = "us-east-1", "123456789012", "aws", "resumable"
 
 
-class _SamLoader(FastestSafeLoader):  # type: ignore[misc]
+class _SamLoader(FastSafeLoader):  # type: ignore[misc]
     """The SAM translator's reader of a template (samtranslator.yaml_helper's: an intrinsic is read as
     ``{"Fn::Sub": ...}``, ``{"Ref": ...}``), on libyaml's reader where PyYAML has it (a tenth of the
     time), and without what ``yaml_parse`` does besides: add its constructor to PyYAML's own SafeLoader."""
