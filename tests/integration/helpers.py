@@ -188,7 +188,7 @@ def table_and_bucket(store: DynamoDBStore, session_id: str | None = None) -> Sto
         quoted = quote(session_id, safe="")
         prefixes = [f"snapshots/{quoted}/", f"sessions/{quoted}/"]
     objects: list[tuple[str, str, int]] = []
-    s3 = S3Snapshots(store.settings).s3
+    s3 = _lister(store.settings)
     for prefix in prefixes:
         listing: dict[str, Any] = {"Bucket": store.settings.bucket_name, "Prefix": prefix}
         while True:
@@ -198,6 +198,21 @@ def table_and_bucket(store: DynamoDBStore, session_id: str | None = None) -> Sto
                 break
             listing["ContinuationToken"] = listed["NextContinuationToken"]
     return Stored(sorted(json.dumps(item, sort_keys=True) for item in raw), sorted(objects))
+
+
+_listers: dict[tuple[str | None, str, str | None, str | None], Any] = {}
+_listers_lock = threading.Lock()
+
+
+def _lister(settings: Settings) -> Any:
+    """The S3 client ``table_and_bucket`` lists with, one per AWS it reaches (the bucket is named in
+    each call): it only reads, and a client is some milliseconds to make (a property test lists the
+    bucket twice per example)."""
+    key = (settings.endpoint_url, settings.region, settings.access_key_id, settings.secret_access_key)
+    with _listers_lock:
+        if key not in _listers:
+            _listers[key] = S3Snapshots(settings).s3
+        return _listers[key]
 
 
 @contextmanager
