@@ -11,6 +11,7 @@ import pytest
 from resumable.local.events import Mapping
 from resumable.local.functions import load_template
 from resumable.local.permissions.stack import read_template
+from resumable.local.permissions.stack import template as stack_template
 from resumable.metrics import METRICS
 from resumable.store.resources import (
     BILLING_MODE,
@@ -24,6 +25,11 @@ from resumable.store.resources import (
     TTL_ATTRIBUTE,
 )
 from tools.validate_template import translate
+
+
+def _translated(parameters: dict[str, Any] | None = None) -> dict[str, Any]:
+    """template.yaml as the deploy makes it with ``parameters`` (beside the defaults), offline."""
+    return translate(read_template(stack_template()), parameters)
 
 
 @pytest.fixture(scope="module")
@@ -128,9 +134,7 @@ def test_the_bucket_lifecycle_is_the_one_the_embedded_aws_gets(resources: dict[s
 
 
 def test_the_template_translates_offline_into_cloudformation() -> None:
-    from tools.validate_template import TEMPLATE
-
-    translated = translate(read_template(TEMPLATE.read_text()))
+    translated = _translated()
     kinds = {r["Type"] for r in translated["Resources"].values()}
     assert {
         "AWS::Lambda::Function",
@@ -152,9 +156,9 @@ def test_the_template_translates_offline_into_cloudformation() -> None:
 
 @pytest.mark.parametrize("mode", ["IAM", "JWT"])
 def test_auth_mode_chooses_how_every_route_but_the_inbox_page_is_authorized(mode: str) -> None:
-    from tools.validate_template import AUTH_MODES, TEMPLATE
+    from tools.validate_template import AUTH_MODES
 
-    translated = translate(read_template(TEMPLATE.read_text()), AUTH_MODES[mode])
+    translated = _translated(AUTH_MODES[mode])
     body = translated["Resources"]["HttpApi"]["Properties"]["Body"]
     paths = {path: _made_if("UseSlack", ops) for path, ops in body["paths"].items()}
     security = {
@@ -180,9 +184,7 @@ def test_auth_mode_chooses_how_every_route_but_the_inbox_page_is_authorized(mode
 
 
 def test_a_continuation_that_fails_every_attempt_goes_to_a_dead_letter_queue() -> None:
-    from tools.validate_template import TEMPLATE
-
-    translated = translate(read_template(TEMPLATE.read_text()))["Resources"]
+    translated = _translated()["Resources"]
     [config] = [
         r["Properties"]
         for r in translated.values()
@@ -261,9 +263,7 @@ def test_the_dashboard_shows_every_metric_resumable_writes(resources: dict[str, 
 
 
 def test_the_api_is_throttled_and_logs_who_called_and_functions_can_be_capped() -> None:
-    from tools.validate_template import TEMPLATE
-
-    translated = translate(read_template(TEMPLATE.read_text()), {"FunctionConcurrencyLimit": 20})["Resources"]
+    translated = _translated({"FunctionConcurrencyLimit": 20})["Resources"]
     [stage] = [r["Properties"] for r in translated.values() if r["Type"] == "AWS::ApiGatewayV2::Stage"]
     assert stage["DefaultRouteSettings"] == {
         "ThrottlingRateLimit": {"Ref": "ApiRateLimit"},
@@ -275,7 +275,7 @@ def test_the_api_is_throttled_and_logs_who_called_and_functions_can_be_capped() 
     functions = [r["Properties"] for r in translated.values() if r["Type"] == "AWS::Lambda::Function"]
     assert len(functions) == 7
     assert all(f["ReservedConcurrentExecutions"] == {"Ref": "FunctionConcurrencyLimit"} for f in functions)
-    uncapped = translate(read_template(TEMPLATE.read_text()))["Resources"]
+    uncapped = _translated()["Resources"]
     assert not any(
         "ReservedConcurrentExecutions" in r["Properties"]
         for r in uncapped.values()
@@ -295,9 +295,9 @@ def test_every_finding_the_security_scan_skips_says_why(resources: dict[str, Any
 
 
 def test_the_hardening_parameters_encrypt_everything_with_the_key_and_put_the_functions_in_the_vpc() -> None:
-    from tools.validate_template import HARDENED, TEMPLATE
+    from tools.validate_template import HARDENED
 
-    translated = translate(read_template(TEMPLATE.read_text()), HARDENED)["Resources"]
+    translated = _translated(HARDENED)["Resources"]
     key = {"Ref": "KmsKeyArn"}
     functions = {n: r["Properties"] for n, r in translated.items() if r["Type"] == "AWS::Lambda::Function"}
     assert len(functions) == 7
@@ -322,7 +322,7 @@ def test_the_hardening_parameters_encrypt_everything_with_the_key_and_put_the_fu
             assert resource["Properties"]["KmsKeyId"] == key, name
         if resource["Type"] in ("AWS::SQS::Queue", "AWS::SNS::Topic"):
             assert resource["Properties"]["KmsMasterKeyId"] == key, name
-    plain = translate(read_template(TEMPLATE.read_text()))["Resources"]
+    plain = _translated()["Resources"]
     assert not any("VpcConfig" in r["Properties"] for r in plain.values() if r["Type"] == "AWS::Lambda::Function")
     assert all(
         "arn:aws:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole"
@@ -335,14 +335,14 @@ def test_the_hardening_parameters_encrypt_everything_with_the_key_and_put_the_fu
 def test_the_strands_layer_is_made_and_given_to_every_function_only_when_strands_agents_is_true(
     resources: dict[str, Any],
 ) -> None:
-    from tools.validate_template import STRANDS, TEMPLATE
+    from tools.validate_template import STRANDS
 
-    template = read_template(TEMPLATE.read_text())
+    template = read_template(stack_template())
     assert template["Parameters"]["StrandsAgents"]["Default"] == "false"
     assert template["Conditions"]["UseStrands"] == {"Fn::Equals": [{"Ref": "StrandsAgents"}, "true"]}
     assert resources["StrandsLayer"]["Metadata"] == resources["SharedLayer"]["Metadata"], "built by layers/Makefile"
     for parameters, layers in [({}, ["SharedLayer"]), (STRANDS, ["SharedLayer", "StrandsLayer"])]:
-        translated = translate(read_template(TEMPLATE.read_text()), parameters)["Resources"]
+        translated = _translated(parameters)["Resources"]
         functions = {n: r["Properties"] for n, r in translated.items() if r["Type"] == "AWS::Lambda::Function"}
         assert len(functions) == 7
         for name, function in functions.items():
@@ -361,9 +361,8 @@ def _made_if(condition: str, value: Any) -> Any:
 
 def test_the_slack_function_is_made_only_with_a_channel_and_hears_the_questions_on_the_bus() -> None:
     from resumable.local.permissions.stack import SLACK, Stack
-    from tools.validate_template import TEMPLATE
 
-    translated = translate(read_template(TEMPLATE.read_text()), SLACK)["Resources"]
+    translated = _translated(SLACK)["Resources"]
     slack = [name for name, r in translated.items() if name.startswith("Slack")]
     assert all(translated[name].get("Condition") == "UseSlack" for name in slack), slack
     assert "SlackFunction" not in Stack.of("AuthMode=IAM").resources

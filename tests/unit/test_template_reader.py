@@ -53,18 +53,5 @@ def test_the_sam_translation_reads_the_template_as_the_sam_translators_own_reade
         assert read == yaml_parse(text)
     assert "!" not in yaml.SafeLoader.yaml_multi_constructors
     # (each intrinsic as the translator reads it: a !GetAtt's shorthand as its two parts)
-    assert read["Resources"]["TurnsTable"]["Type"] == "AWS::DynamoDB::Table"
-    assert {"Fn::GetAtt": ["TurnsTable", "Arn"]} in mappings(read)
-
-
-def mappings(value: object) -> list[object]:
-    """Every mapping in ``value``, however deep."""
-    found: list[object] = []
-    if isinstance(value, dict):
-        found.append(value)
-        for inner in value.values():
-            found += mappings(inner)
-    elif isinstance(value, list):
-        for inner in value:
-            found += mappings(inner)
-    return found
+    access_log = read["Resources"]["HttpApi"]["Properties"]["AccessLogSettings"]["DestinationArn"]
+    assert access_log == {"Fn::GetAtt": ["ApiAccessLogGroup", "Arn"]}
