@@ -53,7 +53,7 @@ invoke: $(RUNNABLE)
 
 ## layer: build the Lambda layers (layers/layer.zip; the optional Strands layer, layers/strands-layer.zip) and print their sizes
 layer: $(INSTALLED)
-	$(BIN)/python layers/build.py
+	$(BIN)/python -m layers.build
 
 ## bench: speed and scale on the embedded AWS (BENCH_AWS=1: real AWS); prints a table, writes bench/results.json
 bench: layer

@@ -6,8 +6,9 @@ replaced by placeholder S3 URIs, and no managed policies are looked up (SAM name
 CloudFormation runs ``AWS::LanguageExtensions`` first, which resolves every ``Fn::If`` whose condition
 rests on parameters alone; that is done here too, once for each ``AuthMode``, once with every
 optional hardening parameter given (a customer-managed key, a VPC, access logs, alarm and notify
-emails, a concurrency limit), once with the optional Strands layer (``StrandsAgents``) and once
-hardened with the Slack function (``SlackChannel``).
+emails, a concurrency limit), once with the optional Strands layer (``StrandsAgents``), once with an
+application's agents (``AgentFactory``: the app layer) and once hardened with the Slack function
+(``SlackChannel``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from resumable.local.permissions.stack import AUTH_MODES, HARDENED, SLACK, STRANDS, read_template, translate
+from resumable.local.permissions.stack import APP, AUTH_MODES, HARDENED, SLACK, STRANDS, read_template, translate
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "template.yaml"
 
@@ -56,6 +57,7 @@ def main() -> int:
         *AUTH_MODES.items(),
         ("IAM and every hardening parameter", HARDENED),
         ("IAM and Strands", STRANDS),
+        ("IAM and an application's agents", APP),
         ("IAM, hardened, with Slack and decision links", {**HARDENED, **SLACK}),
     ]
     with tempfile.TemporaryDirectory() as scratch:

@@ -1,6 +1,7 @@
 """make layer: shared/ and its pinned dependencies for python3.11 on arm64, without boto3, without
-local-only code, under 10 MB; and the optional Strands layer, the Strands Agents SDK with what it needs
-beyond that layer and the Lambda runtime."""
+local-only code, under 10 MB; the optional Strands layer, the Strands Agents SDK with what it needs
+beyond that layer and the Lambda runtime; and an application's layer, its code and what its
+requirements need beyond both and the runtime."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from layers.build import SHARED, STRANDS, Layer, build
+from layers.build import SHARED, STRANDS, Layer, app_layer, build
 from tests.patience import HANG_SECONDS
 
 
@@ -197,3 +198,51 @@ print(strands.__file__)
     )
     assert imported.returncode == 0, imported.stderr
     assert imported.stdout.strip() == str(path / "strands" / "__init__.py"), imported.stdout
+
+
+# -- the app layer -----------------------------------------------------------------------------------------
+
+
+def write_app(folder: Path, requirements: str) -> Path:
+    """An application's folder: a package that imports a third-party module, its requirements, and what
+    never ships (its tests, its local values)."""
+    (folder / "orders").mkdir(parents=True)
+    (folder / "orders" / "__init__.py").write_text("import humanize\n\nSIZE = humanize.naturalsize(2048)\n")
+    (folder / "requirements.txt").write_text(requirements)
+    (folder / "tests").mkdir()
+    (folder / "tests" / "test_orders.py").write_text("def test_nothing() -> None:\n    pass\n")
+    (folder / "local.json").write_text('{"secrets": {"token": "not for Lambda"}}\n')
+    return folder
+
+
+@pytest.fixture(scope="module")
+def app_built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    # pydantic unpinned: resolved to the layer's pin, and left to the layer.
+    app = write_app(tmp_path_factory.mktemp("project") / "app", "humanize==4.17.0\npydantic\n")
+    return _build(tmp_path_factory, app_layer(app))
+
+
+@pytest.mark.slow
+def test_the_app_layer_ships_the_apps_code_and_what_its_requirements_need_beyond_the_other_layers(
+    app_built: Built, layer: Built
+) -> None:
+    names = app_built.names
+    assert "python/orders/__init__.py" in names
+    assert "python/orders/__pycache__/__init__.cpython-311.pyc" in names, "compiled, as the other layers"
+    assert any(n.startswith("python/humanize/") for n in names)
+    assert not any(n.startswith(("python/requirements.txt", "python/tests/", "python/local.json")) for n in names)
+    assert _top_level(app_built) & _top_level(layer) == set(), "what the layer ships stays the layer's"
+    assert not any(n.startswith(("python/pydantic", "python/typing_extensions")) for n in names)
+    assert {re.split(r"[.-]", entry)[0] for entry in _top_level(app_built)} & RUNTIME == set()
+
+
+@pytest.mark.slow
+def test_an_app_requirement_that_conflicts_with_the_other_layers_stops_the_build_naming_the_files(
+    tmp_path: Path,
+) -> None:
+    app = write_app(tmp_path / "app", "pydantic<2\n")
+    with pytest.raises(SystemExit) as stopped:
+        build(tmp_path / "out", app_layer(app))
+    said = str(stopped.value)
+    assert f"pip could not install {app / 'requirements.txt'} for Lambda's python3.11 on aarch64" in said
+    assert "the app layer was not built" in said and "layers/requirements.txt" in said

@@ -41,6 +41,8 @@ def test_sam_build_builds_the_layers_and_every_function(tmp_path: Path) -> None:
     strands = built / "StrandsLayer" / "python"
     assert (strands / "strands" / "__init__.py").exists() and (strands / "opentelemetry").exists()
     assert not (strands / "resumable").exists() and not (layer / "strands").exists()
+    # So is the app layer: without app/ it is a note (the demo's AgentFactory leaves it out of the stack).
+    assert [p.name for p in (built / "AppLayer" / "python").iterdir()] == ["NO-APP.txt"]
     # The layer's own copy of the package imports (its compiled dependencies are for arm64: this
     # machine's stand in for them), and is the one imported.
     only_package = tmp_path / "path"

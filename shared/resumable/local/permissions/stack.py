@@ -68,6 +68,8 @@ HARDENED: dict[str, Any] = {
 }
 # The optional Strands layer, created and given to every function.
 STRANDS: dict[str, Any] = {"StrandsAgents": "true"}
+# An application's own agents (app/): their factory, and the app layer the functions that build agents get.
+APP: dict[str, Any] = {"AgentFactory": "orders.agents:build_agents"}
 # The ways in from chat and mail: the Slack function (made only when a channel is set), and
 # one-click decision links.
 SLACK: dict[str, Any] = {
@@ -172,6 +174,7 @@ CONFIGURATIONS: dict[str, dict[str, Any]] = {
     "every hardening parameter": HARDENED,
     "a Bedrock model": {"ModelId": "anthropic.claude-3-5-sonnet-20240620-v1:0"},
     "Strands": STRANDS,
+    "an application's agents": APP,
     "Slack and decision links": SLACK,
     "Slack and decision links, hardened": {**HARDENED, **SLACK},
 }
