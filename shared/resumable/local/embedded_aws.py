@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -34,6 +35,8 @@ class _OneRequestAtATime:
         self.app = app  # moto's DomainDispatcherApplication: routes each request to a service's app
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        if LAMBDA_INVOCATIONS and _INVOKE_PATH.match(environ.get("PATH_INFO", "")):
+            return _invoke(environ, start_response)  # (not under the lock: the function calls this AWS too)
         with moto_patches.REQUESTS.held():
             return list(self.app(environ, start_response))
 
@@ -62,6 +65,40 @@ class _OneRequestAtATime:
         if not any(name.lower() == "content-length" for name in headers):  # (a HEAD's says its object's)
             headers["Content-Length"] = str(len(body))
         return int(str(status).split(" ", 1)[0]), headers, body
+
+
+# Who answers lambda:Invoke sent to the embedded AWS over HTTP (by a function run in a process of its own:
+# resumable.local.execution), innermost last: resumable.local.template's routing of template functions.
+# It takes botocore's request parameters (``url_path``, ``body``, ``headers``) and answers as its
+# before-call handler does, (a reply with its status, the parsed response).
+LAMBDA_INVOCATIONS: list[Callable[..., tuple[Any, dict[str, Any]] | None]] = []
+_INVOKE_PATH = re.compile(r"^/2015-03-31/functions/[^/]+/invocations$")
+
+
+def _invoke(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+    """Lambda's Invoke, answered by the innermost of ``LAMBDA_INVOCATIONS`` in Lambda's wire format."""
+    size = int(environ.get("CONTENT_LENGTH") or 0)
+    params = {
+        "url_path": environ["PATH_INFO"],
+        "body": environ["wsgi.input"].read(size) if size else b"",
+        "headers": {"X-Amz-Invocation-Type": environ.get("HTTP_X_AMZ_INVOCATION_TYPE", "RequestResponse")},
+    }
+    answered = LAMBDA_INVOCATIONS[-1](params)
+    status: int = answered[0].status_code if answered is not None else 404
+    response: dict[str, Any] = answered[1] if answered is not None else {}
+    if answered is None:  # (no routing in effect any more)
+        response = {"Error": {"Code": "ResourceNotFoundException", "Message": "no such function"}}
+    if "Error" in response:
+        body = json.dumps({"Type": "User", "message": response["Error"]["Message"]}).encode()
+        headers = [("x-amzn-errortype", response["Error"]["Code"])]
+    else:
+        payload = response.get("Payload")
+        body = payload.read() if payload is not None else b""
+        headers = [("X-Amz-Executed-Version", "$LATEST")]
+        headers += [("X-Amz-Function-Error", response["FunctionError"])] if "FunctionError" in response else []
+    headers += [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+    start_response(f"{status} {'OK' if status < 400 else 'Error'}", headers)
+    return [body]
 
 
 def _start_server() -> tuple[Any, str]:

@@ -108,10 +108,17 @@ def routes(template: dict[str, Any]) -> list[Route]:
     return found
 
 
+# What runs the functions instead of this process, innermost last: given a function, its handler.
+RUNNERS: list[Callable[[Function], Callable[[dict[str, Any], Any], Any]]] = []
+
+
 def load_handler(function: Function | Route) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     """The function's handler, imported from its CodeUri like Lambda would (one module per function); the
-    AWS calls it makes are recorded as the function's."""
+    AWS calls it makes are recorded as the function's. While a runner is in ``RUNNERS`` (functions run
+    from their layers: resumable.local.execution), what that runner makes of the function instead."""
     spec_of = function.target if isinstance(function, Route) else function
+    if RUNNERS:  # (make run of an application: the function runs from its layers)
+        return RUNNERS[-1](spec_of)
     module_name, _, attribute = spec_of.handler.rpartition(".")
     source = ROOT / spec_of.code_uri / f"{module_name}.py"
     spec = importlib.util.spec_from_file_location(f"functions_{spec_of.name}", source)

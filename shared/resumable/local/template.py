@@ -26,6 +26,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from resumable.config import Settings
+from resumable.local.embedded_aws import LAMBDA_INVOCATIONS
 from resumable.local.functions import ACCOUNT, ROOT, LambdaContext, function_arn, functions, load_handler, load_template
 
 logger = logging.getLogger(__name__)
@@ -78,8 +79,9 @@ class InProcessLambda:
         try:
             return handler(event, context), None
         except Exception as error:
-            logger.info("function %s raised %s: %s", name, type(error).__name__, error)
-            return None, {"errorType": type(error).__name__, "errorMessage": str(error), "stackTrace": []}
+            kind = getattr(error, "error_type", type(error).__name__)  # (a function run from its layers: Lambda's)
+            logger.info("function %s raised %s: %s", name, kind, error)
+            return None, {"errorType": kind, "errorMessage": str(error), "stackTrace": []}
 
     def wait(self, timeout: float = 30) -> bool:
         """Wait for the asynchronous invocations started so far (and those they start); whether they
@@ -112,6 +114,7 @@ def functions_in_process(overrides: dict[str, Handler] | None = None) -> Iterato
     if not _ROUTERS:
         for events in emitters:
             events.register("before-call.lambda.Invoke", _innermost, unique_id=_HOOK)
+        LAMBDA_INVOCATIONS.append(_innermost)  # (functions run in processes of their own)
     _ROUTERS.append(router)
     try:
         yield router
@@ -120,6 +123,7 @@ def functions_in_process(overrides: dict[str, Handler] | None = None) -> Iterato
         if not _ROUTERS:
             for events in emitters:
                 events.unregister("before-call.lambda.Invoke", unique_id=_HOOK)
+            LAMBDA_INVOCATIONS.remove(_innermost)
 
 
 # The routings in effect, innermost last: it answers (a test can wrap a handler within a wider routing).
