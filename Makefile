@@ -23,7 +23,7 @@ PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 # and without its cache each worker does it again at each run, about 1 s of every worker's start.
 KEEP_BYTECODE := env -u PYTHONDONTWRITEBYTECODE
 
-.PHONY: run demo invoke layer bench soak load test test-fast checks lint typecheck validate scan pytest clean constraints browser deploy predeploy sam-build permissions calls smoke
+.PHONY: run new-agent test-app demo invoke layer bench soak load test test-fast checks lint typecheck validate scan pytest clean constraints browser deploy predeploy sam-build permissions calls smoke
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,15 @@ $(INSTALLED): pyproject.toml constraints.txt | $(UV)
 ## run: the embedded AWS and the local HTTP API on 127.0.0.1:3000 (PORT=n for another; AUTH=jwt for sign-in; Ctrl-C stops)
 run: $(RUNNABLE)
 	AUTH=$(AUTH) $(BIN)/python -m resumable.local.run
+
+## new-agent: start your own agents in app/ (NAME=my_agent): a factory, a tool that asks, one that does not, a test
+new-agent: $(RUNNABLE)
+	@$(BIN)/python tools/new_agent.py $(if $(NAME),--name $(NAME))
+
+## test-app: app/'s own tests, against its layer built for this machine (make test runs them where app/ exists)
+test-app: $(INSTALLED)
+	@$(BIN)/python -m layers.build --local .resumable/lambda >/dev/null
+	PYTHONPATH=.resumable/lambda/AppLayer/python $(KEEP_BYTECODE) $(BIN)/pytest -p no:cacheprovider app/tests
 
 ## demo: the runtime alone: an approval asked in one process, answered in a new, rebuilt one
 demo: $(RUNNABLE)
@@ -79,6 +88,7 @@ load: $(INSTALLED) $(LOCUST)
 test: $(INSTALLED) $(CHECKOV) $(SAM) $(CHROMIUM) $(LOCUST)
 	@$(MAKE) --no-print-directory -j 4 --output-sync=target checks
 	@$(MAKE) --no-print-directory pytest
+	@if [ -d app ]; then $(MAKE) --no-print-directory test-app; fi
 
 ## checks: the static checks alone (make -j runs them side by side)
 checks: lint typecheck validate scan

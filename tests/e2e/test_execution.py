@@ -8,25 +8,19 @@ from __future__ import annotations
 import json
 import os
 import sys
-import threading
 from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
 from layers.build import build_local
-from resumable.local.embedded_aws import embedded_aws
 from resumable.local.execution import (
     ExecutionEnvironment,
     ExecutionEnvironments,
     FunctionError,
-    Layout,
-    serving_from_layers,
 )
-from resumable.local.functions import ROOT, Function, function_arn
-from resumable.local.server import make_server
-from resumable.local.template import functions_in_process
+from resumable.local.functions import ROOT, Function
+from tests.e2e.built import served_from_layers
 from tests.e2e.local_api import call
 from tests.patience import eventually
 
@@ -87,20 +81,8 @@ def layers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def served(layers: dict[str, Path]) -> Iterator[tuple[str, ExecutionEnvironments]]:
-    """The local API with every function run from ``layers``, against an embedded AWS of its own."""
-    with ExitStack() as stack, pytest.MonkeyPatch.context() as env:
-        settings = stack.enter_context(embedded_aws(table_name="built", bucket_name="built", event_bus_name="built"))
-        for variable, value in settings.environment().items():
-            env.setenv(variable, value)
-        env.setenv("CONTINUE_FUNCTION", function_arn("SubmitApprovalFunction"))
-        env.setenv("AGENT_FACTORY", "probe.agents:build_agents")
-        environments = stack.enter_context(serving_from_layers(Layout(layers)))
-        stack.enter_context(functions_in_process())
-        server = make_server(port=0)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        stack.callback(server.server_close)
-        stack.callback(server.shutdown)
-        yield f"http://127.0.0.1:{server.server_address[1]}", environments
+    with served_from_layers(layers, "built", AGENT_FACTORY="probe.agents:build_agents") as served:
+        yield served
 
 
 def _served_with(environments: ExecutionEnvironments, monkeypatch: pytest.MonkeyPatch, **variables: str) -> None:

@@ -7,7 +7,9 @@ a turn's continuation) run those handlers in this process, the Publisher reads t
 stream and puts every event on the embedded bus (a rule copies them to a queue the walkthrough
 reads), and the Sweeper runs on its schedule. Locally you are an approver principal, so you can
 answer the sessions a workflow owns. The default agent factory is the offline demo (set ``MODEL_ID``
-and AWS credentials to use Bedrock; set ``AGENT_FACTORY`` to use your own).
+and AWS credentials to use Bedrock; set ``AGENT_FACTORY`` to use your own). Where the project has an
+app/ folder, its agents answer, and every function runs from its layers built for this machine
+(resumable.local.application).
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ from typing import TYPE_CHECKING
 
 from resumable.cli.client import local_run_state
 from resumable.config import Settings
+from resumable.local.application import Application, application
 from resumable.local.authorizers import JwtVerifier, LocalCredentials
 from resumable.local.embedded_aws import embedded_aws
 from resumable.local.events import publishing
+from resumable.local.execution import serving_from_layers
 from resumable.local.functions import ROOT, function_arn
 from resumable.local.issuer import GROUPS_CLAIM, LocalIssuer
 from resumable.local.schedules import running_schedules
@@ -234,6 +238,35 @@ def _stop_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, stop)
 
 
+def _say_whose_agents(app: Application | None) -> None:
+    """Above the walkthrough: whose agents answer, where they are not the demo's."""
+    factory = os.environ.get("AGENT_FACTORY")
+    if app is not None:
+        print(
+            f"{app.from_} {app.factory}: your agents answer here, each function run from its layers in a "
+            "process of its own, as in Lambda (its logs print here). The walkthrough below was written for "
+            "the demo's agents, so what it says they print differs; the routes are the same "
+            "(docs/your-agent.md).\n",
+            flush=True,
+        )
+    elif factory:
+        print(
+            f"AGENT_FACTORY={factory}: your agents answer here. The walkthrough below was written for the "
+            "demo's agents, so what it says they print differs; the routes are the same.\n",
+            flush=True,
+        )
+
+
+def _application(stack: ExitStack) -> Application | None:
+    """The project's application (app/), its functions run from their layers, each in a process of its
+    own, until ``stack`` closes; None where it has none."""
+    app = application()
+    if app is not None:
+        os.environ["AGENT_FACTORY"] = app.factory
+        stack.enter_context(serving_from_layers(app.build()))
+    return app
+
+
 def main() -> None:
     _stop_on_sigterm()
     port = int(os.environ.get("PORT", "3000"))
@@ -249,6 +282,7 @@ def main() -> None:
     for rule in configured.approval_rules:
         print(f"approval rule {_said(rule)}", flush=True)
     with ExitStack() as stack:
+        app = _application(stack)
         settings = stack.enter_context(embedded_aws())
         stack.enter_context(functions_in_process())
         os.environ.update(settings.environment())
@@ -297,13 +331,7 @@ def main() -> None:
                     "one-click decision link (decisionUrl: read the events with --json; docs/desk.md#e-mail).\n",
                     flush=True,
                 )
-            factory = os.environ.get("AGENT_FACTORY")
-            if factory:
-                print(
-                    f"AGENT_FACTORY={factory}: your agents answer here. The walkthrough below was written for the "
-                    "demo's agents, so what it says they print differs; the routes are the same.\n",
-                    flush=True,
-                )
+            _say_whose_agents(app)
             print(walkthrough, flush=True)
             try:
                 server.serve_forever()

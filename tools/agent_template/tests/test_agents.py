@@ -1,0 +1,60 @@
+"""Your agents, offline, as the service runs them: every request builds them afresh, so each test
+builds them again from what the request before stored (their snapshot) before it answers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from my_agent import agents
+from my_agent.agents import build_agents
+
+
+@pytest.fixture(autouse=True)
+def orders() -> Iterator[None]:
+    """The orders as they were, for each test (the tools change them)."""
+    kept = {order_id: dict(order) for order_id, order in agents.ORDERS.items()}
+    yield
+    agents.ORDERS.clear()
+    agents.ORDERS.update(kept)
+    agents.REFUNDS.clear()
+
+
+def answer(question: Any, decision: str, message: str = "") -> list[dict[str, Any]]:
+    response = {"decision": decision} | ({"message": message} if message else {})
+    return [{"interruptResponse": {"interruptId": question.id, "response": response}}]
+
+
+def test_a_refund_waits_for_a_persons_approval_and_runs_once_when_given() -> None:
+    first = build_agents()
+    asked = first("refund order A-1001, it arrived broken")
+    assert asked.stop_reason == "interrupt"
+    [question] = asked.interrupts
+    assert (question.reason["tool"], question.reason["input"]) == ("refund_order", {"order_id": "A-1001"})
+    assert question.reason["risk"] == "destructive"
+    assert agents.REFUNDS == [], "nothing is refunded before a person approves"
+
+    rebuilt = build_agents()  # the next request, in another process: only the snapshot carries over
+    rebuilt.restore(first.snapshot())
+    done = rebuilt(answer(question, "approve"))
+    assert done.stop_reason == "end_turn"
+    assert done.text == "refunded $1,250.00 to Ada for order A-1001"
+    assert agents.REFUNDS == ["A-1001"]
+
+
+def test_a_denied_refund_never_runs_and_the_agent_is_told_why() -> None:
+    first = build_agents()
+    asked = first("refund order A-1002")
+    [question] = asked.interrupts
+    rebuilt = build_agents()
+    rebuilt.restore(first.snapshot())
+    done = rebuilt(answer(question, "deny", "not without a return"))
+    assert "not without a return" in done.text
+    assert agents.REFUNDS == []
+
+
+def test_looking_an_order_up_needs_no_approval() -> None:
+    done = build_agents()("where is order A-1002?")
+    assert done.stop_reason == "end_turn"
+    assert done.text == "order A-1002: Grace, $89.50, shipped, placed a day ago"
