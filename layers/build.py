@@ -58,7 +58,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from layers.limits import MIB, check_limit, check_overlaps, size
+from layers.checks import MIB, check_limit, check_overlaps, size
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

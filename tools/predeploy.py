@@ -17,6 +17,12 @@ CHECKS = {
     "Checkov (make scan)": ["make", "--no-print-directory", "scan"],
     "the permission check": [str(BIN / "python"), "-m", "resumable.local.permissions"],
     "sam build": ["make", "--no-print-directory", "sam-build"],
+    # After sam build: its layers are held to the same layers built here, whose imports this checks.
+    "every function imports from its layers and the agent factory builds": [
+        str(BIN / "python"),
+        "-m",
+        "resumable.local.imports",
+    ],
 }
 
 

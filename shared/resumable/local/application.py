@@ -26,11 +26,11 @@ BUILT = ROOT / ".resumable" / "lambda"
 DEMO = "resumable.demo_agents:build_demo_agents"
 
 
-def layers_build() -> ModuleType:
-    """layers/build.py, the layers' build (a module of the project, beside the package)."""
+def layers_build(module: str = "build") -> ModuleType:
+    """layers/build.py, the layers' build, or another module of layers/ (beside the package)."""
     if str(ROOT) not in sys.path:
         sys.path.append(str(ROOT))
-    return importlib.import_module("layers.build")
+    return importlib.import_module(f"layers.{module}")
 
 
 @dataclass(frozen=True)

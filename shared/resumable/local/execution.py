@@ -64,6 +64,11 @@ class Layout:
         return [str(ROOT / function.code_uri), *layers, str(self.layers[RUNTIME])]
 
 
+def builds_agents(function: Function, template: dict[str, Any]) -> bool:
+    """Whether ``function`` builds agents: the template gives it the app layer (when there is an application)."""
+    return "AppLayer" in _names(template["Resources"][function.name]["Properties"].get("Layers", []))
+
+
 def _names(value: Any) -> list[str]:
     """The names a template's ``Layers`` mentions (its intrinsics read as plain values: ``!If [UseApp,
     !Ref AppLayer, ...]`` reads as a list of names)."""

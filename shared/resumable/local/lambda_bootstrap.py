@@ -1,7 +1,8 @@
 """What Lambda's python3.11 runtime does in a function's execution environment, for one function run
 on this machine (resumable.local.execution starts it): put the function's code, its layers and the
 runtime's own packages on the path and nothing else, import the handler (the init), then run one
-invocation at a time as they arrive.
+invocation at a time as they arrive. With ``--check`` (make predeploy: resumable.local.imports), import
+the handler, then build the agents once with the agent factory, and write what failed, if anything.
 
 Run by its file's path, by an interpreter started with ``-I -S`` (no site-packages, no PYTHON*
 variables): it imports the standard library only, so the path it builds is the whole of what the
@@ -68,11 +69,14 @@ def _init(handler: str) -> tuple[Callable[..., Any] | None, dict[str, Any] | Non
 
 
 def main() -> None:
+    if sys.argv[1] == "--check":
+        path, handler, factory, report = json.loads(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+        _on_the_path(path)
+        with open(report, "w", encoding="utf-8") as written:
+            json.dump(_check(handler, factory, path), written)
+        return
     path, handler, inbound, outbound = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-    standard_library = [entry for entry in sys.path if entry]
-    task_root, *layers = path[:-1]
-    sys.path[:] = [task_root, *layers, *standard_library, path[-1]]
-    os.chdir(task_root)
+    _on_the_path(path)
     function, failed = _init(handler)
     invocations = os.fdopen(inbound, "r", encoding="utf-8")
     replies = os.fdopen(outbound, "w", encoding="utf-8")
@@ -81,6 +85,56 @@ def main() -> None:
         reply = {"error": failed} if failed is not None else _run(function, invocation)
         replies.write(json.dumps(reply) + "\n")
         replies.flush()
+
+
+def _on_the_path(path: list[str]) -> None:
+    """The function's code, its layers, the standard library and the runtime's packages, in Lambda's order."""
+    standard_library = [entry for entry in sys.path if entry]
+    task_root, *layers = path[:-1]
+    sys.path[:] = [task_root, *layers, *standard_library, path[-1]]
+    os.chdir(task_root)
+
+
+def _check(handler: str, factory: str, path: list[str]) -> dict[str, Any]:
+    """make predeploy's check: the handler's module imports, and the agent factory (if named) imports and
+    builds its agents once; what failed, and where an import failed, if anything did."""
+    try:
+        importlib.import_module(handler.rpartition(".")[0])
+    except Exception as error:
+        return {"failed": "handler", **_said(error, path)}
+    if not factory:
+        return {"failed": None}
+    try:
+        import tempfile
+
+        from resumable.runtime.session import FileSession
+        from resumable.service.agent_factory import AgentContext, build, load_factory
+
+        with tempfile.TemporaryDirectory() as scratch:
+            context = AgentContext("predeploy", "predeploy", FileSession(scratch))
+            with build(load_factory(factory), context) as agent:
+                built = type(agent).__name__
+    except Exception as error:
+        return {"failed": "factory", **_said(error, path)}
+    return {"failed": None, "built": built}
+
+
+def _said(error: BaseException, path: list[str]) -> dict[str, Any]:
+    """What ``error`` says, and, where an import failed on its way (as its cause or context): the module
+    not found, and the file that imported it with the folder of the path that file is in."""
+    said: dict[str, Any] = {"error": f"{type(error).__name__}: {error}"}
+    cause: BaseException | None = error
+    while cause is not None and not isinstance(cause, ImportError):
+        cause = cause.__cause__ or cause.__context__
+    if cause is None:
+        return said
+    said["missing"] = cause.name
+    for frame in reversed(traceback.extract_tb(cause.__traceback__)):
+        where = [entry for entry in path if frame.filename.startswith(entry.rstrip("/") + "/")]
+        if where:
+            said |= {"importer": os.path.relpath(frame.filename, where[-1]), "in": where[-1]}
+            break
+    return said
 
 
 def _run(function: Callable[..., Any] | None, invocation: dict[str, Any]) -> dict[str, Any]:

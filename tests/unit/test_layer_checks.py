@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from layers.build import stack_parameters
-from layers.limits import LIMIT_BYTES, MIB, check_limit, check_overlaps, overlaps
+from layers.checks import LIMIT_BYTES, MIB, check_limit, check_overlaps, overlaps
 
 
 def test_a_function_under_lambdas_limit_gets_one_line_with_each_layers_share() -> None:

@@ -1,6 +1,8 @@
-"""What a function's layers must hold to, checked without building anything: Lambda's limit on a function's
-code and its layers, unzipped, and no top-level name shipped by two layers (in /opt/python one copy would
-hide the other). ``make layer``, ``sam build``'s layer builds and make predeploy run these."""
+"""What a function's layers must hold to, checked on what was built: Lambda's limit on a function's
+code and its layers, unzipped; no top-level name shipped by two layers (in /opt/python one copy would
+hide the other); and the same packages in a layer built for Lambda as in the same layer built for this
+machine (what imports here then imports there). ``make layer``, ``sam build``'s layer builds and make
+predeploy run these."""
 
 from __future__ import annotations
 
@@ -54,3 +56,17 @@ def check_limit(shares: dict[str, int], carried_by: str = "a function") -> str:
             "import"
         )
     return said
+
+
+def distributions(python: Path) -> set[str]:
+    """The distributions a layer ships, as ``name-version`` (its ``*.dist-info`` folders)."""
+    return {p.name.removesuffix(".dist-info") for p in python.glob("*.dist-info")} if python.is_dir() else set()
+
+
+def same_distributions(for_lambda: Path, for_here: Path) -> list[str]:
+    """What tells a layer built for Lambda from the same layer built for this machine (each one's python/
+    folder), distribution by distribution: nothing, when what imports here imports the same there."""
+    there, here = distributions(for_lambda), distributions(for_here)
+    return [f"only for Lambda: {name}" for name in sorted(there - here)] + [
+        f"only for this machine: {name}" for name in sorted(here - there)
+    ]
