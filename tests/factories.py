@@ -412,3 +412,38 @@ def approved_then_asks(context: AgentContext) -> Agent:
         model=ScriptedModel([calls(("o-1", "delete_in_region", {"name": "prod-db"})), says("Done.")]),
         tools=[delete_in_region],
     )
+
+
+# -- for tests/e2e/test_app_settings.py --------------------------------------------------------------------
+
+
+def reads_app_settings(context: AgentContext) -> Agent:
+    """An agent whose factory reads an app setting (GREETING) and an app secret (orders-api-token), and
+    whose approved tool uses the secret as a credential: its result says only whether it matched."""
+    from resumable import app_secret, app_setting
+
+    greeting, token = app_setting("GREETING"), app_secret("orders-api-token")
+    level = app_setting("LEVEL", default="normal")
+
+    @tool(approval=True)
+    def call_orders_api(order_id: str) -> str:
+        """Refund an order through the orders API, with its token."""
+        authorized = token == os.environ.get("RESUMABLE_TEST_EXPECTED_TOKEN")
+        return f"{greeting}: order {order_id} refunded ({level}; authorized: {authorized})"
+
+    script = [calls(("s-1", "call_orders_api", {"order_id": "A-1"})), says(f"{greeting}, done")]
+    return Agent(name="orders", model=ScriptedModel(script), tools=[call_orders_api])
+
+
+def reads_a_missing_setting(context: AgentContext) -> Agent:
+    from resumable import app_setting
+
+    app_setting("NOT_THERE")
+    raise AssertionError("unreachable")
+
+
+def reads_an_unlisted_secret(context: AgentContext) -> Agent:
+    from resumable import app_secret
+
+    app_secret("payroll-key")
+    raise AssertionError("unreachable")

@@ -9,6 +9,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from resumable.aws.app_settings import app_secret, app_setting
     from resumable.exceptions import ActionFencedError
     from resumable.runtime import (
         Agent,
@@ -56,6 +57,8 @@ __all__ = [
     "Summarizing",
     "Tool",
     "ToolContext",
+    "app_secret",
+    "app_setting",
     "tool",
 ]
 
@@ -63,6 +66,8 @@ __all__ = [
 _HOMES = dict.fromkeys(__all__, "resumable.runtime") | {
     "ActionFencedError": "resumable.exceptions",
     "OpenAIModel": "resumable.runtime.chat_completions",
+    "app_setting": "resumable.aws.app_settings",
+    "app_secret": "resumable.aws.app_settings",
 }
 
 

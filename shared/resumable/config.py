@@ -46,7 +46,10 @@ class Settings(BaseModel):
     ``JWT_ISSUER`` and ``JWT_AUDIENCE``
     tell the inbox page where to sign in), ``APPROVER_GROUPS`` (comma-separated groups whose members
     are approvers, read from the token's ``JWT_GROUPS_CLAIM``, default ``cognito:groups``),
-    ``DECISION_LINKS_AS`` (the principal one-click decision links in e-mails answer as; unset: no links).
+    ``DECISION_LINKS_AS`` (the principal one-click decision links in e-mails answer as; unset: no links),
+    ``APP_SETTINGS_PATH`` and ``APP_SECRETS`` (the application's settings, the SSM parameters under that
+    path, and its secrets, these comma-separated Secrets Manager ARNs: resumable.aws.app_settings), and
+    ``APP_SETTINGS_MAX_AGE`` (how many seconds one read of them is kept, 300).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -87,6 +90,11 @@ class Settings(BaseModel):
     approver_groups: tuple[str, ...] = ()
     jwt_groups_claim: str = "cognito:groups"
     decision_links_as: str | None = None
+    # The application's settings (SSM parameters under this path) and secrets (these Secrets Manager ARNs):
+    # resumable.aws.app_settings reads them for its agent factory, keeping each for app_settings_max_age s.
+    app_settings_path: str | None = Field(default=None, pattern=r"^(/[A-Za-z0-9_.-]+)+$")
+    app_secrets: tuple[str, ...] = ()
+    app_settings_max_age: int = Field(default=300, ge=0)
 
     @field_validator("approval_rules", mode="before")
     @classmethod
@@ -154,6 +162,8 @@ class Settings(BaseModel):
             "audit_retention_days": "AUDIT_RETENTION_DAYS",
             "audit_inputs": "AUDIT_INPUTS",
             "decision_links_as": "DECISION_LINKS_AS",
+            "app_settings_path": "APP_SETTINGS_PATH",
+            "app_settings_max_age": "APP_SETTINGS_MAX_AGE",
         }
         values: dict[str, str] = {field: env[var] for field, var in names.items() if env.get(var)}
         region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
@@ -181,6 +191,7 @@ class Settings(BaseModel):
                 "approval_edits": listed("APPROVAL_EDITS"),
                 "jwt_audience": listed("JWT_AUDIENCE"),
                 "approver_groups": listed("APPROVER_GROUPS"),
+                "app_secrets": listed("APP_SECRETS"),
             }
         )
 

@@ -61,6 +61,11 @@ class AgentFactoryError(ResumableError):
     ``recover`` to try again (an MCP server that was down, say)."""
 
 
+class AppSettingError(ResumableError):
+    """An app setting or secret the agent factory asked for is not there, or not the function's to read
+    (resumable.aws.app_settings): the error names it and says what to set, never its value."""
+
+
 class ActionOutcomeUnknownError(ResumableError):
     """A tool cannot tell whether its action took effect (no answer came: a timeout, a connection lost
     during the call). An approved action that raises it is recorded in doubt by the action journal

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from layers.build import build_local, stack_parameters
+from resumable.local.app_values import LocalValues
 from resumable.local.application import application
 from resumable.local.execution import ExecutionEnvironments
 from tests.e2e.built import served_from_layers
@@ -47,6 +48,7 @@ def test_the_dependency_of_the_example_is_in_no_environment_of_this_project() ->
 def test_new_agent_writes_a_package_its_requirements_and_its_test_and_names_its_factory(project: Path) -> None:
     app = project / "app"
     assert sorted(str(p.relative_to(app)) for p in app.rglob("*") if p.is_file()) == [
+        "local.json",
         "orders/__init__.py",
         "orders/agents.py",
         "requirements.txt",
@@ -87,12 +89,14 @@ def test_the_new_agents_test_passes_against_its_layer_built_for_this_machine(
         check=False,
     )
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
-    assert "3 passed" in ran.stdout
+    assert "5 passed" in ran.stdout
 
 
 @pytest.fixture(scope="module")
-def served(layers: dict[str, Path]) -> Iterator[tuple[str, ExecutionEnvironments]]:
-    with served_from_layers(layers, "orders", AGENT_FACTORY="orders.agents:build_agents") as served:
+def served(project: Path, layers: dict[str, Path]) -> Iterator[tuple[str, ExecutionEnvironments]]:
+    """As make run serves it: its secret and settings from its app/local.json, in the embedded AWS."""
+    values = LocalValues.read(project / "app" / "local.json")
+    with served_from_layers(layers, "orders", values, AGENT_FACTORY="orders.agents:build_agents") as served:
         yield served
 
 

@@ -202,3 +202,31 @@ def test_a_grant_must_cover_every_key_the_recording_generalized_not_only_a_short
         "calls s3:PutObject on arn:aws:s3:::resumable-snapshotsbucket-" in p and "/snapshots/x/y/z.json," in p
         for p in problems
     ), problems
+
+
+def test_the_app_settings_and_secrets_are_granted_to_the_functions_that_build_agents_and_no_other() -> None:
+    """Negative controls: the grant of the settings' path taken away, then one of the two secrets'."""
+    configuration = "an application's agents"
+    assert report(check(read_calls(), [configuration])) == []
+    settings = "Action: [ssm:GetParametersByPath]"
+    assert template().count(settings) == 3  # StartTurn, SubmitApproval, Slack
+    problems = report(check(read_calls(), [configuration], template().replace(settings, "Action: [ssm:GetParameter]")))
+    for function in ("StartTurnFunction", "SubmitApprovalFunction"):
+        assert (
+            f"{function} ({configuration}): calls ssm:GetParametersByPath on "
+            f"arn:aws:ssm:us-east-1:123456789012:parameter/team/orders, which its role {function}Role does not allow"
+        ) in "\n".join(problems)
+    secrets = "Resource: !Ref AppSecretArns"
+    assert template().count(secrets) == 3
+    first_only = template().replace(secrets, "Resource: !Select [0, !Ref AppSecretArns]")
+    problems = report(check(read_calls(), [configuration], first_only))
+    assert any(
+        line.startswith(f"StartTurnFunction ({configuration}): calls secretsmanager:GetSecretValue on ")
+        and "secret:team/orders/webhook-GhIjKl, which its role" in line
+        for line in problems
+    ), problems
+    readers = {c.function for c in read_calls() if c.resource.endswith(("${APP_SETTINGS_PATH}", "${APP_SECRETS}"))}
+    assert readers == {"StartTurnFunction", "SubmitApprovalFunction"}
+    for function in ("GetTurnFunction", "CancelFunction", "PublisherFunction", "SweeperFunction"):
+        environment = Stack.of(configuration).environment(function)
+        assert "APP_SECRETS" not in environment and "APP_SETTINGS_PATH" not in environment, function

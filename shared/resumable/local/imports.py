@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from resumable.local.app_values import LocalValues, put
 from resumable.local.application import APP, BUILT, DEMO, application, layers_build
 from resumable.local.execution import BOOTSTRAP, Layout, builds_agents
 from resumable.local.functions import ROOT, Function, functions, load_template
@@ -152,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     failed: dict[str, list[str]] = {}
     with embedded_aws(table_name="predeploy", bucket_name="predeploy") as settings:
         environment = {**os.environ, **settings.environment(), "AGENT_FACTORY": factory}
+        if folder is not None:  # (its settings and secrets, as make run serves them: app/local.json)
+            environment |= put(LocalValues.read(folder / "local.json"), settings)
         for function in functions(template).values():
             problem = check_function(function, layout, template, factory, environment, places)
             print(f"  {function.name}: {'ok' if problem is None else 'FAILED'}", flush=True)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from resumable.cli.client import local_run_state
 from resumable.config import Settings
+from resumable.local.app_values import LocalValues, put
 from resumable.local.application import Application, application
 from resumable.local.authorizers import JwtVerifier, LocalCredentials
 from resumable.local.embedded_aws import embedded_aws
@@ -267,6 +268,11 @@ def _application(stack: ExitStack) -> Application | None:
     return app
 
 
+def _app_values(app: Application | None, settings: Settings) -> dict[str, str]:
+    """The application's settings and secrets (app/local.json) in the embedded AWS: the variables naming them."""
+    return {} if app is None else put(LocalValues.read(app.folder / "local.json"), settings)
+
+
 def main() -> None:
     _stop_on_sigterm()
     port = int(os.environ.get("PORT", "3000"))
@@ -285,7 +291,7 @@ def main() -> None:
         app = _application(stack)
         settings = stack.enter_context(embedded_aws())
         stack.enter_context(functions_in_process())
-        os.environ.update(settings.environment())
+        os.environ.update(settings.environment() | _app_values(app, settings))
         os.environ.setdefault("CONTINUE_FUNCTION", function_arn("SubmitApprovalFunction"))
         machine = create_state_machine(settings)
         credentials, verifier = None, None

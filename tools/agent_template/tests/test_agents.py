@@ -1,5 +1,6 @@
 """Your agents, offline, as the service runs them: every request builds them afresh, so each test
-builds them again from what the request before stored (their snapshot) before it answers."""
+builds them again from what the request before stored (their snapshot) before it answers. Their secret
+comes from an embedded AWS (``app_values``), as it comes from Secrets Manager on AWS."""
 
 from __future__ import annotations
 
@@ -9,6 +10,15 @@ from typing import Any
 import pytest
 from my_agent import agents
 from my_agent.agents import build_agents
+
+from resumable.exceptions import AppSettingError
+from resumable.local.app_values import app_values
+
+
+@pytest.fixture(scope="module", autouse=True)
+def secrets() -> Iterator[None]:
+    with app_values(secrets={"orders-api-token": "a token for the tests"}):
+        yield
 
 
 @pytest.fixture(autouse=True)
@@ -58,3 +68,18 @@ def test_looking_an_order_up_needs_no_approval() -> None:
     done = build_agents()("where is order A-1002?")
     assert done.stop_reason == "end_turn"
     assert done.text == "order A-1002: Grace, $89.50, shipped, placed a day ago"
+
+
+def test_a_refund_over_the_limit_is_refused_by_the_tool_once_approved() -> None:
+    first = build_agents()
+    [question] = first("refund order A-1003").interrupts
+    rebuilt = build_agents()
+    rebuilt.restore(first.snapshot())
+    done = rebuilt(answer(question, "approve"))
+    assert done.text == "order A-1003 is over the refund limit of $5,000.00: nothing was refunded"
+    assert agents.REFUNDS == []
+
+
+def test_without_its_secret_no_agent_is_built_and_the_error_names_the_secret() -> None:
+    with app_values(), pytest.raises(AppSettingError, match="the app secret 'orders-api-token' is not one of"):
+        build_agents()

@@ -40,6 +40,8 @@ TABLE, BUCKET, BUS, QUEUE, FUNCTION, SECRET = (
 )
 # (a function that hands work to itself names itself so: the Slack function)
 ITSELF = "SLACK_FUNCTION"
+# The application's settings' SSM path, and its secrets' ARNs (a list: any one of them names the call's).
+APP_SETTINGS, APP_SECRETS = "APP_SETTINGS_PATH", "APP_SECRETS"
 
 
 @dataclass(frozen=True, order=True)
@@ -85,8 +87,9 @@ def acting_as(function: str, environment: Mapping[str, str] | None = None) -> It
 
 
 # The frames between a call's site and the hook: botocore's and boto3's, and this module's.
-# (X-Ray's patching of botocore and the wrapt it uses sit between a traced call and botocore.)
-_PLUMBING = ("botocore.", "boto3.", "s3transfer.", "aws_xray_sdk.", "wrapt.", __name__)
+# (X-Ray's patching of botocore and the wrapt it uses sit between a traced call and botocore; Powertools'
+# Parameters between the app settings' reads and botocore.)
+_PLUMBING = ("botocore.", "boto3.", "s3transfer.", "aws_xray_sdk.", "wrapt.", "aws_lambda_powertools.", __name__)
 # resumable's code: the package, and a function's handler module (loaded as functions_<Name>).
 _OURS = ("resumable.", "functions_")
 
@@ -113,9 +116,10 @@ def _last(name: str) -> str:
 
 
 def _named(value: str, variable: str, environment: Mapping[str, str]) -> str:
-    """``${VARIABLE}`` where the environment variable names ``value`` (by name, URL or ARN), else ``value``."""
-    held = environment.get(variable)
-    return "${" + variable + "}" if held and _last(held) == _last(value) else value
+    """``${VARIABLE}`` where the environment variable names ``value`` (by name, URL or ARN; one of its
+    comma-separated values, for a list), else ``value``."""
+    held = [one for one in environment.get(variable, "").split(",") if one]
+    return "${" + variable + "}" if any(_last(one) == _last(value) for one in held) else value
 
 
 # The calls whose IAM action is not the operation's own name.
@@ -191,7 +195,12 @@ def calls_of(
         function = named(function, ITSELF) if function == params["FunctionName"] else function
         return [(action, f"lambda:function/{function}")]
     if prefix == "secretsmanager" and "SecretId" in params:
-        return [(action, f"secretsmanager:{named(params['SecretId'], SECRET)}")]
+        secret = named(params["SecretId"], SECRET)
+        secret = named(secret, APP_SECRETS) if secret == params["SecretId"] else secret
+        return [(action, f"secretsmanager:{secret}")]
+    if prefix == "ssm" and "Path" in params:
+        held = environment.get(APP_SETTINGS)
+        return [(action, f"ssm:parameter{'${' + APP_SETTINGS + '}' if held == params['Path'] else params['Path']}")]
     if prefix == "states" and "stateMachineArn" in params:
         return [(action, f"states:stateMachine/{params['stateMachineArn']}")]
     if prefix == "bedrock" and "modelId" in params:

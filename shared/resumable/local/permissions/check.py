@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from resumable.local.permissions.calls import STATE_MACHINE, Call, read_calls
+from resumable.local.permissions.calls import APP_SECRETS, APP_SETTINGS, STATE_MACHINE, Call, read_calls
 from resumable.local.permissions.grants import implied, unused
 from resumable.local.permissions.policy import evaluate
 from resumable.local.permissions.stack import ACCOUNT, CONFIGURATIONS, PARTITION, REGION, Stack
@@ -104,6 +104,10 @@ ALLOWANCES: dict[tuple[str, str], str] = {
     "ListBucket S3 says AccessDenied, not NoSuchKey (reached on SubmitApproval)",
     ("SlackFunction", "lambda:InvokeFunction"): "a turn a click resumes that runs past TURN_BUDGET_SECONDS is "
     "continued by SubmitApproval (CONTINUE_FUNCTION), as from any function (reached on SubmitApproval)",
+    ("SlackFunction", "ssm:GetParametersByPath"): "a turn a click resumes builds its agents, whose factory reads "
+    "the app settings (AppSettingsPath), as on SubmitApproval, where the tests reach it",
+    ("SlackFunction", "secretsmanager:GetSecretValue"): "beside Slack's own secret, the app secrets "
+    "(AppSecretArns) the agents' factory reads when a click resumes a turn, as on SubmitApproval",
 }
 
 
@@ -160,6 +164,8 @@ def resource_arn(stack: Stack, call: Call, sample: str = SAMPLES[0]) -> str:
             variable = match.group(1)
             if not environment.get(variable):
                 raise ValueError(f"reaches what {variable} names, and its environment does not set {variable}")
+            if variable == APP_SETTINGS:  # (a path: the whole of it)
+                return environment[variable]
             return environment[variable].rsplit("/", 1)[-1].rsplit(":", 1)[-1]
 
         resolved = re.sub(r"\$\{(\w+)\}", value, text)
@@ -181,10 +187,33 @@ def resource_arn(stack: Stack, call: Call, sample: str = SAMPLES[0]) -> str:
         "sqs": f"arn:{PARTITION}:sqs:{where}:{resource}",
         "lambda": f"arn:{PARTITION}:lambda:{where}:function:{resource.removeprefix('function/')}",
         "secretsmanager": f"arn:{PARTITION}:secretsmanager:{where}:secret:{resource}",
+        "ssm": f"arn:{PARTITION}:ssm:{where}:{resource}",
     }
     if service not in arns:
         raise ValueError(f"no ARN known for {call.resource}")
     return arns[service]
+
+
+# What a stack may leave unset: where it does, the calls that reach what they name are never made (the
+# application's settings and secrets: resumable.aws.app_settings asks AWS for none that is not configured).
+OPTIONAL = (APP_SETTINGS, APP_SECRETS)
+
+
+def _made_in(stack: Stack, call: Call) -> bool:
+    """Whether ``call`` can be made in ``stack``: not where it reaches what an unset optional variable names."""
+    unset = [v for v in OPTIONAL if "${" + v + "}" in call.resource and not _environment(stack, call.function).get(v)]
+    return not unset
+
+
+def resource_arns(stack: Stack, call: Call, sample: str = SAMPLES[0]) -> list[str]:
+    """The ARNs the call may reach: one, or each secret of the application's (``${APP_SECRETS}``, a list of
+    ARNs: a call reaches one of them, so each must be allowed)."""
+    if call.resource != f"secretsmanager:${{{APP_SECRETS}}}":
+        return [resource_arn(stack, call, sample)]
+    listed = [arn for arn in _environment(stack, call.function).get(APP_SECRETS, "").split(",") if arn]
+    if not listed:
+        raise ValueError(f"reaches what {APP_SECRETS} names, and its environment does not set {APP_SECRETS}")
+    return listed
 
 
 def _documents(stack: Stack, role: str) -> tuple[list[tuple[str, dict[str, Any]]], list[dict[str, Any]]]:
@@ -214,17 +243,18 @@ def check(
         for caller, role in callers.items():
             inline, managed = _documents(stack, role)
             documents = [document for _, document in inline] + managed
-            for call in (c for c in calls if c.function == caller):
+            for call in (c for c in calls if c.function == caller and _made_in(stack, c)):
                 try:
-                    arn = resource_arn(stack, call)
+                    arns = resource_arns(stack, call)
                 except ValueError as error:
                     problems.append(Problem(configuration, caller, f"{call.action}: {error}"))
                     continue
-                reached.setdefault(caller, []).append((call.action, arn))
+                reached.setdefault(caller, []).extend((call.action, arn) for arn in arns)
                 for sample in SAMPLES if "*" in call.resource else SAMPLES[:1]:
-                    reaches = resource_arn(stack, call, sample)
-                    decision = evaluate(documents, call.action, reaches)
-                    if not decision.allowed:
+                    for reaches in resource_arns(stack, call, sample):
+                        decision = evaluate(documents, call.action, reaches)
+                        if decision.allowed:
+                            continue
                         problems.append(
                             Problem(
                                 configuration,

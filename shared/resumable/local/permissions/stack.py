@@ -69,7 +69,14 @@ HARDENED: dict[str, Any] = {
 # The optional Strands layer, created and given to every function.
 STRANDS: dict[str, Any] = {"StrandsAgents": "true"}
 # An application's own agents (app/): their factory, and the app layer the functions that build agents get.
-APP: dict[str, Any] = {"AgentFactory": "orders.agents:build_agents"}
+APP: dict[str, Any] = {
+    "AgentFactory": "orders.agents:build_agents",
+    "AppSettingsPath": "/team/orders",
+    "AppSecretArns": [
+        "arn:aws:secretsmanager:us-east-1:123456789012:secret:orders-api-token-AbCdEf",
+        "arn:aws:secretsmanager:us-east-1:123456789012:secret:team/orders/webhook-GhIjKl",
+    ],
+}
 # The ways in from chat and mail: the Slack function (made only when a channel is set), and
 # one-click decision links.
 SLACK: dict[str, Any] = {
@@ -177,6 +184,7 @@ CONFIGURATIONS: dict[str, dict[str, Any]] = {
     "an application's agents": APP,
     "Slack and decision links": SLACK,
     "Slack and decision links, hardened": {**HARDENED, **SLACK},
+    "Slack, with an application's agents": {**SLACK, **APP},
 }
 
 
@@ -308,8 +316,9 @@ class Stack:
         if len(node) != 1 or not next(iter(node)).startswith(("Fn::", "Ref")):
             return {k: self.resolve(v) for k, v in node.items()}
         [(function, args)] = node.items()
-        if function == "Ref":
-            return self.ref(args)
+        if function == "Ref":  # (a list parameter's Ref is its list: a Join or a policy's Resource takes it so)
+            value = self.parameters.get(args)
+            return list(value) if isinstance(value, list) else self.ref(args)
         if function == "Fn::GetAtt":
             logical, attribute = args if isinstance(args, list) else args.split(".", 1)
             return self.get_att(logical, attribute)
