@@ -447,3 +447,11 @@ def reads_an_unlisted_secret(context: AgentContext) -> Agent:
 
     app_secret("payroll-key")
     raise AssertionError("unreachable")
+
+
+def openai_from_settings(context: AgentContext) -> Agent:
+    """An agent on an OpenAI-compatible server: its base URL an app setting, its key an app secret."""
+    from resumable import OpenAIModel, app_secret, app_setting
+
+    model = OpenAIModel("gpt-4.1-mini", base_url=app_setting("OPENAI_BASE_URL"), api_key=app_secret("openai-api-key"))
+    return Agent(name="chat", model=model)

@@ -171,3 +171,31 @@ def test_a_setting_or_secret_that_is_not_there_fails_the_turn_naming_it_and_what
     finally:
         monkeypatch.undo()
         forget()
+
+
+@pytest.mark.slow
+def test_an_openai_compatible_server_is_reached_at_its_setting_with_its_secret_as_the_key(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.fake_http import FakeServer, Reply
+    from tests.unit.test_openai_model import assistant, completion
+
+    key = f"sk-{uuid.uuid4().hex}"
+    with FakeServer() as server:
+        served.client("ssm").put_parameter(
+            Name=f"{PATH}/OPENAI_BASE_URL", Value=f"{server.url}/v1", Type="String", Overwrite=True
+        )
+        arns = put(LocalValues(secrets={"orders-api-token": SECRET, "openai-api-key": key}), served.settings)
+        monkeypatch.setenv("APP_SECRETS", arns["APP_SECRETS"])
+        monkeypatch.setenv("AGENT_FACTORY", "tests.factories:openai_from_settings")
+        forget()
+        try:
+            server.reply(Reply(200, completion(assistant("Hello from the server."))))
+            status, turn = call(served.url, "POST", "/sessions/openai-1/turns", {"prompt": "hello"})
+        finally:
+            monkeypatch.undo()
+            forget()
+    assert (status, turn["status"], turn["output"]) == (201, "completed", "Hello from the server."), turn
+    [request] = server.received
+    assert (request.path, request.headers["authorization"]) == ("/v1/chat/completions", f"Bearer {key}")
+    assert key not in _everything_stored(served) and key not in json.dumps(turn)

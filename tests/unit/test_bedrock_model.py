@@ -400,3 +400,49 @@ def test_the_client_it_builds_tries_a_throttled_call_again_and_returns_the_reply
 
     assert reply == {"role": "assistant", "content": [{"text": "Sunny."}]}
     assert len(bedrock_endpoint.received) == 2
+
+
+def test_several_tool_uses_in_one_reply_each_run_and_their_results_go_back_together(
+    client: BedrockRuntimeClient, stubber: Stubber
+) -> None:
+    agent = Agent(name="forecaster", model=BedrockModel(MODEL_ID, client=client), tools=[get_weather])
+    uses = [
+        {"toolUse": {"toolUseId": "tooluse-paris", "name": "get_weather", "input": {"city": "Paris"}}},
+        {"toolUse": {"toolUseId": "tooluse-oslo", "name": "get_weather", "input": {"city": "Oslo", "days": 3}}},
+    ]
+    asked = {"role": "assistant", "content": [{"text": "Both, then."}, *uses]}
+    stubber.add_response("converse", converse_response(asked, stop_reason="tool_use"))
+    paris, oslo = {"city": "Paris", "forecast": ["sunny"]}, {"city": "Oslo", "forecast": ["sunny"] * 3}
+    results = [
+        {"toolResult": {"toolUseId": "tooluse-paris", "status": "success", "content": [{"json": paris}]}},
+        {"toolResult": {"toolUseId": "tooluse-oslo", "status": "success", "content": [{"json": oslo}]}},
+    ]
+    stubber.add_response(
+        "converse",
+        converse_response({"role": "assistant", "content": [{"text": "Sunny in both."}]}),
+        expected_params={
+            "modelId": MODEL_ID,
+            "messages": [user("Paris and Oslo?"), asked, {"role": "user", "content": results}],
+            "toolConfig": {"tools": [{"toolSpec": get_weather.spec}]},
+        },
+    )
+
+    result = agent("Paris and Oslo?")
+
+    assert (result.stop_reason, result.text) == ("end_turn", "Sunny in both.")
+    stubber.assert_no_pending_responses()
+
+
+def test_a_model_the_function_may_not_invoke_fails_naming_the_model_and_the_parameter_that_grants_it(
+    client: BedrockRuntimeClient, stubber: Stubber
+) -> None:
+    said = f"You don't have access to the model with the specified model ID {MODEL_ID}."
+    stubber.add_client_error(
+        "converse", service_error_code="AccessDeniedException", service_message=said, http_status_code=403
+    )
+
+    with pytest.raises(ModelError) as caught:
+        BedrockModel(MODEL_ID, client=client).converse([user("Hi")], None, [])
+
+    assert str(caught.value).startswith(f"Bedrock refused model '{MODEL_ID}' (AccessDeniedException), no reply was")
+    assert "list it in BedrockModelIds" in str(caught.value) and said in str(caught.value)

@@ -59,6 +59,6 @@ def test_the_stacks_parameters_are_read_from_samconfigs_overrides_as_sam_reads_t
         "StrandsAgents": "true",
         "Note": "a b",
     }
-    config.write_text('[default.deploy.parameters]\nparameter_overrides = ["AgentFactory=o.a:b", "ModelId="]\n')
-    assert stack_parameters(config) == {"AgentFactory": "o.a:b", "ModelId": ""}
+    config.write_text('[default.deploy.parameters]\nparameter_overrides = ["AgentFactory=o.a:b", "BedrockModelIds="]\n')
+    assert stack_parameters(config) == {"AgentFactory": "o.a:b", "BedrockModelIds": ""}
     assert stack_parameters(tmp_path / "none.toml") == {}

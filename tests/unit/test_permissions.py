@@ -230,3 +230,41 @@ def test_the_app_settings_and_secrets_are_granted_to_the_functions_that_build_ag
     for function in ("GetTurnFunction", "CancelFunction", "PublisherFunction", "SweeperFunction"):
         environment = Stack.of(configuration).environment(function)
         assert "APP_SECRETS" not in environment and "APP_SETTINGS_PATH" not in environment, function
+
+
+def test_every_model_of_bedrock_model_ids_is_granted_and_no_other() -> None:
+    """A foundation model directly; a cross-Region inference profile, and its foundation model in each Region
+    it routes to but only through it; an unlisted model not at all. Negative control: the grant through the
+    profiles taken away."""
+    from resumable.local.permissions.check import _documents
+    from resumable.local.permissions.policy import evaluate
+    from resumable.local.permissions.stack import BEDROCK
+
+    stack = Stack.of("Bedrock models")
+    inline, _ = _documents(stack, stack.role_of("StartTurnFunction"))
+    documents = [document for _, document in inline]
+    foundation, profile = BEDROCK
+    profile_arn = f"arn:aws:bedrock:us-east-1:123456789012:inference-profile/{profile}"
+    routed = f"arn:aws:bedrock:us-west-2::foundation-model/{profile.removeprefix('us.')}"
+
+    def allowed(arn: str, **context: str) -> bool:
+        return evaluate(documents, "bedrock:InvokeModel", arn, context=context or None).allowed
+
+    assert allowed(f"arn:aws:bedrock:eu-west-1::foundation-model/{foundation}")
+    assert allowed(profile_arn)
+    assert allowed(routed, **{"bedrock:InferenceProfileArn": profile_arn})
+    assert not allowed(routed), "its foundation model, called directly, is not one of BedrockModelIds"
+    assert not allowed("arn:aws:bedrock:us-east-1::foundation-model/meta.llama3-70b-instruct-v1:0")
+    other = "arn:aws:bedrock:us-east-1:123456789012:inference-profile/eu.meta.llama3-70b-instruct-v1:0"
+    assert not allowed(routed, **{"bedrock:InferenceProfileArn": other})
+
+    indent = "\n" + " " * 16
+    through = f"Sid: CallTheModelsThroughTheirProfiles{indent}Effect: Allow{indent}Action: [bedrock:InvokeModel]"
+    assert template().count(through) == 3
+    streams_only = template().replace(through, through.replace("InvokeModel]", "InvokeModelWithResponseStream]"))
+    problems = report(check(read_calls(), ["Bedrock models"], streams_only))
+    assert any(
+        line.startswith("StartTurnFunction (Bedrock models): calls bedrock:InvokeModel on ")
+        and f"foundation-model/{profile.removeprefix('us.')}, which its role" in line
+        for line in problems
+    ), problems

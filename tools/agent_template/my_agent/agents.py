@@ -5,8 +5,9 @@ the tools write it.
 The factory reads a secret (``app_secret``: a Secrets Manager secret named in AppSecretArns; locally,
 app/local.json's) and a setting (``app_setting``: an SSM parameter under AppSettingsPath, with a
 default). Offline (``MODEL_ID`` unset: make run, make test-app) the agent is driven by ``Rehearsal``, a
-stand-in that calls a tool when the prompt names an order; with ``MODEL_ID`` set it uses that Bedrock
-model. Make the tools and the model yours: docs/your-agent.md says how, and what comes next.
+stand-in that calls a tool when the prompt names an order; with ``MODEL_ID`` set (the first of the
+stack's BedrockModelIds, which grants it) it uses that Bedrock model. Make the tools and the model
+yours: docs/your-agent.md says how, and what comes next.
 """
 
 from __future__ import annotations

@@ -42,6 +42,8 @@ TABLE, BUCKET, BUS, QUEUE, FUNCTION, SECRET = (
 ITSELF = "SLACK_FUNCTION"
 # The application's settings' SSM path, and its secrets' ARNs (a list: any one of them names the call's).
 APP_SETTINGS, APP_SECRETS = "APP_SETTINGS_PATH", "APP_SECRETS"
+# The Bedrock models the functions may call, by id (a list; an id is matched whole: it holds colons).
+BEDROCK_MODELS = "BEDROCK_MODEL_IDS"
 
 
 @dataclass(frozen=True, order=True)
@@ -204,7 +206,9 @@ def calls_of(
     if prefix == "states" and "stateMachineArn" in params:
         return [(action, f"states:stateMachine/{params['stateMachineArn']}")]
     if prefix == "bedrock" and "modelId" in params:
-        return [(action, f"bedrock:model/{params['modelId']}")]
+        listed = environment.get(BEDROCK_MODELS, "").split(",")
+        model = "${" + BEDROCK_MODELS + "}" if params["modelId"] in listed else params["modelId"]
+        return [(action, f"bedrock:model/{model}")]
     return [(action, "*")]
 
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from resumable.local.permissions.calls import APP_SECRETS, APP_SETTINGS, STATE_MACHINE, Call, read_calls
+from resumable.local.permissions.calls import APP_SECRETS, APP_SETTINGS, BEDROCK_MODELS, STATE_MACHINE, Call, read_calls
 from resumable.local.permissions.grants import implied, unused
 from resumable.local.permissions.policy import evaluate
 from resumable.local.permissions.stack import ACCOUNT, CONFIGURATIONS, PARTITION, REGION, Stack
@@ -87,8 +87,8 @@ MANAGED: dict[str, dict[str, Any]] = {
 
 # Granted, yet no call the tests record uses it: (caller, or "*" for every one; action) -> why.
 ALLOWANCES: dict[tuple[str, str], str] = {
-    ("*", "bedrock:InvokeModel"): "with ModelId set, the Bedrock model calls Converse; the tests use a "
-    "stand-in model (the request's shape is pinned by tests/unit/test_bedrock_model.py)",
+    ("SlackFunction", "bedrock:InvokeModel"): "a turn a click resumes calls its agents' Bedrock models "
+    "(BedrockModelIds), as on SubmitApproval, where the tests reach it",
     ("*", "states:SendTaskSuccess"): "whichever function settles a turn a workflow waits on tells it, "
     "success or failure by how it settled; the tests reach some of the pairs, every one can happen",
     ("*", "states:SendTaskFailure"): "as SendTaskSuccess",
@@ -115,17 +115,28 @@ ALLOWANCES: dict[tuple[str, str], str] = {
 BROAD: dict[tuple[str, str], str] = {
     ("*", "states:SendTaskSuccess"): "IAM cannot scope a service integration's task tokens: '*' is the only resource",
     ("*", "states:SendTaskFailure"): "as SendTaskSuccess",
-    ("*", "bedrock:InvokeModel"): "an inference profile (ModelId) routes to its foundation model in any of "
-    "the Regions it spans: foundation models only, any Region",
+    ("*", "bedrock:InvokeModel"): "an inference profile of BedrockModelIds routes to its foundation model in any "
+    "of the Regions it spans: foundation models only, through those profiles only (bedrock:InferenceProfileArn)",
 }
 
 
 def _excuser(caller: str) -> Any:
-    def excused(action: str, broad: bool = False) -> bool:
+    def excused(action: str, broad: bool = False, resource: str = "") -> bool:
         listed = BROAD if broad else ALLOWANCES
+        if not broad and action == "bedrock:InvokeModel" and _other_form(resource):
+            return True
         return any((who, a) in listed for who in (caller, "*") for a in (action, action.lower()))
 
     return excused
+
+
+def _other_form(resource: str) -> bool:
+    """Whether ``resource`` (a grant's) names a model of BedrockModelIds in the form it does not have: the
+    template prefixes each id as a foundation model and as an inference profile alike (a Join's literal
+    separator is all that can prefix a list's items), and the form a model is not names nothing."""
+    model = resource.rpartition("/")[2]
+    profile = model.partition(".")[0] in PROFILE_REGIONS
+    return (":foundation-model/" in resource and profile) or (":inference-profile/" in resource and not profile)
 
 
 @dataclass(frozen=True)
@@ -196,7 +207,7 @@ def resource_arn(stack: Stack, call: Call, sample: str = SAMPLES[0]) -> str:
 
 # What a stack may leave unset: where it does, the calls that reach what they name are never made (the
 # application's settings and secrets: resumable.aws.app_settings asks AWS for none that is not configured).
-OPTIONAL = (APP_SETTINGS, APP_SECRETS)
+OPTIONAL = (APP_SETTINGS, APP_SECRETS, BEDROCK_MODELS)
 
 
 def _made_in(stack: Stack, call: Call) -> bool:
@@ -205,15 +216,44 @@ def _made_in(stack: Stack, call: Call) -> bool:
     return not unset
 
 
-def resource_arns(stack: Stack, call: Call, sample: str = SAMPLES[0]) -> list[str]:
-    """The ARNs the call may reach: one, or each secret of the application's (``${APP_SECRETS}``, a list of
-    ARNs: a call reaches one of them, so each must be allowed)."""
-    if call.resource != f"secretsmanager:${{{APP_SECRETS}}}":
-        return [resource_arn(stack, call, sample)]
-    listed = [arn for arn in _environment(stack, call.function).get(APP_SECRETS, "").split(",") if arn]
+# Where each geography's cross-Region inference profiles route (a sample of the Regions each spans).
+PROFILE_REGIONS = {
+    "us": ("us-east-1", "us-west-2"),
+    "eu": ("eu-central-1", "eu-west-1"),
+    "apac": ("ap-northeast-1", "ap-southeast-2"),
+    "us-gov": ("us-gov-west-1",),
+    "jp": ("ap-northeast-1", "ap-northeast-3"),
+    "au": ("ap-southeast-2", "ap-southeast-4"),
+    "ca": ("ca-central-1", "ca-west-1"),
+    "global": ("us-east-1", "eu-west-1", "ap-northeast-1"),
+}
+
+
+def requests(stack: Stack, call: Call, sample: str = SAMPLES[0]) -> list[tuple[str, dict[str, str]]]:
+    """The requests AWS authorizes for the call, each an ARN and its condition keys: one, or each secret of
+    the application's (``${APP_SECRETS}``: a call reaches one of them, so each must be allowed), or each
+    model of BedrockModelIds (``${BEDROCK_MODEL_IDS}``): a foundation model, or an inference profile and
+    the foundation model it routes to in each Region it spans, through it."""
+    variable = next((v for v in (APP_SECRETS, BEDROCK_MODELS) if call.resource.endswith("${" + v + "}")), None)
+    if variable is None:
+        return [(resource_arn(stack, call, sample), {})]
+    listed = [one for one in _environment(stack, call.function).get(variable, "").split(",") if one]
     if not listed:
-        raise ValueError(f"reaches what {APP_SECRETS} names, and its environment does not set {APP_SECRETS}")
-    return listed
+        raise ValueError(f"reaches what {variable} names, and its environment does not set {variable}")
+    if variable == APP_SECRETS:
+        return [(arn, {}) for arn in listed]
+    found: list[tuple[str, dict[str, str]]] = []
+    for model in listed:
+        geography, _, rest = model.partition(".")
+        if geography not in PROFILE_REGIONS:
+            found.append((f"arn:{PARTITION}:bedrock:{REGION}::foundation-model/{model}", {}))
+            continue
+        profile = f"arn:{PARTITION}:bedrock:{REGION}:{ACCOUNT}:inference-profile/{model}"
+        found.append((profile, {}))
+        for region in PROFILE_REGIONS[geography]:
+            through = {"bedrock:InferenceProfileArn": profile}
+            found.append((f"arn:{PARTITION}:bedrock:{region}::foundation-model/{rest}", through))
+    return found
 
 
 def _documents(stack: Stack, role: str) -> tuple[list[tuple[str, dict[str, Any]]], list[dict[str, Any]]]:
@@ -245,14 +285,14 @@ def check(
             documents = [document for _, document in inline] + managed
             for call in (c for c in calls if c.function == caller and _made_in(stack, c)):
                 try:
-                    arns = resource_arns(stack, call)
+                    asked = requests(stack, call)
                 except ValueError as error:
                     problems.append(Problem(configuration, caller, f"{call.action}: {error}"))
                     continue
-                reached.setdefault(caller, []).extend((call.action, arn) for arn in arns)
+                reached.setdefault(caller, []).extend((call.action, arn) for arn, _ in asked)
                 for sample in SAMPLES if "*" in call.resource else SAMPLES[:1]:
-                    for reaches in resource_arns(stack, call, sample):
-                        decision = evaluate(documents, call.action, reaches)
+                    for reaches, context in requests(stack, call, sample):
+                        decision = evaluate(documents, call.action, reaches, context=context)
                         if decision.allowed:
                             continue
                         problems.append(

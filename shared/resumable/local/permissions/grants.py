@@ -115,7 +115,7 @@ def unused(
     reached: list[tuple[str, str]],
     excused: Any,
 ) -> list[str]:
-    """What each Allow of ``inline`` grants that no call in ``reached`` uses (unless ``excused(action)``
+    """What each Allow of ``inline`` grants that no call in ``reached`` uses (unless ``excused(action, resource=)``
     says why), or that reaches past the stack's resources; NotAction and NotResource are refused."""
     found = []
     for name, document in inline:
@@ -143,7 +143,7 @@ def _judged(
     covered = expanded(pattern)
     past = [a for a in covered if reaches_beyond(a, resource) and not excused(a, broad=True)]
     used = sorted({a for a in covered for b, r in reached if a.lower() == b.lower() and matches_resource(resource, r)})
-    idle = [a for a in covered if a not in past and not excused(a) and a not in used]
+    idle = [a for a in covered if a not in past and not excused(a, resource=resource) and a not in used]
     granted = f"its role {role} grants {pattern} on {resource} ({where})"
     problems = []
     if past:

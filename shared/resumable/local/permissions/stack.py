@@ -68,7 +68,10 @@ HARDENED: dict[str, Any] = {
 }
 # The optional Strands layer, created and given to every function.
 STRANDS: dict[str, Any] = {"StrandsAgents": "true"}
-# An application's own agents (app/): their factory, and the app layer the functions that build agents get.
+# Bedrock models: a foundation model, and a cross-Region inference profile (which routes to another).
+BEDROCK: list[str] = ["anthropic.claude-3-5-haiku-20241022-v1:0", "us.anthropic.claude-3-5-sonnet-20241022-v2:0"]
+# An application's own agents (app/): their factory (the app layer the functions that build agents get),
+# their settings, secrets and models.
 APP: dict[str, Any] = {
     "AgentFactory": "orders.agents:build_agents",
     "AppSettingsPath": "/team/orders",
@@ -76,6 +79,7 @@ APP: dict[str, Any] = {
         "arn:aws:secretsmanager:us-east-1:123456789012:secret:orders-api-token-AbCdEf",
         "arn:aws:secretsmanager:us-east-1:123456789012:secret:team/orders/webhook-GhIjKl",
     ],
+    "BedrockModelIds": BEDROCK,
 }
 # The ways in from chat and mail: the Slack function (made only when a channel is set), and
 # one-click decision links.
@@ -125,7 +129,7 @@ def parameter_values(template: dict[str, Any], parameters: dict[str, Any]) -> di
     values = {name: p.get("Default") for name, p in template.get("Parameters", {}).items()} | parameters
     for name, declared in template.get("Parameters", {}).items():
         if declared.get("Type") == "CommaDelimitedList" and isinstance(values.get(name), str):
-            values[name] = [v for v in values[name].split(",") if v]
+            values[name] = values[name].split(",")  # (as CloudFormation: "" is [""], whose first item is "")
     return values
 
 
@@ -179,7 +183,7 @@ CONFIGURATIONS: dict[str, dict[str, Any]] = {
     "AuthMode=IAM": AUTH_MODES["IAM"],
     "AuthMode=JWT": AUTH_MODES["JWT"],
     "every hardening parameter": HARDENED,
-    "a Bedrock model": {"ModelId": "anthropic.claude-3-5-sonnet-20240620-v1:0"},
+    "Bedrock models": {"BedrockModelIds": BEDROCK},
     "Strands": STRANDS,
     "an application's agents": APP,
     "Slack and decision links": SLACK,

@@ -73,6 +73,13 @@ def bedrock_failure(error: BotoCoreError | ClientError, model_id: str, max_retri
             f"the conversation sent to Bedrock model '{model_id}' is longer than its context window, no "
             f"reply was recorded: {_SHORTEN}. Bedrock said: {said}"
         )
+    if code == "AccessDeniedException":
+        return ModelError(
+            f"Bedrock refused model '{model_id}' (AccessDeniedException), no reply was recorded: this function may "
+            "not invoke it. Deployed with this stack, list it in BedrockModelIds (a cross-Region inference "
+            "profile by its id, such as us.anthropic...), and turn the model's access on in the Bedrock console "
+            f"of the account. Bedrock said: {said}"
+        )
     if code == "ThrottlingException":
         return ModelError(
             f"Bedrock throttled model '{model_id}' ({code}) on all {attempts} attempt(s), no reply was "
