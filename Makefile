@@ -154,7 +154,7 @@ permissions: $(INSTALLED)
 calls: $(INSTALLED) $(CHROMIUM) $(SAM)
 	RECORD_CALLS=1 $(KEEP_BYTECODE) $(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal
 
-## smoke: after a deploy, one approval end to end against the stack, signed (ARGS="--stack NAME" or "--url URL --token T")
+## smoke: after a deploy, a turn end to end against the stack, signed: ARGS="--prompt '...' [--deny MSG | --leave]", "--stack NAME", "--url URL --token T"
 smoke: $(INSTALLED)
 	@$(BIN)/python tools/smoke.py $(ARGS)
 

@@ -1,14 +1,18 @@
-"""``make smoke``: after a deploy, one approval end to end against the stack, signed, as a person would
-do it with the ``resumable`` command: start a turn of the demo agent, wait until it asks, approve,
-see it complete, then delete the session. Each step is printed with the command it runs; the first
-that fails stops the smoke test, named, with what the API said.
+"""``make smoke``: after a deploy, a turn end to end against the stack, signed, as a person would take it
+with the ``resumable`` command: start a turn with a prompt, print each question as the desk shows it,
+answer as told, wait until the turn settles, then delete the session. Each step is printed with the
+command it runs; the first that fails stops the smoke test, named, with what the API said.
 
-    make smoke                          # samconfig.toml's stack and region, signed with your credentials
-    make smoke ARGS="--stack my-stack"  # another stack
-    make smoke ARGS="--url https://... --token $TOKEN"   # AuthMode JWT: a signed-in token
+    make smoke                                                  # the demo's agents: delete the test-db record, approved
+    make smoke ARGS="--prompt 'refund order A-1001'"            # your agents: each question approved
+    make smoke ARGS="--prompt 'refund order A-1001' --deny 'not now'"    # ... each denied, with that message
+    make smoke ARGS="--prompt 'refund order A-1001' --leave"    # ... stop at the first question: it stays waiting
+    make smoke ARGS="--stack my-stack"                          # another stack (default: samconfig.toml's)
+    make smoke ARGS="--url https://... --token $TOKEN"          # AuthMode JWT: a signed-in token
 
-The smoke test answers its own question, as the session's owner (no approver is needed); the agent
-factory must be the demo's (AgentFactory's default), whose ``delete the test-db record`` asks.
+The smoke test answers its own questions, as the session's owner (no approver is needed, unless an
+approval rule says otherwise). With no ``--prompt``, it expects the demo's agents (AgentFactory's
+default), whose ``delete the test-db record`` asks once.
 """
 
 from __future__ import annotations
@@ -23,7 +27,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-PROMPT = "delete the test-db record"
+from resumable.cli.views import print_turn
+
+DEMO_PROMPT = "delete the test-db record"
+# How many questions one smoke turn answers before it calls the agents' asking endless.
+MOST_ROUNDS = 10
 
 
 class SmokeError(Exception):
@@ -33,12 +41,22 @@ class SmokeError(Exception):
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--stack", default=None, help="the CloudFormation stack (default: resumable)")
+    where.add_argument(
+        "--stack", default=None, help="the CloudFormation stack (default: samconfig.toml's, or resumable)"
+    )
     where.add_argument("--url", help="the HTTP API's URL instead of a stack's ApiUrl output")
     parser.add_argument("--region", help="the stack's region")
     parser.add_argument("--token", help="a sign-in token (AuthMode JWT)")
     parser.add_argument("--sign", action="store_true", help="sign with SigV4 even for a local URL")
+    parser.add_argument("--prompt", help=f"the turn's prompt (default: the demo's {DEMO_PROMPT!r})")
+    answer = parser.add_mutually_exclusive_group()
+    answer.add_argument("--approve", action="store_true", help="approve each question (the default)")
+    answer.add_argument("--deny", metavar="MESSAGE", help="deny each question, telling the agent MESSAGE")
+    answer.add_argument("--leave", action="store_true", help="stop at the first question and leave it waiting")
+    parser.add_argument("--timeout", type=float, default=300, help="how long to wait for the turn to settle (s)")
     args = parser.parse_args(argv)
+    if args.deny is not None and not args.deny.strip():
+        parser.error("--deny needs a message for the agent")
     stack, region = _deployed()
     target = ["--url", args.url] if args.url else ["--stack", args.stack or stack]
     region = args.region or (None if args.url else region)
@@ -48,28 +66,77 @@ def main(argv: list[str] | None = None) -> int:
     session = f"smoke-{uuid.uuid4().hex[:12]}"
     began = time.monotonic()
     try:
-        started = _step("start a turn, until it asks", target, "start", session, PROMPT, "--wait")
-        asked = [i for i in started.get("interactions", []) if i.get("status") == "requested"]
-        if started.get("status") != "waiting" or len(asked) != 1:
-            raise SmokeError(
-                f"the turn is {started.get('status')!r} with {len(asked)} open questions, not waiting on one: is "
-                "AgentFactory the demo's? (its output: " + repr(started.get("error") or started.get("output")) + ")"
-            )
-        ids = [session, started["turnId"], asked[0]["requestId"]]
-        done = _step("approve it", target, "approve", *ids, "--yes")
-        if done.get("status") != "completed":
-            raise SmokeError(f"after the approval the turn is {done.get('status')!r}, not completed: {done}")
-        shown = _step("read the turn back", target, "show", session, started["turnId"])
-        if shown.get("interactions", [{}])[0].get("decision") not in ("approved", None):
-            raise SmokeError(f"the question reads {shown['interactions'][0].get('decision')!r}, not approved")
-        _step("delete the smoke session", target, "delete", session)
+        settled = _take(args, target, session)
     except SmokeError as failed:
         print(f"smoke: FAILED: {failed}", file=sys.stderr)
         return 1
-    print(
-        f"smoke: passed in {time.monotonic() - began:.1f} s: started, asked, approved, completed, deleted ({session})"
-    )
+    if settled is None:
+        print(f"smoke: passed in {time.monotonic() - began:.1f} s: started, asked, left waiting ({session})")
+        return 0
+    print(f"smoke: passed in {time.monotonic() - began:.1f} s: started, {settled}, deleted ({session})")
     return 0
+
+
+def _take(args: argparse.Namespace, target: list[str], session: str) -> str | None:
+    """The turn taken from its start to its settlement (what happened, in words), or None where it was
+    left waiting as told."""
+    prompt = args.prompt or DEMO_PROMPT
+    turn = _step("start a turn, until it asks or settles", target, "start", session, prompt, "--wait")
+    print_turn(turn)
+    if args.prompt is None and (turn.get("status") != "waiting" or len(_asking(turn)) != 1):
+        raise SmokeError(
+            f"the turn is {turn.get('status')!r} with {len(_asking(turn))} open questions, not waiting on one: is "
+            "AgentFactory the demo's? (for your own agents, give --prompt; its output: "
+            + repr(turn.get("error") or turn.get("output"))
+            + ")"
+        )
+    said = []
+    for _ in range(MOST_ROUNDS):
+        if turn.get("status") == "running":
+            turn = _settled(target, turn, args.timeout)
+        asking = _asking(turn)
+        if turn.get("status") != "waiting" or not asking:
+            break
+        if args.leave:
+            print(f"smoke: left waiting, as told: answer it with resumable approve {asking[0]['requestId']}")
+            return None
+        for question in asking:
+            turn = _answer(args, target, turn, question)
+            said.append("approved" if args.deny is None else "denied")
+        print_turn(turn)
+    else:
+        raise SmokeError(f"the turn still asks after {MOST_ROUNDS} answers: it asks without end")
+    if turn.get("status") != "completed":
+        raise SmokeError(
+            f"the turn settled {turn.get('status')!r}, not completed: {turn.get('error') or turn.get('output')}"
+        )
+    told = "approved" if args.deny is None else "denied"
+    if args.prompt is None and turn.get("interactions", [{}])[0].get("decision") != told:
+        raise SmokeError(f"the question reads {turn['interactions'][0].get('decision')!r}, not {told}")
+    _step("delete the smoke session", target, "delete", session)
+    return f"{' and '.join(said) or 'nothing asked'}, completed"
+
+
+def _asking(turn: dict[str, Any]) -> list[dict[str, Any]]:
+    return [i for i in turn.get("interactions", []) if i.get("status") == "requested"]
+
+
+def _answer(args: argparse.Namespace, target: list[str], turn: dict[str, Any], question: dict[str, Any]) -> Any:
+    ids = [turn["sessionId"], question["turnId"], question["requestId"]]
+    if args.deny is not None:
+        return _step(f"deny {question['requestId']}", target, "deny", *ids, "--message", args.deny)
+    return _step(f"approve {question['requestId']}", target, "approve", *ids, "--yes")
+
+
+def _settled(target: list[str], turn: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """The turn read again until it no longer runs (a continuation finishes it), for ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while turn.get("status") == "running":
+        if time.monotonic() > deadline:
+            raise SmokeError(f"the turn still runs after {timeout:.0f} s: see the runbook's 'a turn stays running'")
+        time.sleep(1)
+        turn = _step("read the turn until it settles", target, "show", turn["sessionId"], turn["turnId"], quiet=True)
+    return turn
 
 
 def _deployed() -> tuple[str, str | None]:
@@ -83,17 +150,19 @@ def _deployed() -> tuple[str, str | None]:
     return str(merged.get("stack_name", "resumable")), merged.get("region")
 
 
-def _step(what: str, target: list[str], *command: str) -> dict[str, Any]:
+def _step(what: str, target: list[str], *command: str, quiet: bool = False) -> dict[str, Any]:
     argv = [sys.executable, "-m", "resumable.cli", *target, "--json", *command]
     words = argv[3:]
     shown = " ".join("***" if n and words[n - 1] == "--token" else word for n, word in enumerate(words))
-    print(f"smoke: {what}: resumable {shown}", flush=True)
+    if not quiet:
+        print(f"smoke: {what}: resumable {shown}", flush=True)
     began = time.monotonic()
     done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=300)
     if done.returncode != 0:
         said = (done.stderr or done.stdout).strip()
         raise SmokeError(f"{what}: the command exited {done.returncode}: {said}")
-    print(f"smoke: {what}: ok ({time.monotonic() - began:.1f} s)", flush=True)
+    if not quiet:
+        print(f"smoke: {what}: ok ({time.monotonic() - began:.1f} s)", flush=True)
     reply: dict[str, Any] = json.loads(done.stdout) if done.stdout.strip() else {}
     return reply
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -15,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.local_api import cli, settings
+from tests.e2e.local_api import APPROVER, call, cli, settings
 from tests.patience import HANG_SECONDS
 
 _CREDENTIALS: list[Path] = []
@@ -349,10 +350,32 @@ def test_the_smoke_test_of_a_deploy_passes_against_the_api_signed_and_fails_nami
     env |= {"AWS_SHARED_CREDENTIALS_FILE": str(_CREDENTIALS[0]), "AWS_PROFILE": "approver"}
     passed = subprocess.run(smoke, capture_output=True, text=True, timeout=HANG_SECONDS, env=env, check=False)
     assert passed.returncode == 0, passed.stdout + passed.stderr
-    assert "smoke: approve it: ok" in passed.stdout and "smoke: passed in " in passed.stdout
+    assert re.search(r"^smoke: approve r\w+: ok", passed.stdout, re.MULTILINE), passed.stdout
+    assert "smoke: passed in " in passed.stdout and "approved, completed, deleted" in passed.stdout
+    assert " waits (destructive), for " in passed.stdout, "each question printed as the desk prints it"
+    # Told to deny, then to leave the question waiting: the turn completes denied; the question stays open.
+    denied = subprocess.run(
+        [*smoke, "--deny", "not today"], capture_output=True, text=True, timeout=HANG_SECONDS, env=env, check=False
+    )
+    assert denied.returncode == 0, denied.stdout + denied.stderr
+    assert "denied, completed, deleted" in denied.stdout and "DENIED: not today" in denied.stdout
+    left = subprocess.run(
+        [*smoke, "--prompt", "delete the left-db record", "--leave"],
+        capture_output=True,
+        text=True,
+        timeout=HANG_SECONDS,
+        env=env,
+        check=False,
+    )
+    assert left.returncode == 0, left.stdout + left.stderr
+    assert "smoke: left waiting, as told: answer it with resumable approve r" in left.stdout
+    session = re.search(r"left waiting \((smoke-\w+)\)", left.stdout)
+    assert session is not None
+    status, listed = call(url, "GET", f"/sessions/{session.group(1)}/interactions?status=requested", principal=APPROVER)
+    assert (status, len(listed["interactions"])) == (200, 1), listed
     # Credentials that cannot sign: the first step fails, and the smoke test says which and why.
     nobody = env | {"AWS_PROFILE": "resumable-nobody"}
     refused = subprocess.run(smoke, capture_output=True, text=True, timeout=HANG_SECONDS, env=nobody, check=False)
     assert refused.returncode == 1
-    assert "smoke: FAILED: start a turn, until it asks: the command exited 2: " in refused.stderr, refused.stderr
+    assert "smoke: FAILED: start a turn, until it asks or settles: the command exited 2: " in refused.stderr
     assert "cannot sign" in refused.stderr

@@ -132,3 +132,17 @@ def test_make_run_with_an_app_and_no_factory_of_its_own_says_what_to_set(tmp_pat
         True,
     )
     assert application({}, tmp_path / "nothing", tmp_path / "samconfig.toml") is None
+
+
+@pytest.mark.slow
+def test_make_smoke_takes_the_new_agents_turn_from_its_prompt_to_its_settlement(
+    served: tuple[str, ExecutionEnvironments],
+) -> None:
+    url, _ = served
+    smoke = [sys.executable, str(ROOT / "tools" / "smoke.py"), "--url", url, "--prompt", "refund order A-1002"]
+    ran = subprocess.run(smoke, capture_output=True, text=True, timeout=HANG_SECONDS, check=False)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "waits (destructive), for " in ran.stdout and "input: refund_order" not in ran.stdout
+    assert 'refund_order {"order_id": "A-1002"}' in ran.stdout, "the question, as the desk prints it"
+    assert "output: refunded $89.50 to Grace for order A-1002" in ran.stdout
+    assert "smoke: passed in " in ran.stdout and "approved, completed, deleted" in ran.stdout
