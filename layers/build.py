@@ -135,14 +135,17 @@ PYTHON = (3, 11)
 
 
 def _compile(target: Path) -> None:
+    """Every module of ``target`` (a folder, or one module) compiled for the runtime, unchecked-hash."""
     if sys.version_info[:2] != PYTHON:
         raise SystemExit(
             f"the layer is for python{PYTHON[0]}.{PYTHON[1]} and ships its bytecode, which only that Python "
             f"writes; this is {sys.version_info[0]}.{sys.version_info[1]}: run make layer with python3.11"
         )
-    compiled = compileall.compile_dir(
-        target, quiet=2, workers=0, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH
-    )
+    mode = py_compile.PycInvalidationMode.UNCHECKED_HASH
+    if target.is_dir():
+        compiled = compileall.compile_dir(target, quiet=2, workers=0, invalidation_mode=mode)
+    else:
+        compiled = target.suffix != ".py" or compileall.compile_file(target, quiet=2, invalidation_mode=mode)
     if not compiled:
         raise SystemExit(f"compiling the modules in {target} failed: the layer was not built")
 
@@ -246,10 +249,11 @@ def _install(layer: Layer, platform: Platform, target: Path) -> None:
     for the same requirements before."""
     if not KEPT.parent.is_dir():
         _pip(layer, platform, target)
+        _compile(target)
         return
     # What pip installs depends on the requirements, the options, pip itself and where it looks.
     where = sorted((name, value) for name, value in os.environ.items() if name.startswith("PIP_"))
-    key = [layer.requirements.read_text(), *platform.pip, importlib.metadata.version("pip"), repr(where)]
+    key = [layer.requirements.read_text(), *platform.pip, importlib.metadata.version("pip"), repr(where), "compiled"]
     if layer.app is not None:
         key += [repr(sorted(provided().items()))]
     digest = hashlib.sha256("\n".join(key).encode()).hexdigest()[:16]
@@ -258,6 +262,7 @@ def _install(layer: Layer, platform: Platform, target: Path) -> None:
         KEPT.mkdir(exist_ok=True)
         with tempfile.TemporaryDirectory(dir=KEPT, ignore_cleanup_errors=True) as scratch:
             _pip(layer, platform, Path(scratch))
+            _compile(Path(scratch))  # (once: every build copies the bytecode with the modules)
             with contextlib.suppress(OSError):  # another build kept the same install first: use theirs
                 os.rename(scratch, kept)
     shutil.copytree(kept, target)
@@ -272,8 +277,10 @@ def _assemble(built: Path, layer: Layer, platform: Platform) -> None:
     if layer.requirements.exists():
         _install(layer, platform, target)
     target.mkdir(parents=True, exist_ok=True)
+    copied = []
     if layer.package is not None:
         shutil.copytree(layer.package, target / "resumable", ignore=_not_shipped)
+        copied.append(target / "resumable")
     if layer.app is not None:
         for source in sorted(layer.app.iterdir()):
             if source.name in APP_NOT_SHIPPED or _app_not_shipped("", [source.name]):
@@ -282,9 +289,9 @@ def _assemble(built: Path, layer: Layer, platform: Platform) -> None:
                 shutil.copytree(source, target / source.name, ignore=_app_not_shipped)
             else:
                 shutil.copy2(source, target / source.name)
-    for cache in target.rglob("__pycache__"):
-        shutil.rmtree(cache)
-    _compile(target)
+            copied.append(target / source.name)
+    for code in copied:  # (the requirements came compiled)
+        _compile(code)
 
 
 def build(into: Path = HERE, layer: Layer = SHARED, platform: Platform = LAMBDA) -> tuple[int, int]:

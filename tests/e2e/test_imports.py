@@ -80,6 +80,11 @@ def test_a_failure_is_told_by_what_failed_where_the_module_was_looked_for_and_wh
         "in": "/opt/shared",
     }
     assert _explained(by_the_layer, path, named, factory).endswith("add it to layers/requirements.txt")
+    strands = {"failed": "factory", "error": "...", "missing": "strands", "importer": "o/a.py", "in": "/opt/app"}
+    assert _explained(strands, path, named, factory) == (
+        "o/a.py (in the app layer) imports strands, which the Strands layer ships, and this stack has none: deploy "
+        "with StrandsAgents=true (samconfig.toml's parameter_overrides: make run and make predeploy read it too)"
+    )
     unplaced = {"failed": "factory", "error": "...", "missing": "numpy"}
     assert _explained(unplaced, path, named, factory).startswith(f"the agent factory {factory} imports numpy")
 

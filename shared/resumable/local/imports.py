@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,11 @@ def _explained(said: dict[str, Any], path: list[str], named: dict[str, tuple[str
         )
     layer, requirements = named.get(said.get("in") or "", code)
     by = f"{said['importer']} (in {layer})" if said.get("importer") else what
+    if missing.partition(".")[0] == "strands" and PLACES["StrandsLayer"][0] not in places:
+        return (
+            f"{by} imports {missing}, which the Strands layer ships, and this stack has none: deploy with "
+            "StrandsAgents=true (samconfig.toml's parameter_overrides: make run and make predeploy read it too)"
+        )
     return (
         f"{by} imports {missing}, which none of the places it was looked for has ({', '.join(places)}): "
         f"add it to {requirements}"
@@ -151,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     if folder is not None:
         places["AppLayer"] = ("the app layer", _shown(folder / "requirements.txt"))
     failed: dict[str, list[str]] = {}
-    with embedded_aws(table_name="predeploy", bucket_name="predeploy") as settings:
+    named = f"predeploy-{uuid.uuid4().hex[:12]}"  # (one process's embedded AWSes share their backends)
+    with embedded_aws(table_name=named, bucket_name=named) as settings:
         environment = {**os.environ, **settings.environment(), "AGENT_FACTORY": factory}
         if folder is not None:  # (its settings and secrets, as make run serves them: app/local.json)
             environment |= put(LocalValues.read(folder / "local.json"), settings)
