@@ -200,7 +200,8 @@ def provided() -> dict[str, str]:
 
 
 def _pip(layer: Layer, platform: Platform, target: Path) -> None:
-    command = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *platform.pip]
+    command = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile"]
+    command += platform.pip  # (--no-compile: the layer's bytecode is ours, unchecked-hash: _compile)
     if layer.app is None:
         command += ["--no-deps", "--target", str(target), "-r", str(layer.requirements)]
         subprocess.run(command, check=True)
@@ -251,9 +252,11 @@ def _install(layer: Layer, platform: Platform, target: Path) -> None:
         _pip(layer, platform, target)
         _compile(target)
         return
-    # What pip installs depends on the requirements, the options, pip itself and where it looks.
+    # What pip installs depends on the requirements (their comments and order aside), the options, pip
+    # itself and where it looks.
     where = sorted((name, value) for name, value in os.environ.items() if name.startswith("PIP_"))
-    key = [layer.requirements.read_text(), *platform.pip, importlib.metadata.version("pip"), repr(where), "compiled"]
+    asked = sorted(line.split("#", 1)[0].strip() for line in layer.requirements.read_text().splitlines())
+    key = [*filter(None, asked), *platform.pip, importlib.metadata.version("pip"), repr(where), "compiled-2"]
     if layer.app is not None:
         key += [repr(sorted(provided().items()))]
     digest = hashlib.sha256("\n".join(key).encode()).hexdigest()[:16]

@@ -106,6 +106,11 @@ def test_a_function_run_from_its_layers_imports_from_its_code_its_layers_and_the
     assert not [entry for entry in seen["path"] if "site-packages" in entry or str(ROOT / ".venv") in entry]
     assert seen["humanize"].startswith(app) and seen["resumable"].startswith(shared)
     assert seen["boto3"].startswith(runtime)
+    pinned = [line for line in (ROOT / "constraints.txt").read_text().splitlines() if line.startswith("boto3==")]
+    assert [
+        f"boto3=={v.name.removeprefix('boto3-').removesuffix('.dist-info')}"
+        for v in Path(runtime).glob("boto3-*.dist-info")
+    ] == pinned, "the runtime's boto3 is the project's pin (layers/runtime-requirements.txt)"
     assert (seen["moto"], seen["pytest"], seen["yaml"]) == (None, None, None), "the project's environment leaked"
 
 

@@ -33,20 +33,11 @@ def _check(root: Path) -> int:
 
 
 @pytest.mark.slow
-def test_the_new_agent_imports_in_every_function_and_its_factory_builds(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert _check(_project(tmp_path)) == 0
-    said = capsys.readouterr().out
-    assert "StartTurnFunction: ok" in said and "PublisherFunction: ok" in said
-    assert "every function's handler imports from its layers and orders.agents:build_agents builds" in said
-
-
-@pytest.mark.slow
 def test_a_dependency_missing_from_the_apps_requirements_is_named_with_the_file_to_add_it_to(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The negative control of the one above: the example without humanize in its requirements."""
+    """The example without humanize in its requirements (the negative control of docs/your-agent.md's make
+    predeploy, which passes: tests/e2e/test_your_agent.py)."""
     root = _project(tmp_path, requirements="# nothing\n")
     assert _check(root) == 1
     said = capsys.readouterr().out

@@ -4,11 +4,14 @@ run to their refusal without credentials, naming what is missing, and nothing is
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import time
 import zipfile
 from collections.abc import Iterator
@@ -30,11 +33,9 @@ def commands() -> list[str]:
     return [line.strip() for block in blocks for line in block.splitlines() if line.strip()]
 
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """This project as a team has it: its files (what git holds, and what it would), this project's .venv,
-    a git repository of its own; AWS credentials nowhere."""
-    root = tmp_path_factory.mktemp("yours") / "project"
+def _copy(root: Path) -> Path:
+    """This project as a team has it, at ``root``: its files (what git holds, and what it would), this
+    project's .venv, a git repository of its own; AWS credentials nowhere."""
     listed = subprocess.run(
         ["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True
     )
@@ -47,6 +48,11 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _git(root, "add", "-A")
     _git(root, "commit", "-q", "-m", "the bundle")
     return root
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return _copy(tmp_path / "project")
 
 
 def _environment(root: Path) -> dict[str, str]:
@@ -82,9 +88,14 @@ def make_run(project: Path) -> Iterator[int]:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     log = project / "make-run.log"
-    with log.open("w") as written:
+    with log.open("w") as written:  # (a session of its own: make's child, the server, is stopped with it)
         server = subprocess.Popen(
-            ["make", "run", f"PORT={port}"], cwd=project, env=_environment(project), stdout=written, stderr=written
+            ["make", "run", f"PORT={port}"],
+            cwd=project,
+            env=_environment(project),
+            stdout=written,
+            stderr=written,
+            start_new_session=True,
         )
     try:
         deadline = time.monotonic() + HANG_SECONDS
@@ -94,14 +105,22 @@ def make_run(project: Path) -> Iterator[int]:
             time.sleep(0.2)
         yield port
     finally:
-        server.terminate()
+        os.killpg(server.pid, signal.SIGTERM)  # (as Ctrl-C reaches make and the server alike)
         server.wait(HANG_SECONDS)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGKILL)  # (whatever of it outlived make)
 
 
-@pytest.mark.slow
-def test_every_command_of_the_page_does_what_the_page_says(project: Path) -> None:
+def _halves() -> tuple[list[str], list[str]]:
+    """The page's commands up to ``make layer`` (on this machine), and from it (towards AWS): each half
+    is followed in a project of its own (the second after ``make new-agent``), so that both run at once."""
     said = commands()
     assert said[:3] == ["make new-agent NAME=orders", "make test-app", "make run"], said
+    return said[: said.index("make layer")], [said[0], *said[said.index("make layer") :]]
+
+
+def _follow(project: Path, said: list[str]) -> dict[str, str]:
+    """Each command followed in order; what each printed."""
     outputs, port = {}, 0
     with ExitStack() as running:
         for command in said:
@@ -109,24 +128,69 @@ def test_every_command_of_the_page_does_what_the_page_says(project: Path) -> Non
                 port = running.enter_context(make_run(project))  # (it serves while the next commands run)
                 continue
             if command.startswith("make test-app && make deploy"):
-                _change_the_refund_limit(project)
+                _change_the_agent(project)
             outputs[command] = _followed(project, command.replace("127.0.0.1:3000", f"127.0.0.1:{port}"))
+    return outputs
+
+
+@pytest.mark.slow
+def test_the_page_from_make_new_agent_to_make_run_and_its_smoke_test(project: Path) -> None:
+    outputs = _follow(project, _halves()[0])
     assert "made app/" in outputs["make new-agent NAME=orders"]
     assert "5 passed" in outputs["make test-app"]
     [started] = [o for c, o in outputs.items() if c.startswith("curl")]
     assert '"status":"waiting"' in started and '"tool":"refund_order"' in started
-    [smoked] = [o for c, o in outputs.items() if c.startswith("make smoke") and "--url" in c]
+    [smoked] = [o for c, o in outputs.items() if c.startswith("make smoke")]
     assert "approved, completed, deleted" in smoked
     assert "output: refunded $89.50 to Grace for order A-1002" in smoked
+
+
+@pytest.mark.slow
+def test_the_page_from_make_layer_to_a_rollback(project: Path) -> None:
+    outputs = _follow(project, _halves()[1])
     assert "StartTurn, SubmitApproval and Slack (StrandsAgents=false" in outputs["make layer"]
     app_layer = zipfile.ZipFile(project / "layers" / "app-layer.zip").namelist()
     assert "python/orders/agents.py" in app_layer and any(n.startswith("python/humanize/") for n in app_layer)
     assert "python/local.json" not in app_layer and not any(n.startswith("python/tests/") for n in app_layer)
     assert "predeploy: all 5 checks passed" in outputs["make predeploy"]
     assert "orders.agents:build_agents builds its agents" in outputs["make predeploy"]
+    sam_built(project / ".aws-sam" / "build")
     [updated] = [o for c, o in outputs.items() if c.startswith("make test-app && make deploy")]
     assert "5 passed" in updated and "make deploy: no usable AWS credentials" in updated
     assert f"{PROMPT} Be brief." not in (project / "app" / "orders" / "agents.py").read_text(), "the rollback"
+
+
+def sam_built(built: Path) -> None:
+    """What sam build built (make predeploy's): every function; the layer, without local-only code or boto3,
+    whose own package imports from it alone; the Strands layer (sam build ignores conditions), the app layer."""
+    for function in ("StartTurnFunction", "SubmitApprovalFunction", "CancelFunction", "GetTurnFunction"):
+        assert (built / function / "app.py").exists(), function
+    layer = built / "SharedLayer" / "python"
+    assert (layer / "resumable" / "web" / "inbox.html").exists()
+    assert not (layer / "resumable" / "local").exists() and not (layer / "resumable" / "cli").exists()
+    assert not (layer / "boto3").exists()
+    strands = built / "StrandsLayer" / "python"
+    assert (strands / "strands" / "__init__.py").exists() and (strands / "opentelemetry").exists()
+    assert not (strands / "resumable").exists() and not (layer / "strands").exists()
+    app = built / "AppLayer" / "python"
+    assert (app / "orders" / "agents.py").exists() and (app / "humanize").exists() and not (app / "pydantic").exists()
+    assert any(p.name.endswith("-aarch64-linux-gnu.so") for p in (layer / "pydantic_core").iterdir()), "for arm64"
+    # The layer's own copy of the package imports (its compiled dependencies are for arm64: this
+    # machine's stand in for them), and is the one imported.
+    only_package = built.parent / "only-package"
+    only_package.mkdir()
+    (only_package / "resumable").symlink_to(layer / "resumable")
+    probe = "import resumable, resumable.api.app, resumable.web; print(resumable.__file__)"
+    imported = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**os.environ, "PYTHONPATH": str(only_package)},
+        capture_output=True,
+        text=True,
+        timeout=HANG_SECONDS,
+        check=False,
+    )
+    assert imported.returncode == 0, imported.stderr
+    assert imported.stdout.strip().startswith(str(only_package)), imported.stdout
 
 
 def _followed(project: Path, command: str) -> str:
@@ -144,7 +208,7 @@ def _followed(project: Path, command: str) -> str:
     return said
 
 
-def _change_the_refund_limit(project: Path) -> None:
+def _change_the_agent(project: Path) -> None:
     """The page's update: app/ committed as a team would, then a change to it, committed (its rollback
     reverts it)."""
     _git(project, "add", "-A")
