@@ -46,7 +46,6 @@ import hashlib
 import importlib.metadata
 import os
 import py_compile
-import re
 import shlex
 import shutil
 import subprocess
@@ -59,6 +58,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from layers.checks import MIB, check_limit, check_overlaps, size
+from layers.provided import (
+    RUNTIME_REQUIREMENTS,
+    SHARED_REQUIREMENTS,
+    STRANDS_REQUIREMENTS,
+    drop_provided,
+    provided,
+    refuse_editable,
+    shown,
+)
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -78,12 +86,13 @@ class Layer:
     archive: str
     package: Path | None = None
     app: Path | None = None
+    strands: bool = False  # (the app layer's: whether the Strands layer ships beside it)
 
 
 SHARED = Layer(
     "layer",
     "SharedLayer",
-    HERE / "requirements.txt",
+    SHARED_REQUIREMENTS,
     directory="build",
     archive="layer.zip",
     package=ROOT / "shared" / "resumable",
@@ -91,17 +100,18 @@ SHARED = Layer(
 STRANDS = Layer(
     "strands layer",
     "StrandsLayer",
-    HERE / "strands-requirements.txt",
+    STRANDS_REQUIREMENTS,
     directory="strands-build",
     archive="strands-layer.zip",
 )
 # What Lambda's python3.11 runtime has beside the standard library, as this project pins it (built for
 # this machine only: the functions that run here need it; Lambda has its own).
-RUNTIME = Layer("runtime", "runtime", HERE / "runtime-requirements.txt", directory="runtime", archive="")
+RUNTIME = Layer("runtime", "runtime", RUNTIME_REQUIREMENTS, directory="runtime", archive="")
 
 
-def app_layer(app: Path = APP) -> Layer:
-    """The application's layer: ``app``'s code and what its requirements.txt needs."""
+def app_layer(app: Path = APP, *, strands: bool = False) -> Layer:
+    """The application's layer: ``app``'s code and what its requirements.txt needs beyond the layer, the
+    runtime and, with ``strands`` (StrandsAgents=true), the Strands layer."""
     return Layer(
         "app layer",
         "AppLayer",
@@ -109,11 +119,19 @@ def app_layer(app: Path = APP) -> Layer:
         directory="app-build",
         archive="app-layer.zip",
         app=app,
+        strands=strands,
     )
 
 
 # By their names in template.yaml, which layers/Makefile passes to --artifacts.
 LAYERS = {layer.logical_id: layer for layer in (SHARED, STRANDS, app_layer())}
+
+
+def with_strands() -> bool:
+    """Whether the stack gets the Strands layer: ``STRANDS_AGENTS``, else samconfig.toml's StrandsAgents."""
+    said = os.environ.get("STRANDS_AGENTS") or stack_parameters().get("StrandsAgents", "false")
+    return said.strip().lower() == "true"
+
 
 # What never ships: local-only code, the command people run in a terminal (a client, not a function's
 # code), and caches. Of app/: its requirements (installed, not copied), its tests and its local values.
@@ -177,28 +195,6 @@ HERE_AND_NOW = Platform(None)
 KEPT = ROOT / ".venv" / "layer-requirements"
 
 
-def canonical(name: str) -> str:
-    """A distribution's name as pip compares them (PEP 503)."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def _pins(requirements: Path) -> dict[str, str]:
-    """The ``name==version`` lines of a requirements file, by canonical name."""
-    found = {}
-    for line in requirements.read_text().splitlines():
-        requirement = line.split("#", 1)[0].strip()
-        if "==" in requirement:
-            name, _, version = requirement.partition("==")
-            found[canonical(name.split("[", 1)[0])] = version.strip()
-    return found
-
-
-def provided() -> dict[str, str]:
-    """What the layer, the Strands layer and the Lambda runtime ship, by canonical name: the application's
-    requirements are resolved against these pins, and none of them goes into its layer."""
-    return {**_pins(SHARED.requirements), **_pins(STRANDS.requirements), **_pins(RUNTIME.requirements)}
-
-
 def _pip(layer: Layer, platform: Platform, target: Path) -> None:
     command = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile"]
     command += platform.pip  # (--no-compile: the layer's bytecode is ours, unchecked-hash: _compile)
@@ -206,43 +202,25 @@ def _pip(layer: Layer, platform: Platform, target: Path) -> None:
         command += ["--no-deps", "--target", str(target), "-r", str(layer.requirements)]
         subprocess.run(command, check=True)
         return
+    refuse_editable(layer.requirements)
+    shipped = provided(layer.strands)
     with tempfile.TemporaryDirectory() as scratch:
         constraints = Path(scratch) / "constraints.txt"
-        constraints.write_text("".join(f"{name}=={version}\n" for name, version in sorted(provided().items())))
+        constraints.write_text("".join(f"{name}=={version}\n" for name, version in sorted(shipped.items())))
         command += ["--target", str(target), "-r", str(layer.requirements), "-c", str(constraints)]
         done = subprocess.run(command, check=False)
     if done.returncode != 0:
         raise SystemExit(
-            f"pip could not install {_shown(layer.requirements)} for {_where(platform)} (it said why above): the "
+            f"pip could not install {shown(layer.requirements)} for {_where(platform)} (it said why above): the "
             f"{layer.name} was not built. A requirement needs a wheel for that platform, and may not conflict with "
-            f"what the other layers and the Lambda runtime ship ({_shown(SHARED.requirements)}, "
-            f"{_shown(STRANDS.requirements)}, {_shown(RUNTIME.requirements)})"
+            f"what the other layers and the Lambda runtime ship ({shown(SHARED.requirements)}, "
+            f"{shown(RUNTIME.requirements)}" + (f", {shown(STRANDS.requirements)})" if layer.strands else ")")
         )
-    _drop_provided(target)
-
-
-def _drop_provided(target: Path) -> None:
-    """Take out of ``target`` every distribution another layer or the runtime already ships."""
-    shipped = provided()
-    for info in sorted(target.glob("*.dist-info")):
-        distribution = importlib.metadata.PathDistribution(info)
-        if canonical(distribution.metadata["Name"]) not in shipped:
-            continue
-        for file in distribution.files or ():
-            with contextlib.suppress(FileNotFoundError, IsADirectoryError):
-                (target / file).unlink()
-        shutil.rmtree(info, ignore_errors=True)
-    for folder in sorted((p for p in target.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
-        with contextlib.suppress(OSError):
-            folder.rmdir()  # (only where it is empty now)
+    drop_provided(target, shipped)
 
 
 def _where(platform: Platform) -> str:
     return "this machine" if platform.machine is None else f"Lambda's python3.11 on {platform.machine}"
-
-
-def _shown(path: Path) -> str:
-    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def _install(layer: Layer, platform: Platform, target: Path) -> None:
@@ -258,7 +236,7 @@ def _install(layer: Layer, platform: Platform, target: Path) -> None:
     asked = sorted(line.split("#", 1)[0].strip() for line in layer.requirements.read_text().splitlines())
     key = [*filter(None, asked), *platform.pip, importlib.metadata.version("pip"), repr(where), "compiled-2"]
     if layer.app is not None:
-        key += [repr(sorted(provided().items()))]
+        key += [repr(sorted(provided(layer.strands).items()))]
     digest = hashlib.sha256("\n".join(key).encode()).hexdigest()[:16]
     kept = KEPT / f"{layer.directory}-{digest}"
     if not kept.is_dir():
@@ -276,7 +254,7 @@ def _assemble(built: Path, layer: Layer, platform: Platform) -> None:
     shutil.rmtree(built, ignore_errors=True)
     target = built / "python"
     if layer.app is not None and not layer.app.is_dir():
-        raise SystemExit(f"there is no {_shown(layer.app)}/ to build the {layer.name} of: make new-agent makes one")
+        raise SystemExit(f"there is no {shown(layer.app)}/ to build the {layer.name} of: make new-agent makes one")
     if layer.requirements.exists():
         _install(layer, platform, target)
     target.mkdir(parents=True, exist_ok=True)
@@ -288,6 +266,11 @@ def _assemble(built: Path, layer: Layer, platform: Platform) -> None:
         for source in sorted(layer.app.iterdir()):
             if source.name in APP_NOT_SHIPPED or _app_not_shipped("", [source.name]):
                 continue
+            if (target / source.name).exists():
+                raise SystemExit(
+                    f"app/{source.name} has the name of what {shown(layer.requirements)} installs: one would hide "
+                    "the other in /opt/python. Rename it in app/; the app layer was not built"
+                )
             if source.is_dir():
                 shutil.copytree(source, target / source.name, ignore=_app_not_shipped)
             else:
@@ -318,6 +301,8 @@ def build_artifacts(artifacts: Path, layer: Layer) -> None:
         (artifacts / "python").mkdir(parents=True, exist_ok=True)
         (artifacts / "python" / "NO-APP.txt").write_text("This project has no app/ folder: make new-agent makes one.\n")
         return
+    if layer.app is not None:
+        layer = app_layer(layer.app, strands=with_strands())
     with tempfile.TemporaryDirectory() as scratch:
         _assemble(Path(scratch) / layer.directory, layer, LAMBDA)
         shutil.copytree(Path(scratch) / layer.directory / "python", artifacts / "python", dirs_exist_ok=True)
@@ -329,7 +314,7 @@ def build_local(into: Path, app: Path | None = APP, *, strands: bool = False) ->
     folder) and the runtime's packages, built for this machine into ``into``; each one's python/ folder,
     by logical id (``runtime`` for the runtime's)."""
     wanted = [SHARED, RUNTIME] + ([STRANDS] if strands else [])
-    wanted += [app_layer(app)] if app is not None and app.is_dir() else []
+    wanted += [app_layer(app, strands=strands)] if app is not None and app.is_dir() else []
     found = {}
     for layer in wanted:
         built = into / layer.logical_id
@@ -356,23 +341,22 @@ def main() -> None:
         build_artifacts(Path(sys.argv[2]), LAYERS[sys.argv[3]])
         return
     if sys.argv[1:2] == ["--local"]:
-        strands = stack_parameters().get("StrandsAgents", "false") == "true"
-        for logical_id, python in build_local(Path(sys.argv[2]), strands=strands).items():
-            print(f"{logical_id}: {_shown(python)} {size(python) / MIB:.1f} MiB (for this machine)")
+        for logical_id, python in build_local(Path(sys.argv[2]), strands=with_strands()).items():
+            print(f"{logical_id}: {shown(python)} {size(python) / MIB:.1f} MiB (for this machine)")
         return
-    layers = [SHARED, STRANDS] + ([app_layer()] if APP.is_dir() else [])
+    strands = with_strands()
+    layers = [SHARED, STRANDS] + ([app_layer(strands=strands)] if APP.is_dir() else [])
     unzipped = {}
     for layer in layers:
         unzipped[layer.name], zipped = build(HERE, layer)
         archive = (HERE / layer.archive).relative_to(ROOT)
         print(f"{layer.name}: {archive} {zipped / MIB:.1f} MiB zipped, {unzipped[layer.name] / MIB:.1f} MiB unzipped")
-    check_overlaps({layer.name: HERE / layer.directory / "python" for layer in layers})
-    strands = stack_parameters().get("StrandsAgents", "false") == "true"
+    check_overlaps({layer.name: HERE / layer.directory / "python" for layer in layers if strands or layer != STRANDS})
     carried = {name: bytes_ for name, bytes_ in unzipped.items() if strands or name != STRANDS.name}
     function = size(ROOT / "functions" / "start_turn")
     who = "StartTurn, SubmitApproval and Slack" if APP.is_dir() else "each function"
-    with_strands = " (StrandsAgents=true)" if strands else " (StrandsAgents=false: not the Strands layer)"
-    print(check_limit({"function's code": function, **carried}, who + with_strands))
+    said = " (StrandsAgents=true)" if strands else " (StrandsAgents=false: not the Strands layer)"
+    print(check_limit({"function's code": function, **carried}, who + said))
 
 
 if __name__ == "__main__":

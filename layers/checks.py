@@ -14,11 +14,14 @@ def overlaps(layers: dict[str, Path]) -> dict[str, list[str]]:
     folder, by name) puts in /opt/python, and the layers that do: in Lambda the later layer's copy
     hides the other (an application's ``pydantic/`` would be imported in place of pydantic)."""
     found: dict[str, list[str]] = {}
+    regular: set[str] = set()  # (a folder without __init__.py in every layer is a namespace: Lambda merges it)
     for name, python in layers.items():
         for entry in python.iterdir() if python.is_dir() else ():
             if entry.name not in ("__pycache__", "bin"):
                 found.setdefault(entry.name.removesuffix(".py"), []).append(name)
-    return {entry: names for entry, names in sorted(found.items()) if len(names) > 1}
+                if not entry.is_dir() or (entry / "__init__.py").exists():
+                    regular.add(entry.name.removesuffix(".py"))
+    return {entry: names for entry, names in sorted(found.items()) if len(names) > 1 and entry in regular}
 
 
 def check_overlaps(layers: dict[str, Path]) -> None:

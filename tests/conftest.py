@@ -24,6 +24,11 @@ _LOCAL_STATE = tempfile.TemporaryDirectory(prefix="resumable-tests-")
 os.environ["RESUMABLE_LOCAL_STATE"] = os.path.join(_LOCAL_STATE.name, "local-run.json")
 
 
+# The demo's agents, asked for by name: where the project has an app/ of its own (docs/your-agent.md), a
+# local run the tests start still serves the demo, in its own process, as the tests expect.
+os.environ.setdefault("AGENT_FACTORY", "resumable.demo_agents:build_demo_agents")
+
+
 # Every AWS call a template function makes is recorded, and held to tests/aws_calls.txt.
 pytest_plugins = ["tests.recorded_calls"]
 

@@ -442,6 +442,13 @@ def reads_a_missing_setting(context: AgentContext) -> Agent:
     raise AssertionError("unreachable")
 
 
+def reads_a_listed_secret_that_is_not_there(context: AgentContext) -> Agent:
+    from resumable import app_secret
+
+    app_secret("gone-token")
+    raise AssertionError("unreachable")
+
+
 def reads_an_unlisted_secret(context: AgentContext) -> Agent:
     from resumable import app_secret
 

@@ -16,6 +16,8 @@ import keyword
 import re
 import shutil
 import sys
+import tempfile
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,32 +30,43 @@ class NotWrittenError(Exception):
 
 
 def new_agent(root: Path, name: str) -> str:
-    """Write ``root``/app from the template with its package named ``name``; the agent factory it names."""
+    """Write ``root``/app from the template with its package named ``name``; the agent factory it names.
+    samconfig.toml is edited first and the app written after: where either cannot be, nothing is."""
     _check(name)
     app = root / "app"
     if app.exists():
         raise NotWrittenError(f"{app} exists already: nothing was written. Edit it, or move it away to start again")
+    factory = f"{name}.agents:build_agents"
+    set_parameter(root / "samconfig.toml", "AgentFactory", factory)
     shutil.copytree(TEMPLATE, app, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     (app / PLACEHOLDER).rename(app / name)
     for path in sorted(app.rglob("*")):
         if path.is_file():
             path.write_text(re.sub(rf"\b{PLACEHOLDER}\b", name, path.read_text()))
-    factory = f"{name}.agents:build_agents"
-    set_parameter(root / "samconfig.toml", "AgentFactory", factory)
     return factory
 
 
+# What the package may not be called: what the layers, the runtime and the template's own requirements
+# install, and the folders app/ or a project holds.
+_TAKEN = {"resumable", "strands", "dateutil", "yaml", "jwt", "app", "tests", "test", "functions", "layers", "tools"}
+
+
 def _check(name: str) -> None:
-    if not name.isidentifier() or keyword.iskeyword(name) or name != name.lower():
+    if not re.fullmatch(r"[a-z][a-z0-9_]{0,62}", name) or keyword.iskeyword(name):
         raise NotWrittenError(
-            f"{name!r} is not a package name: use lowercase letters, digits and _ (orders, claims_desk)"
+            f"{name!r} is not a package name: use up to 63 lowercase ASCII letters, digits and _, a letter first "
+            "(orders, claims_desk); nothing was written"
         )
     sys.path.insert(0, str(ROOT))
-    from layers.build import provided
+    from layers.provided import pins, provided
 
-    shipped = {p.replace("-", "_") for p in provided()} | {"resumable", "strands", "dateutil", "app", "tests"}
+    shipped = {p.replace("-", "_") for p in provided(strands=True)} | _TAKEN
+    shipped |= {p.replace("-", "_") for p in pins(TEMPLATE / "requirements.txt")}
     if name in shipped or name in sys.stdlib_module_names:
-        raise NotWrittenError(f"{name!r} is a package a layer, the runtime or Python already has: pick another name")
+        raise NotWrittenError(
+            f"{name!r} is the name of a package a layer, the runtime, Python or the template already has: pick "
+            "another name; nothing was written"
+        )
 
 
 _SECTION = "[default.deploy.parameters]"
@@ -61,17 +74,26 @@ _SECTION = "[default.deploy.parameters]"
 
 def set_parameter(samconfig: Path, name: str, value: str) -> None:
     """``name=value`` in samconfig.toml's deploy ``parameter_overrides`` (added, or put in place of the old
-    value), the rest of the file as it was."""
-    lines = samconfig.read_text().splitlines() if samconfig.exists() else ["version = 0.1"]
-    if _SECTION not in (line.strip() for line in lines):
-        lines += ["", _SECTION]
-    start = [line.strip() for line in lines].index(_SECTION)
-    end = next((n for n in range(start + 1, len(lines)) if lines[n].lstrip().startswith("[")), len(lines))
-    found = next((n for n in range(start + 1, end) if lines[n].split("=", 1)[0].strip() == "parameter_overrides"), None)
+    value), the rest of the file as it was. ``NotWrittenError``, the file untouched, where the result would
+    not read back as the same overrides with this one set (a layout this edit does not know)."""
     sys.path.insert(0, str(ROOT))
     from layers.build import stack_parameters
 
-    parameters = {**stack_parameters(samconfig), name: value}
+    text = samconfig.read_text() if samconfig.exists() else "version = 0.1\n"
+    try:
+        tomllib.loads(text)
+        before = stack_parameters(samconfig) if samconfig.exists() else {}
+    except (tomllib.TOMLDecodeError, ValueError) as error:
+        raise NotWrittenError(f"{samconfig} cannot be read ({error}): nothing was written") from None
+    lines = text.splitlines()
+    headers = [line.split("#", 1)[0].strip() for line in lines]
+    if _SECTION not in headers:
+        lines += ["", _SECTION]
+        headers += ["", _SECTION]
+    start = headers.index(_SECTION)
+    end = next((n for n in range(start + 1, len(lines)) if headers[n].startswith("[")), len(lines))
+    found = next((n for n in range(start + 1, end) if lines[n].split("=", 1)[0].strip() == "parameter_overrides"), None)
+    parameters = {**before, name: value}
     written = " ".join(f"{key}={_quoted(said)}" for key, said in parameters.items())
     line = "parameter_overrides = " + json.dumps(written)  # (a JSON string is a TOML basic string)
     if found is None:
@@ -80,7 +102,21 @@ def set_parameter(samconfig: Path, name: str, value: str) -> None:
         lines.insert(end, line)
     else:
         lines[found] = line
-    samconfig.write_text("\n".join(lines) + "\n")
+    edited = "\n".join(lines) + "\n"
+    with tempfile.TemporaryDirectory() as scratch:
+        (Path(scratch) / "samconfig.toml").write_text(edited)
+        try:
+            tomllib.loads(edited)
+            read_back = stack_parameters(Path(scratch) / "samconfig.toml")
+        except (tomllib.TOMLDecodeError, ValueError):
+            read_back = {}
+    if read_back != parameters:
+        raise NotWrittenError(
+            f"{samconfig} is laid out in a way this edit does not know (its parameter_overrides over several "
+            f"lines, say): nothing was written. Add {name}={value} to parameter_overrides under {_SECTION} "
+            "yourself, then run make new-agent again"
+        )
+    samconfig.write_text(edited)
 
 
 def _quoted(value: str) -> str:

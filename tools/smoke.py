@@ -69,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         settled = _take(args, target, session)
     except SmokeError as failed:
         print(f"smoke: FAILED: {failed}", file=sys.stderr)
+        print(f"smoke: its session {session} was left as it stood (resumable show/delete {session})", file=sys.stderr)
         return 1
     if settled is None:
         print(f"smoke: passed in {time.monotonic() - began:.1f} s: started, asked, left waiting ({session})")
@@ -81,7 +82,7 @@ def _take(args: argparse.Namespace, target: list[str], session: str) -> str | No
     """The turn taken from its start to its settlement (what happened, in words), or None where it was
     left waiting as told."""
     prompt = args.prompt or DEMO_PROMPT
-    turn = _step("start a turn, until it asks or settles", target, "start", session, prompt, "--wait")
+    turn = _step("start a turn, until it asks or settles", target, "start", "--wait", session, "--", prompt)
     print_turn(turn)
     if args.prompt is None and (turn.get("status") != "waiting" or len(_asking(turn)) != 1):
         raise SmokeError(
@@ -90,8 +91,8 @@ def _take(args: argparse.Namespace, target: list[str], session: str) -> str | No
             + repr(turn.get("error") or turn.get("output"))
             + ")"
         )
-    said = []
-    for _ in range(MOST_ROUNDS):
+    said: list[str] = []
+    while True:
         if turn.get("status") == "running":
             turn = _settled(target, turn, args.timeout)
         asking = _asking(turn)
@@ -100,12 +101,12 @@ def _take(args: argparse.Namespace, target: list[str], session: str) -> str | No
         if args.leave:
             print(f"smoke: left waiting, as told: answer it with resumable approve {asking[0]['requestId']}")
             return None
+        if len(said) >= MOST_ROUNDS:
+            raise SmokeError(f"the turn still asks after {len(said)} answers: it asks without end")
         for question in asking:
             turn = _answer(args, target, turn, question)
             said.append("approved" if args.deny is None else "denied")
         print_turn(turn)
-    else:
-        raise SmokeError(f"the turn still asks after {MOST_ROUNDS} answers: it asks without end")
     if turn.get("status") != "completed":
         raise SmokeError(
             f"the turn settled {turn.get('status')!r}, not completed: {turn.get('error') or turn.get('output')}"
@@ -124,7 +125,7 @@ def _asking(turn: dict[str, Any]) -> list[dict[str, Any]]:
 def _answer(args: argparse.Namespace, target: list[str], turn: dict[str, Any], question: dict[str, Any]) -> Any:
     ids = [turn["sessionId"], question["turnId"], question["requestId"]]
     if args.deny is not None:
-        return _step(f"deny {question['requestId']}", target, "deny", *ids, "--message", args.deny)
+        return _step(f"deny {question['requestId']}", target, "deny", *ids, f"--message={args.deny}")
     return _step(f"approve {question['requestId']}", target, "approve", *ids, "--yes")
 
 
@@ -157,13 +158,19 @@ def _step(what: str, target: list[str], *command: str, quiet: bool = False) -> d
     if not quiet:
         print(f"smoke: {what}: resumable {shown}", flush=True)
     began = time.monotonic()
-    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=300)
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=300)
+    except subprocess.TimeoutExpired:
+        raise SmokeError(f"{what}: the command did not answer in 300 s") from None
     if done.returncode != 0:
         said = (done.stderr or done.stdout).strip()
         raise SmokeError(f"{what}: the command exited {done.returncode}: {said}")
     if not quiet:
         print(f"smoke: {what}: ok ({time.monotonic() - began:.1f} s)", flush=True)
-    reply: dict[str, Any] = json.loads(done.stdout) if done.stdout.strip() else {}
+    try:
+        reply: dict[str, Any] = json.loads(done.stdout) if done.stdout.strip() else {}
+    except ValueError:
+        raise SmokeError(f"{what}: the command printed what is not JSON: {done.stdout.strip()[:300]}") from None
     return reply
 
 

@@ -153,8 +153,13 @@ def test_a_setting_is_kept_for_its_max_age_and_read_again_after_it(
             "under AppSettingsPath /team/orders: GREETING, UNUSED). Put it there",
         ),
         (
+            "reads_a_listed_secret_that_is_not_there",
+            "reading the app setting or secret 'gone-token' (arn:aws:secretsmanager:us-east-1:123456789012:secret:"
+            "gone-token-AbCdEf) failed: An error occurred (ResourceNotFoundException)",
+        ),
+        (
             "reads_an_unlisted_secret",
-            "the app secret 'payroll-key' is not one of AppSecretArns (its secrets: orders-api-token): add its ARN",
+            "the app secret 'payroll-key' is not one of AppSecretArns (its secrets: gone-token, orders-api-token): add",
         ),
     ],
 )
@@ -162,6 +167,8 @@ def test_a_setting_or_secret_that_is_not_there_fails_the_turn_naming_it_and_what
     served: Served, monkeypatch: pytest.MonkeyPatch, factory: str, said: str
 ) -> None:
     monkeypatch.setenv("AGENT_FACTORY", f"tests.factories:{factory}")
+    gone = "arn:aws:secretsmanager:us-east-1:123456789012:secret:gone-token-AbCdEf"  # (listed, never made)
+    monkeypatch.setenv("APP_SECRETS", f"{served.secret_arn},{gone}")
     forget()
     try:
         status, turn = call(served.url, "POST", f"/sessions/{factory.replace('_', '-')}/turns", {"prompt": "go"})

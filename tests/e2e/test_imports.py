@@ -28,8 +28,12 @@ def _project(root: Path, requirements: str | None = None) -> Path:
 
 
 def _check(root: Path) -> int:
+    """The import check of ``root``'s app, its factory the one its samconfig.toml names (as make predeploy
+    runs it: the tests' own AGENT_FACTORY, the demo's, aside)."""
     args = ["--app", str(root / "app"), "--samconfig", str(root / "samconfig.toml")]
-    return main([*args, "--into", str(root / "lambda"), "--sam-build", str(root / "none")])
+    with pytest.MonkeyPatch.context() as env:
+        env.delenv("AGENT_FACTORY", raising=False)
+        return main([*args, "--into", str(root / "lambda"), "--sam-build", str(root / "none")])
 
 
 @pytest.mark.slow

@@ -246,3 +246,13 @@ def test_an_app_requirement_that_conflicts_with_the_other_layers_stops_the_build
     said = str(stopped.value)
     assert f"pip could not install {app / 'requirements.txt'} for Lambda's python3.11 on aarch64" in said
     assert "the app layer was not built" in said and "layers/requirements.txt" in said
+
+
+@pytest.mark.slow
+def test_without_the_strands_layer_the_app_layer_keeps_what_only_that_layer_would_ship(tmp_path: Path) -> None:
+    """requests needs idna and certifi, which the Strands layer ships: without it, the app layer must."""
+    app = write_app(tmp_path / "app", "humanize==4.17.0\nrequests==2.32.3\n")
+    build(tmp_path / "out", app_layer(app, strands=False))
+    shipped = {p.name for p in (tmp_path / "out" / "app-build" / "python").iterdir()}
+    assert {"requests", "idna", "certifi", "humanize"} <= shipped, shipped
+    assert "urllib3" not in shipped, "the Lambda runtime's (boto3 needs it)"

@@ -56,7 +56,7 @@ def test_new_agent_writes_a_package_its_requirements_and_its_test_and_names_its_
     ]
     assert "my_agent" not in "".join(p.read_text() for p in app.rglob("*.py"))
     assert "from orders.agents import build_agents" in (app / "tests" / "test_agents.py").read_text()
-    assert stack_parameters(project / "samconfig.toml") == {"AgentFactory": "orders.agents:build_agents"}
+    assert stack_parameters(project / "samconfig.toml")["AgentFactory"] == "orders.agents:build_agents"
     found = application({}, app, project / "samconfig.toml")
     assert found is not None and (found.factory, found.strands) == ("orders.agents:build_agents", False)
 

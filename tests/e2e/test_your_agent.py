@@ -34,16 +34,21 @@ def commands() -> list[str]:
 
 
 def _copy(root: Path) -> Path:
-    """This project as a team has it, at ``root``: its files (what git holds, and what it would), this
-    project's .venv, a git repository of its own; AWS credentials nowhere."""
+    """This project as a newcomer has it, at ``root``: its files (what git holds, and what it would) but an
+    app/ of its own and the overrides samconfig.toml holds, this project's .venv, a git repository of its
+    own; AWS credentials nowhere."""
     listed = subprocess.run(
         ["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True
     )
     for name in listed.stdout.splitlines():
-        if (ROOT / name).is_file():
+        if (ROOT / name).is_file() and not name.startswith("app/"):
             (root / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, root / name)  # (times kept: make sees .venv as installed)
     (root / ".venv").symlink_to(ROOT / ".venv")
+    config = root / "samconfig.toml"
+    config.write_text(
+        "".join(line for line in config.read_text().splitlines(True) if "parameter_overrides" not in line)
+    )
     _git(root, "init", "-q")
     _git(root, "add", "-A")
     _git(root, "commit", "-q", "-m", "the bundle")
@@ -57,11 +62,16 @@ def project(tmp_path: Path) -> Path:
 
 def _environment(root: Path) -> dict[str, str]:
     """A shell's environment in ``root``: its package (the copy's) first, no AWS credentials anywhere."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PYTHON", "RESUMABLE_", "MODEL_ID"))}
+    dropped = ("AWS_", "PYTHON", "RESUMABLE_", "MODEL_ID", "AGENT_FACTORY", "MAKE")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(dropped)}
     nowhere = str(root / "no-aws")
     env |= {"AWS_SHARED_CREDENTIALS_FILE": nowhere, "AWS_CONFIG_FILE": nowhere, "AWS_EC2_METADATA_DISABLED": "true"}
     env |= {"AWS_DEFAULT_REGION": "us-east-1", "PYTHONPATH": str(root / "shared"), "SAM_CLI_TELEMETRY": "0"}
     env |= {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    # What make would otherwise remake from the copy's files into this project's shared .venv (an
+    # editable install pointing at the copy): taken as made, whatever the copy's file times say.
+    made = [".venv/.installed-run", ".venv/.installed-dev", ".venv/sam/bin/sam", ".venv/checkov/bin/checkov"]
+    env["MAKEFLAGS"] = " ".join(f"-o {target}" for target in [*made, ".venv/load/bin/locust", "/usr/bin/chromium"])
     return env
 
 
@@ -106,9 +116,11 @@ def make_run(project: Path) -> Iterator[int]:
         yield port
     finally:
         os.killpg(server.pid, signal.SIGTERM)  # (as Ctrl-C reaches make and the server alike)
-        server.wait(HANG_SECONDS)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(server.pid, signal.SIGKILL)  # (whatever of it outlived make)
+        try:
+            server.wait(HANG_SECONDS)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(server.pid, signal.SIGKILL)  # (whatever of it outlived make)
 
 
 def _halves() -> tuple[list[str], list[str]]:

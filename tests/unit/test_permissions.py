@@ -259,12 +259,33 @@ def test_every_model_of_bedrock_model_ids_is_granted_and_no_other() -> None:
     assert not allowed(routed, **{"bedrock:InferenceProfileArn": other})
 
     indent = "\n" + " " * 16
-    through = f"Sid: CallTheModelsThroughTheirProfiles{indent}Effect: Allow{indent}Action: [bedrock:InvokeModel]"
+    through = f"Sid: CallTheModelsThroughTheirProfiles{indent}Effect: Allow{indent}Action: [bedrock:InvokeModel, "
     assert template().count(through) == 3
-    streams_only = template().replace(through, through.replace("InvokeModel]", "InvokeModelWithResponseStream]"))
+    streams_only = template().replace(through, through.removesuffix("bedrock:InvokeModel, "))
     problems = report(check(read_calls(), ["Bedrock models"], streams_only))
     assert any(
         line.startswith("StartTurnFunction (Bedrock models): calls bedrock:InvokeModel on ")
         and f"foundation-model/{profile.removeprefix('us.')}, which its role" in line
         for line in problems
     ), problems
+
+
+def test_a_model_id_or_secret_arn_that_would_widen_or_miss_its_grant_is_refused_by_the_template() -> None:
+    """CloudFormation holds each item of a CommaDelimitedList to its AllowedPattern."""
+    import re
+
+    from resumable.local.functions import load_template
+
+    parameters = load_template()["Parameters"]
+
+    def takes(name: str, value: str) -> bool:
+        return re.fullmatch(parameters[name]["AllowedPattern"], value) is not None
+
+    for model in ("", "anthropic.claude-3-5-haiku-20241022-v1:0", "us.anthropic.claude-3-5-sonnet-20241022-v2:0"):
+        assert takes("BedrockModelIds", model), model
+    for model in ("*", "anthropic.*", "us.?nthropic", "arn:aws:bedrock:us-east-1::foundation-model/x", " x"):
+        assert not takes("BedrockModelIds", model), model
+    whole = "arn:aws:secretsmanager:us-east-1:123456789012:secret:team/orders-api-token-AbCdEf"
+    assert takes("AppSecretArns", whole) and takes("AppSecretArns", "")
+    for partial in (whole.removesuffix("-AbCdEf"), "orders-api-token", "arn:aws:secretsmanager:*:*:secret:*"):
+        assert not takes("AppSecretArns", partial), partial

@@ -89,7 +89,7 @@ def _read(call: Any, name: str, where: str) -> Any:
     try:
         return call()
     except GetParameterError as error:
-        cause = error.__cause__
+        cause = error.__cause__ or error.__context__  # (Powertools raises it in its except, without "from")
         code = cause.response.get("Error", {}).get("Code", "") if isinstance(cause, ClientError) else ""
         said = f"reading the app setting or secret {name!r} ({where}) failed: {cause or error}"
         if code in _REFUSED:

@@ -19,15 +19,15 @@ import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from resumable.config import Settings
 
 LOCAL_SETTINGS_PATH = "/local/app"
-_NAME = r"^[A-Za-z0-9_.-]{1,200}$"
-_SECRET = r"^[A-Za-z0-9/_+=.@-]{1,200}$"
+_NAME = r"[A-Za-z0-9_.-]{1,200}"
+_SECRET = r"[A-Za-z0-9/_+=.@-]{1,200}"
 
 
 class LocalValues(BaseModel):
@@ -35,8 +35,8 @@ class LocalValues(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    settings: dict[str, str] = Field(default_factory=dict)
-    secrets: dict[str, str] = Field(default_factory=dict)
+    settings: dict[str, Annotated[str, Field(min_length=1)]] = Field(default_factory=dict)
+    secrets: dict[str, Annotated[str, Field(min_length=1)]] = Field(default_factory=dict)
 
     @classmethod
     def read(cls, path: Path) -> LocalValues:
@@ -46,13 +46,16 @@ class LocalValues(BaseModel):
         try:
             values = cls.model_validate(json.loads(path.read_text()))
         except (ValueError, ValidationError) as error:
-            said = error.errors()[0]["msg"] if isinstance(error, ValidationError) else str(error)
+            said = str(error)
+            if isinstance(error, ValidationError):
+                first = error.errors()[0]
+                said = f"{'.'.join(str(part) for part in first['loc']) or 'the whole'}: {first['msg']}"
             raise SystemExit(
                 f'{path} is not {{"settings": {{name: value}}, "secrets": {{name: value}}}} with string values '
                 f"({said}); nothing was started"
             ) from None
-        bad = [n for n in values.settings if not re.match(_NAME, n)]
-        bad += [n for n in values.secrets if not re.match(_SECRET, n)]
+        bad = [n for n in values.settings if not re.fullmatch(_NAME, n)]
+        bad += [n for n in values.secrets if not re.fullmatch(_SECRET, n)]
         if bad:
             raise SystemExit(f"{path} names settings or secrets AWS would not take: {bad}; nothing was started")
         return values

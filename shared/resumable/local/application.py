@@ -3,7 +3,8 @@ agent factory, and its functions' layers built for this machine, from which make
 
 The factory is ``AGENT_FACTORY`` where it is set, else the ``AgentFactory`` samconfig.toml's deploy
 parameters give (what make deploy deploys); the Strands layer comes too where ``StrandsAgents`` is
-``true`` there (or in ``STRANDS_AGENTS``).
+``true`` there (or in ``STRANDS_AGENTS``). ``AGENT_FACTORY`` naming the demo's factory serves the demo,
+as where there is no app/.
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ def application(
         return None
     parameters = layers_build().stack_parameters(samconfig)
     factory, from_ = environment.get("AGENT_FACTORY"), "AGENT_FACTORY"
+    if factory == DEMO:
+        return None  # (the demo's agents, asked for by name: served in this process, app/ aside)
     if not factory:
         factory, from_ = parameters.get("AgentFactory"), "samconfig.toml's AgentFactory"
     if not factory or factory == DEMO:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from resumable.cli.client import local_run_state
 from resumable.config import Settings
 from resumable.local.app_values import LocalValues, put
-from resumable.local.application import Application, application
+from resumable.local.application import DEMO, Application, application
 from resumable.local.authorizers import JwtVerifier, LocalCredentials
 from resumable.local.embedded_aws import embedded_aws
 from resumable.local.events import publishing
@@ -250,7 +250,7 @@ def _say_whose_agents(app: Application | None) -> None:
             "(docs/your-agent.md).\n",
             flush=True,
         )
-    elif factory:
+    elif factory and factory != DEMO:
         print(
             f"AGENT_FACTORY={factory}: your agents answer here. The walkthrough below was written for the "
             "demo's agents, so what it says they print differs; the routes are the same.\n",

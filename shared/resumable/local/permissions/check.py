@@ -89,6 +89,8 @@ MANAGED: dict[str, dict[str, Any]] = {
 ALLOWANCES: dict[tuple[str, str], str] = {
     ("SlackFunction", "bedrock:InvokeModel"): "a turn a click resumes calls its agents' Bedrock models "
     "(BedrockModelIds), as on SubmitApproval, where the tests reach it",
+    ("*", "bedrock:InvokeModelWithResponseStream"): "a Strands BedrockModel calls ConverseStream by default "
+    "(BedrockModelIds, with StrandsAgents); the tests' Strands trees run offline models",
     ("*", "states:SendTaskSuccess"): "whichever function settles a turn a workflow waits on tells it, "
     "success or failure by how it settled; the tests reach some of the pairs, every one can happen",
     ("*", "states:SendTaskFailure"): "as SendTaskSuccess",
@@ -117,13 +119,14 @@ BROAD: dict[tuple[str, str], str] = {
     ("*", "states:SendTaskFailure"): "as SendTaskSuccess",
     ("*", "bedrock:InvokeModel"): "an inference profile of BedrockModelIds routes to its foundation model in any "
     "of the Regions it spans: foundation models only, through those profiles only (bedrock:InferenceProfileArn)",
+    ("*", "bedrock:InvokeModelWithResponseStream"): "as InvokeModel: a profile's foundation models, through it",
 }
 
 
 def _excuser(caller: str) -> Any:
     def excused(action: str, broad: bool = False, resource: str = "") -> bool:
         listed = BROAD if broad else ALLOWANCES
-        if not broad and action == "bedrock:InvokeModel" and _other_form(resource):
+        if not broad and action.startswith("bedrock:InvokeModel") and _other_form(resource):
             return True
         return any((who, a) in listed for who in (caller, "*") for a in (action, action.lower()))
 
