@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--deny needs a message for the agent")
     stack, region = _deployed()
     target = ["--url", args.url] if args.url else ["--stack", args.stack or stack]
-    region = args.region or (None if args.url else region)
+    region = args.region or (None if args.url else region or os.environ.get("AWS_REGION"))
     target += ["--region", region] if region else []
     target += ["--token", args.token] if args.token else []
     target += ["--sign"] if args.sign else []

@@ -150,7 +150,7 @@ def test_a_setting_is_kept_for_its_max_age_and_read_again_after_it(
         (
             "reads_a_missing_setting",
             "the app setting 'NOT_THERE' is not set: there is no SSM parameter /team/orders/NOT_THERE (the settings "
-            "under AppSettingsPath /team/orders: GREETING, UNUSED). Put it there",
+            "under /team/orders: GREETING, UNUSED). On AWS, put it under the stack's AppSettingsPath",
         ),
         (
             "reads_a_listed_secret_that_is_not_there",

@@ -228,3 +228,18 @@ def _change_the_agent(project: Path) -> None:
     agents = project / "app" / "orders" / "agents.py"
     agents.write_text(agents.read_text().replace(PROMPT, f"{PROMPT} Be brief."))
     _git(project, "commit", "-qam", "a briefer agent")
+
+
+@pytest.mark.slow
+def test_make_run_says_at_its_start_what_the_application_lacks(project: Path) -> None:
+    """A package app/requirements.txt lacks: make run says so as it starts, naming the file to add it to,
+    rather than at the first turn."""
+    _followed(project, "make new-agent NAME=orders")
+    (project / "app" / "requirements.txt").write_text("# humanize forgotten\n")
+    with make_run(project):
+        said = (project / "make-run.log").read_text()
+    assert (
+        "make run: every turn will fail until this is mended: orders/agents.py (in the app layer) imports humanize, "
+        "which none of the places it was looked for has (its code, the resumable layer, the app layer, the Lambda "
+        "runtime): add it to app/requirements.txt"
+    ) in said, said[-3000:]

@@ -58,3 +58,19 @@ def test_a_use_case_that_may_run_agents_is_refused_before_it_writes(
     with pytest.raises(ValueError, match="cannot be loaded"):
         calls[use_case]()
     assert store.load_tree(session_id, started.turn_id) == before  # the answer not recorded, the turn as it was
+
+
+def test_a_sweep_that_hands_its_runs_to_another_function_never_loads_the_factory(
+    aws: Settings, clock: FakeClock, make_service: Callable[..., Service], store: DynamoDBStore
+) -> None:
+    """The deployed Sweeper continues turns through SubmitApproval and has no app layer: a question past its
+    expiry is still settled there, whatever the factory."""
+    started = make_service().start_turn("factory-unloaded-sweep", "delete the prod-db record")
+    continued: list[tuple[str, str]] = []
+    service = unloadable(aws, clock).continued_by(lambda session_id, turn_id: continued.append((session_id, turn_id)))
+    clock.advance(aws.approval_expiry_seconds + 1)
+    service.sweep()
+    factory = service.deps.factory
+    assert isinstance(factory, LazyFactory) and factory._loaded is None
+    settled = store.load_tree("factory-unloaded-sweep", started.turn_id)
+    assert settled is not None and settled.root.status == "expired"

@@ -55,8 +55,8 @@ def app_setting(name: str, default: T = _MISSING) -> str | T:
     held = ", ".join(sorted(found)) or "none"
     raise AppSettingError(
         f"the app setting {name!r} is not set: there is no SSM parameter {path}/{name} (the settings under "
-        f"AppSettingsPath {path}: {held}). Put it there (aws ssm put-parameter --name {path}/{name} --type "
-        "String --value ...), or locally in app/local.json's settings"
+        f"{path}: {held}). On AWS, put it under the stack's AppSettingsPath (aws ssm put-parameter --name "
+        f"<AppSettingsPath>/{name} --type String --value ...); locally, in app/local.json's settings"
     )
 
 

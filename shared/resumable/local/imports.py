@@ -110,6 +110,11 @@ def _shown(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
+def places_of(app: Path | None) -> dict[str, tuple[str, str]]:
+    """``PLACES``, the app layer's requirements those of ``app`` (where there is one)."""
+    return PLACES if app is None else {**PLACES, "AppLayer": ("the app layer", _shown(app / "requirements.txt"))}
+
+
 def compare_with_sam_build(layout: Layout, built: Path = SAM_BUILT) -> list[str]:
     """Each layer sam build made for Lambda against the same layer built here: what differs."""
     checks = layers_build("checks").same_distributions
@@ -153,9 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     folder, strands = (app.folder, app.strands) if app is not None else (None, False)
     layout = Layout(layers_build().build_local(args.into, folder, strands=strands))
     template = load_template()
-    places = dict(PLACES)
-    if folder is not None:
-        places["AppLayer"] = ("the app layer", _shown(folder / "requirements.txt"))
+    places = places_of(folder)
     failed: dict[str, list[str]] = {}
     named = f"predeploy-{uuid.uuid4().hex[:12]}"  # (one process's embedded AWSes share their backends)
     with embedded_aws(table_name=named, bucket_name=named) as settings:

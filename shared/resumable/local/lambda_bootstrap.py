@@ -17,6 +17,7 @@ The function's own output (its logs) goes to this process's stdout and stderr, a
 import importlib
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -76,6 +77,7 @@ def main() -> None:
             json.dump(_check(handler, factory, path), written)
         return
     path, handler, inbound, outbound = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # (Ctrl-C stops the local run, which stops this process)
     _on_the_path(path)
     function, failed = _init(handler)
     invocations = os.fdopen(inbound, "r", encoding="utf-8")

@@ -26,12 +26,13 @@ from typing import TYPE_CHECKING
 from resumable.cli.client import local_run_state
 from resumable.config import Settings
 from resumable.local.app_values import LocalValues, put
-from resumable.local.application import DEMO, Application, application
+from resumable.local.application import APP, DEMO, Application, application, layers_build
 from resumable.local.authorizers import JwtVerifier, LocalCredentials
 from resumable.local.embedded_aws import embedded_aws
 from resumable.local.events import publishing
-from resumable.local.execution import serving_from_layers
-from resumable.local.functions import ROOT, function_arn
+from resumable.local.execution import Layout, serving_from_layers
+from resumable.local.functions import ROOT, function_arn, functions, load_template
+from resumable.local.imports import check_function, places_of
 from resumable.local.issuer import GROUPS_CLAIM, LocalIssuer
 from resumable.local.schedules import running_schedules
 from resumable.local.server import DEFAULT_PRINCIPAL, LocalServer, make_server
@@ -258,19 +259,35 @@ def _say_whose_agents(app: Application | None) -> None:
         )
 
 
-def _application(stack: ExitStack) -> Application | None:
-    """The project's application (app/), its functions run from their layers, each in a process of its
-    own, until ``stack`` closes; None where it has none."""
+def _application(stack: ExitStack) -> tuple[Application | None, Layout | None]:
+    """The project's application (app/) and its layers, its functions run from them, each in a process of
+    its own, until ``stack`` closes; nothing where it has none (a word where samconfig.toml names one)."""
     app = application()
-    if app is not None:
-        os.environ["AGENT_FACTORY"] = app.factory
-        stack.enter_context(serving_from_layers(app.build()))
-    return app
+    if app is None:
+        named = layers_build().stack_parameters().get("AgentFactory")
+        if named and named != DEMO and not os.environ.get("AGENT_FACTORY") and not APP.is_dir():
+            print(f"make run: samconfig.toml's AgentFactory is {named}, and there is no app/: the demo's agents answer")
+        return None, None
+    os.environ["AGENT_FACTORY"] = app.factory
+    layout = app.build()
+    stack.enter_context(serving_from_layers(layout))
+    return app, layout
 
 
-def _app_values(app: Application | None, settings: Settings) -> dict[str, str]:
-    """The application's settings and secrets (app/local.json) in the embedded AWS: the variables naming them."""
-    return {} if app is None else put(LocalValues.read(app.folder / "local.json"), settings)
+def _app_values(app: Application | None, layout: Layout | None, settings: Settings) -> dict[str, str]:
+    """The application's settings and secrets (app/local.json) in the embedded AWS: the variables naming
+    them. Then StartTurn's handler and the factory are tried as make predeploy tries them: what fails is
+    said now, not at the first request."""
+    if app is None or layout is None:
+        return {}
+    named = put(LocalValues.read(app.folder / "local.json"), settings)
+    template = load_template()
+    start = functions(template)["StartTurnFunction"]
+    environment = {**os.environ, **settings.environment(), **named}
+    problem = check_function(start, layout, template, app.factory, environment, places_of(app.folder))
+    if problem is not None:
+        print(f"make run: every turn will fail until this is mended: {problem}", flush=True)
+    return named
 
 
 def main() -> None:
@@ -288,10 +305,10 @@ def main() -> None:
     for rule in configured.approval_rules:
         print(f"approval rule {_said(rule)}", flush=True)
     with ExitStack() as stack:
-        app = _application(stack)
+        app, layout = _application(stack)
         settings = stack.enter_context(embedded_aws())
         stack.enter_context(functions_in_process())
-        os.environ.update(settings.environment() | _app_values(app, settings))
+        os.environ.update(settings.environment() | _app_values(app, layout, settings))
         os.environ.setdefault("CONTINUE_FUNCTION", function_arn("SubmitApprovalFunction"))
         machine = create_state_machine(settings)
         credentials, verifier = None, None

@@ -56,6 +56,11 @@ def load_factory(spec: str) -> AgentFactory:
     except (ImportError, AttributeError) as error:
         missing = getattr(error, "name", None) or ""
         hint = ""
+        if isinstance(error, ModuleNotFoundError) and missing.split(".")[0] != module_name.split(".")[0]:
+            hint = (
+                f"; {missing} is installed nowhere this function imports from: where the application needs it, "
+                "add it to app/requirements.txt (make predeploy names the file), and retrying will not help until then"
+            )
         if missing.split(".")[0] == "strands":
             hint = (
                 "; the Strands Agents SDK is not installed: install this package with its strands extra "

@@ -183,10 +183,13 @@ class Service:
 
     def sweep(self, limit: int | None = None) -> SweepReport:
         """Move on the turns nobody is moving (the sweeper's scheduled run), at most ``limit`` of them
-        (None: ``sweep.DEFAULT_LIMIT``)."""
+        (None: ``sweep.DEFAULT_LIMIT``). It runs agents only where no other function continues turns
+        (``continued_by``): only then is the factory loaded (the deployed Sweeper hands every run to
+        SubmitApproval, and has no layer of the application's)."""
         from resumable.service.sweep import DEFAULT_LIMIT, sweep
 
-        self._agents()
+        if self.deps.continuation is None:
+            self._agents()
         return sweep(self.deps, DEFAULT_LIMIT if limit is None else limit)
 
     def audit(self, principal: str | None = None, **query: Any) -> AuditPage:
