@@ -81,7 +81,10 @@ def layers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def served(layers: dict[str, Path]) -> Iterator[tuple[str, ExecutionEnvironments]]:
-    with served_from_layers(layers, "built", AGENT_FACTORY="probe.agents:build_agents") as served:
+    # (a PYTHONPATH in the local run's environment reaches no function: Lambda's python reads none of ours)
+    with served_from_layers(
+        layers, "built", AGENT_FACTORY="probe.agents:build_agents", PYTHONPATH="/not/lambda"
+    ) as served:
         yield served
 
 
@@ -104,6 +107,7 @@ def test_a_function_run_from_its_layers_imports_from_its_code_its_layers_and_the
     assert seen["path"][:3] == [str(ROOT / "functions" / "start_turn"), shared, app]
     assert seen["path"][-1] == runtime
     assert not [entry for entry in seen["path"] if "site-packages" in entry or str(ROOT / ".venv") in entry]
+    assert "/not/lambda" not in seen["path"], "-I: the run's PYTHONPATH must not reach the function"
     assert seen["humanize"].startswith(app) and seen["resumable"].startswith(shared)
     assert seen["boto3"].startswith(runtime)
     pinned = [line for line in (ROOT / "constraints.txt").read_text().splitlines() if line.startswith("boto3==")]
@@ -177,6 +181,14 @@ def fails(event, context):
 
 def unmarshalable(event, context):
     return {1, 2}
+
+
+def too_large(event, context):
+    return "x" * 7_000_000
+
+
+def big_event(event, context):
+    return len(event["data"])
 """
 
 
@@ -203,6 +215,23 @@ def test_an_environment_imports_its_handler_once_and_runs_invocations_one_after_
 
 
 @pytest.mark.slow
+def test_an_event_larger_than_a_pipe_holds_reaches_the_handler_whole(tmp_path: Path) -> None:
+    environment = _environment(tmp_path, "app.big_event")
+    try:
+        assert environment.invoke({"data": "y" * 3_000_000}, None) == 3_000_000
+    finally:
+        environment.stop()
+
+
+@pytest.mark.slow
+def test_an_init_that_hangs_is_stopped_at_the_timeout_even_with_an_event_it_never_reads(tmp_path: Path) -> None:
+    environment = _environment(tmp_path, "app.echo", source="import time\ntime.sleep(600)\n", timeout=1)
+    with pytest.raises(FunctionError, match=r"Task timed out after 1\.00 seconds"):
+        environment.invoke({"data": "z" * 1_000_000}, None)
+    assert not environment.alive
+
+
+@pytest.mark.slow
 def test_an_invocation_past_the_functions_timeout_is_stopped_with_its_environment(tmp_path: Path) -> None:
     environment = _environment(tmp_path, "app.sleepy", timeout=1)
     with pytest.raises(FunctionError, match=r"Task timed out after 1\.00 seconds") as stopped:
@@ -216,6 +245,7 @@ def test_failures_are_reported_as_lambda_reports_them(tmp_path: Path) -> None:
     for handler, error_type, said in (
         ("app.fails", "KeyError", "'no such thing'"),
         ("app.unmarshalable", "Runtime.MarshalError", "Unable to marshal response"),
+        ("app.too_large", "Function.ResponseSizeTooLarge", "exceeded maximum allowed payload size (6291556 bytes)"),
         ("app.nowhere", "Runtime.HandlerNotFound", "Handler 'nowhere' missing on module 'app'"),
     ):
         environment = _environment(tmp_path, handler)

@@ -119,22 +119,31 @@ class ExecutionEnvironment:
             "aws_request_id": getattr(context, "aws_request_id", "local"),
             "deadline": time.time() + self.timeout,
         }
-        try:
-            self._invocations.write(json.dumps({"event": event, "context": fields}) + "\n")
-            self._invocations.flush()
-        except (BrokenPipeError, ValueError):
-            raise self._ended() from None
+        # Sent from a thread of its own: a large event fills the pipe until the process reads it, and a
+        # process whose init hangs never does (the timeout below stops it, and with it the write).
+        sent: list[BaseException] = []
+        sender = threading.Thread(target=self._send, args=({"event": event, "context": fields}, sent), daemon=True)
+        sender.start()
         ready, _, _ = select.select([self._replies], [], [], self.timeout)
         if not ready:
             self.stop()
+            sender.join()
             raise FunctionError("Sandbox.Timedout", f"Task timed out after {self.timeout:.2f} seconds")
         line = self._replies.readline()
-        if not line:
+        sender.join()
+        if not line or sent:
             raise self._ended()
         reply = json.loads(line)
         if "error" in reply:
             raise FunctionError(reply["error"]["errorType"], reply["error"]["errorMessage"])
         return reply["result"]
+
+    def _send(self, invocation: dict[str, Any], failed: list[BaseException]) -> None:
+        try:
+            self._invocations.write(json.dumps(invocation) + "\n")
+            self._invocations.flush()
+        except (BrokenPipeError, ValueError, OSError) as error:  # (it exited, or was stopped)
+            failed.append(error)
 
     def _ended(self) -> FunctionError:
         code = self.process.wait()
@@ -145,13 +154,14 @@ class ExecutionEnvironment:
         return self.process.poll() is None
 
     def stop(self) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            self._invocations.close()
+        """The process killed first (a write to it blocked on a full pipe then fails, and lets go of the
+        pipe), then its pipes closed."""
         if self.alive:
             self.process.kill()
         self.process.wait()
-        with contextlib.suppress(OSError, ValueError):
-            self._replies.close()
+        for pipe in (self._invocations, self._replies):
+            with contextlib.suppress(OSError, ValueError):
+                pipe.close()
 
 
 class ExecutionEnvironments:
@@ -174,9 +184,13 @@ class ExecutionEnvironments:
         try:
             return environment.invoke(event, context)
         finally:
-            if environment.alive:
-                with self._lock:
+            with self._lock:
+                if environment.alive:
                     self._idle.setdefault(function.name, []).append(environment)
+                elif environment in self._made:  # (it exited or timed out: its pipes closed, forgotten)
+                    self._made.remove(environment)
+            if not environment.alive:
+                environment.stop()
 
     def _take(self, function: Function) -> ExecutionEnvironment:
         with self._lock:

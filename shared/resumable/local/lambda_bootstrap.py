@@ -24,6 +24,9 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+# Lambda's limit on a synchronous invocation's response (its quotas: 6 MB).
+MAX_RESPONSE_BYTES = 6_291_556
+
 
 class LambdaContext:
     """What a handler may read of its context (the fields Lambda's python runtime gives)."""
@@ -147,9 +150,16 @@ def _run(function: Callable[..., Any] | None, invocation: dict[str, Any]) -> dic
         traceback.print_exception(error)
         return {"error": _error(error)}
     try:
-        return {"result": json.loads(json.dumps(result))}
+        marshalled = json.dumps(result)
     except (TypeError, ValueError) as error:  # as Lambda's runtime: the handler's result must be JSON
         return {"error": _error(error, "Runtime.MarshalError", f"Unable to marshal response: {error}")}
+    size = len(marshalled.encode())
+    if size > MAX_RESPONSE_BYTES:
+        said = (
+            f"Response payload size ({size} bytes) exceeded maximum allowed payload size ({MAX_RESPONSE_BYTES} bytes)."
+        )
+        return {"error": {"errorType": "Function.ResponseSizeTooLarge", "errorMessage": said, "stackTrace": []}}
+    return {"result": json.loads(marshalled)}
 
 
 if __name__ == "__main__":
