@@ -136,7 +136,7 @@ def with_strands() -> bool:
 # What never ships: local-only code, the command people run in a terminal (a client, not a function's
 # code), and caches. Of app/: its requirements (installed, not copied), its tests and its local values.
 NOT_SHIPPED = frozenset({"local", "cli"})
-APP_NOT_SHIPPED = frozenset({"requirements.txt", "tests", "local.json", "__pycache__"})
+APP_NOT_SHIPPED = frozenset({"requirements.txt", "tests", "local.json"})
 
 
 def _not_shipped(directory: str, names: list[str]) -> set[str]:
@@ -264,7 +264,7 @@ def _assemble(built: Path, layer: Layer, platform: Platform) -> None:
         copied.append(target / "resumable")
     if layer.app is not None:
         for source in sorted(layer.app.iterdir()):
-            if source.name in APP_NOT_SHIPPED or _app_not_shipped("", [source.name]):
+            if source.name in APP_NOT_SHIPPED | _app_not_shipped(str(layer.app), [source.name]):
                 continue
             if (target / source.name).exists():
                 raise SystemExit(

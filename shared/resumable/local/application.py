@@ -47,7 +47,7 @@ class Application:
         """Its functions' layers and the runtime's packages, built for this machine; one line said of
         them on stdout."""
         began = time.monotonic()
-        print(f"make run: building the layers for this machine ({_shown(into)}; the first time takes a minute)...")
+        print(f"make run: building the layers for this machine ({shown(into)}; the first time takes a minute)...")
         built = layers_build().build_local(into, self.folder, strands=self.strands)
         sizes = ", ".join(f"{name} {layers_build().size(path) / (1 << 20):.1f} MiB" for name, path in built.items())
         print(f"make run: built in {time.monotonic() - began:.0f} s: {sizes}", flush=True)
@@ -78,5 +78,6 @@ def application(
     return Application(folder, factory, from_, strands)
 
 
-def _shown(path: Path) -> str:
+def shown(path: Path) -> str:
+    """A path as the project's (relative to its root) where it is in it."""
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 import select
 import subprocess
@@ -36,8 +35,6 @@ from resumable.local.functions import ROOT, RUNNERS, Function, load_template
 
 BOOTSTRAP = Path(__file__).with_name("lambda_bootstrap.py")
 RUNTIME = "runtime"
-
-logger = logging.getLogger(__name__)
 
 
 class FunctionError(Exception):

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from resumable.local.app_values import LocalValues, put
-from resumable.local.application import APP, BUILT, DEMO, application, layers_build
+from resumable.local.application import APP, BUILT, DEMO, application, layers_build, shown
 from resumable.local.execution import BOOTSTRAP, Layout, builds_agents
 from resumable.local.functions import ROOT, Function, functions, load_template
 
@@ -106,13 +106,9 @@ def _explained(said: dict[str, Any], path: list[str], named: dict[str, tuple[str
     )
 
 
-def _shown(path: Path) -> str:
-    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
-
-
 def places_of(app: Path | None) -> dict[str, tuple[str, str]]:
     """``PLACES``, the app layer's requirements those of ``app`` (where there is one)."""
-    return PLACES if app is None else {**PLACES, "AppLayer": ("the app layer", _shown(app / "requirements.txt"))}
+    return PLACES if app is None else {**PLACES, "AppLayer": ("the app layer", shown(app / "requirements.txt"))}
 
 
 def compare_with_sam_build(layout: Layout, built: Path = SAM_BUILT) -> list[str]:
