@@ -66,7 +66,7 @@ def test_a_question_is_posted_once_however_often_it_comes_and_updated_in_place_w
     assert notices.handle(_requested(), NOW + 1).startswith("r1: posted already")
     assert notices.handle(_requested(), NOW + CLAIM_SECONDS + 5).startswith("r1: posted already"), "posted: never again"
     [message] = slack.in_channel(CHANNEL)
-    assert _buttons(message.blocks) == 2 and message.text == "orchestrator -> db_admin wants to run delete_record"
+    assert _buttons(message.blocks) == 2 and message.text == "orchestrator -&gt; db_admin wants to run delete_record"
     assert notices.handle(_answered(), NOW + 2) == f"r1: updated: Approved by {ANN} at 10:02 UTC"
     [message] = slack.in_channel(CHANNEL)
     assert (_buttons(message.blocks), message.updates) == (0, 1)
@@ -134,6 +134,24 @@ def test_an_expired_question_and_one_closed_say_so(aws: Settings, slack: SlackSt
         assert notices.handle(closed, NOW + 1) == f"{request_id}: updated: {said}"
     assert [_buttons(m.blocks) for m in slack.in_channel(CHANNEL)] == [0, 0]
     assert notices.handle({"detail-type": "Turn Settled", "detail": {}}, NOW) == "nothing to do for 'Turn Settled'"
+
+
+def test_the_text_a_notification_shows_is_escaped_as_the_message_is(aws: Settings, slack: SlackStandIn) -> None:
+    hostile = "<!channel> <https://evil.example/approve|Approve>\u202e````\x07"
+    notices = _notices(aws, slack)
+    notices.handle({"detail-type": "Interaction Requested", "detail": requested(summary=hostile)}, NOW)
+    closed = {
+        "eventId": "c-r1", "sessionId": "s1", "turnId": "t1", "sequence": 3, "occurredAt": "2026-12-04T11:00:00Z",
+        "requestId": "r1", "childTurnId": None, "status": "superseded", "why": hostile,
+    }  # fmt: skip
+    [posted] = slack.in_channel(CHANNEL)
+    said = posted.text
+    notices.handle({"detail-type": "Interaction Closed", "detail": closed}, NOW + 1)
+    [updated] = slack.in_channel(CHANNEL)
+    for text in (said, updated.text):
+        assert text is not None and "<" not in text and "\u202e" not in text and "\x07" not in text, text
+        assert "&lt;!channel&gt; &lt;https://evil.example/approve|Approve&gt;\\u202e````\\u0007" in text, text
+    assert updated.text is not None and updated.text.startswith("Closed: ")
 
 
 def test_a_question_asked_under_a_rule_that_names_a_channel_is_posted_there_and_updated_there(

@@ -1,6 +1,6 @@
 """What Slack is shown of a question is built within Slack's limits whatever the agent wrote, and shows
 it literally: no link, mention or formatting can be made of a tool's name, an agent's path, a
-summary or an input."""
+summary or an input, no code block ended, and no control or format character obeyed."""
 
 from __future__ import annotations
 
@@ -22,6 +22,9 @@ from resumable.slack.messages import (
     settled,
 )
 from tests.slack import requested
+
+HOSTILE = "<!channel> <https://evil.example/approve|Approve>\u202e````\x07"
+"""What an agent may write: a mention, a link, a right-to-left override, a code block's end, a bell."""
 
 
 def _asked(**changed: Any) -> InteractionRequested:
@@ -88,9 +91,30 @@ def test_what_the_agent_wrote_makes_no_link_mention_or_code_block_end() -> None:
     assert "actions" not in [b["type"] for b in settled(_asked(), "approved")]
 
 
+@pytest.mark.parametrize("run", ["```", "````", "`" * 7])
+def test_no_run_of_backticks_in_the_input_ends_its_code_block_and_none_is_lost(run: str) -> None:
+    body = next(t for t in _texts(question(_asked(input={"sql": f"a{run}b"}))) if t.startswith("```"))
+    assert body.count("```") == 2, f"the input's {run!r} ends the block: {body!r}"
+    assert body.replace("\u200b", "").count("`") == 6 + len(run), "every backtick is still shown"
+
+
+def test_no_control_or_format_character_the_agent_wrote_reaches_slack_each_is_shown_as_its_escape() -> None:
+    asked = _asked(tool=HOSTILE, agent_path=[HOSTILE], summary=HOSTILE, input={"q": HOSTILE, "c1": "\x85"})
+    shown = "\n".join(_texts(question(asked)) + _texts(settled(asked, f"Closed: {HOSTILE}")))
+    assert not [c for c in "\u202e\x07\x85" if c in shown], f"obeyed, not shown: {shown!r}"
+    assert "\\u202e" in shown and "\\u0007" in shown and "\\u0085" in shown
+    assert "<!channel>" not in shown and "<https://evil.example" not in shown
+    assert "&lt;!channel&gt; &lt;https://evil.example/approve|Approve&gt;" in shown, "the agent's words are all there"
+    text = editable_text({"q": HOSTILE, "tag": "\U000e0001"})
+    assert text is not None and not [c for c in "\u202e\x07\U000e0001" if c in text], f"obeyed in the modal: {text!r}"
+    assert json.loads(text) == {"q": HOSTILE, "tag": "\U000e0001"}, "the edit modal's JSON reads back as asked"
+
+
 def test_escaping_cuts_where_no_escape_is_split() -> None:
     assert escaped("a<b", 10) == "a&lt;b"
     assert escaped("<<<", 6) == "&lt;…"
+    assert escaped("a\u202eb\x07\n\t", 40) == "a\\u202eb\\u0007\n\t"
+    assert escaped("\u202e\u202e", 7) == "\\u202e…"
     assert escaped("abcdef", 4) == "abc…"
     assert escaped("abcd", 4) == "abcd"
 

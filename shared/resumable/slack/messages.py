@@ -1,7 +1,8 @@
 """What Slack shows of a question: the message posted when it is asked (agent path, tool, input,
 expiry, and the buttons), the same message once it is settled (who settled it and when, no
 buttons), and the two modals a button opens (a deny's message, an approval's edited input). Built
-with slack_sdk's Block Kit models; the ids a button answers are in its value, as JSON."""
+with slack_sdk's Block Kit models; the ids a button answers are in its value, as JSON. What an agent
+wrote is shown literally wherever it goes, the message's top-level text included (``escaped``)."""
 
 from __future__ import annotations
 
@@ -22,10 +23,11 @@ from slack_sdk.models.blocks import (
 from slack_sdk.models.views import View
 
 from resumable.events.schemas import InteractionRequested
+from resumable.plain import hidden, plain
 
 MAX_SECTION_CHARS = 3000  # Slack's limit on a section's text
 MAX_INPUT_CHARS = 2500  # of the input's JSON shown, once escaped
-MAX_LINE_CHARS = 400  # of the agent path, the tool's name, the summary, each, once escaped
+MAX_LINE_CHARS = 400  # of the agent path, the tool's name, the summary, the fallback text, each, once escaped
 MAX_MODAL_INPUT_CHARS = 3000  # Slack's limit on a text input's initial value
 APPROVE, DENY, EDIT = "resumable_approve", "resumable_deny", "resumable_edit"
 DENY_MODAL, EDIT_MODAL = "resumable_deny_modal", "resumable_edit_modal"
@@ -88,9 +90,17 @@ def deny_modal(opened: Opened) -> dict[str, Any]:
     return _modal(DENY_MODAL, opened, "Deny", "Deny", block)
 
 
+def fallback(text: str) -> str:
+    """A message's top-level text, what a notification or a screen reader says of it: Slack reads it as
+    mrkdwn too, so it is escaped as the blocks are."""
+    return escaped(text, MAX_LINE_CHARS)
+
+
 def editable_text(tool_input: Any) -> str | None:
-    """The input as the edit modal shows it (JSON), or None where it does not fit the modal whole."""
+    """The input as the edit modal shows it (JSON, each hidden character in JSON's own escape, so that it
+    reads back as the input), or None where it does not fit the modal whole."""
     text = json.dumps(tool_input, indent=2, ensure_ascii=False)
+    text = "".join(json.dumps(c)[1:-1] if hidden(c) else c for c in text)
     return text if len(text) <= MAX_MODAL_INPUT_CHARS else None
 
 
@@ -122,8 +132,8 @@ def _what(asked: InteractionRequested) -> list[dict[str, Any]]:
         if asked.tool
         else f"asks: *{escaped(asked.name, MAX_LINE_CHARS)}*"
     )
-    shown = json.dumps(asked.input, indent=2, ensure_ascii=False, default=str).replace("```", "`\u200b``")
-    body, cut = _escaped_cut(shown, MAX_INPUT_CHARS)
+    shown = json.dumps(asked.input, indent=2, ensure_ascii=False, default=str)
+    body, cut = _escaped_cut(shown, MAX_INPUT_CHARS, _IN_CODE)
     link = asked.inbox_url or asked.answer_url
     if cut:
         more = f"\n<{link}|See the whole input on the inbox page>" if link else "\n(the input is cut short here)"
@@ -145,18 +155,23 @@ def _expiry(asked: InteractionRequested) -> dict[str, Any]:
     return ContextBlock(elements=[MarkdownTextObject(text=f"Expires {shown}", verbatim=True)]).to_dict()
 
 
-_ENTITIES = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"))
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+# In a code block only three backticks in a row mean anything (its end). A zero-width space after each of
+# the input's backticks leaves no two side by side, whatever the run, and each is still shown as the
+# backtick it is: a look-alike in its place would show a command other than the one that runs.
+_IN_CODE = {**_ENTITIES, "`": "`\u200b"}
 
 
 def escaped(text: str, limit: int) -> str:
     """``text`` as Slack's mrkdwn shows it literally (its three control characters escaped, so no
-    link, mention or ``<!channel>`` can be made of it), at most ``limit`` characters once escaped,
-    cut (ending "…") where no escape is split."""
+    link, mention or ``<!channel>`` can be made of it; each hidden character shown as its escape, so no
+    right-to-left override reorders it), at most ``limit`` characters once escaped, cut (ending "…")
+    where no escape is split."""
     return _escaped_cut(text, limit)[0]
 
 
-def _escaped_cut(text: str, limit: int) -> tuple[str, bool]:
-    pieces = [next((entity for raw, entity in _ENTITIES if c == raw), c) for c in text]
+def _escaped_cut(text: str, limit: int, entities: dict[str, str] = _ENTITIES) -> tuple[str, bool]:
+    pieces = [entities.get(c) or plain(c) for c in text]
     if sum(map(len, pieces)) <= limit:
         return "".join(pieces), False
     out, size = [], 0

@@ -11,7 +11,7 @@ import time
 from typing import Any, Protocol
 
 from resumable.events.schemas import InteractionAnswered, InteractionClosed, InteractionRequested
-from resumable.slack.messages import question, settled
+from resumable.slack.messages import fallback, question, settled
 from resumable.store.outbox import INTERACTION_ANSWERED, INTERACTION_CLOSED, INTERACTION_REQUESTED
 from resumable.store.slack_messages import SlackMessage, SlackMessages
 
@@ -56,7 +56,7 @@ class Notices:
             return f"{asked.request_id}: posted already (or being posted)"
         blocks = settled(asked, claimed.outcome) if claimed.outcome else question(asked)
         channel = (asked.rule or {}).get("slackChannel") or self.channel  # (the rule's own channel, if it names one)
-        reply = self.slack.chat_postMessage(channel=channel, text=asked.summary, blocks=blocks)
+        reply = self.slack.chat_postMessage(channel=channel, text=fallback(asked.summary), blocks=blocks)
         where = self.messages.posted(asked.session_id, asked.request_id, reply["channel"], reply["ts"])
         if where.outcome and not claimed.outcome:  # (it settled while the message was being posted)
             self._update(where)
@@ -75,7 +75,7 @@ class Notices:
             return
         asked = InteractionRequested.model_validate_json(where.asked)
         self.slack.chat_update(
-            channel=where.channel, ts=where.ts, text=where.outcome, blocks=settled(asked, where.outcome)
+            channel=where.channel, ts=where.ts, text=fallback(where.outcome), blocks=settled(asked, where.outcome)
         )
 
 

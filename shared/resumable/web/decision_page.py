@@ -1,7 +1,7 @@
 """The pages of a one-click decision link (``/decide/<token>``): the question with its forms (GET:
 nothing is decided; no form once it is settled, or once the link's approval is in and it waits for
-others), and what came of a decision (POST). Drawn on the server, escaped, with no script at all; the
-forms post only to the page's own address."""
+others), and what came of a decision (POST). Drawn on the server, escaped (``_escaped``), with no script
+at all; the forms post only to the page's own address."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import json
 from html import escape
 from typing import Any
 
+from resumable.plain import plain
 from resumable.runtime.interrupts import APPROVAL_INTERRUPT
 from resumable.service.views import InteractionView
 
@@ -28,11 +29,17 @@ HEADERS = {
 }
 
 
+def _escaped(text: str) -> str:
+    """``text`` as the page shows it literally: its markup escaped, each hidden character (a right-to-left
+    override, a bell) shown as its escape."""
+    return escape(plain(text))
+
+
 def _page(title: str, body: str) -> str:
     return (
         f'<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
-        f'content="width=device-width"><meta name="robots" content="noindex"><title>{escape(title)}</title>'
-        f"<style>{_STYLE}</style></head><body><h1>{escape(title)}</h1>{body}</body></html>"
+        f'content="width=device-width"><meta name="robots" content="noindex"><title>{_escaped(title)}</title>'
+        f"<style>{_STYLE}</style></head><body><h1>{_escaped(title)}</h1>{body}</body></html>"
     )
 
 
@@ -57,25 +64,25 @@ def confirmation(answers_as: str, question: InteractionView) -> str:
     shown = asked if isinstance(asked, str) and not approval else json.dumps(asked, indent=2, ensure_ascii=False)
     if len(shown) > MAX_INPUT_CHARS:
         shown = shown[:MAX_INPUT_CHARS] + "\n... (cut: the whole of it is on the inbox page)"
-    who = f"<b>{escape(' -> '.join(question.agent_path))}</b>"
-    does = f"wants to run <b>{escape(str(reason.get('tool')))}</b> with:" if approval else "asks:"
-    rows = [f"<p>{who} {does}</p><pre>{escape(shown)}</pre>"]
+    who = f"<b>{_escaped(' -> '.join(question.agent_path))}</b>"
+    does = f"wants to run <b>{_escaped(str(reason.get('tool')))}</b> with:" if approval else "asks:"
+    rows = [f"<p>{who} {does}</p><pre>{_escaped(shown)}</pre>"]
     risk, impact = reason.get("risk"), reason.get("impact")
     if risk or impact:
         said = f"Risk: {risk}. " if risk else ""
-        rows.append(f'<p class="risk">{escape(said + str(impact or ""))}</p>')
+        rows.append(f'<p class="risk">{_escaped(said + str(impact or ""))}</p>')
     if question.status != "requested":
         from resumable.service.decision_links import said_of
 
         said = f"It is {said_of(question.status)} already" + (
             f", by {question.answered_by}" if question.answered_by else ""
         )
-        return _page("Nothing to decide", "".join(rows) + f"<p>{escape(said)}: this link decides nothing now.</p>")
+        return _page("Nothing to decide", "".join(rows) + f"<p>{_escaped(said)}: this link decides nothing now.</p>")
     voted = next((vote for vote in question.approvals if vote.by == answers_as), None)
     if voted is not None:  # (under a rule of several approvers: the link's approval is in, others are awaited)
         said = f"{answers_as} approved it at {voted.at}. {standing(question)}. This link decides nothing more."
-        return _page("Approved: waiting for others", "".join(rows) + f"<p>{escape(said)}</p>")
-    rows.append(f"<p>Decide before {escape(question.expires_at or 'it expires')} (UTC). Each link decides once.</p>")
+        return _page("Approved: waiting for others", "".join(rows) + f"<p>{_escaped(said)}</p>")
+    rows.append(f"<p>Decide before {_escaped(question.expires_at or 'it expires')} (UTC). Each link decides once.</p>")
     if not approval:  # (a question answered in words)
         rows.append(
             '<form method="post"><input type="hidden" name="decision" value="reply">'
@@ -97,4 +104,4 @@ def confirmation(answers_as: str, question: InteractionView) -> str:
 
 def outcome(title: str, text: str) -> str:
     """What came of opening or using the link, in words."""
-    return _page(title, f"<p>{escape(text[:1].upper() + text[1:])}</p>")
+    return _page(title, f"<p>{_escaped(text[:1].upper() + text[1:])}</p>")

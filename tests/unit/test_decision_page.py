@@ -1,0 +1,47 @@
+"""The one-click decision link's page shows what the agent wrote literally: no markup, and no control or
+format character (a right-to-left override, a bell) is obeyed; each is shown as its escape, as the
+inbox page shows it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from resumable.service.views import InteractionView
+from resumable.web.decision_page import confirmation, outcome
+
+ANN = "arn:aws:iam::000000000000:user/approver-ann"
+HOSTILE = "<!channel> <https://evil.example/approve|Approve>\u202e````\x07<script>\x85"
+"""What an agent may write: a mention, a link, a right-to-left override, backticks, a bell, markup, a C1 control."""
+
+
+def _question(name: str, reason: Any) -> InteractionView:
+    return InteractionView.model_validate(
+        {
+            "session_id": "s1", "request_id": "r1", "interrupt_id": "i1", "turn_id": "t1", "child_turn_id": None,
+            "name": name, "reason": reason, "agent_path": ["orchestrator", HOSTILE], "status": "requested",
+            "editable": False, "response": None, "answered_by": None, "answered_at": None,
+            "expires_at": "2026-12-04T11:00:00Z", "summary": HOSTILE,
+        }
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        _question("approval", {"tool": HOSTILE, "input": {"q": HOSTILE}, "risk": "high", "impact": HOSTILE}),
+        _question("ask_user", {"question": HOSTILE}),
+    ],
+    ids=["an approval", "a question answered in words"],
+)
+def test_the_page_obeys_no_control_or_format_character_and_shows_each_as_its_escape(question: InteractionView) -> None:
+    page = confirmation(ANN, question)
+    assert not [c for c in "\u202e\x07\x85" if c in page], f"obeyed, not shown: {page!r}"
+    assert "<script>" not in page and "&lt;!channel&gt; &lt;https://evil.example/approve|Approve&gt;" in page
+    assert "\\u202e````\\u0007&lt;script&gt;\\u0085" in page, "the agent's words are all there, each character seen"
+
+
+def test_what_came_of_a_decision_obeys_no_control_or_format_character() -> None:
+    page = outcome("Not recorded", f"the agent said {HOSTILE}")
+    assert not [c for c in "\u202e\x07\x85" if c in page] and "\\u202e" in page and "&lt;script&gt;" in page
