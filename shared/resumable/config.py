@@ -34,8 +34,10 @@ class Settings(BaseModel):
     (comma-separated IAM principal ARNs, ``*`` wildcards allowed, that may read and answer every
     session, not only their own), ``EVENT_BUS_NAME`` (the bus the publisher puts events on),
     ``API_URL`` (the HTTP API's base URL, for the answer links in events), ``DEAD_LETTER_QUEUE_URL``
-    (where the publisher sends an outbox record it can never publish), ``CURSOR_SECRET`` (signs the
-    inbox's cursors; without it, a key of the process), ``APPROVAL_REQUIRED`` and ``APPROVAL_EDITS``
+    (where the publisher sends an outbox record it can never publish), ``NOTIFY_TOPIC_ARN`` (the SNS
+    topic the publisher tells of each question, for NotifyEmail: resumable.events.mail), ``CURSOR_SECRET_ARN`` (the
+    Secrets Manager secret whose value signs the cursors of the inbox and the audit trail, read at run
+    time; without it, a key of the process), ``APPROVAL_REQUIRED`` and ``APPROVAL_EDITS``
     (comma-separated tool-name patterns, e.g. ``delete_*,drop_*``: the deployment's approval policy),
     ``APPROVAL_RULES`` (a JSON list of approval rules: who may answer which tools' calls, and how many
     must agree; see ``resumable.runtime.approval.ApprovalRule``; a bad rule stops the start, named),
@@ -46,7 +48,8 @@ class Settings(BaseModel):
     ``JWT_ISSUER`` and ``JWT_AUDIENCE``
     tell the inbox page where to sign in), ``APPROVER_GROUPS`` (comma-separated groups whose members
     are approvers, read from the token's ``JWT_GROUPS_CLAIM``, default ``cognito:groups``),
-    ``DECISION_LINKS_AS`` (the principal one-click decision links in e-mails answer as; unset: no links),
+    ``DECISION_LINKS_AS`` (the principal one-click decision links in e-mails answer as; unset: no links)
+    and ``DECISION_LINKS_KEY`` (the KMS HMAC key that signs and checks them: resumable.aws.keys),
     ``APP_SETTINGS_PATH`` and ``APP_SECRETS`` (the application's settings, the SSM parameters under that
     path, and its secrets, these comma-separated Secrets Manager ARNs: resumable.aws.app_settings), and
     ``APP_SETTINGS_MAX_AGE`` (how many seconds one read of them is kept, 300).
@@ -78,7 +81,8 @@ class Settings(BaseModel):
     event_bus_name: str = "resumable"
     api_url: str | None = None
     dead_letter_queue_url: str | None = None
-    cursor_secret: str | None = Field(default=None, repr=False)
+    notify_topic_arn: str | None = None
+    cursor_secret_arn: str | None = None
     approval_required: tuple[str, ...] = ()
     approval_edits: tuple[str, ...] = ()
     approval_rules: tuple[Any, ...] = ()  # ApprovalRule (the runtime is imported only when there are some)
@@ -90,6 +94,7 @@ class Settings(BaseModel):
     approver_groups: tuple[str, ...] = ()
     jwt_groups_claim: str = "cognito:groups"
     decision_links_as: str | None = None
+    decision_links_key: str | None = None
     # The application's settings (SSM parameters under this path) and secrets (these Secrets Manager ARNs):
     # resumable.aws.app_settings reads them for its agent factory, keeping each for app_settings_max_age s.
     app_settings_path: str | None = Field(default=None, pattern=r"^(/[A-Za-z0-9_.-]+)+$")
@@ -114,6 +119,11 @@ class Settings(BaseModel):
             raise ValueError(
                 f"DECISION_LINKS_AS ({named}) is not one of APPROVER_PRINCIPALS: its links could answer nothing. "
                 "Name an approver principal (DecisionLinksAnswerAs, ApproverPrincipals)"
+            )
+        if named and not self.decision_links_key:
+            raise ValueError(
+                f"DECISION_LINKS_AS ({named}) needs DECISION_LINKS_KEY, the KMS HMAC key its links are signed "
+                "and checked with (the template makes one: DecisionLinksKey)"
             )
         return self
 
@@ -154,7 +164,8 @@ class Settings(BaseModel):
             "event_bus_name": "EVENT_BUS_NAME",
             "api_url": "API_URL",
             "dead_letter_queue_url": "DEAD_LETTER_QUEUE_URL",
-            "cursor_secret": "CURSOR_SECRET",
+            "notify_topic_arn": "NOTIFY_TOPIC_ARN",
+            "cursor_secret_arn": "CURSOR_SECRET_ARN",
             "auth_mode": "AUTH_MODE",
             "jwt_issuer": "JWT_ISSUER",
             "jwt_groups_claim": "JWT_GROUPS_CLAIM",
@@ -162,6 +173,7 @@ class Settings(BaseModel):
             "audit_retention_days": "AUDIT_RETENTION_DAYS",
             "audit_inputs": "AUDIT_INPUTS",
             "decision_links_as": "DECISION_LINKS_AS",
+            "decision_links_key": "DECISION_LINKS_KEY",
             "app_settings_path": "APP_SETTINGS_PATH",
             "app_settings_max_age": "APP_SETTINGS_MAX_AGE",
         }
@@ -208,7 +220,10 @@ class Settings(BaseModel):
             "EVENT_BUS_NAME": self.event_bus_name,
             "API_URL": self.api_url,
             "DEAD_LETTER_QUEUE_URL": self.dead_letter_queue_url,
+            "NOTIFY_TOPIC_ARN": self.notify_topic_arn,
             "CONTINUE_FUNCTION": self.continue_function,
+            "CURSOR_SECRET_ARN": self.cursor_secret_arn,
+            "DECISION_LINKS_KEY": self.decision_links_key,
             "INDEX_SHARDS": str(self.index_shards),
         }
         return {name: value for name, value in names.items() if value}

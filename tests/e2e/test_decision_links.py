@@ -17,9 +17,12 @@ from urllib.parse import urlencode
 import pytest
 
 from resumable.api.app import forget
+from resumable.aws.keys import LinkKey
 from resumable.config import Settings
 from resumable.local.events import EventResources, publishing, read_events
+from resumable.local.template import functions_in_process
 from resumable.service import decision_links
+from resumable.store.decision_links import DecisionLinkItems
 from tests.e2e.local_api import call, settings
 from tests.patience import eventually
 
@@ -28,7 +31,12 @@ ANN = "arn:aws:iam::000000000000:user/approver-ann"
 
 @pytest.fixture(scope="module")
 def links(handler_environment: Settings, url: str) -> Iterator[EventResources]:
-    with settings(API_URL=url, DECISION_LINKS_AS=ANN), publishing(handler_environment) as (resources, _):
+    """Links on, with the functions invocable (the DecisionLinks function hands each run to SubmitApproval)."""
+    with (
+        settings(API_URL=url, DECISION_LINKS_AS=ANN),
+        publishing(handler_environment) as (resources, _),
+        functions_in_process(),
+    ):
         yield resources
 
 
@@ -47,6 +55,15 @@ def _ask(url: str, resources: EventResources, session: str) -> tuple[dict[str, A
     return turn, eventually(link, f"the decision link of {request_id}")
 
 
+def _issued(configured: Settings, ids: tuple[str, str, str], expires_at: float, event_id: str) -> str:
+    """A link issued as the Publisher issues them (signed by the key, its issue recorded)."""
+    token = decision_links.issue(
+        configured, LinkKey(configured), DecisionLinkItems(configured), ids, expires_at, event_id
+    )
+    assert token is not None
+    return token
+
+
 def _page(method: str, link: str, form: dict[str, str] | None = None, raw: str | None = None) -> tuple[int, str]:
     data = urlencode(form).encode() if form is not None else raw.encode() if raw is not None else None
     request = urllib.request.Request(link, data=data, method=method)
@@ -62,6 +79,15 @@ def _question(url: str, session: str, turn: dict[str, Any]) -> dict[str, Any]:
     return dict(read["interactions"][0])
 
 
+def _settles(url: str, session: str, turn: dict[str, Any], status: str = "completed") -> None:
+    """The turn becomes ``status``: SubmitApproval, handed the run, moves it on."""
+
+    def settled() -> bool:
+        return call(url, "GET", f"/sessions/{session}/turns/{turn['turnId']}", principal=ANN)[1]["status"] == status
+
+    eventually(settled, f"turn {turn['turnId']} {status}")
+
+
 def test_opening_a_link_shows_the_question_and_decides_nothing_its_form_decides_once(
     links: EventResources, url: str
 ) -> None:
@@ -71,7 +97,8 @@ def test_opening_a_link_shows_the_question_and_decides_nothing_its_form_decides_
         assert status == 200 and "delete_record" in page and "link-approve" in page and 'method="post"' in page
     assert _question(url, "link-approve", turn)["status"] == "requested"
     status, page = _page("POST", link, {"decision": "approve"})
-    assert status == 200 and "Your approval is recorded" in page and "the turn is completed" in page
+    assert status == 200 and "Your approval is recorded" in page and "the turn is going on" in page
+    _settles(url, "link-approve", turn)
     question = _question(url, "link-approve", turn)
     assert (question["status"], question["answeredBy"]) == ("answered", ANN)
     status, page = _page("POST", link, {"decision": "deny"})
@@ -98,7 +125,8 @@ def test_a_question_answered_in_words_is_answered_by_its_links_reply(links: Even
         assert status == 200 and "which region?" in page and 'value="reply"' in page and "Approve" not in page
         assert _page("POST", link, {"decision": "approve"})[0] == 400  # (it takes words)
         status, page = _page("POST", link, {"decision": "reply", "text": "eu-west-1"})
-        assert status == 200 and "Your answer is recorded" in page and "the turn is completed" in page
+        assert status == 200 and "Your answer is recorded" in page and "the turn is going on" in page
+        _settles(url, "link-reply", turn)
         assert _question(url, "link-reply", turn)["response"] == "eu-west-1"
 
 
@@ -164,11 +192,11 @@ def test_a_changed_expired_or_foreign_link_or_a_bad_form_is_refused_and_decides_
     status, page = _page("POST", link, {"decision": "deny", "text": "日" * 2001})  # (not cut: refused)
     assert status == 400 and "2001 characters, the most is 2000" in page
     configured = handler_environment.model_copy(update={"decision_links_as": ANN})
-    request_id = turn["interactions"][0]["requestId"]
-    expired = decision_links.issue(configured, "link-refused", turn["turnId"], request_id, 1_000_000, "e-old")
+    ids = ("link-refused", turn["turnId"], turn["interactions"][0]["requestId"])
+    expired = _issued(configured, ids, 1_000_000, "e-old")
     assert _page("POST", f"{url}/decide/{expired}", {"decision": "approve"})[0] == 410
     ben = configured.model_copy(update={"decision_links_as": "arn:aws:iam::000000000000:user/approver-ben"})
-    foreign = decision_links.issue(ben, "link-refused", turn["turnId"], request_id, 4_000_000_000, "e-ben")
+    foreign = _issued(ben, ids, 4_000_000_000, "e-ben")
     assert _page("POST", f"{url}/decide/{foreign}", {"decision": "approve"})[0] == 403
     monkeypatch.delenv("DECISION_LINKS_AS")  # (links turned off: every link stops working)
     forget()
@@ -193,7 +221,51 @@ def test_in_chromium_the_link_shows_the_question_and_approve_decides(
         expect(page.locator("pre")).to_contain_text("link-browser")
         page.get_by_role("button", name="Approve: run it").click()
         expect(page.get_by_role("heading")).to_have_text("Recorded")
-        expect(page.locator("body")).to_contain_text("the turn is completed")
+        expect(page.locator("body")).to_contain_text("the turn is going on")
     finally:
         page.close()
+    _settles(url, "link-browser", turn)
     assert _question(url, "link-browser", turn)["answeredBy"] == ANN
+
+
+def _minted(key: LinkKey, held: dict[str, Any]) -> str:
+    """A link signed by ``key`` that nothing issued: what someone holding the key could make."""
+    payload = base64.urlsafe_b64encode(json.dumps(held).encode()).decode().rstrip("=")
+    mac = base64.urlsafe_b64encode(key.mac(f"decision-link\n{payload}".encode())).decode().rstrip("=")
+    return f"{payload}.{mac}"
+
+
+def test_a_link_made_with_the_key_but_never_issued_decides_nothing(
+    links: EventResources, url: str, handler_environment: Settings
+) -> None:
+    """Even the key mints nothing: a link of a fresh id, or an issued link's id moved to another
+    question, is refused, and the question stays open."""
+    turn, link = _ask(url, links, "link-minted")
+    token = link.rsplit("/", 1)[1]
+    held = json.loads(base64.urlsafe_b64decode(token.partition(".")[0] + "=" * 4))
+    key = LinkKey(handler_environment)
+    for forged in ({**held, "j": "a-fresh-link-id0"}, {**held, "r": "r" + "0" * 24}):
+        status, page = _page("POST", f"{url}/decide/{_minted(key, forged)}", {"decision": "approve"})
+        assert status == 404 and "never issued" in page, page
+        assert _page("GET", f"{url}/decide/{_minted(key, forged)}")[0] == 404
+    assert _question(url, "link-minted", turn)["status"] == "requested"
+
+
+def test_no_value_in_a_functions_environment_signs_a_link(links: EventResources, url: str) -> None:
+    """What lambda:GetFunctionConfiguration shows (every environment variable) signs nothing: a link
+    MACed, as links and cursors were, with any of its values is refused."""
+    import hashlib
+    import hmac
+    import os
+
+    turn, link = _ask(url, links, "link-environment")
+    payload = link.rsplit("/", 1)[1].partition(".")[0]
+    held = json.loads(base64.urlsafe_b64decode(payload + "=" * 4))
+    forged = base64.urlsafe_b64encode(json.dumps({**held, "j": "another-link-id1"}).encode()).decode().rstrip("=")
+    for value in {v for v in os.environ.values() if v}:
+        for size in (16, 32):
+            mac = hmac.new(value.encode(), f"decision-link\n{forged}".encode(), hashlib.sha256).digest()[:size]
+            token = f"{forged}.{base64.urlsafe_b64encode(mac).decode().rstrip('=')}"
+            if len(token) <= decision_links.MAX_LINK_CHARS:
+                assert _page("POST", f"{url}/decide/{token}", {"decision": "approve"})[0] == 404
+    assert _question(url, "link-environment", turn)["status"] == "requested"

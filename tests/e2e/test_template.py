@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from resumable.local.events import Mapping
-from resumable.local.functions import load_template
+from resumable.local.functions import ROOT, load_template
 from resumable.local.permissions.stack import read_template
 from resumable.local.permissions.stack import template as stack_template
 from resumable.metrics import METRICS
@@ -81,25 +81,22 @@ def test_the_publisher_reads_only_outbox_items_from_the_stream_and_dead_letters_
     )
 
 
-def test_questions_and_their_escalations_reach_the_notify_email_topic_in_words_a_person_reads(
+def test_only_the_publisher_mails_the_notify_email_topic_and_nothing_on_the_bus_reaches_it(
     resources: dict[str, Any],
 ) -> None:
-    rule = resources["InteractionRequestedRule"]
-    assert rule["Condition"] == resources["NotifyTopic"]["Condition"] == "HasNotifyEmail"
-    asked = {"source": ["resumable"], "detail-type": ["Interaction Requested", "Interaction Escalated"]}
-    assert rule["Properties"]["EventPattern"] == asked
-    [target] = rule["Properties"]["Targets"]
-    assert target["Arn"] == "NotifyTopic"
-    transformer = target["InputTransformer"]
-    assert transformer["InputPathsMap"]["summary"] == "$.detail.summary"
-    assert (
-        transformer["InputPathsMap"]["url"] == "$.detail.inboxUrl"
-    )  # (the page on the question: a GET decides nothing)
-    linked, without = transformer["InputTemplate"][1:]  # (!If HasDecisionLinks, as read here)
-    assert transformer["InputTemplate"][0] == "HasDecisionLinks"
-    assert without == '"<summary>: decide at <url> (before <expires>)"'
-    assert linked == '"<summary>: decide at <url> (before <expires>), or without signing in at <decide>"'
-    assert transformer["InputPathsMap"]["decide"] == "$.detail.decisionUrl"
+    """The e-mail is sent from what the table holds (resumable.events.mail): no rule of the bus targets
+    the topic, whose policy refuses every publisher but the Publisher's role; it is encrypted, as its
+    messages carry working links."""
+    topic = resources["NotifyTopic"]
+    assert topic["Condition"] == resources["NotifyTopicPolicy"]["Condition"] == "HasNotifyEmail"
+    assert topic["Properties"]["KmsMasterKeyId"] == ["HasKmsKey", "KmsKeyArn", "alias/aws/sns"]
+    rules = [r for r in resources.values() if r["Type"] == "AWS::Events::Rule"]
+    assert not [t for r in rules for t in r["Properties"].get("Targets", []) if t.get("Arn") == "NotifyTopic"]
+    [refusal] = resources["NotifyTopicPolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    assert (refusal["Effect"], refusal["Principal"], refusal["Action"]) == ("Deny", "*", "sns:Publish")
+    assert refusal["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": "PublisherFunctionRole.Arn"}}
+    publisher = resources["PublisherFunction"]["Properties"]
+    assert publisher["Environment"]["Variables"]["NOTIFY_TOPIC_ARN"] == ["HasNotifyEmail", "NotifyTopic", ""]
     outputs = load_template()["Outputs"]
     assert {"EventBusName", "PublisherDeadLetterQueueUrl", "NotifyTopicArn"} <= outputs.keys()
 
@@ -203,7 +200,7 @@ def test_a_continuation_that_fails_every_attempt_goes_to_a_dead_letter_queue() -
 def test_every_function_logs_to_a_group_of_its_own_kept_log_retention_days(resources: dict[str, Any]) -> None:
     functions = [name for name, r in resources.items() if r["Type"] == "AWS::Serverless::Function"]
     groups = [resources[name]["Properties"]["LoggingConfig"]["LogGroup"] for name in functions]
-    assert len(set(groups)) == len(functions) == 7
+    assert len(set(groups)) == len(functions) == 8
     for group in groups:
         assert resources[group]["Type"] == "AWS::Logs::LogGroup"
         assert resources[group]["Properties"]["RetentionInDays"] == "LogRetentionDays"  # !Ref, as read here
@@ -256,9 +253,10 @@ def test_the_dashboard_shows_every_metric_resumable_writes(resources: dict[str, 
         expected = {(name,)} if dimension is None else {(name, dimension[0], v) for v in dimension[1]}
         assert expected <= ours, f"the dashboard does not show {name}"
     functions = {name for name, r in resources.items() if r["Type"] == "AWS::Serverless::Function"}
-    assert functions - {"SlackFunction"} <= referenced
+    assert functions - {"SlackFunction", "DecisionLinksFunction"} <= referenced
     # (made only with a channel: named as its FunctionName names it, which holds whether or not it is made)
     assert resources["SlackFunction"]["Properties"]["FunctionName"] == "${AWS::StackName}-Slack"
+    assert resources["DecisionLinksFunction"]["Properties"]["FunctionName"] == "${AWS::StackName}-DecisionLinks"
     assert body.count('"${AWS::StackName}-Slack"') == 3
 
 
@@ -273,7 +271,7 @@ def test_the_api_is_throttled_and_logs_who_called_and_functions_can_be_capped() 
     assert {"requestId", "route", "status", "principal", "subject"} <= set(logged)
     assert stage["AccessLogSettings"]["DestinationArn"] == {"Fn::GetAtt": ["ApiAccessLogGroup", "Arn"]}
     functions = [r["Properties"] for r in translated.values() if r["Type"] == "AWS::Lambda::Function"]
-    assert len(functions) == 7
+    assert len(functions) == 8
     assert all(f["ReservedConcurrentExecutions"] == {"Ref": "FunctionConcurrencyLimit"} for f in functions)
     uncapped = _translated()["Resources"]
     assert not any(
@@ -300,7 +298,7 @@ def test_the_hardening_parameters_encrypt_everything_with_the_key_and_put_the_fu
     translated = _translated(HARDENED)["Resources"]
     key = {"Ref": "KmsKeyArn"}
     functions = {n: r["Properties"] for n, r in translated.items() if r["Type"] == "AWS::Lambda::Function"}
-    assert len(functions) == 7
+    assert len(functions) == 8
     for name, function in functions.items():
         assert function["KmsKeyArn"] == key
         assert function["VpcConfig"] == {
@@ -344,7 +342,7 @@ def test_the_strands_layer_is_made_and_given_to_every_function_only_when_strands
     for parameters, layers in [({}, ["SharedLayer"]), (STRANDS, ["SharedLayer", "StrandsLayer"])]:
         translated = _translated(parameters)["Resources"]
         functions = {n: r["Properties"] for n, r in translated.items() if r["Type"] == "AWS::Lambda::Function"}
-        assert len(functions) == 7
+        assert len(functions) == 8
         for name, function in functions.items():
             given = [translated[layer["Ref"]]["Properties"]["LayerName"] for layer in function["Layers"]]
             assert given == layers, (parameters, name)
@@ -353,8 +351,9 @@ def test_the_strands_layer_is_made_and_given_to_every_function_only_when_strands
 
 
 def _made_if(condition: str, value: Any) -> Any:
-    """What SAM made of a conditional function's route: the value where ``condition`` holds."""
-    if isinstance(value, dict) and list(value) == ["Fn::If"] and value["Fn::If"][0] == condition:
+    """What SAM made of a conditional function's route: the value where ``condition`` holds (the Slack
+    function's; the DecisionLinks function's, under HasDecisionLinks, likewise)."""
+    if isinstance(value, dict) and list(value) == ["Fn::If"] and value["Fn::If"][0] in (condition, "HasDecisionLinks"):
         return value["Fn::If"][1]
     return value
 
@@ -382,3 +381,25 @@ def test_the_slack_function_is_made_only_with_a_channel_and_hears_the_questions_
     assert config["DestinationConfig"]["OnFailure"]["Destination"] == {"Fn::GetAtt": ["SlackDeadLetterQueue", "Arn"]}
     environment = translated["SlackFunction"]["Properties"]["Environment"]["Variables"]
     assert environment["SLACK_SECRET_ARN"] == {"Ref": "SlackTokenSecretArn"}  # (the secret's name, not its value)
+
+
+def test_no_functions_environment_holds_a_key_or_a_secrets_value() -> None:
+    """What lambda:GetFunctionConfiguration shows signs nothing: no variable resolves a secret's value
+    (a dynamic reference), and the keys are named by ARN only (the cursor key read at run time by
+    GetTurn alone; the decision-link key in KMS)."""
+    text = (ROOT / "template.yaml").read_text()
+    assert "{{resolve:" not in text
+    template = load_template()
+    globals_ = template["Globals"]["Function"]["Environment"]["Variables"]
+    assert "CURSOR_SECRET" not in globals_ and "CURSOR_SECRET_ARN" not in globals_
+    assert globals_["DECISION_LINKS_KEY"][0] == "HasDecisionLinks"  # (!If: the key's ARN, or nothing)
+    holders = {
+        name
+        for name, resource in template["Resources"].items()
+        if "CURSOR_SECRET_ARN" in resource.get("Properties", {}).get("Environment", {}).get("Variables", {})
+    }
+    assert holders == {"GetTurnFunction"}
+    assert (
+        template["Resources"]["GetTurnFunction"]["Properties"]["Environment"]["Variables"]["CURSOR_SECRET_ARN"]
+        == "CursorSecret"
+    )

@@ -253,10 +253,10 @@ def test_a_cursor_goes_on_after_the_shard_count_is_raised_and_one_from_before_sh
         "gsi2pk": {"S": INBOX},
         "gsi2sk": {"S": first_sort_key(before, eighth)},
     }
-    old = cursors.issue(item_keys, INBOX, None)
+    old = cursors.issue(item_keys, INBOX, after.deps.keys.cursor())
     assert [i.request_id for i in after.inbox(APPROVER, limit=50, cursor=old).interactions] == listed[8:]
     with pytest.raises(ValidationFailedError, match="not one this inbox issued"):
-        after.inbox(APPROVER, cursor=cursors.issue({**item_keys, "extra": {"S": ""}}, INBOX, None))
+        after.inbox(APPROVER, cursor=cursors.issue({**item_keys, "extra": {"S": ""}}, INBOX, after.deps.keys.cursor()))
 
 
 def first_sort_key(service: Service, question: InteractionRecord) -> str:

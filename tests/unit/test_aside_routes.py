@@ -1,7 +1,8 @@
 """A function's resolver starts without the routes few requests take (the audit trail, the operator's,
-decision links, the document) and takes them on the first request for one. Which requests those are is
+the document) and takes them on the first request for one. Which requests those are is
 said by ``ASIDE_PATHS``: a route of the aside routers it missed would be a 404 on a fresh function, and a
-turn's route it caught would bring them into every cold start.
+turn's route it caught would bring them into every cold start. The decision links' routes are served by
+the DecisionLinks function's resolver alone (``build_app(links=True)``), and it serves nothing else.
 """
 
 from __future__ import annotations
@@ -31,20 +32,27 @@ def route_keys(routes: dict[tuple[object, ...], object]) -> set[str]:
     return keys
 
 
-ASIDE = route_keys(operator_router._routes) | route_keys(link_router._routes) | {"GET /openapi.json"}
+ASIDE = route_keys(operator_router._routes) | {"GET /openapi.json"}
 TURNS = route_keys(router._routes) | {"GET /inbox"}
+LINKS = route_keys(link_router._routes)
 
 
 def test_the_aside_routers_routes_are_aside_and_no_other_is() -> None:
-    assert ASIDE and TURNS and not ASIDE & TURNS
+    assert ASIDE and TURNS and LINKS and not ASIDE & TURNS and not LINKS & (ASIDE | TURNS)
     assert [key for key in sorted(ASIDE) if not takes_aside({"routeKey": key})] == []
     assert [key for key in sorted(TURNS) if takes_aside({"routeKey": key})] == []
 
 
 def test_every_route_the_template_declares_is_served_by_the_resolver_its_requests_get() -> None:
-    declared = {f"{route.method} {route.path}" for route in routes(load_template())}
-    assert declared - {"POST /slack/interactions"} <= ASIDE | TURNS  # (Slack's route has a handler of its own)
+    template = load_template()
+    declared = {f"{route.method} {route.path}" for route in routes(template)}
+    assert declared - {"POST /slack/interactions"} - LINKS <= ASIDE | TURNS  # (Slack's route: a handler of its own)
     assert {key for key in declared if takes_aside({"routeKey": key})} == ASIDE & declared
+    links = template["Resources"]["DecisionLinksFunction"]
+    served_by_links = {
+        f"{e['Properties']['Method']} {e['Properties']['Path']}" for e in links["Properties"]["Events"].values()
+    }
+    assert served_by_links == LINKS and links["Condition"] == "HasDecisionLinks"
 
 
 def test_an_event_without_a_matched_route_gets_every_route() -> None:
@@ -60,6 +68,11 @@ def served(app: APIGatewayHttpResolver) -> set[str]:
 def test_the_whole_resolver_has_every_route_and_the_first_none_of_the_aside_routers() -> None:
     assert served(build_app()) == ASIDE | TURNS
     assert served(build_app(aside=False)) == TURNS | {"GET /openapi.json"}
+
+
+def test_the_links_resolver_has_the_links_routes_and_no_other() -> None:
+    """A request the DecisionLinks function is handed for another route (by a direct invocation) finds none."""
+    assert served(build_app(links=True)) == LINKS
 
 
 def test_the_aside_routes_are_added_once_however_often_asked() -> None:

@@ -117,7 +117,18 @@ def test_deny_runs_nothing(name: str, tmp_path: Path) -> None:
 
 def test_decision_links_must_answer_as_an_approver_or_the_start_stops_naming_both_settings() -> None:
     approver = "arn:aws:iam::111122223333:user/alice"
+    key = "arn:aws:kms:us-east-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
     env = {"APPROVER_PRINCIPALS": "arn:aws:iam::111122223333:user/*", "DECISION_LINKS_AS": approver}
+    env |= {"DECISION_LINKS_KEY": key}
     assert Settings.from_env(env).decision_links_as == approver
     with pytest.raises(ValueError, match=r"DECISION_LINKS_AS .* is not one of APPROVER_PRINCIPALS"):
         Settings.from_env({**env, "APPROVER_PRINCIPALS": "arn:aws:iam::111122223333:role/ops"})
+
+
+def test_decision_links_need_their_key_or_the_start_stops_naming_it() -> None:
+    env = {
+        "APPROVER_PRINCIPALS": "arn:aws:iam::111122223333:user/*",
+        "DECISION_LINKS_AS": "arn:aws:iam::111122223333:user/alice",
+    }
+    with pytest.raises(ValueError, match=r"DECISION_LINKS_AS .* needs DECISION_LINKS_KEY, the KMS HMAC key"):
+        Settings.from_env(env)

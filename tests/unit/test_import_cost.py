@@ -305,7 +305,7 @@ def test_a_handler_that_runs_no_agent_does_not_load_the_agent_loop_at_init(offli
         assert loaded & loop == set(), name
 
 
-ASIDE_MODULES = ("resumable.api.operator_routes", "resumable.api.link_routes", "resumable.service.audit_trail")
+ASIDE_MODULES = ("resumable.api.operator_routes", "resumable.service.audit_trail")
 # Three requests to one handler's process: a turn's, the audit trail's, the turn's again. Each is refused
 # by the query parameter it should not have, after its route is found (the route's own words say so).
 A_TURNS_ROUTE_THEN_AN_ASIDE_ONE = f"""

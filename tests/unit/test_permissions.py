@@ -101,18 +101,6 @@ def test_every_use_case_is_served_by_a_function_of_the_template() -> None:
     assert set(SERVED_BY.values()) <= set(Stack.of("AuthMode=IAM").callers())
 
 
-def test_the_rule_that_tells_people_may_publish_to_their_topic() -> None:
-    configuration = "every hardening parameter"  # (NotifyEmail given: the topic and its rule exist)
-    assert [line for line in report(check([], [configuration])) if "delivers" in line] == []
-    # Negative control: the topic's policy names another service.
-    assert template().count("Service: events.amazonaws.com") == 1
-    other = template().replace("Service: events.amazonaws.com", "Service: sqs.amazonaws.com")
-    assert (
-        "InteractionRequestedRule (every hardening parameter): delivers to NotifyTopic, whose policy does not let "
-        "events.amazonaws.com publish from it (no statement allows it): nothing it matches would reach the topic"
-    ) in report(check([], [configuration], other))
-
-
 def without(granted: str, instead: str = "") -> str:
     """template.yaml with one grant (its exact text, found once) replaced."""
     assert template().count(granted) == 1, granted

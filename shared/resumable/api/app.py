@@ -77,11 +77,11 @@ def _known_query_only(app: APIGatewayHttpResolver, next_middleware: Callable[...
 
 
 # The paths of the routes few requests take: the audit trail, the operator's reads and moves
-# (resumable.api.operator_routes), decision links (resumable.api.link_routes), and the document that
-# describes them all. A function's resolver takes them on the first request for one of them, so that a
-# cold start serving a turn's route does not import them (a test holds these to the routers' paths).
+# (resumable.api.operator_routes), and the document that describes them all. A function's resolver
+# takes them on the first request for one of them, so that a cold start serving a turn's route does not
+# import them (a test holds these to the routers' paths).
 # A path ending in "/" is a prefix; any other is the whole path.
-ASIDE_PATHS = ("/audit", "/admin/", "/decide/", "/openapi.json")
+ASIDE_PATHS = ("/audit", "/admin/", "/openapi.json")
 _ASIDE_WHOLE = frozenset(path for path in ASIDE_PATHS if not path.endswith("/"))
 _ASIDE_PREFIXES = tuple(path for path in ASIDE_PATHS if path.endswith("/"))
 _with_aside: weakref.WeakSet[APIGatewayHttpResolver] = weakref.WeakSet()
@@ -99,22 +99,26 @@ def include_aside(app: APIGatewayHttpResolver) -> None:
     """Add the routes of ``ASIDE_PATHS`` to ``app``, once (Powertools takes routes after its first request)."""
     if app in _with_aside:
         return
-    from resumable.api.link_routes import link_router
     from resumable.api.operator_routes import operator_router
 
     app.include_router(operator_router)
-    app.include_router(link_router)
     _with_aside.add(app)
 
 
-def build_app(service: Service | None = None, *, aside: bool = True) -> APIGatewayHttpResolver:
+def build_app(service: Service | None = None, *, aside: bool = True, links: bool = False) -> APIGatewayHttpResolver:
     """The resolver with every route (without ``aside``: without the routes of ``ASIDE_PATHS``, which
-    ``include_aside`` adds). Each request's service is in the resolver's context (``handle`` puts it
-    there); with ``service``, every request is served by it."""
+    ``include_aside`` adds); with ``links``, the decision links' routes and nothing else (the
+    DecisionLinks function's: no other function serves them). Each request's service is in the
+    resolver's context (``handle`` puts it there); with ``service``, every request is served by it."""
     app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=read_json_object)
-    app.include_router(router)
-    if aside:
-        include_aside(app)
+    if links:
+        from resumable.api.link_routes import link_router
+
+        app.include_router(link_router)
+    else:
+        app.include_router(router)
+        if aside:
+            include_aside(app)
     if service is not None:
 
         def serve(app: APIGatewayHttpResolver, next_middleware: Callable[..., Response[Any]]) -> Response[Any]:
@@ -123,6 +127,14 @@ def build_app(service: Service | None = None, *, aside: bool = True) -> APIGatew
 
         app.use(middlewares=[serve])
     app.use(middlewares=[_known_query_only])
+    if not links:
+        _pages(app)
+    _errors(app)
+    return app
+
+
+def _pages(app: APIGatewayHttpResolver) -> None:
+    """The routes of the API's document and the inbox page."""
 
     @app.get("/openapi.json", include_in_schema=False)
     def openapi() -> Response[Any]:
@@ -147,6 +159,10 @@ def build_app(service: Service | None = None, *, aside: bool = True) -> APIGatew
                 "Content-Security-Policy": content_security_policy(),
             },
         )
+
+
+def _errors(app: APIGatewayHttpResolver) -> None:
+    """Refusals as ``{"code", "message"}``."""
 
     @app.exception_handler(ServiceError)
     def service_error(error: ServiceError) -> Response[Any]:
@@ -177,14 +193,18 @@ def build_app(service: Service | None = None, *, aside: bool = True) -> APIGatew
         count("AwsFailures")
         return error_response("aws_failed", str(error))
 
-    return app
-
 
 @functools.cache
 def resolver() -> APIGatewayHttpResolver:
     """This process's resolver, built on its first request (not at import: a cold start pays only for
     what the request needs), without the routes of ``ASIDE_PATHS``."""
     return build_app(aside=False)
+
+
+@functools.cache
+def link_resolver() -> APIGatewayHttpResolver:
+    """The DecisionLinks function's resolver: the decision links' routes only."""
+    return build_app(links=True)
 
 
 def check_settings() -> None:
@@ -202,10 +222,11 @@ def process_service() -> Service:
 
 
 @functools.cache
-def service_for(continue_function: str | None) -> Service:
-    """The process's service, with turns continued by ``continue_function`` (None: never checkpoint)."""
+def service_for(continue_function: str | None, runs_agents: bool = True) -> Service:
+    """The process's service, with turns continued by ``continue_function`` (None: never checkpoint);
+    without ``runs_agents``, every run of agents is handed to it."""
     service = process_service()
-    return service.continued_by(_continuation(continue_function) if continue_function else None)
+    return service.continued_by(_continuation(continue_function) if continue_function else None, runs_agents)
 
 
 # Powertools keeps the request being resolved in process-wide state (Lambda runs one invocation at a
@@ -217,19 +238,27 @@ def forget() -> None:
     """Drop this process's resolver and service, so the next request builds them from the environment
     again (the local server and tests do this when they change the settings)."""
     with _resolving:  # (not while a request is being resolved by the resolver dropped)
-        for cached in (resolver, process_service, service_for, _lambdas):
+        for cached in (resolver, link_resolver, process_service, service_for, _lambdas):
             cached.cache_clear()
 
 
 @logger.inject_lambda_context(clear_state=True)
 @flushing
 def handle(
-    event: dict[str, Any], context: Any, direct: DirectUseCase | None = None, *, continues: bool = False
+    event: dict[str, Any],
+    context: Any,
+    direct: DirectUseCase | None = None,
+    *,
+    continues: bool = False,
+    links: bool = False,
 ) -> dict[str, Any]:
-    """Every function's handler. An API Gateway HTTP API (v2) event is resolved by the shared routes;
-    any other event is a direct invocation of the function's use case ``direct`` (the state
-    machine's; see ``resumable.api.direct``), or, where ``continues``, a turn's continuation."""
-    service = service_for(continue_function(process_service().settings, context, continues))
+    """Every function's handler. An API Gateway HTTP API (v2) event is resolved by the shared routes
+    (with ``links``, by the decision links' routes only, and every run of agents is handed to
+    ``CONTINUE_FUNCTION``); any other event is a direct invocation of the function's use case
+    ``direct`` (the state machine's; see ``resumable.api.direct``), or, where ``continues``, a turn's
+    continuation."""
+    cf = continue_function(process_service().settings, context, continues)
+    service = service_for(cf, not links)
     http = "requestContext" in event
     keys = (event.get("pathParameters") or {}) if http else event.get(CONTINUE_EVENT, event)
     keys = keys if isinstance(keys, dict) else {}
@@ -237,8 +266,8 @@ def handle(
     count("Requests")
     if http:
         with _resolving:  # (the resolver is built under it too: two built at once would share one router)
-            app = resolver()
-            if takes_aside(event):
+            app = link_resolver() if links else resolver()
+            if not links and takes_aside(event):
                 include_aside(app)  # (once: the first request for one of ASIDE_PATHS)
             app.append_context(service=service)
             reply: dict[str, Any] = app.resolve(as_json(event), context)

@@ -1,5 +1,6 @@
 """The routes of one-click decision links (``DecisionLinksAnswerAs``; docs/desk.md), with no
-authorizer: the signed link is the credential. Both answer a page for a person, not JSON.
+authorizer: the signed, issued link is the credential. Both answer a page for a person, not JSON.
+Only the DecisionLinks function serves them (``resumable.api.app.build_app(links=True)``).
 
 | route | reply |
 |---|---|
@@ -21,8 +22,9 @@ from urllib.parse import parse_qs
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from resumable.api.routes import path_param, service
+from resumable.api.routes import path_param
 from resumable.exceptions import ServiceError
+from resumable.service import Service
 
 link_router = APIGatewayHttpRouter()
 MAX_FORM_CHARS = 64_000  # (a form's body: 2,000 characters percent-encoded take up to 18,000)
@@ -35,6 +37,12 @@ _TITLES = {
     409: "Nothing was decided",
     410: "Too late",
 }
+
+
+def service() -> Service:
+    """The service of the request being resolved (``resumable.api.app`` puts it in the context)."""
+    served: Service = link_router.context["service"]
+    return served
 
 
 def _html(status: int, body: str) -> Response[Any]:
@@ -85,6 +93,9 @@ def use_link(token: str) -> Response[Any]:
     from resumable.web.decision_page import standing
 
     question = next((i for i in turn.interactions if i.request_id == request_id), None)
-    now = f"{standing(question)}; the turn is {turn.status}." if question else f"The turn is {turn.status}."
+    # (this function runs no agents: a turn with every answer in is handed to the one that does)
+    goes_on = turn.status == "waiting" and not any(i.status == "requested" for i in turn.interactions)
+    state = "going on: its agents run now" if goes_on else turn.status
+    now = f"{standing(question)}; the turn is {state}." if question else f"The turn is {state}."
     done = {"approve": "approval", "deny": "denial", "reply": "answer"}[decision]
     return _html(200, outcome("Recorded", f"Your {done} is recorded, as the link's approver. {now}"))

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from resumable.aws.eventbridge import Entry, EventBus
+from resumable.aws.sns import Topic
 from resumable.aws.sqs import DeadLetters
 from resumable.clock import Clock, SystemClock, iso
 from resumable.config import Settings
@@ -37,6 +38,10 @@ from resumable.store.codec import decode
 from resumable.store.outbox import COMMIT_EVENTS, INTERACTION_REQUESTED, commit_events, event_id, is_commit_event
 from resumable.store.publishing import OutboxItems
 from resumable.store.records import OutboxEvent
+
+if TYPE_CHECKING:
+    from resumable.aws.keys import LinkKey
+    from resumable.store.decision_links import DecisionLinkItems
 
 logger = logging.getLogger(__name__)
 
@@ -61,9 +66,18 @@ class Publisher:
     """Publishes one batch of stream records (``publish``)."""
 
     def __init__(
-        self, settings: Settings, outbox: OutboxItems, bus: EventBus, dead_letters: DeadLetters, clock: Clock
+        self,
+        settings: Settings,
+        outbox: OutboxItems,
+        bus: EventBus,
+        dead_letters: DeadLetters,
+        clock: Clock,
+        links: DecisionLinks | None = None,
+        topic: Topic | None = None,
     ) -> None:
         self.settings, self.outbox, self.bus, self.dead_letters, self.clock = settings, outbox, bus, dead_letters, clock
+        self.links = links or DecisionLinks(settings, outbox)
+        self.topic = topic or Topic(settings)
         self._last: dict[str, int] = {}
         self._dead: dict[str, set[str]] = {}  # (by session: left out of their commits' numbering)
 
@@ -211,12 +225,38 @@ class Publisher:
                     del queues[event.session_id]
         if put:
             count("EventsPublished", len(put))
+        put = self._mail(put, held)
         unmarked = self.outbox.mark_all_published([(e.session_id, e.sk) for e in put], self.clock.now())
         for event, error in zip(put, unmarked, strict=True):
             if error is not None:
                 logger.error("%s of session %r published, not marked: %s", event.sk, event.session_id, error)
                 held[event.session_id] = min(event.detail.sequence, held.get(event.session_id, event.detail.sequence))
         return held
+
+    def _mail(self, put: list[_Event], held: dict[str, int]) -> list[_Event]:
+        """Tell NotifyEmail's topic of each question put on the bus (``NOTIFY_TOPIC_ARN``); those told, or
+        that tell nobody. One whose e-mail failed is left unmarked and its session held: it is delivered
+        again, put on the bus again (the same event) and mailed again."""
+        if not self.settings.notify_topic_arn:
+            return put
+        from resumable.events.mail import told
+
+        done: list[_Event] = []
+        failed: set[str] = set()
+        for event in put:  # (each session's in its order)
+            if event.session_id in failed:  # (after one whose e-mail failed: delivered, and mailed, again)
+                continue
+            said = told(event.detail)
+            try:
+                if said is not None:
+                    self.topic.publish(*said)
+            except AwsError as error:
+                logger.error("%s of session %r published, not mailed: %s", event.sk, event.session_id, error)
+                failed.add(event.session_id)
+                held[event.session_id] = min(event.detail.sequence, held.get(event.session_id, event.detail.sequence))
+                continue
+            done.append(event)
+        return done
 
     def _dead_letter(self, record: dict[str, Any], error: Exception) -> None:
         logger.error(
@@ -265,8 +305,35 @@ class Publisher:
 
         expires = datetime.fromisoformat(fields["expiresAt"]).timestamp()
         ids = (session_id, fields["turnId"], fields["requestId"])
-        token = decision_links.issue(self.settings, *ids, expires, fields["eventId"])
+        key, items = self.links.key, self.links.items
+        token = decision_links.issue(self.settings, key, items, ids, expires, fields["eventId"])
         return f"{api}/decide/{token}" if token else None
+
+
+class DecisionLinks:
+    """What issuing decision links takes: the decision-link key (KMS) and the links' records (the
+    table, through the outbox's client), each made on first use."""
+
+    def __init__(self, settings: Settings, outbox: OutboxItems) -> None:
+        self.settings, self.outbox = settings, outbox
+        self._key: LinkKey | None = None
+        self._items: DecisionLinkItems | None = None
+
+    @property
+    def key(self) -> LinkKey:
+        if self._key is None:
+            from resumable.aws.keys import LinkKey
+
+            self._key = LinkKey(self.settings)
+        return self._key
+
+    @property
+    def items(self) -> DecisionLinkItems:
+        if self._items is None:
+            from resumable.store.decision_links import DecisionLinkItems
+
+            self._items = DecisionLinkItems(self.settings, self.outbox.dynamodb)
+        return self._items
 
 
 class Publishing:
@@ -278,9 +345,13 @@ class Publishing:
         self.bus = EventBus(self.settings)
         self.dead_letters = DeadLetters(self.settings)
         self.clock = clock or SystemClock()
+        self.links = DecisionLinks(self.settings, self.outbox)
+        self.topic = Topic(self.settings)
 
     @flushing
     def handle(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         """One batch of stream records: ``{"batchItemFailures": [...]}`` for those not published."""
-        publisher = Publisher(self.settings, self.outbox, self.bus, self.dead_letters, self.clock)
+        publisher = Publisher(
+            self.settings, self.outbox, self.bus, self.dead_letters, self.clock, self.links, self.topic
+        )
         return {"batchItemFailures": publisher.publish(list(event.get("Records") or []))}

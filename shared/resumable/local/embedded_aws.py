@@ -192,8 +192,13 @@ def _environ(request: Any, endpoint: str, path: str) -> dict[str, Any]:
 _IN_PROCESS = _InProcess()
 
 
-def create_resources(settings: Settings) -> None:
-    """Create the table and bucket (for the embedded AWS, or an empty LocalStack)."""
+def create_resources(settings: Settings) -> Settings:
+    """Create the table and bucket (for the embedded AWS, or an empty LocalStack), and the keys the
+    template makes (the decision-link key in KMS, the cursor key in Secrets Manager, each of its own:
+    moto keeps one backend per process); ``settings`` naming them."""
+    import secrets
+    import uuid
+
     import boto3
 
     options: dict[str, Any] = {"region_name": settings.region, "endpoint_url": settings.endpoint_url}
@@ -214,6 +219,13 @@ def create_resources(settings: Settings) -> None:
         Bucket=settings.bucket_name,
         LifecycleConfiguration={"Rules": BUCKET_LIFECYCLE_RULES},  # type: ignore[typeddict-item]
     )
+    link_key = boto3.client("kms", **options).create_key(
+        KeySpec="HMAC_256", KeyUsage="GENERATE_VERIFY_MAC", Description=f"{settings.table_name}: decision links"
+    )["KeyMetadata"]["Arn"]
+    cursor_key = boto3.client("secretsmanager", **options).create_secret(
+        Name=f"{settings.table_name}-cursor-key-{uuid.uuid4().hex[:8]}", SecretString=secrets.token_hex(32)
+    )["ARN"]
+    return settings.model_copy(update={"decision_links_key": link_key, "cursor_secret_arn": cursor_key})
 
 
 def _execute_state_machines(endpoint: str) -> None:
@@ -252,8 +264,7 @@ def embedded_aws(
     )
     try:
         _execute_state_machines(endpoint)
-        create_resources(settings)
-        yield settings
+        yield create_resources(settings)
     finally:
         _IN_PROCESS.forget(endpoint)
         server.stop()

@@ -299,7 +299,9 @@ def main() -> None:
     default = os.environ.get("RESUMABLE_LOCAL_PRINCIPAL", DEFAULT_PRINCIPAL)
     os.environ.setdefault("APPROVER_PRINCIPALS", default)  # (locally you are an approver)
     try:
-        configured = Settings.from_env()  # what every handler reads: a bad setting (a rule) stops here, named
+        # What every handler reads: a bad setting (a rule) stops here, named. (The embedded AWS makes the
+        # decision-link key that DECISION_LINKS_AS needs, below.)
+        configured = Settings.from_env(os.environ | {"DECISION_LINKS_KEY": "made-by-make-run"})
     except ValueError as error:
         sys.exit(f"make run: {error}")
     for rule in configured.approval_rules:

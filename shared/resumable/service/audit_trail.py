@@ -145,7 +145,7 @@ def audit(
     if resume is not None:
         held_at = {"pk": {"S": audit_pk(resume[0])}, "sk": {"S": resume[1] or ""}}
         held_at |= {"since": {"S": repr(page.start)}, "until": {"S": repr(page.end)}}
-        token = cursor.issue(held_at, query, deps.settings.cursor_secret)
+        token = cursor.issue(held_at, query, deps.keys.cursor())
     return AuditPage(records=shown, since=iso(page.start) or "", until=iso(page.end) or "", cursor=token)
 
 
@@ -157,7 +157,7 @@ def _where(
     start = _moment("since", since) if since is not None else end - DEFAULT_DAYS * 86400
     page = _Page(start, end)
     if after is not None:
-        held = cursor.read(after, query, deps.settings.cursor_secret, shapes=[_CURSOR_FIELDS], listing="this listing")
+        held = cursor.read(after, query, deps.keys.cursor(), shapes=[_CURSOR_FIELDS], listing="this listing")
         page = _Page(float(held["since"]["S"]), float(held["until"]["S"]))
         if (since is not None and start != page.start) or (until is not None and end != page.end):
             raise ValidationFailedError(

@@ -1,6 +1,6 @@
 """Cursors of the inbox and the audit trail: where the next page starts, signed, so that only a cursor
 this listing issued, as it issued it and for the same inbox or query, starts a page (any other is
-refused before anything is read)."""
+refused before anything is read). ``secret`` is the cursor key (resumable.aws.keys.CursorKey)."""
 
 from __future__ import annotations
 
@@ -9,19 +9,12 @@ import binascii
 import hashlib
 import hmac
 import json
-import secrets
 from collections.abc import Iterable
 from typing import Any
 
 from resumable.exceptions import ValidationFailedError
 
 MAX_CURSOR_CHARS = 2048
-# Without CURSOR_SECRET (locally), cursors are signed with a key of this process.
-_PROCESS_KEY = secrets.token_bytes(32)
-
-
-def _key(secret: str | None) -> bytes:
-    return secret.encode() if secret else _PROCESS_KEY
 
 
 def _b64(raw: bytes) -> str:
@@ -32,19 +25,17 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def _mac(secret: str | None, partition: str, payload: str) -> str:
-    return _b64(hmac.new(_key(secret), f"{partition}\n{payload}".encode(), hashlib.sha256).digest()[:16])
+def _mac(secret: str, partition: str, payload: str) -> str:
+    return _b64(hmac.new(secret.encode(), f"{partition}\n{payload}".encode(), hashlib.sha256).digest()[:16])
 
 
-def issue(start: dict[str, Any], partition: str, secret: str | None) -> str:
+def issue(start: dict[str, Any], partition: str, secret: str) -> str:
     """The cursor of the page that starts after ``start`` in the listing ``partition`` (an inbox, a query)."""
     payload = _b64(json.dumps(start, sort_keys=True, separators=(",", ":")).encode())
     return f"{payload}.{_mac(secret, partition, payload)}"
 
 
-def read(
-    cursor: str, partition: str, secret: str | None, *, shapes: Iterable[frozenset[str]], listing: str
-) -> dict[str, Any]:
+def read(cursor: str, partition: str, secret: str, *, shapes: Iterable[frozenset[str]], listing: str) -> dict[str, Any]:
     """Where the page of ``cursor`` starts; ``ValidationFailedError`` for a cursor ``listing`` (this
     inbox, this listing) did not issue for ``partition``, one that was changed, or one of another inbox
     or query. It holds the fields of one of ``shapes``, each a string."""
@@ -63,7 +54,7 @@ def read(
     return start
 
 
-def verified(token: str, partition: str, secret: str | None) -> dict[str, Any] | None:
+def verified(token: str, partition: str, secret: str) -> dict[str, Any] | None:
     """What ``token`` holds, if ``issue`` made it for ``partition`` with ``secret`` (a JSON object); else None."""
     payload, _, mac = token.partition(".")
     # (a token this issued is base64url: compare_digest takes only ASCII)

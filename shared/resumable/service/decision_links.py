@@ -1,15 +1,22 @@
 """One-click decision links, for deployments whose approvers do not sign in (``DECISION_LINKS_AS``):
 the e-mail that tells of a question carries a link bound to that question and to one approver (the
-principal the setting names), signed with the deployment's key, expiring with the question. Opening
-it (GET) shows the question and decides nothing, because mail scanners and link previews open links;
-its form (POST) decides, once: the link is marked used before the answer is recorded, so a second
-use is refused, as is a link of a settled or expired question. docs/desk.md says what the risks are.
+principal the setting names), expiring with the question. Opening it (GET) shows the question and
+decides nothing, because mail scanners and link previews open links; its form (POST) decides, once:
+the link is marked used before the answer is recorded, so a second use is refused, as is a link of a
+settled or expired question. docs/desk.md says what the risks are.
+
+A link is signed by the decision-link key, a KMS HMAC key no function's environment holds
+(resumable.aws.keys), and its issue is recorded in the table before it is published: a link whose
+record is missing, or names another question or approver, was never issued and decides nothing, so
+even someone holding the key (or a MAC of it) mints nothing.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
+import json
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -24,17 +31,18 @@ from resumable.exceptions import (
     ServiceError,
 )
 from resumable.runtime.interrupts import APPROVAL_INTERRUPT
-from resumable.service import cursor
 from resumable.service.access import Principal
 from resumable.service.ids import root_of
 from resumable.service.views import InteractionView
 
 if TYPE_CHECKING:
+    from resumable.aws.keys import LinkKey
     from resumable.config import Settings
     from resumable.service.dependencies import Dependencies
     from resumable.service.views import TurnView
+    from resumable.store.decision_links import DecisionLinkItems
 
-PARTITION = "decision-link"  # (what the key signs apart from the cursors it also signs)
+PARTITION = "decision-link"  # (what the key signs: nothing else is signed with it)
 MAX_LINK_CHARS = 600
 METHOD = "decision_link"
 Decision = Literal["approve", "deny", "reply"]
@@ -50,41 +58,84 @@ class Link(BaseModel):
     r: str  # request
     p: str  # the principal it answers as
     e: int  # expires at (epoch seconds: the question's expiry)
-    j: str  # its id (what marks it used)
+    j: str  # its id (its record's: what says it was issued, and marks it used)
+
+
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _signed(payload: str) -> bytes:
+    return f"{PARTITION}\n{payload}".encode()
 
 
 def issue(
-    settings: Settings, session_id: str, turn_id: str, request_id: str, expires_at: float, event_id: str
+    settings: Settings,
+    key: LinkKey,
+    links: DecisionLinkItems,
+    ids: tuple[str, str, str],
+    expires_at: float,
+    event_id: str,
 ) -> str | None:
-    """The token of a link answering the question as ``settings.decision_links_as``; None without one,
-    or where the question's ids and the principal make a link too long to be read back. Its id comes
-    from ``event_id`` (the event's, stable), so an event published again carries the same link."""
+    """The token of a link answering the question ``ids`` (session, turn, request) as
+    ``settings.decision_links_as``, its issue recorded first; None without links, or where the
+    question's ids and the principal make a link too long to be read back. Its id comes from
+    ``event_id`` (the event's, stable), so an event published again carries the same link."""
     if not settings.decision_links_as:
         return None
-    link_id = base64.urlsafe_b64encode(hashlib.sha256(f"link\n{event_id}".encode()).digest()[:12]).decode()
+    session_id, turn_id, request_id = ids
+    link_id = _b64(hashlib.sha256(f"link\n{event_id}".encode()).digest()[:12])
     link = Link(s=session_id, t=turn_id, r=request_id, p=settings.decision_links_as, e=int(expires_at), j=link_id)
-    token = cursor.issue(link.model_dump(), PARTITION, settings.cursor_secret)
-    return token if len(token) <= MAX_LINK_CHARS else None
+    payload = _b64(json.dumps(link.model_dump(), sort_keys=True, separators=(",", ":")).encode())
+    if len(payload) + 1 + 43 > MAX_LINK_CHARS:  # (the MAC: 32 bytes, 43 characters)
+        return None
+    token = f"{payload}.{_b64(key.mac(_signed(payload)))}"
+    purge_at = link.e + settings.retention_seconds
+    links.record_link(session_id, link_id, turn_id, request_id, link.p, purge_at)
+    return token
 
 
-def read(settings: Settings, token: str, now: float) -> Link:
-    """The link ``token`` is, if it is one this deployment signed, unexpired, for the approver it
-    names now; otherwise the refusal, saying why."""
+def _held(deps: Dependencies, token: str) -> Link | None:
+    """The link ``token`` holds, if the decision-link key signed it as it is; else None."""
+    payload, _, mac = token.partition(".")
+    if len(token) > MAX_LINK_CHARS or not token.isascii() or not payload or not mac:
+        return None
+    try:
+        held = json.loads(_unb64(payload))
+        signature = _unb64(mac)
+    except (binascii.Error, ValueError):
+        return None
+    if not isinstance(held, dict) or len(signature) != 32:
+        return None
+    try:
+        link = Link.model_validate(held)
+    except ValidationError:
+        return None
+    return link if deps.keys.link.verified(_signed(payload), signature) else None
+
+
+def read(deps: Dependencies, token: str, now: float) -> Link:
+    """The link ``token`` is, if this deployment issued it, unexpired, for the approver it names now;
+    otherwise the refusal, saying why."""
+    settings = deps.settings
     if not settings.decision_links_as:
         raise NotFoundError(
             "one-click decision links are off in this deployment (DecisionLinksAnswerAs); decide on the inbox page"
         )
-    held = cursor.verified(token, PARTITION, settings.cursor_secret) if len(token) <= MAX_LINK_CHARS else None
-    try:
-        link = Link.model_validate(held)
-    except ValidationError:
-        raise NotFoundError(
-            "this is not a decision link this deployment made (or it was changed); nothing was decided"
-        ) from None
+    link = _held(deps, token)
+    if link is None:
+        raise NotFoundError("this is not a decision link this deployment made (or it was changed); nothing was decided")
     if link.p != settings.decision_links_as:
         raise ForbiddenError("this link answers as someone links no longer answer as; decide on the inbox page")
     if link.e <= now:
         raise GoneError("this link expired with its question; nothing was decided")
+    issued = deps.store.issued_link(link.s, link.j)
+    if issued is None or (issued.turn_id, issued.request_id, issued.principal) != (link.t, link.r, link.p):
+        raise NotFoundError("this decision link was never issued by this deployment; nothing was decided")
     return link
 
 
@@ -103,7 +154,7 @@ def principal(link: Link) -> Principal:
 def question(deps: Dependencies, token: str) -> tuple[Link, InteractionView]:
     """What the link's page shows: the question as it stands now (a settled one says how)."""
     now = deps.clock.now()
-    link = read(deps.settings, token, now)
+    link = read(deps, token, now)
     found = deps.store.get_interaction(link.s, root_of(link.t), link.r)
     if found is None:
         raise NotFoundError("the question of this link is gone (its session was deleted); nothing was decided")
@@ -122,8 +173,10 @@ def decide(deps: Dependencies, token: str, decision: Decision, text: str | None)
         raise BadRequestError(f"this question takes {wanted}; nothing was decided")
     if asked.status != "requested":
         raise ConflictError(f"the question is {said_of(asked.status)} already: this link decides nothing now")
-    purge_at = link.e + deps.settings.retention_seconds
-    if not deps.store.claim_link(link.s, link.j, deps.clock.now(), purge_at):
+    claim = deps.store.claim_link(link.s, link.j, deps.clock.now())
+    if claim == "unissued":  # (its record purged since it was read)
+        raise NotFoundError("this decision link was never issued by this deployment; nothing was decided")
+    if claim == "used":
         raise ConflictError("this link was used already: each decides once; see the question on the inbox page")
     response: Any = text if decision == "reply" else {"decision": decision}
     if decision == "deny" and text:

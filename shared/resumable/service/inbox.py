@@ -52,7 +52,7 @@ def inbox(
         )
     whose = None if principal is None or is_approver(deps.settings, principal) else principal
     index, partition = deps.store.inbox_partition(whose)
-    secret = deps.settings.cursor_secret
+    secret = deps.keys.cursor()
     last = (
         _place(cursor.read(after, partition, secret, shapes=_cursor_shapes(index), listing="this inbox"), index)
         if after is not None

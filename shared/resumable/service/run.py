@@ -44,7 +44,8 @@ def advance(deps: Dependencies, tree: TurnTree) -> TurnTree:
     """Move ``tree`` on as far as nobody else is doing it; return it as it then is. Settles what
     settling moves on, resumes a waiting tree with every answer recorded, takes over a tree whose
     runner is gone, continues a checkpointed one. The normal path of every last answer, and of
-    ``recover``: a client retrying its answer drives a stalled turn."""
+    ``recover``: a client retrying its answer drives a stalled turn. Where ``deps`` run no agents (the
+    DecisionLinks function), a tree that needs moving is handed to the continuation as it is."""
     for _ in range(_DECISIONS):
         try:
             moved = _advance_once(deps, tree)
@@ -62,6 +63,9 @@ def _advance_once(deps: Dependencies, tree: TurnTree) -> TurnTree | None:
     root, now = tree.root, deps.clock.now()
     why = stall(tree, now)
     if why is None:
+        return tree
+    if not deps.runs_agents:  # (this function holds no model's or workflow's grants: the continuing one moves it)
+        continue_later(deps, root)
         return tree
     if why in SETTLES:
         moved = settle_stalled(deps, tree, why)

@@ -17,6 +17,7 @@ from resumable.service.inbox import DEFAULT_PAGE
 from resumable.store.base import Snapshots, Store
 
 if TYPE_CHECKING:
+    from resumable.aws.keys import Keys
     from resumable.aws.stepfunctions import TaskTokens
     from resumable.service import admin
     from resumable.service.audit_trail import AuditPage
@@ -39,7 +40,12 @@ class Service:
         task_tokens: TaskTokens | None = None,
         continuation: Continuation | None = None,
         snapshots: Snapshots | None = None,
+        keys: Keys | None = None,
     ) -> None:
+        if keys is None:
+            from resumable.aws.keys import Keys
+
+            keys = Keys(settings)
         if snapshots is None:
             from resumable.store.snapshots import S3Snapshots
 
@@ -52,6 +58,7 @@ class Service:
             factory=factory or LazyFactory(settings.agent_factory),
             workflow=task_tokens,
             continuation=continuation,
+            keys=keys,
         )
 
     @classmethod
@@ -71,14 +78,15 @@ class Service:
             DynamoDBStore(settings), settings, clock, task_tokens=TaskTokens(settings), snapshots=S3Snapshots(settings)
         )
 
-    def continued_by(self, continuation: Continuation | None) -> Service:
-        """This service, with checkpointed turns continued by ``continuation``."""
-        return Service.of(self.deps.continued_by(continuation))
+    def continued_by(self, continuation: Continuation | None, runs_agents: bool = True) -> Service:
+        """This service, with checkpointed turns continued by ``continuation`` (without ``runs_agents``,
+        every run of agents too)."""
+        return Service.of(self.deps.continued_by(continuation, runs_agents))
 
     def _agents(self) -> None:
         """Before a use case that may run agents writes anything: the factory is loaded (a bad one is
-        refused here, with nothing done)."""
-        if isinstance(self.deps.factory, LazyFactory):
+        refused here, with nothing done), where this service runs them."""
+        if self.deps.runs_agents and isinstance(self.deps.factory, LazyFactory):
             self.deps.factory.load()
 
     @property

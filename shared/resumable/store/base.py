@@ -7,6 +7,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from resumable.store.link_records import LinkRecords
 from resumable.store.records import (
     ActionRecord,
     AuditRecord,
@@ -115,7 +116,7 @@ class Votes:
     votes: dict[str, Vote]
 
 
-class Store(ABC):
+class Store(LinkRecords):
     """Durable records of sessions, turns, interactions, the action journal and the outbox."""
 
     # sessions and turns
@@ -269,14 +270,6 @@ class Store(ABC):
     def set_dismissed(self, interaction: InteractionRecord, dismissed_by: list[str], now: float) -> bool:
         """Write who dismissed the requested ``interaction``, if it still holds the list it was read
         with; False when it changed or is no longer requested."""
-
-    @abstractmethod
-    def claim_link(self, session_id: str, link_id: str, now: float, purge_at: float) -> bool:
-        """Mark a one-click decision link used (kept until ``purge_at``); False where it was used already."""
-
-    @abstractmethod
-    def release_link(self, session_id: str, link_id: str) -> None:
-        """Let a link be used again: the decision it was claimed for could not be recorded."""
 
     @abstractmethod
     def escalate_interaction(self, interaction: InteractionRecord, now: float, event: OutboxEvent) -> bool:

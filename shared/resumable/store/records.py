@@ -274,6 +274,18 @@ class AuditRecord(Record):
     purge_at: float
 
 
+LinkClaim = Literal["claimed", "used", "unissued"]
+
+
+class IssuedLink(Record):
+    """A one-click decision link as issued: its question, whom it answers as, and when it was used."""
+
+    turn_id: str
+    request_id: str
+    principal: str
+    used_at: float | None = None
+
+
 class OutboxEvent(Record):
     """An event written in the same transaction as the state change it describes."""
 

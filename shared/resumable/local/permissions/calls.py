@@ -38,6 +38,10 @@ TABLE, BUCKET, BUS, QUEUE, FUNCTION, SECRET = (
     "CONTINUE_FUNCTION",
     "SLACK_SECRET_ARN",
 )
+# The cursor key (a secret read at run time) and the decision links' KMS key.
+CURSOR_KEY, LINK_KEY = "CURSOR_SECRET_ARN", "DECISION_LINKS_KEY"
+# The topic NotifyEmail subscribes to (the Publisher tells it of each question).
+TOPIC = "NOTIFY_TOPIC_ARN"
 # (a function that hands work to itself names itself so: the Slack function)
 ITSELF = "SLACK_FUNCTION"
 # The application's settings' SSM path, and its secrets' ARNs (a list: any one of them names the call's).
@@ -198,8 +202,13 @@ def calls_of(
         return [(action, f"lambda:function/{function}")]
     if prefix == "secretsmanager" and "SecretId" in params:
         secret = named(params["SecretId"], SECRET)
+        secret = named(secret, CURSOR_KEY) if secret == params["SecretId"] else secret
         secret = named(secret, APP_SECRETS) if secret == params["SecretId"] else secret
         return [(action, f"secretsmanager:{secret}")]
+    if prefix == "sns" and "TopicArn" in params:
+        return [(action, f"sns:{named(params['TopicArn'], TOPIC)}")]
+    if prefix == "kms" and "KeyId" in params:
+        return [(action, f"kms:key/{named(params['KeyId'], LINK_KEY)}")]
     if prefix == "ssm" and "Path" in params:
         held = environment.get(APP_SETTINGS)
         return [(action, f"ssm:parameter{'${' + APP_SETTINGS + '}' if held == params['Path'] else params['Path']}")]

@@ -14,7 +14,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from resumable.local.permissions.calls import APP_SECRETS, APP_SETTINGS, BEDROCK_MODELS, STATE_MACHINE, Call, read_calls
+from resumable.local.permissions.calls import (
+    APP_SECRETS,
+    APP_SETTINGS,
+    BEDROCK_MODELS,
+    LINK_KEY,
+    STATE_MACHINE,
+    TOPIC,
+    Call,
+    read_calls,
+)
 from resumable.local.permissions.grants import implied, unused
 from resumable.local.permissions.policy import evaluate
 from resumable.local.permissions.stack import ACCOUNT, CONFIGURATIONS, PARTITION, REGION, Stack
@@ -202,21 +211,27 @@ def resource_arn(stack: Stack, call: Call, sample: str = SAMPLES[0]) -> str:
         "lambda": f"arn:{PARTITION}:lambda:{where}:function:{resource.removeprefix('function/')}",
         "secretsmanager": f"arn:{PARTITION}:secretsmanager:{where}:secret:{resource}",
         "ssm": f"arn:{PARTITION}:ssm:{where}:{resource}",
+        "kms": f"arn:{PARTITION}:kms:{where}:{resource}",
+        "sns": f"arn:{PARTITION}:sns:{where}:{resource}",
     }
     if service not in arns:
         raise ValueError(f"no ARN known for {call.resource}")
     return arns[service]
 
 
-# What a stack may leave unset: where it does, the calls that reach what they name are never made (the
-# application's settings and secrets: resumable.aws.app_settings asks AWS for none that is not configured).
-OPTIONAL = (APP_SETTINGS, APP_SECRETS, BEDROCK_MODELS)
+# What a stack may leave unset: where it does, the calls that reach what they name are never made (the app's
+# settings and secrets, which resumable.aws.app_settings asks for only where configured; the decision links'
+# key, without DecisionLinksAnswerAs; NotifyEmail's topic, without which nobody is mailed).
+OPTIONAL = (APP_SETTINGS, APP_SECRETS, BEDROCK_MODELS, LINK_KEY, TOPIC)
+# Calls made only where an optional variable is set, though they reach something else (a link's record).
+MADE_ONLY_WITH = {("PublisherFunction", "dynamodb:PutItem"): LINK_KEY}
 
 
 def _made_in(stack: Stack, call: Call) -> bool:
     """Whether ``call`` can be made in ``stack``: not where it reaches what an unset optional variable names."""
-    unset = [v for v in OPTIONAL if "${" + v + "}" in call.resource and not _environment(stack, call.function).get(v)]
-    return not unset
+    environment, needed = _environment(stack, call.function), MADE_ONLY_WITH.get((call.function, call.action))
+    unset = [v for v in OPTIONAL if "${" + v + "}" in call.resource and not environment.get(v)]
+    return not unset and (needed is None or bool(environment.get(needed)))
 
 
 # Where each geography's cross-Region inference profiles route (a sample of the Regions each spans).

@@ -271,6 +271,7 @@ class Stack:
             "AWS::StepFunctions::StateMachine": f"arn:{PARTITION}:states:{where}:stateMachine:{name}",
             "AWS::SNS::Topic": f"arn:{PARTITION}:sns:{where}:{name}",
             "AWS::SecretsManager::Secret": f"arn:{PARTITION}:secretsmanager:{where}:secret:{name}-AbCdEf",
+            "AWS::KMS::Key": f"arn:{PARTITION}:kms:{where}:key/{hashlib.sha256(logical.encode()).hexdigest()[:36]}",
             "AWS::IAM::Role": f"arn:{PARTITION}:iam::{ACCOUNT}:role/{name}",
             "AWS::Events::Rule": f"arn:{PARTITION}:events:{where}:rule/" + "/".join(self._rule_path(logical)),
         }

@@ -1,0 +1,39 @@
+"""The e-mail that tells ``NotifyEmail`` of a question: what resumable says first (where to decide,
+until when), then what the agent wrote, marked as the agent's and never obeyed (each control or
+direction-changing character shown as its escape), so that a link the agent put in its input sits
+below the genuine ones, under a line saying none of its links is resumable's."""
+
+from __future__ import annotations
+
+from resumable.events.schemas import EventDetail, InteractionEscalated, InteractionRequested
+from resumable.plain import plain
+
+SUBJECT = {
+    "requested": "A question waits for your decision",
+    "escalated": "A question was escalated to you",
+}
+AGENTS_WORDS = "What the agent wrote (its own words, not resumable's: no link in them is one of ours):"
+MAX_AGENTS_CHARS = 2000
+
+
+def told(detail: EventDetail) -> tuple[str, str] | None:
+    """The subject and the text of the e-mail of ``detail``; None for an event nobody is mailed."""
+    if isinstance(detail, InteractionRequested):
+        subject, lines = SUBJECT["requested"], []
+    elif isinstance(detail, InteractionEscalated):
+        subject = SUBJECT["escalated"]
+        lines = [f"Its approval rule {plain(detail.rule)} escalated it to {plain(', '.join(detail.escalated_to))}."]
+    else:
+        return None
+    lines.insert(0, f"A question waits for a decision, until {detail.expires_at} (request {detail.request_id}).")
+    if detail.inbox_url:
+        lines.append(f"Decide on the inbox page (opening it decides nothing): {detail.inbox_url}")
+    else:
+        lines.append(f"Answer it at {detail.answer_path} of the deployment's API.")
+    decision_url = getattr(detail, "decision_url", None)
+    if decision_url:
+        lines.append(f"Or decide without signing in (its page decides, once): {decision_url}")
+    words = plain(detail.summary)
+    if len(words) > MAX_AGENTS_CHARS:
+        words = words[: MAX_AGENTS_CHARS - 1] + "…"
+    return subject, "\n".join([*lines, "", AGENTS_WORDS, words]) + "\n"
