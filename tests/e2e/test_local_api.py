@@ -367,3 +367,22 @@ def test_first_requests_served_at_once_each_get_their_own_reply_not_another_reso
     after = [status(n) for n in range(3)]
     assert at_once + after == [404] * 7, at_once + after
     forget()
+
+
+def test_an_answer_records_only_the_channel_the_service_can_tell(url: str) -> None:
+    """X-Resumable-Via is the caller's word: it may say cli or page (shown as such), never a channel the
+    service itself knows (slack, email: a Slack press or a decision link), which it ignores."""
+    from tests.e2e.local_api import PRINCIPAL_HEADER
+
+    for said, recorded in (("email", "api"), ("slack", "api"), ("cli", "cli")):
+        status, turn = call(url, "POST", f"/sessions/via-{said}/turns", {"prompt": "delete prod-db"})
+        assert status == 201 and turn["status"] == "waiting", turn
+        request_id = turn["interactions"][0]["requestId"]
+        path = f"/sessions/via-{said}/turns/{turn['turnId']}/interactions/{request_id}"
+        headers = {"content-type": "application/json", PRINCIPAL_HEADER: APPROVER, "x-resumable-via": said}
+        body = json.dumps({"response": {"decision": "approve"}}).encode()
+        request = urllib.request.Request(url + path, data=body, method="POST", headers=headers)
+        with urllib.request.urlopen(request, timeout=HANG_SECONDS) as reply:
+            answered = json.loads(reply.read())
+        [question] = [i for i in answered["interactions"] if i["requestId"] == request_id]
+        assert question["answeredVia"] == recorded, said

@@ -32,7 +32,7 @@ from resumable.api.openapi import responses
 from resumable.exceptions import BadRequestError
 from resumable.metrics import count
 from resumable.service import InboxPage, InteractionView, Service, SessionView, TurnView
-from resumable.service.access import VIAS, Principal
+from resumable.service.access import SAID_VIAS, Principal
 from resumable.service.conversation import MAX_PAGE as MAX_CONVERSATION_PAGE
 from resumable.service.conversation import ConversationPage
 from resumable.service.cursor import MAX_CURSOR_CHARS
@@ -111,10 +111,11 @@ _NAME_CLAIMS = ("name", "email", "preferred_username", "cognito:username")
 def principal() -> str:
     """Who called: the IAM principal that signed the request (API Gateway's IAM authorization), or the
     subject of the sign-in token API Gateway's JWT authorizer checked, with the token's groups; and
-    where from, as the caller says (``X-Resumable-Via``: ``cli``, ``page``; only ever shown)."""
+    where from, as the caller says (``X-Resumable-Via``: ``cli`` or ``page`` only, shown as the caller's
+    word; a channel the service itself tells, ``slack`` or ``email``, is never taken from a header)."""
     who = _identity()
     via = (router.current_event.headers.get("x-resumable-via") or "").strip().lower()
-    who.via = via if via in VIAS else None
+    who.via = via if via in SAID_VIAS else None
     return who
 
 

@@ -52,8 +52,10 @@ VIAS = {
     "email": "from e-mail",
     "api": "through the API",
 }
-"""Where an answer may say it came from (the ``X-Resumable-Via`` header; anything else is ``api``),
-and how a message says so."""
+"""Where an answer came from, and how a message says so: ``slack`` and ``email`` as the service knows
+them (a press Slack signed, a decision link), ``cli`` and ``page`` as the caller says
+(``SAID_VIAS``, the ``X-Resumable-Via`` header), ``api`` otherwise."""
+SAID_VIAS = ("cli", "page")
 
 
 def via_of(principal: str | None) -> str:
