@@ -403,3 +403,30 @@ def test_no_functions_environment_holds_a_key_or_a_secrets_value() -> None:
         template["Resources"]["GetTurnFunction"]["Properties"]["Environment"]["Variables"]["CURSOR_SECRET_ARN"]
         == "CursorSecret"
     )
+
+
+def test_every_route_without_an_authorizer_has_a_throttle_of_its_own_and_no_other_does() -> None:
+    """A flood of anonymous requests (the page, Slack's route, decision links) is refused at its route's
+    own limit, leaving the stage's to the signed routes: whichever of them the configuration makes."""
+    from resumable.local.permissions.stack import SLACK
+
+    links = {k: SLACK[k] for k in ("DecisionLinksAnswerAs", "NotifyEmail")}
+    slack_only = {k: v for k, v in SLACK.items() if k not in links}
+    for parameters in ({}, slack_only, links, SLACK):
+        translated = _translated(parameters)["Resources"]
+        [stage] = [r["Properties"] for r in translated.values() if r["Type"] == "AWS::ApiGatewayV2::Stage"]
+        body = translated["HttpApi"]["Properties"]["Body"]
+        anonymous = {
+            f"{method.upper()} {path}"
+            for path, ops in body["paths"].items()
+            for method, op in _made_if("UseSlack", ops).items()
+            if _made_if("UseSlack", op).get("security") == [{"NONE": []}]
+        }
+        made = {"GET /inbox"} | ({"POST /slack/interactions"} if "SlackChannel" in parameters else set())
+        made |= {"GET /decide/{token}", "POST /decide/{token}"} if "DecisionLinksAnswerAs" in parameters else set()
+        assert anonymous >= made, parameters
+        limits = {
+            "ThrottlingRateLimit": {"Ref": "PublicRateLimit"},
+            "ThrottlingBurstLimit": {"Ref": "PublicBurstLimit"},
+        }
+        assert stage["RouteSettings"] == dict.fromkeys(made, limits), parameters
