@@ -156,7 +156,7 @@ def _pages(app: APIGatewayHttpResolver) -> None:
                 "Cache-Control": "no-store",
                 "X-Content-Type-Options": "nosniff",
                 "Referrer-Policy": "no-referrer",
-                "Content-Security-Policy": content_security_policy(),
+                "Content-Security-Policy": content_security_policy(settings),
             },
         )
 

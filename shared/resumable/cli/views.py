@@ -80,9 +80,12 @@ def approvals(interaction: dict[str, Any]) -> str:
 
 
 def _who(interaction: dict[str, Any]) -> str:
-    """Who started the turn that asks: their name where sign-in gave one."""
+    """Who started the turn that asks: the principal that signed in, then the name their token gives, as
+    theirs (a person may set their own name: it proves nothing)."""
     name, principal = interaction.get("startedByName"), interaction.get("startedBy")
-    return f"{name} ({principal})" if name and principal and name != principal else str(name or principal or "-")
+    if name and principal and name != principal:
+        return f"{principal} (who gives their name as \u201c{name}\u201d)"
+    return str(principal or name or "-")
 
 
 def print_inbox(body: dict[str, Any]) -> None:

@@ -111,7 +111,11 @@ class InteractionView(View):
     )
     answered_via: str | None = Field(default=None, description="Where the answer came from: cli, page, api, ...")
     started_by: str | None = Field(default=None, description="The principal who started the turn that asks.")
-    started_by_name: str | None = Field(default=None, description="Their name, where sign-in gave one.")
+    started_by_name: str | None = Field(
+        default=None,
+        description="The name their sign-in token gives (name, email, preferred_username...), where it gives one: "
+        "a claim the person may be able to set, shown beside startedBy, never instead of it.",
+    )
     root_prompt: str | None = Field(default=None, description="The prompt that started the root turn (cut).")
     explanation: str | None = Field(
         default=None, description="Why the agent makes the call, in its words (its reply's text, or the call's reason)."

@@ -10,6 +10,7 @@ import hashlib
 import json
 import re
 from importlib.resources import files
+from urllib.parse import urlsplit
 
 from resumable.config import Settings
 
@@ -46,16 +47,37 @@ def inbox_page(settings: Settings) -> str:
     return re.sub(r"/\*@(CSS|CONFIG|JS)\*/", lambda found: parts[found.group(1)], html)
 
 
-@functools.cache
-def content_security_policy() -> str:
+_COGNITO = re.compile(r"^https://cognito-idp\.([a-z0-9-]+)\.amazonaws\.com(?:/|$)")
+
+
+def connect_sources(settings: Settings) -> str:
+    """Where the page may send requests: the API that served it, and in JWT mode the issuer, whose
+    discovery document it reads, and its token endpoint (a Cognito user pool's is its hosted domain, on
+    amazoncognito.com in the pool's Region; another issuer's is its own origin)."""
+    sources = ["'self'"]
+    if settings.auth_mode == "JWT" and settings.jwt_issuer:
+        parsed = urlsplit(settings.jwt_issuer)
+        sources.append(f"{parsed.scheme}://{parsed.netloc}")
+        cognito = _COGNITO.match(settings.jwt_issuer)
+        if cognito:
+            sources.append(f"https://*.auth.{cognito.group(1)}.amazoncognito.com")
+    return " ".join(sources)
+
+
+def content_security_policy(settings: Settings) -> str:
     """The page's Content-Security-Policy: only its own inlined script and style run (by their hashes);
-    it talks to the API and, in JWT mode, the issuer."""
+    it talks to the API and, in JWT mode, the issuer (``connect_sources``)."""
+    return _policy(connect_sources(settings))
+
+
+@functools.cache
+def _policy(connect: str) -> str:
     _, css, js = _parts()
 
     def digest(text: str) -> str:
         return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
 
     return (
-        f"default-src 'none'; script-src {digest(js)}; style-src {digest(css)}; connect-src *; "
+        f"default-src 'none'; script-src {digest(js)}; style-src {digest(css)}; connect-src {connect}; "
         "img-src data:; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
     )

@@ -373,8 +373,10 @@ function showContext(element, item) {
   const impact = element.querySelector(".impact");
   impact.textContent = plain(item.impact || "");
   impact.hidden = !item.impact;
+  // Who signed in first; the name their token gives after, as theirs (a person may set their own name).
   const who = item.startedByName && item.startedBy && item.startedByName !== item.startedBy
-    ? item.startedByName + " (" + item.startedBy + ")" : item.startedByName || item.startedBy;
+    ? item.startedBy + " (who gives their name as \u201c" + item.startedByName + "\u201d)"
+    : item.startedBy || item.startedByName;
   if (who) {
     element.querySelector(".for").textContent = plain(who);
     element.querySelector(".for-row").hidden = false;
