@@ -8,11 +8,12 @@ command it runs; the first that fails stops the smoke test, named, with what the
     make smoke ARGS="--prompt 'refund order A-1001' --deny 'not now'"    # ... each denied, with that message
     make smoke ARGS="--prompt 'refund order A-1001' --leave"    # ... stop at the first question: it stays waiting
     make smoke ARGS="--stack my-stack"                          # another stack (default: samconfig.toml's)
-    make smoke ARGS="--url https://... --token $TOKEN"          # AuthMode JWT: a signed-in token
+    RESUMABLE_TOKEN=$TOKEN make smoke ARGS="--url https://..."  # AuthMode JWT: a signed-in token
 
 The smoke test answers its own questions, as the session's owner (no approver is needed, unless an
 approval rule says otherwise). With no ``--prompt``, it expects the demo's agents (AgentFactory's
-default), whose ``delete the test-db record`` asks once.
+default), whose ``delete the test-db record`` asks once. A token (``--token`` or RESUMABLE_TOKEN)
+reaches each ``resumable`` command as RESUMABLE_TOKEN, never on its command line, and is printed nowhere.
 """
 
 from __future__ import annotations
@@ -47,7 +48,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     where.add_argument("--url", help="the HTTP API's URL instead of a stack's ApiUrl output")
     parser.add_argument("--region", help="the stack's region")
-    parser.add_argument("--token", help="a sign-in token (AuthMode JWT)")
+    parser.add_argument(
+        "--token",
+        help="a sign-in token (AuthMode JWT). Prefer RESUMABLE_TOKEN, its default: on the command line, other "
+        "users see it (ps) and the shell's history keeps it",
+    )
     parser.add_argument("--sign", action="store_true", help="sign with SigV4 even for a local URL")
     parser.add_argument("--prompt", help=f"the turn's prompt (default: the demo's {DEMO_PROMPT!r})")
     answer = parser.add_mutually_exclusive_group()
@@ -62,8 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     target = ["--url", args.url] if args.url else ["--stack", args.stack or stack]
     region = args.region or (None if args.url else region or os.environ.get("AWS_REGION"))
     target += ["--region", region] if region else []
-    target += ["--token", args.token] if args.token else []
     target += ["--sign"] if args.sign else []
+    if args.token:  # each resumable command reads it there, never from its command line
+        os.environ["RESUMABLE_TOKEN"] = args.token
     session = f"smoke-{uuid.uuid4().hex[:12]}"
     began = time.monotonic()
     try:
@@ -154,10 +160,8 @@ def _deployed() -> tuple[str, str | None]:
 
 def _step(what: str, target: list[str], *command: str, quiet: bool = False) -> dict[str, Any]:
     argv = [sys.executable, "-m", "resumable.cli", *target, "--json", *command]
-    words = argv[3:]
-    shown = " ".join("***" if n and words[n - 1] == "--token" else word for n, word in enumerate(words))
     if not quiet:
-        print(f"smoke: {what}: resumable {shown}", flush=True)
+        print(f"smoke: {what}: resumable {' '.join(argv[3:])}", flush=True)
     began = time.monotonic()
     try:
         done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=300)

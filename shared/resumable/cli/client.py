@@ -8,7 +8,7 @@ import json
 import os
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -35,7 +35,7 @@ class UnreachableError(Exception):
 @dataclass
 class Api:
     url: str
-    token: str | None = None
+    token: str | None = field(default=None, repr=False)
     sign: bool = False
     region: str | None = None
 
@@ -70,8 +70,8 @@ class Api:
             raise ValueError(f"cannot sign: {error}") from None
         if credentials is None:
             raise UnreachableError(
-                "no AWS credentials found to sign with (set AWS_PROFILE or AWS_ACCESS_KEY_ID, or pass --token "
-                "for a JWT API); nothing was sent"
+                "no AWS credentials found to sign with (set AWS_PROFILE or AWS_ACCESS_KEY_ID, or, for a JWT API, "
+                "RESUMABLE_TOKEN or --token-stdin); nothing was sent"
             )
         region = self.region or session.region_name or _region_of(url) or "us-east-1"
         request = AWSRequest(method=method, url=url, data=data, headers=dict(headers))

@@ -12,6 +12,8 @@ not confirmed, or a request id alone not in your inbox: nothing was sent); 3 not
 from __future__ import annotations
 
 import argparse
+import getpass
+import ipaddress
 import itertools
 import json
 import os
@@ -35,13 +37,17 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--url", help=f"the HTTP API (default RESUMABLE_URL, else {default_url()})")
     parser.add_argument("--stack", help="use this CloudFormation stack's ApiUrl output")
     parser.add_argument("--region", help="the AWS region to sign for and read the stack in")
+    parser.add_argument("--token", help=argparse.SUPPRESS)  # refused (see _main): only to say so
     parser.add_argument(
-        "--token", default=os.environ.get("RESUMABLE_TOKEN"), help="a bearer token (JWT APIs; RESUMABLE_TOKEN)"
+        "--token-stdin",
+        action="store_true",
+        help="read a bearer token (JWT APIs) from standard input, one line (default RESUMABLE_TOKEN; never on the "
+        "command line, where other users see it)",
     )
     parser.add_argument(
         "--sign",
         action="store_true",
-        help="sign with SigV4 even for a local URL (a non-local URL always is, unless --token)",
+        help="sign with SigV4 even for a local URL (a non-local URL always is, unless a token is given)",
     )
     parser.add_argument("--json", action="store_true", help="print the API's reply as JSON")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -73,12 +79,48 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _api(options: argparse.Namespace) -> Api:
-    url = options.url or (stack_url(options.stack, options.region) if options.stack else default_url())
+    if options.url:
+        url, named = options.url, "--url"
+    elif options.stack:
+        url, named = stack_url(options.stack, options.region), f"stack {options.stack}'s ApiUrl"
+    else:
+        url, named = default_url(), "RESUMABLE_URL" if os.environ.get("RESUMABLE_URL") else "the local run's URL"
     parsed = urlsplit(url)
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise ValueError(f"--url {url!r} is not an http:// or https:// address, such as {LOCAL_URL}")
-    local = url.startswith(("http://127.0.0.1", "http://localhost"))
-    return Api(url, token=options.token, sign=not options.token and (options.sign or not local), region=options.region)
+        raise ValueError(f"{named} {url!r} is not an http:// or https:// address, such as {LOCAL_URL}")
+    local = parsed.scheme == "http" and _loopback(parsed.hostname)
+    if parsed.scheme == "http" and not local:
+        raise ValueError(
+            f"{named} {url} is plain HTTP to a remote host: your signature or token would travel unencrypted: use "
+            "its https:// address (plain http:// is for this machine only: 127.0.0.1, localhost, [::1])"
+        )
+    token = _token(options)
+    return Api(url, token=token, sign=not token and (options.sign or not local), region=options.region)
+
+
+def _loopback(host: str) -> bool:
+    """Whether ``host`` (a URL's parsed hostname: lowercase, without brackets) is this machine's own:
+    localhost, 127.0.0.0/8 or ::1. A name that only begins like one (localhost.evil.com) is not."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _token(options: argparse.Namespace) -> str | None:
+    """The bearer token: with --token-stdin, one line of standard input (typed without echo on a
+    terminal); else RESUMABLE_TOKEN; else none (the request is signed, or goes to the local run as is)."""
+    if not options.token_stdin:
+        return os.environ.get("RESUMABLE_TOKEN") or None
+    token = (getpass.getpass("token: ") if sys.stdin.isatty() else sys.stdin.readline()).strip()
+    if not token:
+        raise ValueError(
+            "--token-stdin read no token from standard input: give it there (resumable --token-stdin inbox "
+            "< token-file), or set RESUMABLE_TOKEN"
+        )
+    return token
 
 
 def _wait(api: Api, reply: Reply) -> Reply:
@@ -165,6 +207,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None = None) -> int:
     options = _parser().parse_args(argv)
+    if options.token is not None:
+        print(
+            "resumable: --token puts the token on the command line, where other users see it (ps) and your shell's "
+            "history keeps it: set RESUMABLE_TOKEN, or give it on standard input with --token-stdin "
+            "(resumable --token-stdin inbox < token-file); nothing was sent",
+            file=sys.stderr,
+        )
+        return 2
     if options.command == "events":
         return _events(options)
     try:

@@ -154,7 +154,7 @@ Who decided what, and how each signed in: the page's Audit trail (at its foot, a
 
 The resumable command takes the same token (and calls RESUMABLE_URL: set it in each shell you use it from):
   export RESUMABLE_URL=@URL
-  @PYTHON -m resumable.cli --token "$TOKEN" inbox
+  RESUMABLE_TOKEN="$TOKEN" @PYTHON -m resumable.cli inbox
 """
 
 
