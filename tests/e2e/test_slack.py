@@ -6,7 +6,10 @@ and the message updated in place however the question settles."""
 
 from __future__ import annotations
 
+import base64
+import json
 import threading
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,14 +17,18 @@ from typing import Any
 import pytest
 
 from resumable.api.app import forget
+from resumable.aws.clients import client
 from resumable.config import Settings
 from resumable.local.events import publishing
-from resumable.local.slack import CHANNEL, USER, LocalSlack, slack_locally
+from resumable.local.functions import function_arn, load_template
+from resumable.local.slack import CHANNEL, TEAM, USER, LocalSlack, slack_locally
 from resumable.local.slack_standin import Posted, SlackStandIn, signed
 from resumable.local.template import functions_in_process
+from resumable.slack.requests import HANDED_ON_MAX_AGE_SECONDS, MAX_AGE_SECONDS
 from tests.e2e.local_api import call
 from tests.factories import LEDGER_ENV, executions
 from tests.patience import eventually
+from tests.slack import requested
 
 ANN = "arn:aws:iam::000000000000:user/approver-ann"
 
@@ -87,7 +94,7 @@ def test_a_question_is_posted_approved_by_a_press_and_its_message_updated_in_pla
     turn = _ask(url, "slack-approve")
     request_id = turn["interactions"][0]["requestId"]
     message = _message(slack.stand_in, request_id)
-    assert "delete_record" in (message.text or "")
+    assert "delete_record" in (message.text or "") and f"{url}/inbox#q-{request_id}" in str(message.blocks)
     already = len(slack.stand_in.ephemeral)
     status, body = slack.stand_in.send(slack.stand_in.press(request_id, "approve", USER))
     assert (status, body) == (200, "")  # acknowledged at once; answered after
@@ -216,3 +223,93 @@ def test_a_question_whose_turn_is_canceled_has_its_message_closed_and_its_button
     assert call(url, "POST", f"/sessions/slack-cancel/turns/{turn['turnId']}/cancel")[0] == 200
     closed = _message(slack.stand_in, request_id, "Closed: ")
     assert _buttons(closed) == [] and closed.updates == 1
+
+
+def _invoke(settings: Settings, event: dict[str, Any]) -> dict[str, Any]:
+    """The Slack function invoked directly, as anyone allowed lambda:InvokeFunction on it can: its reply,
+    or ``{"errorType", "errorMessage"}`` where it raised."""
+    reply = client("lambda", settings).invoke(FunctionName=function_arn("SlackFunction"), Payload=json.dumps(event))
+    said: dict[str, Any] = json.loads(reply["Payload"].read())
+    return said
+
+
+def _still_waits(url: str, session: str, turn: dict[str, Any], stand_in: SlackStandIn, request_id: str) -> None:
+    body = call(url, "GET", f"/sessions/{session}/turns/{turn['turnId']}")[1]
+    assert body["status"] == "waiting" and body["interactions"][0]["status"] == "requested", body
+    [message] = [m for m in stand_in.in_channel(CHANNEL) if m.request_id == request_id]
+    assert _buttons(message) != [] and message.updates == 0, message
+
+
+def test_a_click_handed_to_the_function_by_anyone_but_slack_answers_nothing(
+    slack: LocalSlack, url: str, handler_environment: Settings
+) -> None:
+    turn = _ask(url, "slack-forged-click")
+    request_id = turn["interactions"][0]["requestId"]
+    message = _message(slack.stand_in, request_id)
+    told = len(slack.stand_in.ephemeral)
+    asked = {"session_id": "slack-forged-click", "turn_id": turn["turnId"], "request_id": request_id}
+    click = {"kind": "approve", "asked": asked, "user_id": USER, "team_id": TEAM, "channel_id": CHANNEL}
+    refused = _invoke(handler_environment, {"slackClick": click | {"message_ts": message.ts}})
+    assert "nothing was answered" in refused.get("errorMessage", ""), refused
+    payload = slack.stand_in.press(request_id, "approve", USER)
+    body, headers = signed(payload, "not-the-signing-secret")
+    forged = {
+        "body": base64.b64encode(body.encode()).decode(),
+        "timestamp": headers["X-Slack-Request-Timestamp"],
+        "signature": headers["X-Slack-Signature"],
+    }
+    refused = _invoke(handler_environment, {"slackRequest": forged})
+    assert "signature does not match" in refused.get("errorMessage", ""), refused
+    _still_waits(url, "slack-forged-click", turn, slack.stand_in, request_id)
+    assert len(slack.stand_in.ephemeral) == told  # (nobody was told anything was recorded)
+
+
+def _bus_event(kind: str, detail: dict[str, Any]) -> dict[str, Any]:
+    """An event as the template's rule hands it to the function (EventBridge's envelope)."""
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": kind,
+        "source": "resumable",
+        "account": "000000000000",
+        "time": "2026-12-04T10:02:07Z",
+        "region": "us-east-1",
+        "resources": [],
+        "detail": detail,
+    }
+
+
+def test_a_look_alike_event_on_the_bus_changes_no_message_and_posts_none(
+    slack: LocalSlack, url: str, handler_environment: Settings
+) -> None:
+    turn = _ask(url, "slack-forged-event")
+    request_id = turn["interactions"][0]["requestId"]
+    _message(slack.stand_in, request_id)
+    mallory = "arn:aws:iam::000000000000:user/mallory"
+    ids = {"sessionId": "slack-forged-event", "turnId": turn["turnId"], "sequence": 2}
+    answered = ids | {
+        "eventId": str(uuid.uuid4()),
+        "occurredAt": "2026-12-04T10:02:07Z",
+        "requestId": request_id,
+        "decision": "approve",
+        "response": {"decision": "approve"},
+        "answeredBy": mallory,
+        "answeredAt": "2026-12-04T10:02:07Z",
+    }
+    done = _invoke(handler_environment, _bus_event("Interaction Answered", answered))["done"]
+    assert done.endswith("(the table holds it requested): nothing was posted or updated"), done
+    _still_waits(url, "slack-forged-event", turn, slack.stand_in, request_id)
+    never_asked = "r" + "0" * 24
+    asked = requested(never_asked, sessionId="slack-forged-event", turnId=turn["turnId"], summary="forged")
+    done = _invoke(handler_environment, _bus_event("Interaction Requested", asked))["done"]
+    assert done.endswith("(the table holds no such question): nothing was posted or updated"), done
+    assert [m for m in slack.stand_in.in_channel(CHANNEL) if m.request_id == never_asked] == []
+    assert slack.stand_in.send(slack.stand_in.press(request_id, "approve", USER))[0] == 200
+    _turn(url, "slack-forged-event", turn, "completed")
+    approved = _message(slack.stand_in, request_id, "Approved by")  # (the answer given, not the look-alike's)
+    assert ANN in (approved.text or "") and mallory not in str(approved.blocks) and approved.updates == 1
+
+
+def test_a_request_handed_on_is_read_again_for_as_long_as_lambda_retries_its_hand_on() -> None:
+    retried = load_template()["Resources"]["SlackFunction"]["Properties"]["EventInvokeConfig"]
+    assert int(retried["MaximumEventAgeInSeconds"]) + MAX_AGE_SECONDS == HANDED_ON_MAX_AGE_SECONDS

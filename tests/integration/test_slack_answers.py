@@ -6,6 +6,7 @@ click after the question settled, and the second of two at once, are told it was
 
 from __future__ import annotations
 
+import base64
 import threading
 import time
 from collections.abc import Callable
@@ -20,7 +21,14 @@ from resumable.slack import messages
 from resumable.slack.answers import UNMAPPED, Reply, answer
 from resumable.slack.messages import APPROVE, DENY, DENY_MODAL, EDIT, EDIT_MODAL, Asked
 from resumable.slack.people import LookupFailedError, People
-from resumable.slack.requests import Click, SlackRequestError, read
+from resumable.slack.requests import (
+    HANDED_ON_MAX_AGE_SECONDS,
+    Click,
+    SlackRequest,
+    SlackRequestError,
+    read,
+    read_handed_on,
+)
 from tests.clock import FakeClock
 from tests.factories import executions
 from tests.slack import CHANNEL, SIGNING_SECRET, USER, button, signed, signed_body, submitted
@@ -239,6 +247,34 @@ def test_lowercase_headers_and_a_body_in_bytes_are_read_as_slack_sent_them() -> 
     body, headers = signed(button(APPROVE, asked))
     click = read(body.encode(), {k.lower(): v for k, v in headers.items()}, SIGNING_SECRET)
     assert click.asked == asked
+
+
+def test_a_request_handed_on_is_read_again_as_slack_signed_it_within_the_hour_lambda_retries_it() -> None:
+    asked = Asked(session_id="s", turn_id="t", request_id="r")
+    now = time.time()
+    body, headers = signed(button(APPROVE, asked), at=now - 3000)  # (the hand-on retried, late in the hour)
+    handed = SlackRequest.of(body, headers)
+    assert read_handed_on(handed, SIGNING_SECRET, now).asked == asked
+    with pytest.raises(SlackRequestError, match="refused as a replay"):  # (at Slack's door it is too old)
+        read(body, headers, SIGNING_SECRET, now)
+    old = SlackRequest.of(*signed(button(APPROVE, asked), at=now - HANDED_ON_MAX_AGE_SECONDS - 1))
+    with pytest.raises(SlackRequestError, match="refused as a replay"):
+        read_handed_on(old, SIGNING_SECRET, now)
+    written = base64.b64encode(body.replace("U0ANN", "U0BEN").encode()).decode()  # (a click someone wrote)
+    for refused, said in [
+        (handed.model_copy(update={"body": written}), "signature does not match"),
+        (handed.model_copy(update={"body": "not base64!"}), "not base64"),
+        (SlackRequest.of(*signed(button(APPROVE, asked), secret="another-apps-secret")), "signature does not match"),
+    ]:
+        with pytest.raises(SlackRequestError, match=said):
+            read_handed_on(refused, SIGNING_SECRET, now)
+
+
+def test_a_body_that_is_not_utf8_is_refused_as_such_before_its_signature_is_checked() -> None:
+    headers = {"X-Slack-Request-Timestamp": str(int(time.time())), "X-Slack-Signature": "v0=" + "0" * 64}
+    with pytest.raises(SlackRequestError, match="not UTF-8") as caught:  # (not an error of the function's)
+        read(b"payload=\xff", headers, SIGNING_SECRET)
+    assert caught.value.status == 400
 
 
 def test_another_workspaces_user_and_one_slack_cannot_look_up_answer_nothing(service: Service, session_id: str) -> None:

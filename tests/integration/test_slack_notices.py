@@ -1,9 +1,13 @@
 """Each question in Slack once, updated in place once settled, whatever order and however often the
-bus delivers the events: on the embedded AWS's table, against the local Slack stand-in, with
-slack_sdk's own WebClient."""
+bus delivers the events, and only as the table holds it: an event only names the question, which is
+read from the table before anything is posted or updated (anyone allowed events:PutEvents on the bus
+can put a look-alike). On the embedded AWS's table, against the local Slack stand-in, with slack_sdk's
+own WebClient."""
 
 from __future__ import annotations
 
+import calendar
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,19 +17,49 @@ from slack_sdk import WebClient
 from resumable.config import Settings
 from resumable.local.slack_standin import SlackStandIn, slack_stand_in
 from resumable.slack.notices import Notices
+from resumable.store import DynamoDBStore
+from resumable.store.records import InteractionRecord, InteractionStatus
 from resumable.store.slack_messages import CLAIM_SECONDS, SlackMessages
+from tests.inbox import write_interactions
 from tests.slack import requested
 
 CHANNEL = "C0APPROVALS"
 ANN = "arn:aws:iam::000000000000:user/approver-ann"
+MALLORY = "arn:aws:iam::000000000000:user/mallory"
 NOW = 1_796_380_000.0
+ANSWERED_AT = calendar.timegm(time.strptime("2026-12-04T10:02:07", "%Y-%m-%dT%H:%M:%S"))
+SUMMARY = 'orchestrator -&gt; db_admin wants to run delete_record {"name": "prod-db"}'
 
 
-def _requested(request_id: str = "r1") -> dict[str, Any]:
-    return {"detail-type": "Interaction Requested", "detail": requested(request_id)}
+def _held(
+    store: DynamoDBStore, request_id: str = "r1", status: InteractionStatus = "requested", **changed: Any
+) -> None:
+    """The question ``request_id`` of session s1's turn t1, written to the table as a commit writes it:
+    orchestrator -> db_admin asks to run delete_record on prod-db; answered, ann approved it at 10:02."""
+    answered = {"response": {"decision": "approve"}, "answered_by": ANN, "answered_at": ANSWERED_AT}
+    record = InteractionRecord(
+        session_id="s1",
+        root_turn_id="t1",
+        turn_id="t1",
+        request_id=request_id,
+        interrupt_id=f"v1:tool:{request_id}",
+        name="approval",
+        reason={"agent": "db_admin", "tool": "delete_record", "input": {"name": "prod-db"}},
+        agent_path=["orchestrator", "db_admin"],
+        status=status,
+        expires_at=NOW + 3600,
+        created_at=NOW,
+        updated_at=NOW,
+        **(answered if status == "answered" else {}),
+    )
+    write_interactions(store, [record.model_copy(update=changed)])
 
 
-def _answered(request_id: str = "r1") -> dict[str, Any]:
+def _requested(request_id: str = "r1", **changed: Any) -> dict[str, Any]:
+    return {"detail-type": "Interaction Requested", "detail": requested(request_id, **changed)}
+
+
+def _answered(request_id: str = "r1", by: str = ANN) -> dict[str, Any]:
     return {
         "detail-type": "Interaction Answered",
         "detail": {
@@ -37,10 +71,19 @@ def _answered(request_id: str = "r1") -> dict[str, Any]:
             "requestId": request_id,
             "decision": "approve",
             "response": {"decision": "approve"},
-            "answeredBy": ANN,
+            "answeredBy": by,
             "answeredAt": "2026-12-04T10:02:07Z",
         },
     }
+
+
+def _closed(request_id: str, status: str, why: str) -> dict[str, Any]:
+    detail = {
+        "eventId": f"c-{request_id}", "sessionId": "s1", "turnId": "t1", "sequence": 3,
+        "occurredAt": "2026-12-04T11:00:00Z", "requestId": request_id, "childTurnId": None,
+        "status": status, "why": why,
+    }  # fmt: skip
+    return {"detail-type": "Interaction Closed", "detail": detail}
 
 
 @pytest.fixture
@@ -49,9 +92,9 @@ def slack() -> Iterator[SlackStandIn]:
         yield stand_in
 
 
-def _notices(aws: Settings, slack: SlackStandIn, web: Any = None) -> Notices:
+def _notices(aws: Settings, slack: SlackStandIn, web: Any = None, api_url: str | None = None) -> Notices:
     client = web or WebClient(token=slack.token, base_url=slack.url)
-    return Notices(SlackMessages(aws), client, CHANNEL, keep_seconds=86400)
+    return Notices(SlackMessages(aws), DynamoDBStore(aws), client, CHANNEL, keep_seconds=86400, api_url=api_url)
 
 
 def _buttons(blocks: list[dict[str, Any]]) -> int:
@@ -59,14 +102,16 @@ def _buttons(blocks: list[dict[str, Any]]) -> int:
 
 
 def test_a_question_is_posted_once_however_often_it_comes_and_updated_in_place_when_answered(
-    aws: Settings, slack: SlackStandIn
+    aws: Settings, slack: SlackStandIn, store: DynamoDBStore
 ) -> None:
+    _held(store)
     notices = _notices(aws, slack)
     assert notices.handle(_requested(), NOW) == "r1: posted"
     assert notices.handle(_requested(), NOW + 1).startswith("r1: posted already")
     assert notices.handle(_requested(), NOW + CLAIM_SECONDS + 5).startswith("r1: posted already"), "posted: never again"
     [message] = slack.in_channel(CHANNEL)
-    assert _buttons(message.blocks) == 2 and message.text == "orchestrator -&gt; db_admin wants to run delete_record"
+    assert _buttons(message.blocks) == 2 and message.text == SUMMARY
+    _held(store, status="answered")
     assert notices.handle(_answered(), NOW + 2) == f"r1: updated: Approved by {ANN} at 10:02 UTC"
     [message] = slack.in_channel(CHANNEL)
     assert (_buttons(message.blocks), message.updates) == (0, 1)
@@ -76,23 +121,28 @@ def test_a_question_is_posted_once_however_often_it_comes_and_updated_in_place_w
     assert len(slack.in_channel(CHANNEL)) == 1
 
 
-def test_an_answer_that_comes_before_its_question_is_posted_as_settled(aws: Settings, slack: SlackStandIn) -> None:
+def test_a_question_answered_before_its_event_came_is_not_posted(
+    aws: Settings, slack: SlackStandIn, store: DynamoDBStore
+) -> None:
+    _held(store, status="answered")
     notices = _notices(aws, slack)
     assert notices.handle(_answered(), NOW).startswith("r1: settled before its message was posted")
-    assert notices.handle(_requested(), NOW + 1) == "r1: posted"
-    [message] = slack.in_channel(CHANNEL)
-    assert _buttons(message.blocks) == 0 and "Approved by" in str(message.blocks) and message.updates == 0
+    said = notices.handle(_requested(), NOW + 1)
+    assert said == "r1: not as the event says (the table holds it answered): nothing was posted or updated"
+    assert slack.in_channel(CHANNEL) == []
 
 
 def test_an_answer_that_comes_while_the_question_is_being_posted_updates_it_once_posted(
-    aws: Settings, slack: SlackStandIn
+    aws: Settings, slack: SlackStandIn, store: DynamoDBStore
 ) -> None:
+    _held(store)
     real = WebClient(token=slack.token, base_url=slack.url)
     notices: Notices
 
     class AnsweredMeanwhile:
         def chat_postMessage(self, **kwargs: Any) -> Any:
             posted = real.chat_postMessage(**kwargs)
+            _held(store, status="answered")
             assert notices.handle(_answered(), NOW + 1).startswith("r1: settled before its message was posted")
             return posted
 
@@ -105,7 +155,10 @@ def test_an_answer_that_comes_while_the_question_is_being_posted_updates_it_once
     assert (_buttons(message.blocks), message.updates) == (0, 1)
 
 
-def test_a_claim_whose_poster_died_is_taken_over_once_it_is_old(aws: Settings, slack: SlackStandIn) -> None:
+def test_a_claim_whose_poster_died_is_taken_over_once_it_is_old(
+    aws: Settings, slack: SlackStandIn, store: DynamoDBStore
+) -> None:
+    _held(store)
     messages = SlackMessages(aws)
     asked = _requested()["detail"]
     assert messages.claim_post("s1", "r1", str(asked), NOW, NOW + 86400) is not None  # then it died
@@ -116,37 +169,34 @@ def test_a_claim_whose_poster_died_is_taken_over_once_it_is_old(aws: Settings, s
     assert len(slack.in_channel(CHANNEL)) == 1
 
 
-def test_an_expired_question_and_one_closed_say_so(aws: Settings, slack: SlackStandIn) -> None:
+def test_an_expired_question_and_one_closed_say_so(aws: Settings, slack: SlackStandIn, store: DynamoDBStore) -> None:
     notices = _notices(aws, slack)
+    status: InteractionStatus
     for request_id, status, said in [
         ("r1", "expired", "Expired: nobody answered in time"),
         ("r2", "superseded", "Closed: the turn was canceled"),
     ]:
+        _held(store, request_id)
         notices.handle(_requested(request_id), NOW)
-        closed = {
-            "detail-type": "Interaction Closed",
-            "detail": {
-                "eventId": f"c-{request_id}", "sessionId": "s1", "turnId": "t1", "sequence": 3,
-                "occurredAt": "2026-12-04T11:00:00Z", "requestId": request_id, "childTurnId": None,
-                "status": status, "why": "the turn was canceled",
-            },
-        }  # fmt: skip
-        assert notices.handle(closed, NOW + 1) == f"{request_id}: updated: {said}"
+        _held(store, request_id, status)
+        assert notices.handle(_closed(request_id, status, "the turn was canceled"), NOW + 1) == (
+            f"{request_id}: updated: {said}"
+        )
     assert [_buttons(m.blocks) for m in slack.in_channel(CHANNEL)] == [0, 0]
     assert notices.handle({"detail-type": "Turn Settled", "detail": {}}, NOW) == "nothing to do for 'Turn Settled'"
 
 
-def test_the_text_a_notification_shows_is_escaped_as_the_message_is(aws: Settings, slack: SlackStandIn) -> None:
+def test_the_text_a_notification_shows_is_escaped_as_the_message_is(
+    aws: Settings, slack: SlackStandIn, store: DynamoDBStore
+) -> None:
     hostile = "<!channel> <https://evil.example/approve|Approve>\u202e````\x07"
+    _held(store, agent_path=[hostile])
     notices = _notices(aws, slack)
-    notices.handle({"detail-type": "Interaction Requested", "detail": requested(summary=hostile)}, NOW)
-    closed = {
-        "eventId": "c-r1", "sessionId": "s1", "turnId": "t1", "sequence": 3, "occurredAt": "2026-12-04T11:00:00Z",
-        "requestId": "r1", "childTurnId": None, "status": "superseded", "why": hostile,
-    }  # fmt: skip
+    notices.handle(_requested(), NOW)
     [posted] = slack.in_channel(CHANNEL)
     said = posted.text
-    notices.handle({"detail-type": "Interaction Closed", "detail": closed}, NOW + 1)
+    _held(store, status="superseded")
+    notices.handle(_closed("r1", "superseded", hostile), NOW + 1)
     [updated] = slack.in_channel(CHANNEL)
     for text in (said, updated.text):
         assert text is not None and "<" not in text and "\u202e" not in text and "\x07" not in text, text
@@ -155,11 +205,38 @@ def test_the_text_a_notification_shows_is_escaped_as_the_message_is(aws: Setting
 
 
 def test_a_question_asked_under_a_rule_that_names_a_channel_is_posted_there_and_updated_there(
-    aws: Settings, slack: SlackStandIn
+    aws: Settings, slack: SlackStandIn, store: DynamoDBStore
 ) -> None:
+    rule = {"name": "dba", "tools": ["delete_*"], "required": 1, "slack_channel": "C0DBA"}
+    _held(store, "r2", rule=rule)
     notices = _notices(aws, slack)
-    rule = {"name": "dba", "tools": ["delete_*"], "required": 1, "slackChannel": "C0DBA"}
-    asked = {"detail-type": "Interaction Requested", "detail": requested("r2", rule=rule)}
-    assert notices.handle(asked, NOW) == "r2: posted"
+    assert notices.handle(_requested("r2"), NOW) == "r2: posted"
+    _held(store, "r2", "answered", rule=rule)
     assert notices.handle(_answered("r2"), NOW + 1).startswith("r2: updated: Approved")
     assert slack.in_channel(CHANNEL) == [] and [m.updates for m in slack.in_channel("C0DBA")] == [1]
+
+
+def test_a_look_alike_event_changes_nothing_and_a_message_shows_what_the_table_holds(
+    aws: Settings, slack: SlackStandIn, store: DynamoDBStore
+) -> None:
+    notices = _notices(aws, slack, api_url="https://api.example.com/")
+    nothing = "nothing was posted or updated"
+    assert notices.handle(_requested("r9"), NOW).endswith(f"(the table holds no such question): {nothing}")
+    assert notices.handle(_answered("r9"), NOW).endswith(f"(the table holds no such question): {nothing}")
+    assert slack.in_channel(CHANNEL) == []
+    _held(store)
+    link = "<https://evil.example/inbox|Open it on the inbox page>"
+    look_alike = _requested(summary="routine cleanup", input={"name": "scratch"}, inboxUrl=link, turnId="t1~0f")
+    assert notices.handle(look_alike, NOW) == "r1: posted"  # (of a child turn: its root's question)
+    [message] = slack.in_channel(CHANNEL)
+    assert message.text == SUMMARY and "prod-db" in str(message.blocks), "the table's words, not the event's"
+    assert "evil.example" not in str(message.blocks) and "https://api.example.com/inbox#q-r1" in str(message.blocks)
+    assert notices.handle(_answered(by=MALLORY), NOW + 1).endswith(f"(the table holds it requested): {nothing}")
+    assert notices.handle(_closed("r1", "expired", "nobody came"), NOW + 2).endswith(nothing)
+    [message] = slack.in_channel(CHANNEL)
+    assert (_buttons(message.blocks), message.updates) == (2, 0), "still waiting, as the table says"
+    _held(store, status="answered")
+    assert notices.handle(_answered(by=MALLORY), NOW + 3) == f"r1: updated: Approved by {ANN} at 10:02 UTC"
+    _held(store, "r3", deleted_generation=1)
+    assert notices.handle(_requested("r3"), NOW + 4).endswith(f"in a deleted session): {nothing}")
+    assert [m.updates for m in slack.in_channel(CHANNEL)] == [1]

@@ -4,20 +4,25 @@ module that does the work.
 - Slack's interactivity request (``POST /slack/interactions``, an API Gateway HTTP API event, with
   no authorizer: Slack signs it): ``acknowledge`` answers at once. Deny and Edit open their modal
   here, because the click's ``trigger_id`` lasts three seconds; every other click (an approval, a
-  submitted modal) is handed to this function again, asynchronously (``{"slackClick": ...}``), so the
-  turn it resumes may take longer than Slack waits. If that invocation cannot be made, the click is
-  processed here instead: it is not lost, though Slack may tell the person it timed out.
-- ``{"slackClick": ...}``: ``process`` answers the click through the service, as the principal the
-  Slack user maps to, and tells them what happened.
+  submitted modal) is handed to this function again, asynchronously, as Slack sent it
+  (``{"slackRequest": {"body", "timestamp", "signature"}}``), so the turn it resumes may take longer
+  than Slack waits. If that invocation cannot be made, the click is processed here instead: it is not
+  lost, though Slack may tell the person it timed out.
+- ``{"slackRequest": ...}``: the request is checked again for Slack's signature, within the hour
+  Lambda retries it (``read_handed_on``), then ``process`` answers its click through the service, as
+  the principal the Slack user maps to, and tells them what happened. Being allowed to invoke the
+  function is not being Slack: a request whose signature does not verify is refused, and so is a
+  click handed on unsigned (``{"slackClick": ...}``); nothing is answered.
 - An event of the bus (``Interaction Requested``, ``Answered``, ``Closed``, by the template's rule):
-  ``Notices`` posts the question or updates its message in place.
+  ``Notices`` posts the question or updates its message in place, as the table holds the question.
 
 Configured by the environment: ``SLACK_CHANNEL`` (where questions are posted, unless their approval
 rule names a ``slackChannel``), ``SLACK_SECRET_ARN`` (a Secrets Manager secret, the JSON object
 ``{"botToken": "xoxb-...", "signingSecret": "..."}``), ``SLACK_TEAMS`` (comma-separated workspace
 ids whose users may answer), ``SLACK_PEOPLE`` (a JSON object: Slack user id or e-mail address ->
-principal), ``SLACK_FUNCTION`` (its own name, to hand itself clicks) and ``SLACK_API_URL`` (Slack's
-Web API; the local stand-in's, locally).
+principal), ``SLACK_FUNCTION`` (its own name, to hand itself clicks), ``SLACK_API_URL`` (Slack's
+Web API; the local stand-in's, locally) and ``API_URL`` (the HTTP API, for the inbox page's links in
+its messages).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from __future__ import annotations
 import base64
 import functools
 import json
+import logging
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -39,10 +45,13 @@ from resumable.service import Service
 from resumable.slack.interactivity import acknowledge, process
 from resumable.slack.notices import Notices
 from resumable.slack.people import LookupFailedError, People, trusted_email
-from resumable.slack.requests import Click
+from resumable.slack.requests import Click, SlackRequest, SlackRequestError, read_handed_on
 from resumable.store.slack_messages import SlackMessages
 
-SLACK_CLICK = "slackClick"
+logger = logging.getLogger(__name__)
+
+SLACK_REQUEST = "slackRequest"
+UNSIGNED_CLICK = "slackClick"  # (how clicks were handed on before they were signed: refused)
 SLACK_API = "https://slack.com/api/"
 _NOW = ("deny", "edit")  # (the clicks that open a modal: processed before the trigger id expires)
 
@@ -93,14 +102,26 @@ class SlackFunction:
     def handle(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         if "requestContext" in event:
             return self.interaction(event, context)
-        if SLACK_CLICK in event:
-            return {"done": self.process(Click.model_validate(event[SLACK_CLICK]))}
+        if SLACK_REQUEST in event:
+            return {"done": self.handed_on(event[SLACK_REQUEST])}
+        if UNSIGNED_CLICK in event:
+            raise _refused("it is a click handed on unsigned, not a request Slack signed; nothing was answered")
         if "detail-type" in event:
             return {"done": self.notices().handle(event)}
         raise ValueError(
-            "the Slack function takes Slack's interactivity requests (HTTP), its own clicks and the bus's "
-            f"events; this event has none of their shapes (keys {sorted(event)[:10]}): nothing was done"
+            "the Slack function takes Slack's interactivity requests (HTTP), the requests it hands itself and "
+            f"the bus's events; this event has none of their shapes (keys {sorted(event)[:10]}): nothing was done"
         )
+
+    def handed_on(self, request: Any) -> str:
+        """Answer the click of a request handed on, once Slack's signature on it is checked again."""
+        try:
+            click = read_handed_on(SlackRequest.model_validate(request), self._secret("signingSecret"))
+        except ValidationError:
+            raise _refused("it is not a request handed on (body, timestamp, signature); nothing was answered") from None
+        except SlackRequestError as error:
+            raise _refused(str(error)) from None
+        return self.process(click)
 
     def interaction(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         body: str | bytes = event.get("body") or ""
@@ -112,17 +133,18 @@ class SlackFunction:
             if ack.click.kind in _NOW:
                 self.process(ack.click)
             else:
-                self._later(ack.click, context)
+                self._later(SlackRequest.of(body, headers), ack.click, context)
         reply: dict[str, Any] = {"statusCode": ack.status, "headers": {"content-type": "application/json"}}
         reply["body"] = json.dumps(ack.body) if ack.body is not None else ""
         return reply
 
-    def _later(self, click: Click, context: Any) -> None:
+    def _later(self, request: SlackRequest, click: Click, context: Any) -> None:
+        """Hand ``request`` (whose click is ``click``) to this function, to be read again and answered."""
         itself = self.config.function or getattr(context, "invoked_function_arn", None)
         try:
             if not itself:
                 raise AwsError("the context names no function to invoke")
-            self.lambdas.invoke_async(itself, {SLACK_CLICK: click.model_dump(mode="json")})
+            self.lambdas.invoke_async(itself, {SLACK_REQUEST: request.model_dump()})
         except AwsError:
             self.process(click)  # (not lost: answered now, though Slack may have stopped waiting)
 
@@ -130,7 +152,14 @@ class SlackFunction:
         return process(click, self.service, self.people(), self.web())
 
     def notices(self) -> Notices:
-        return Notices(self.messages, self.web(), self.config.channel, self.settings.retention_seconds)
+        return Notices(
+            self.messages,
+            self.service.store,
+            self.web(),
+            self.config.channel,
+            self.settings.retention_seconds,
+            self.settings.api_url,
+        )
 
     @functools.cached_property
     def messages(self) -> SlackMessages:
@@ -166,3 +195,11 @@ class SlackFunction:
         if not isinstance(value, str) or not value:
             raise AwsError(f"the Slack secret {self.config.secret_arn} holds no {name!r}: see docs/desk.md")
         return value
+
+
+def _refused(why: str) -> SlackRequestError:
+    """The refusal of an invocation that is not a request Slack signed (``why`` says what was not done),
+    logged as it is raised."""
+    said = f"the Slack function refused a click handed to it: {why}"
+    logger.warning("%s", said)
+    return SlackRequestError(said, 401)

@@ -1,10 +1,16 @@
 """Slack's interactivity requests: checked for Slack's signature and timestamp (slack_sdk's
 ``SignatureVerifier``; a request older than five minutes is a replay and refused), then read into a
 ``Click``: a button pressed on a question's message, or a modal submitted (a deny's message, an
-approval's edited input). Anything else is refused with what was wrong; nothing is answered."""
+approval's edited input). Anything else is refused with what was wrong; nothing is answered.
+
+A request the function answers later is handed on as Slack sent it (``SlackRequest``) and read
+again, signature and all, by the invocation that answers it (``read_handed_on``): what is answered
+is always what Slack signed, never a click written by whoever may invoke the function."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import time
 from collections.abc import Mapping
@@ -27,6 +33,11 @@ from resumable.slack.messages import (
 )
 
 MAX_AGE_SECONDS = 5 * 60  # Slack's advice, and slack_sdk's own bound
+# A request handed on is answered by an asynchronous invocation, which Lambda retries for up to an hour
+# (template.yaml's EventInvokeConfig for the Slack function: MaximumEventAgeInSeconds 3600), of a request
+# at most MAX_AGE_SECONDS old when it was acknowledged.
+HANDED_ON_MAX_AGE_SECONDS = 3600 + MAX_AGE_SECONDS
+_TIMESTAMP, _SIGNATURE = "x-slack-request-timestamp", "x-slack-signature"
 
 Kind = Literal["approve", "deny", "edit", "deny_submitted", "edit_submitted"]
 _BUTTONS: dict[str, Kind] = {APPROVE: "approve", DENY: "deny", EDIT: "edit"}
@@ -58,11 +69,17 @@ class Click(BaseModel):
     edited_input: str | None = None  # (an edit modal's, as typed)
 
 
-def read(body: str | bytes, headers: Mapping[str, str], signing_secret: str, now: float | None = None) -> Click:
+def read(
+    body: str | bytes,
+    headers: Mapping[str, str],
+    signing_secret: str,
+    now: float | None = None,
+    max_age: float = MAX_AGE_SECONDS,
+) -> Click:
     """The click a request from Slack carries (``body`` exactly as received), once its signature and
-    timestamp are checked."""
+    timestamp are checked: signed at most ``max_age`` seconds before ``now``."""
     lowered = {k.lower(): v for k, v in headers.items()}
-    timestamp, signature = lowered.get("x-slack-request-timestamp"), lowered.get("x-slack-signature")
+    timestamp, signature = lowered.get(_TIMESTAMP), lowered.get(_SIGNATURE)
     if not timestamp or not signature:
         raise SlackRequestError("not a request from Slack: it carries no Slack signature; nothing was answered", 401)
     if not (timestamp.isascii() and timestamp.isdigit() and len(timestamp) <= 12):
@@ -77,18 +94,20 @@ def read(body: str | bytes, headers: Mapping[str, str], signing_secret: str, now
             "function's clock: refused; nothing was answered",
             401,
         )
-    if age > MAX_AGE_SECONDS:
+    if age > max_age:
         raise SlackRequestError(
-            f"the request was signed {int(age)} s ago, more than {MAX_AGE_SECONDS} s: refused as a replay; "
+            f"the request was signed {int(age)} s ago, more than {int(max_age)} s: refused as a replay; "
             "nothing was answered",
             401,
         )
-    if not SignatureVerifier(signing_secret, _At(at)).is_valid(body, timestamp, signature):
-        raise SlackRequestError("the Slack signature does not match the request; nothing was answered", 401)
-    try:
+    try:  # (slack_sdk decodes it to check the signature: a body that is not UTF-8 is refused first)
         text = body.decode() if isinstance(body, bytes) else body
     except UnicodeDecodeError:
         raise SlackRequestError("the request's body is not UTF-8; nothing was answered", 400) from None
+    # slack_sdk's verifier bounds the age by its clock too, at five minutes: dated at the request's own
+    # time, it checks the signature alone (the age is checked above, against ``max_age``).
+    if not SignatureVerifier(signing_secret, _At(int(timestamp))).is_valid(text, timestamp, signature):
+        raise SlackRequestError("the Slack signature does not match the request; nothing was answered", 401)
     payload = _payload(text)
     try:
         return _click(payload)
@@ -107,6 +126,43 @@ def _wrong(error: Exception) -> str:
     if isinstance(error, ValueError):
         return str(error)[:200]
     return "a field is not of the type Slack sends"
+
+
+class SlackRequest(BaseModel):
+    """A request as Slack sent it, handed by the invocation that acknowledged it to the one that answers
+    it (``{"slackRequest": ...}``): its body exactly as received (base64) and the two headers that sign it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    body: str
+    timestamp: str
+    signature: str
+
+    @classmethod
+    def of(cls, body: str | bytes, headers: Mapping[str, str]) -> SlackRequest:
+        """The request ``read`` took (``body`` as received, ``headers`` with Slack's two)."""
+        lowered = {k.lower(): v for k, v in headers.items()}
+        raw = body.encode() if isinstance(body, str) else body
+        return cls(body=base64.b64encode(raw).decode(), timestamp=lowered[_TIMESTAMP], signature=lowered[_SIGNATURE])
+
+
+def read_handed_on(request: SlackRequest, signing_secret: str, now: float | None = None) -> Click:
+    """The click of a request handed on, read again as ``read`` reads Slack's, with the signing secret,
+    within ``HANDED_ON_MAX_AGE_SECONDS`` of its signing (Lambda's retries of the hand-on).
+
+    What a replay within that window can do: whoever may invoke the function and holds a request Slack
+    signed (the function's dead-letter queue keeps failed events whole) can hand it on again, and that is
+    the same click again, by the same person, as they made it. An answer given again is the same answer,
+    and answers are idempotent (nothing more is recorded); a second vote by the same person is refused;
+    once the question is settled, nothing is recorded. The person is told in Slack what happened, as for
+    any press. A press whose answering failed every attempt is answered as it was pressed, if its
+    question still waits."""
+    try:
+        body = base64.b64decode(request.body, validate=True)
+    except (binascii.Error, ValueError):
+        raise SlackRequestError("the body handed on is not base64; nothing was answered", 400) from None
+    headers = {_TIMESTAMP: request.timestamp, _SIGNATURE: request.signature}
+    return read(body, headers, signing_secret, now, HANDED_ON_MAX_AGE_SECONDS)
 
 
 class _At(Clock):
