@@ -62,7 +62,13 @@ def slack_locally(settings: Settings, interactions_url: str, principal: str, por
             Name=f"resumable-slack-{uuid.uuid4().hex[:8]}",
             SecretString=json.dumps({"botToken": stand_in.token, "signingSecret": signing_secret}),
         )
+        # The API's URL, in a parameter as the template writes it (its inbox links: never an event's).
+        api_url = f"/{settings.table_name}-{uuid.uuid4().hex[:8]}/api-url"
+        client("ssm", settings).put_parameter(
+            Name=api_url, Value=interactions_url.removesuffix("/slack/interactions"), Type="String"
+        )
         environment = {
+            "API_URL_PARAMETER": api_url,
             "SLACK_FUNCTION": function_arn(SLACK, settings.region),
             "SLACK_CHANNEL": CHANNEL,
             "SLACK_SECRET_ARN": secret["ARN"],

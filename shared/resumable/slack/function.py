@@ -38,6 +38,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from resumable.aws.lambdas import Lambdas
+from resumable.aws.parameters import Parameters
 from resumable.aws.secrets import Secrets
 from resumable.config import Settings
 from resumable.exceptions import AwsError
@@ -65,6 +66,7 @@ class SlackConfig(BaseModel):
     people: dict[str, str] = Field(default_factory=dict)
     api_url: str = SLACK_API
     function: str | None = None  # (this function's name, to hand it clicks: its context's ARN if unset)
+    api_url_parameter: str | None = None  # (the SSM parameter holding the HTTP API's URL: the inbox links)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> SlackConfig:
@@ -83,6 +85,7 @@ class SlackConfig(BaseModel):
                 people=people,
                 api_url=env.get("SLACK_API_URL") or SLACK_API,
                 function=env.get("SLACK_FUNCTION") or None,
+                api_url_parameter=env.get("API_URL_PARAMETER") or None,
             )
         except ValidationError as error:
             problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
@@ -158,8 +161,19 @@ class SlackFunction:
             self.web(),
             self.config.channel,
             self.settings.retention_seconds,
-            self.settings.api_url,
+            self.api_url(),
         )
+
+    def api_url(self) -> str | None:
+        """The HTTP API whose inbox page a message links to: the stack's parameter (API_URL_PARAMETER,
+        read once a process), else API_URL; never an event's word."""
+        if self.config.api_url_parameter:
+            return self.parameters.value(self.config.api_url_parameter)
+        return self.settings.api_url
+
+    @functools.cached_property
+    def parameters(self) -> Parameters:
+        return Parameters(self.settings)
 
     @functools.cached_property
     def messages(self) -> SlackMessages:

@@ -42,6 +42,8 @@ TABLE, BUCKET, BUS, QUEUE, FUNCTION, SECRET = (
 CURSOR_KEY, LINK_KEY = "CURSOR_SECRET_ARN", "DECISION_LINKS_KEY"
 # The topic NotifyEmail subscribes to (the Publisher tells it of each question).
 TOPIC = "NOTIFY_TOPIC_ARN"
+# The SSM parameter holding the API's URL (the Slack function's).
+API_URL_PARAMETER = "API_URL_PARAMETER"
 # (a function that hands work to itself names itself so: the Slack function)
 ITSELF = "SLACK_FUNCTION"
 # The application's settings' SSM path, and its secrets' ARNs (a list: any one of them names the call's).
@@ -209,6 +211,11 @@ def calls_of(
         return [(action, f"sns:{named(params['TopicArn'], TOPIC)}")]
     if prefix == "kms" and "KeyId" in params:
         return [(action, f"kms:key/{named(params['KeyId'], LINK_KEY)}")]
+    if prefix == "ssm" and "Name" in params:
+        held = environment.get(API_URL_PARAMETER)
+        return [
+            (action, "ssm:parameter" + ("${" + API_URL_PARAMETER + "}" if held == params["Name"] else params["Name"]))
+        ]
     if prefix == "ssm" and "Path" in params:
         held = environment.get(APP_SETTINGS)
         return [(action, f"ssm:parameter{'${' + APP_SETTINGS + '}' if held == params['Path'] else params['Path']}")]

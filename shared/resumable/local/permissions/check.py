@@ -2,10 +2,9 @@
 in every configuration of the stack, and every action a role grants is used by some call, or listed
 in ``ALLOWANCES`` with the reason it is granted all the same.
 
-The calls are the ones the test suite records (``resumable.local.permissions.calls``), kept in
-``tests/aws_calls.txt`` (the suite fails when it makes a call that file lacks, or, run whole, when the
-file lists a call it no longer makes). ``python -m resumable.local.permissions`` runs the check.
-"""
+The calls are those the test suite records (``resumable.local.permissions.calls``), in ``tests/aws_calls.txt``
+(the suite fails when it makes a call that file lacks, or, run whole, when it lists one no longer made).
+``python -m resumable.local.permissions`` runs the check."""
 
 from __future__ import annotations
 
@@ -15,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from resumable.local.permissions.calls import (
+    API_URL_PARAMETER,
     APP_SECRETS,
     APP_SETTINGS,
     BEDROCK_MODELS,
@@ -187,7 +187,7 @@ def resource_arn(stack: Stack, call: Call, sample: str = SAMPLES[0]) -> str:
             variable = match.group(1)
             if not environment.get(variable):
                 raise ValueError(f"reaches what {variable} names, and its environment does not set {variable}")
-            if variable == APP_SETTINGS:  # (a path: the whole of it)
+            if variable in (APP_SETTINGS, API_URL_PARAMETER):  # (a path: the whole of it)
                 return environment[variable]
             return environment[variable].rsplit("/", 1)[-1].rsplit(":", 1)[-1]
 
