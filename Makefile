@@ -154,7 +154,7 @@ permissions: $(INSTALLED)
 calls: $(INSTALLED) $(CHROMIUM) $(SAM)
 	RECORD_CALLS=1 $(KEEP_BYTECODE) $(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal
 
-## smoke: after a deploy, a turn end to end against the stack, signed: ARGS="--prompt '...' [--deny MSG | --leave]", "--stack NAME", "--url URL --token T"
+## smoke: after a deploy, a turn end to end against the stack, signed: ARGS="--prompt '...' [--deny MSG | --leave]", "--stack NAME", "--url URL" (a JWT API: RESUMABLE_TOKEN=... make smoke)
 smoke: $(INSTALLED)
 	@$(BIN)/python tools/smoke.py $(ARGS)
 
