@@ -68,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     region = args.region or (None if args.url else region or os.environ.get("AWS_REGION"))
     target += ["--region", region] if region else []
     target += ["--sign"] if args.sign else []
+    given = os.environ.get("RESUMABLE_TOKEN")
     if args.token:  # each resumable command reads it there, never from its command line
         os.environ["RESUMABLE_TOKEN"] = args.token
     session = f"smoke-{uuid.uuid4().hex[:12]}"
@@ -78,6 +79,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"smoke: FAILED: {failed}", file=sys.stderr)
         print(f"smoke: its session {session} was left as it stood (resumable show/delete {session})", file=sys.stderr)
         return 1
+    finally:  # (this process's environment as it was: a caller that goes on sends no token it did not give)
+        if given is None:
+            os.environ.pop("RESUMABLE_TOKEN", None)
+        else:
+            os.environ["RESUMABLE_TOKEN"] = given
     if settled is None:
         print(f"smoke: passed in {time.monotonic() - began:.1f} s: started, asked, left waiting ({session})")
         return 0

@@ -56,6 +56,7 @@ def test_the_smoke_tests_token_reaches_the_command_in_its_environment_and_is_pri
     else:
         monkeypatch.setenv("RESUMABLE_TOKEN", TOKEN)
     assert smoke.main(argv) == 0
+    assert os.environ.get("RESUMABLE_TOKEN") == (TOKEN if given == "RESUMABLE_TOKEN" else None)  # (nothing left)
     [(command, token)] = commands.ran
     assert TOKEN not in " ".join(command) and "--token" not in command
     assert token == TOKEN
