@@ -13,8 +13,9 @@ _KEPT = "\n\t"
 
 def hidden(character: str) -> bool:
     """Whether ``character`` is obeyed or unseen rather than read: a control or format character other
-    than a new line or a tab."""
-    return character not in _KEPT and unicodedata.category(character) in ("Cc", "Cf")
+    than a new line or a tab, or a line or paragraph separator (U+2028, U+2029: a new line to some
+    readers, none to others, so text could seem to end where it does not)."""
+    return character not in _KEPT and unicodedata.category(character) in ("Cc", "Cf", "Zl", "Zp")
 
 
 def plain(text: str) -> str:

@@ -1,5 +1,5 @@
-"""One-click decision links on the local run: the publisher puts a link in each approval's Interaction
-Requested (what the e-mail carries), bound to the question and to the approver DECISION_LINKS_AS
+"""One-click decision links on the local run: the publisher puts a link in each approval's e-mail
+(NotifyEmail's topic, never the bus), bound to the question and to the approver DECISION_LINKS_AS
 names; opening it decides nothing; its form decides once, as that approver; a link used, of a
 settled or expired question, changed, or of an approver links no longer answer as, is refused with
 a page saying why. And in Chromium: the page shows the question, and its Approve decides."""
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -19,7 +20,7 @@ import pytest
 from resumable.api.app import forget
 from resumable.aws.keys import LinkKey
 from resumable.config import Settings
-from resumable.local.events import EventResources, publishing, read_events
+from resumable.local.events import EventResources, publishing, read_mail
 from resumable.local.template import functions_in_process
 from resumable.service import decision_links
 from resumable.store.decision_links import DecisionLinkItems
@@ -40,17 +41,20 @@ def links(handler_environment: Settings, url: str) -> Iterator[EventResources]:
         yield resources
 
 
+MAILED_LINK = re.compile(r"^Or decide without signing in \(its page decides, once\): (\S+)$", re.MULTILINE)
+_MAILED: list[tuple[str, str]] = []  # (every e-mail read so far: the mailbox is read once)
+
+
 def _ask(url: str, resources: EventResources, session: str) -> tuple[dict[str, Any], str]:
-    """A question asked in ``session``, and the decision link its Interaction Requested carries."""
+    """A question asked in ``session``, and the decision link its e-mail carries."""
     status, turn = call(url, "POST", f"/sessions/{session}/turns", {"prompt": f"delete the {session} record"})
     assert status == 201 and turn["status"] == "waiting", turn
     request_id = turn["interactions"][0]["requestId"]
-    seen: list[dict[str, Any]] = []
 
     def link() -> str | None:
-        seen.extend(read_events(resources.events_queue_url, idle_seconds=0))
-        found = [e["detail"] for e in seen if e["detail"].get("requestId") == request_id]
-        return next((d["decisionUrl"] for d in found if d.get("decisionUrl")), None)
+        _MAILED.extend(read_mail(resources.mail_queue_url, idle_seconds=0))
+        mailed = [MAILED_LINK.search(text) for _, text in _MAILED if f"(request {request_id})" in text]
+        return next((found.group(1) for found in mailed if found), None)
 
     return turn, eventually(link, f"the decision link of {request_id}")
 
@@ -116,6 +120,7 @@ def test_a_deny_by_link_tells_the_agent_why(links: EventResources, url: str) -> 
     assert status == 200 and "denial is recorded" in page
     said = "not <today> " + "日" * 1900  # (2,000 characters of the form's, 18,000 bytes sent)
     assert _question(url, "link-deny", turn)["response"] == {"decision": "deny", "message": said}
+    _settles(url, "link-deny", turn)
 
 
 def test_a_question_answered_in_words_is_answered_by_its_links_reply(links: EventResources, url: str) -> None:
@@ -238,34 +243,41 @@ def _minted(key: LinkKey, held: dict[str, Any]) -> str:
 def test_a_link_made_with_the_key_but_never_issued_decides_nothing(
     links: EventResources, url: str, handler_environment: Settings
 ) -> None:
-    """Even the key mints nothing: a link of a fresh id, or an issued link's id moved to another
-    question, is refused, and the question stays open."""
+    """Even the key mints nothing: everything a link holds but its secret is public (the ids the API and
+    the bus show, the approver, the expiry), so a link rebuilt from them, with the real link's id and
+    signed by the key, is refused for want of the secret; so are a fresh id and an id moved to another
+    question. The question stays open, and the real link still decides."""
     turn, link = _ask(url, links, "link-minted")
     token = link.rsplit("/", 1)[1]
     held = json.loads(base64.urlsafe_b64decode(token.partition(".")[0] + "=" * 4))
     key = LinkKey(handler_environment)
-    for forged in ({**held, "j": "a-fresh-link-id0"}, {**held, "r": "r" + "0" * 24}):
+    rebuilt = {**held, "n": "a-guess-at-the-secret"}
+    for forged in (rebuilt, {**held, "j": "a-fresh-link-id0"}, {**held, "r": "r" + "0" * 24}):
         status, page = _page("POST", f"{url}/decide/{_minted(key, forged)}", {"decision": "approve"})
         assert status == 404 and "never issued" in page, page
         assert _page("GET", f"{url}/decide/{_minted(key, forged)}")[0] == 404
     assert _question(url, "link-minted", turn)["status"] == "requested"
+    assert _page("POST", link, {"decision": "deny"})[0] == 200
+    _settles(url, "link-minted", turn)  # (the denial told to the agent: nothing left running after the test)
 
 
 def test_no_value_in_a_functions_environment_signs_a_link(links: EventResources, url: str) -> None:
-    """What lambda:GetFunctionConfiguration shows (every environment variable) signs nothing: a link
-    MACed, as links and cursors were, with any of its values is refused."""
+    """What lambda:GetFunctionConfiguration shows (every environment variable) signs nothing: the issued
+    link itself, its MAC remade (as links and cursors were) with any of those values, is refused."""
     import hashlib
     import hmac
     import os
 
     turn, link = _ask(url, links, "link-environment")
     payload = link.rsplit("/", 1)[1].partition(".")[0]
-    held = json.loads(base64.urlsafe_b64decode(payload + "=" * 4))
-    forged = base64.urlsafe_b64encode(json.dumps({**held, "j": "another-link-id1"}).encode()).decode().rstrip("=")
+    tried = 0
     for value in {v for v in os.environ.values() if v}:
         for size in (16, 32):
-            mac = hmac.new(value.encode(), f"decision-link\n{forged}".encode(), hashlib.sha256).digest()[:size]
-            token = f"{forged}.{base64.urlsafe_b64encode(mac).decode().rstrip('=')}"
+            mac = hmac.new(value.encode(), f"decision-link\n{payload}".encode(), hashlib.sha256).digest()[:size]
+            token = f"{payload}.{base64.urlsafe_b64encode(mac).decode().rstrip('=')}"
             if len(token) <= decision_links.MAX_LINK_CHARS:
                 assert _page("POST", f"{url}/decide/{token}", {"decision": "approve"})[0] == 404
-    assert _question(url, "link-environment", turn)["status"] == "requested"
+                tried += 1
+    assert tried > 10 and _question(url, "link-environment", turn)["status"] == "requested"
+    assert _page("POST", link, {"decision": "approve"})[0] == 200  # (the issued link, as issued, decides)
+    _settles(url, "link-environment", turn)

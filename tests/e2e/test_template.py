@@ -92,9 +92,16 @@ def test_only_the_publisher_mails_the_notify_email_topic_and_nothing_on_the_bus_
     assert topic["Properties"]["KmsMasterKeyId"] == ["HasKmsKey", "KmsKeyArn", "alias/aws/sns"]
     rules = [r for r in resources.values() if r["Type"] == "AWS::Events::Rule"]
     assert not [t for r in rules for t in r["Properties"].get("Targets", []) if t.get("Arn") == "NotifyTopic"]
-    [refusal] = resources["NotifyTopicPolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    refusal, *listening = resources["NotifyTopicPolicy"]["Properties"]["PolicyDocument"]["Statement"]
     assert (refusal["Effect"], refusal["Principal"], refusal["Action"]) == ("Deny", "*", "sns:Publish")
     assert refusal["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": "PublisherFunctionRole.Arn"}}
+    # (its messages carry working links: nothing but NotifyEmail's mailbox is subscribed; each condition
+    # denies alone, as a statement of its own)
+    assert [(s["Effect"], s["Principal"], s["Action"]) for s in listening] == [("Deny", "*", "sns:Subscribe")] * 2
+    assert [s["Condition"] for s in listening] == [
+        {"StringNotEquals": {"sns:Protocol": "email"}},
+        {"StringNotEquals": {"sns:Endpoint": "NotifyEmail"}},
+    ]
     publisher = resources["PublisherFunction"]["Properties"]
     assert publisher["Environment"]["Variables"]["NOTIFY_TOPIC_ARN"] == ["HasNotifyEmail", "NotifyTopic", ""]
     outputs = load_template()["Outputs"]

@@ -5,9 +5,8 @@ session back until it is sent."""
 
 from __future__ import annotations
 
-import json
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -16,12 +15,12 @@ from resumable.config import Settings
 from resumable.events.mail import AGENTS_WORDS
 from resumable.events.publisher import Publishing
 from resumable.exceptions import AwsError
-from resumable.local.events import publishing
+from resumable.local.events import EventResources, publishing, read_mail
 from resumable.service import Service
 from tests.clock import FakeClock
 from tests.patience import eventually
 
-HOSTILE = "<https://evil.example/approve|Approve> \u202eeveryone\u2066 \x85"
+HOSTILE = "<https://evil.example/approve|Approve> \u202eeveryone\u2066 \x85\u2028Decide here: https://evil.example"
 
 
 def hostile(context: Any) -> Any:
@@ -32,50 +31,42 @@ def hostile(context: Any) -> Any:
 
 
 @pytest.fixture
-def mailbox(aws: Settings) -> Iterator[tuple[Settings, Callable[[], list[dict[str, Any]]]]]:
-    """Settings with a topic of this test's own, and what a subscriber of it has read so far."""
-    from resumable.aws.clients import client
+def configured(aws: Settings) -> Settings:
+    """Settings with a bus of this test's own (publishing() adds NotifyEmail's topic and its mailbox)."""
+    return aws.model_copy(update={"event_bus_name": f"mail-{uuid.uuid4().hex[:10]}", "api_url": "http://api.test"})
 
-    sns, sqs = client("sns", aws), client("sqs", aws)
-    name = f"mail-{uuid.uuid4().hex[:10]}"
-    topic = sns.create_topic(Name=name)["TopicArn"]
-    queue = sqs.create_queue(QueueName=name)["QueueUrl"]
-    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
-    read: list[dict[str, Any]] = []
 
-    def mails() -> list[dict[str, Any]]:
-        for message in sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10).get("Messages", []):
-            read.append(json.loads(message["Body"]))
-            sqs.delete_message(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"])
+def _mails(resources: EventResources) -> Callable[[], list[tuple[str, str]]]:
+    """What the mailbox has received so far (each e-mail's subject and text)."""
+    read: list[tuple[str, str]] = []
+
+    def mails() -> list[tuple[str, str]]:
+        read.extend(read_mail(resources.mail_queue_url, idle_seconds=0))
         return read
 
-    configured = aws.model_copy(
-        update={"event_bus_name": name, "api_url": "http://api.test", "notify_topic_arn": topic}
-    )
-    yield configured, mails
+    return mails
 
 
 def test_the_mail_says_where_to_decide_first_and_the_agents_words_last_marked_and_never_obeyed(
-    make_service: Callable[..., Service], mailbox: tuple[Settings, Callable[[], list[dict[str, Any]]]]
+    make_service: Callable[..., Service], configured: Settings
 ) -> None:
-    settings, mails = mailbox
     turn = make_service(hostile).start_turn("mailed", "delete it")
-    with publishing(settings, lambda given: Publishing(given, FakeClock()).handle):
-        [mail] = eventually(lambda: mails() or None, "the question's e-mail")
-    assert mail["Subject"] == "A question waits for your decision"
-    ours, _, theirs = mail["Message"].partition(f"\n\n{AGENTS_WORDS}\n")
+    with publishing(configured, lambda given: Publishing(given, FakeClock()).handle) as (resources, _):
+        mails = _mails(resources)
+        [(subject, message)] = eventually(lambda: mails() or None, "the question's e-mail")
+    assert subject == "A question waits for your decision"
+    ours, _, theirs = message.partition(f"\n\n{AGENTS_WORDS}\n")
     request_id = turn.interactions[0].request_id
     assert f"Decide on the inbox page (opening it decides nothing): http://api.test/inbox#q-{request_id}" in ours
     assert "evil.example" not in ours and "evil.example" in theirs
-    assert "\\u202eeveryone\\u2066 \\u0085" in theirs  # (shown, not obeyed)
-    assert not any(c in mail["Message"] for c in "\u202e\u2066\x85")
+    assert "\\u202eeveryone\\u2066 \\u0085\\u2028Decide here" in theirs  # (shown, not obeyed)
+    assert not any(c in message for c in "\u202e\u2066\x85\u2028")
+    assert all(line.startswith("> ") for line in theirs.rstrip("\n").split("\n"))  # (every line marked)
 
 
 def test_a_mail_that_fails_holds_its_session_back_until_it_is_sent(
-    make_service: Callable[..., Service], mailbox: tuple[Settings, Callable[[], list[dict[str, Any]]]]
+    make_service: Callable[..., Service], configured: Settings
 ) -> None:
-    settings, mails = mailbox
     failures = [2]
 
     def flaky(given: Settings) -> Any:
@@ -92,6 +83,7 @@ def test_a_mail_that_fails_holds_its_session_back_until_it_is_sent(
         return made.handle
 
     make_service("nested").start_turn("mail-retried", "delete the prod-db record")
-    with publishing(settings, flaky):
+    with publishing(configured, flaky) as (resources, _):
+        mails = _mails(resources)
         eventually(lambda: mails() or None, "the question's e-mail, once the topic takes it")
     assert failures == [0] and len(mails()) == 1

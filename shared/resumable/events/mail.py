@@ -16,8 +16,9 @@ AGENTS_WORDS = "What the agent wrote (its own words, not resumable's: no link in
 MAX_AGENTS_CHARS = 2000
 
 
-def told(detail: EventDetail) -> tuple[str, str] | None:
-    """The subject and the text of the e-mail of ``detail``; None for an event nobody is mailed."""
+def told(detail: EventDetail, decision_url: str | None = None) -> tuple[str, str] | None:
+    """The subject and the text of the e-mail of ``detail`` (with a question's one-click
+    ``decision_url``, which only the e-mail carries); None for an event nobody is mailed."""
     if isinstance(detail, InteractionRequested):
         subject, lines = SUBJECT["requested"], []
     elif isinstance(detail, InteractionEscalated):
@@ -30,10 +31,10 @@ def told(detail: EventDetail) -> tuple[str, str] | None:
         lines.append(f"Decide on the inbox page (opening it decides nothing): {detail.inbox_url}")
     else:
         lines.append(f"Answer it at {detail.answer_path} of the deployment's API.")
-    decision_url = getattr(detail, "decision_url", None)
     if decision_url:
         lines.append(f"Or decide without signing in (its page decides, once): {decision_url}")
     words = plain(detail.summary)
     if len(words) > MAX_AGENTS_CHARS:
         words = words[: MAX_AGENTS_CHARS - 1] + "…"
-    return subject, "\n".join([*lines, "", AGENTS_WORDS, words]) + "\n"
+    quoted = [f"> {line}" for line in words.split("\n")]  # (each line marked: none passes for ours)
+    return subject, "\n".join([*lines, "", AGENTS_WORDS, *quoted]) + "\n"

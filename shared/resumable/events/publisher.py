@@ -31,11 +31,11 @@ from resumable.aws.sns import Topic
 from resumable.aws.sqs import DeadLetters
 from resumable.clock import Clock, SystemClock, iso
 from resumable.config import Settings
-from resumable.events.schemas import MODELS, SOURCE, EventDetail
+from resumable.events.schemas import MODELS, SOURCE, EventDetail, InteractionRequested
 from resumable.exceptions import AwsError, NotPublishedError
 from resumable.metrics import count, flushing
 from resumable.store.codec import decode
-from resumable.store.outbox import COMMIT_EVENTS, INTERACTION_REQUESTED, commit_events, event_id, is_commit_event
+from resumable.store.outbox import COMMIT_EVENTS, commit_events, event_id, is_commit_event
 from resumable.store.publishing import OutboxItems
 from resumable.store.records import OutboxEvent
 
@@ -246,8 +246,8 @@ class Publisher:
         for event in put:  # (each session's in its order)
             if event.session_id in failed:  # (after one whose e-mail failed: delivered, and mailed, again)
                 continue
-            said = told(event.detail)
             try:
+                said = told(event.detail, self._decision_url(event))
                 if said is not None:
                     self.topic.publish(*said)
             except AwsError as error:
@@ -293,21 +293,25 @@ class Publisher:
             api = self.settings.api_url.rstrip("/") if self.settings.api_url else None
             fields["answerUrl"] = api + fields["answerPath"] if api else None
             fields["inboxUrl"] = f"{api}/inbox#q-{fields['requestId']}" if api else None
-            if api and event.type == INTERACTION_REQUESTED and self.settings.decision_links_as:
-                fields["decisionUrl"] = self._decision_url(api, session_id, fields)
         return model.model_validate(fields)
 
-    def _decision_url(self, api: str, session_id: str, fields: dict[str, Any]) -> str | None:
-        """A one-click decision link of the question (``DECISION_LINKS_AS``), or None."""
+    def _decision_url(self, event: _Event) -> str | None:
+        """A one-click decision link of the question an Interaction Requested asks (``DECISION_LINKS_AS``),
+        issued now, for its e-mail alone (never on the bus); None without links."""
         from datetime import datetime
 
         from resumable.service import decision_links
 
-        expires = datetime.fromisoformat(fields["expiresAt"]).timestamp()
-        ids = (session_id, fields["turnId"], fields["requestId"])
+        detail, api = event.detail, self.settings.api_url
+        if not (
+            api and isinstance(detail, InteractionRequested) and detail.turn_id and self.settings.decision_links_as
+        ):
+            return None
+        expires = datetime.fromisoformat(detail.expires_at).timestamp()
+        ids = (event.session_id, detail.turn_id, detail.request_id)
         key, items = self.links.key, self.links.items
-        token = decision_links.issue(self.settings, key, items, ids, expires, fields["eventId"])
-        return f"{api}/decide/{token}" if token else None
+        token = decision_links.issue(self.settings, key, items, ids, expires, detail.event_id)
+        return f"{api.rstrip('/')}/decide/{token}" if token else None
 
 
 class DecisionLinks:

@@ -71,12 +71,6 @@ class InteractionRequested(EventDetail):
         description="The inbox page focused on this question (/inbox#q-<requestId>), when the publisher knows the "
         "API: where a person decides (opening it decides nothing).",
     )
-    decision_url: str | None = Field(
-        default=None,
-        description="Where the deployment gives one-click decision links (DecisionLinksAnswerAs): this question's "
-        "link (/decide/<token>), bound to it and that approver, used once, expiring with the question (opening it "
-        "shows the question; its form approves or denies an approval, or answers a question in words).",
-    )
 
 
 class InteractionAnswered(EventDetail):

@@ -69,13 +69,18 @@ class Mapping:
 class EventResources:
     events_queue_url: str
     dead_letter_queue_url: str
+    topic_arn: str
+    """NotifyEmail's topic, as the template makes it: the Publisher mails each question there."""
+    mail_queue_url: str
+    """What a subscriber of the topic receives (the e-mail, in SNS's JSON: its Subject and Message)."""
     poller: StreamPoller | None = None
     """The publisher's stream poller, while ``publishing`` runs."""
 
 
 def create_event_resources(settings: Settings) -> EventResources:
-    """The bus, the queue of every event (``<bus>-events``, subscribed by a rule) and the publisher's
-    dead-letter queue (``<bus>-publisher-dead-letters``)."""
+    """The bus, the queue of every event (``<bus>-events``, subscribed by a rule), the publisher's
+    dead-letter queue (``<bus>-publisher-dead-letters``), and NotifyEmail's topic with a queue
+    subscribed to it (``<bus>-mail``) standing for the mailbox."""
     events, sqs, bus = client("events", settings), client("sqs", settings), settings.event_bus_name
     events.create_event_bus(Name=bus)
     queue_url = sqs.create_queue(QueueName=f"{bus}-events")["QueueUrl"]
@@ -84,7 +89,11 @@ def create_event_resources(settings: Settings) -> EventResources:
     rule = f"{bus}-every-event"
     events.put_rule(Name=rule, EventBusName=bus, EventPattern=json.dumps({"source": ["resumable"]}))
     events.put_targets(Rule=rule, EventBusName=bus, Targets=[{"Id": "queue", "Arn": queue_arn}])
-    return EventResources(queue_url, dead_letters)
+    topic = client("sns", settings).create_topic(Name=f"{bus}-mail")["TopicArn"]
+    mail = sqs.create_queue(QueueName=f"{bus}-mail")["QueueUrl"]
+    mail_arn = sqs.get_queue_attributes(QueueUrl=mail, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    client("sns", settings).subscribe(TopicArn=topic, Protocol="sqs", Endpoint=mail_arn)
+    return EventResources(queue_url, dead_letters, topic, mail)
 
 
 class StreamPoller:
@@ -238,13 +247,17 @@ def publishing(
     settings: Settings, handler: Callable[[Settings], Handler] | None = None
 ) -> Iterator[tuple[EventResources, Settings]]:
     """The event resources, and the publisher reading the table's stream until the block ends; the
-    settings the publisher is given (the dead-letter queue's URL added). The template's Publisher
-    handler is imported with ``DEAD_LETTER_QUEUE_URL`` set in the environment, as the template sets
-    it; ``handler`` makes the handler from those settings instead (a test's publisher)."""
+    settings the publisher is given (the dead-letter queue's URL and NotifyEmail's topic added). The
+    template's Publisher handler is imported with ``DEAD_LETTER_QUEUE_URL`` and ``NOTIFY_TOPIC_ARN``
+    set in the environment, as the template sets them; ``handler`` makes the handler from those
+    settings instead (a test's publisher)."""
     resources = create_event_resources(settings)
-    settings = settings.model_copy(update={"dead_letter_queue_url": resources.dead_letter_queue_url})
+    settings = settings.model_copy(
+        update={"dead_letter_queue_url": resources.dead_letter_queue_url, "notify_topic_arn": resources.topic_arn}
+    )
     if handler is None:
         os.environ["DEAD_LETTER_QUEUE_URL"] = resources.dead_letter_queue_url
+        os.environ["NOTIFY_TOPIC_ARN"] = resources.topic_arn
     poller = StreamPoller(
         settings,
         handler(settings) if handler else publisher_handler(),
@@ -295,6 +308,12 @@ def read_events(queue_url: str, *, follow: bool = False, idle_seconds: int = 2) 
             sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
 
 
+def read_mail(queue_url: str, *, follow: bool = False, idle_seconds: int = 2) -> Iterator[tuple[str, str]]:
+    """The e-mails NotifyEmail's topic sent (the subject and the text of each), each read once."""
+    for delivered in read_events(queue_url, follow=follow, idle_seconds=idle_seconds):
+        yield str(delivered.get("Subject") or ""), str(delivered.get("Message") or "")
+
+
 def main(argv: list[str] | None = None) -> None:
     """``python -m resumable.local.events QUEUE_URL [--follow] [--json] [--type DETAIL_TYPE ...]``:
     print the queue's events (each is read once: the reader deletes what it read, of every type)."""
@@ -306,6 +325,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("queue_url", help="the queue make run printed")
     parser.add_argument("--follow", action="store_true", help="keep reading until Ctrl-C")
     parser.add_argument("--json", action="store_true", help="print each event whole, as JSON")
+    parser.add_argument("--mail", action="store_true", help="the queue is the mailbox's: print each e-mail")
     parser.add_argument(
         "--type",
         action="append",
@@ -320,6 +340,13 @@ def main(argv: list[str] | None = None) -> None:
             f"no detail type {', '.join(map(repr, unknown))}: resumable publishes {', '.join(DETAIL_TYPES)}; "
             "nothing was read"
         )
+    if options.mail:
+        try:
+            for subject, text in read_mail(options.queue_url, follow=options.follow):
+                print(f"Subject: {subject}\n\n{text}", flush=True)
+        except KeyboardInterrupt:
+            pass
+        return
     try:
         for event in read_events(options.queue_url, follow=options.follow):
             if options.types and event.get("detail-type") not in options.types:

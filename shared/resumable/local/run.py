@@ -352,8 +352,10 @@ def main() -> None:
             )
             if configured.decision_links_as:
                 print(
-                    f"DECISION_LINKS_AS={configured.decision_links_as}: every Interaction Requested carries a "
-                    "one-click decision link (decisionUrl: read the events with --json; docs/desk.md#e-mail).\n",
+                    f"DECISION_LINKS_AS={configured.decision_links_as}: the e-mail of every approval carries a "
+                    "one-click decision link (never the bus's events). Read the mail NotifyEmail would get with:\n"
+                    f"  {sys.executable} -m resumable.local.events --mail {resources.mail_queue_url}\n"
+                    "(docs/desk.md#e-mail)\n",
                     flush=True,
                 )
             _say_whose_agents(app)

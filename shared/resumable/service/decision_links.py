@@ -5,10 +5,13 @@ decides nothing, because mail scanners and link previews open links; its form (P
 the link is marked used before the answer is recorded, so a second use is refused, as is a link of a
 settled or expired question. docs/desk.md says what the risks are.
 
-A link is signed by the decision-link key, a KMS HMAC key no function's environment holds
-(resumable.aws.keys), and its issue is recorded in the table before it is published: a link whose
-record is missing, or names another question or approver, was never issued and decides nothing, so
-even someone holding the key (or a MAC of it) mints nothing.
+A link holds a random secret and is signed by the decision-link key, a KMS HMAC key no function's
+environment holds (resumable.aws.keys). Its issue is recorded in the table before it is mailed, with
+the question, the approver and the secret's digest (never the secret): a link whose record is
+missing, names another question or approver, or holds another secret, was never issued and decides
+nothing. Everything else a link holds is public (ids the API and the bus show), so it is the secret
+that keeps someone holding the key, or reading the table, from making one. Links go in the e-mail
+alone, never on the event bus (resumable.events.mail).
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import hmac
 import json
+import secrets
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -59,6 +64,7 @@ class Link(BaseModel):
     p: str  # the principal it answers as
     e: int  # expires at (epoch seconds: the question's expiry)
     j: str  # its id (its record's: what says it was issued, and marks it used)
+    n: str  # its secret (random: its record keeps only the digest)
 
 
 def _b64(raw: bytes) -> str:
@@ -66,7 +72,15 @@ def _b64(raw: bytes) -> str:
 
 
 def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    """The bytes of unpadded base64url ``text``, strictly: one spelling per token (ValueError otherwise)."""
+    raw = base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)
+    if _b64(raw) != text:
+        raise ValueError("not the one spelling of its bytes")
+    return raw
+
+
+def digest_of(secret: str) -> str:
+    return hashlib.sha256(f"decision-link-secret\n{secret}".encode()).hexdigest()
 
 
 def _signed(payload: str) -> bytes:
@@ -82,21 +96,25 @@ def issue(
     event_id: str,
 ) -> str | None:
     """The token of a link answering the question ``ids`` (session, turn, request) as
-    ``settings.decision_links_as``, its issue recorded first; None without links, or where the
-    question's ids and the principal make a link too long to be read back. Its id comes from
-    ``event_id`` (the event's, stable), so an event published again carries the same link."""
+    ``settings.decision_links_as``, its issue recorded first; None without links, where the link was
+    used already, or where the question's ids and the principal make a link too long to be read back.
+    Its id comes from ``event_id`` (the event's, stable); each issue draws a new secret, so an event
+    mailed again carries a new link and the one mailed before stops working."""
     if not settings.decision_links_as:
         return None
     session_id, turn_id, request_id = ids
     link_id = _b64(hashlib.sha256(f"link\n{event_id}".encode()).digest()[:12])
-    link = Link(s=session_id, t=turn_id, r=request_id, p=settings.decision_links_as, e=int(expires_at), j=link_id)
+    secret = secrets.token_urlsafe(16)
+    link = Link(
+        s=session_id, t=turn_id, r=request_id, p=settings.decision_links_as, e=int(expires_at), j=link_id, n=secret
+    )
     payload = _b64(json.dumps(link.model_dump(), sort_keys=True, separators=(",", ":")).encode())
     if len(payload) + 1 + 43 > MAX_LINK_CHARS:  # (the MAC: 32 bytes, 43 characters)
         return None
     token = f"{payload}.{_b64(key.mac(_signed(payload)))}"
     purge_at = link.e + settings.retention_seconds
-    links.record_link(session_id, link_id, turn_id, request_id, link.p, purge_at)
-    return token
+    issued = links.record_link(session_id, link_id, (turn_id, request_id, link.p), digest_of(secret), purge_at)
+    return token if issued else None
 
 
 def _held(deps: Dependencies, token: str) -> Link | None:
@@ -134,9 +152,19 @@ def read(deps: Dependencies, token: str, now: float) -> Link:
     if link.e <= now:
         raise GoneError("this link expired with its question; nothing was decided")
     issued = deps.store.issued_link(link.s, link.j)
-    if issued is None or (issued.turn_id, issued.request_id, issued.principal) != (link.t, link.r, link.p):
-        raise NotFoundError("this decision link was never issued by this deployment; nothing was decided")
+    if (
+        issued is None
+        or (issued.turn_id, issued.request_id, issued.principal) != (link.t, link.r, link.p)
+        or not hmac.compare_digest(issued.digest, digest_of(link.n))
+    ):
+        raise NotFoundError(_UNISSUED)
     return link
+
+
+_UNISSUED = (
+    "this decision link was never issued by this deployment (or a later e-mail's link replaced it); nothing "
+    "was decided: use the link of the latest e-mail, or decide on the inbox page"
+)
 
 
 _SAID = {"superseded": "withdrawn (its turn was canceled, or moved on without it)"}
@@ -173,9 +201,9 @@ def decide(deps: Dependencies, token: str, decision: Decision, text: str | None)
         raise BadRequestError(f"this question takes {wanted}; nothing was decided")
     if asked.status != "requested":
         raise ConflictError(f"the question is {said_of(asked.status)} already: this link decides nothing now")
-    claim = deps.store.claim_link(link.s, link.j, deps.clock.now())
-    if claim == "unissued":  # (its record purged since it was read)
-        raise NotFoundError("this decision link was never issued by this deployment; nothing was decided")
+    claim = deps.store.claim_link(link.s, link.j, digest_of(link.n), deps.clock.now())
+    if claim == "unissued":  # (its record purged, or issued again, since it was read)
+        raise NotFoundError(_UNISSUED)
     if claim == "used":
         raise ConflictError("this link was used already: each decides once; see the question on the inbox page")
     response: Any = text if decision == "reply" else {"decision": decision}

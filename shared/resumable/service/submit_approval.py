@@ -102,9 +102,9 @@ def submit_approval(
             moved = advance(deps, load(deps, session_id, root_id))
             if any(i.request_id == request_id and i.answered_by == EXPIRY for i in moved.interactions):
                 raise _denied_at_expiry(request_id)
+            settled = "is settled as expired" if deps.runs_agents else "is being settled (as its approval rule says)"
             raise GoneError(
-                f"interaction {request_id} expired before it was answered; its turn is settled as expired and "
-                "nothing was answered"
+                f"interaction {request_id} expired before it was answered; its turn {settled} and nothing was answered"
             )
         _unless_replayed(interaction, response, approval_shaped, principal)
     tree = load(deps, session_id, root_id)

@@ -1,8 +1,9 @@
 """One-click decision links: an item beside the question (``LINK#<linkId>`` in its session's partition)
-written when the link is issued, naming the question and the principal it answers as, and marked used
-by a conditional update when the link's decision is taken. A link whose item was never written was
-never issued (even a leaked key mints nothing), and a second use of one (a reload that posts again,
-a forwarded mail) is refused. Kept until the question's records go (``purge_at``)."""
+written when the link is issued, naming the question, the principal it answers as and the digest of
+the random secret the link's token holds, and marked used by a conditional update when the link's
+decision is taken. A token whose secret is not the one its item's digest names was never issued
+(the key, or a read of the table, mints nothing), and a second use of a link (a reload that posts
+again, a forwarded mail) is refused. Kept until the question's records go (``purge_at``)."""
 
 from __future__ import annotations
 
@@ -23,10 +24,17 @@ def link_sk(link_id: str) -> str:
 class DecisionLinkItems(Table):
     @aws_call
     def record_link(
-        self, session_id: str, link_id: str, turn_id: str, request_id: str, principal: str, purge_at: float
-    ) -> None:
-        """Write that the link was issued (once: a link issued again, by an event published again, keeps
-        its item as it is, used or not)."""
+        self,
+        session_id: str,
+        link_id: str,
+        question: tuple[str, str, str],
+        digest: str,
+        purge_at: float,
+    ) -> bool:
+        """Write that the link was issued for ``question`` (turn, request, principal) with a secret of
+        ``digest``: False (nothing written) where it was used already. A link issued again (its event
+        mailed again) replaces the secret: the latest e-mail's link is the one that works."""
+        turn_id, request_id, principal = question
         try:
             self.dynamodb.put_item(
                 TableName=self.table,
@@ -36,13 +44,16 @@ class DecisionLinkItems(Table):
                     "turn_id": value(turn_id),
                     "request_id": value(request_id),
                     "principal": value(principal),
+                    "digest": value(digest),
                     TTL_ATTRIBUTE: value(int(purge_at)),
                 },
-                ConditionExpression="attribute_not_exists(pk)",
+                ConditionExpression="attribute_not_exists(used_at)",
             )
         except ClientError as error:
-            if code_of(error) != CONDITION_FAILED:
-                raise
+            if code_of(error) == CONDITION_FAILED:
+                return False
+            raise
+        return True
 
     @aws_call
     def issued_link(self, session_id: str, link_id: str) -> IssuedLink | None:
@@ -55,21 +66,24 @@ class DecisionLinkItems(Table):
         return IssuedLink.model_validate(decode(item))
 
     @aws_call
-    def claim_link(self, session_id: str, link_id: str, now: float) -> LinkClaim:
-        """Mark the issued link used: ``used`` where it was used already, ``unissued`` where it was never issued."""
+    def claim_link(self, session_id: str, link_id: str, digest: str, now: float) -> LinkClaim:
+        """Mark the issued link used: ``used`` where it was used already, ``unissued`` where it was never
+        issued with a secret of ``digest``."""
         try:
             self.dynamodb.update_item(
                 TableName=self.table,
                 Key=key(session_id, link_sk(link_id)),
                 UpdateExpression="SET used_at = :now",
-                ConditionExpression="attribute_exists(request_id) AND attribute_not_exists(used_at)",
-                ExpressionAttributeValues={":now": value(now)},
+                ConditionExpression=(
+                    "attribute_exists(request_id) AND attribute_not_exists(used_at) AND digest = :digest"
+                ),
+                ExpressionAttributeValues={":now": value(now), ":digest": value(digest)},
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as error:
             if code_of(error) == CONDITION_FAILED:
                 held: Any = error.response.get("Item") or {}
-                return "used" if "request_id" in held else "unissued"
+                return "used" if "used_at" in held else "unissued"
             raise
         return "claimed"
 

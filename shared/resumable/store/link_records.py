@@ -14,8 +14,9 @@ class LinkRecords(ABC):
         used), read consistently; None where it was never issued."""
 
     @abstractmethod
-    def claim_link(self, session_id: str, link_id: str, now: float) -> LinkClaim:
-        """Mark an issued one-click decision link used: ``claimed``, or ``used`` (already) or ``unissued``."""
+    def claim_link(self, session_id: str, link_id: str, digest: str, now: float) -> LinkClaim:
+        """Mark an issued one-click decision link whose secret has ``digest`` used: ``claimed``, or
+        ``used`` (already) or ``unissued`` (never, or issued again since with another secret)."""
 
     @abstractmethod
     def release_link(self, session_id: str, link_id: str) -> None:

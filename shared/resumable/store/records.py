@@ -278,11 +278,13 @@ LinkClaim = Literal["claimed", "used", "unissued"]
 
 
 class IssuedLink(Record):
-    """A one-click decision link as issued: its question, whom it answers as, and when it was used."""
+    """A one-click decision link as issued: its question, whom it answers as, the digest of the secret
+    its token holds (the secret itself is never stored), and when it was used."""
 
     turn_id: str
     request_id: str
     principal: str
+    digest: str
     used_at: float | None = None
 
 
