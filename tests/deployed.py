@@ -22,8 +22,8 @@ SERVED_BY = {
     "start_turn": "StartTurnFunction",
     "submit_approval": "SubmitApprovalFunction",
     "dismiss": "SubmitApprovalFunction",
-    "decision_link": "SubmitApprovalFunction",  # GET /decide/{token}: the link's page
-    "decide_by_link": "SubmitApprovalFunction",
+    "decision_link": "DecisionLinksFunction",  # GET /decide/{token}: the link's page
+    "decide_by_link": "DecisionLinksFunction",
     "recover": "SubmitApprovalFunction",  # a continuation, which SubmitApproval runs
     "recover_turn": "SubmitApprovalFunction",
     "republish": "SubmitApprovalFunction",

@@ -194,6 +194,8 @@ def test_a_changed_expired_or_foreign_link_or_a_bad_form_is_refused_and_decides_
     crowded = "&".join(f"f{n}=x" for n in range(50)) + "&decision=maybe"  # (a form of many fields: no 500)
     assert _page("POST", link, None, crowded)[0] == 400
     assert _page("POST", link, None, "decision=approve&decision=deny")[0] == 400  # (says two things)
+    status, page = _page("POST", link, None, "decision=deny&message=why")  # (a field it lacks: not lost)
+    assert status == 400 and "does not take (&#x27;message&#x27;" in page
     status, page = _page("POST", link, {"decision": "deny", "text": "日" * 2001})  # (not cut: refused)
     assert status == 400 and "2001 characters, the most is 2000" in page
     configured = handler_environment.model_copy(update={"decision_links_as": ANN})

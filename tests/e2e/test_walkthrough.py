@@ -3,16 +3,20 @@ bash, does what each step says."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
+import urllib.parse
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.patience import HANG_SECONDS
+from tests.e2e.local_api import call
+from tests.patience import HANG_SECONDS, eventually
 
 END = "The OpenAPI document:"
 
@@ -97,3 +101,45 @@ def test_the_resumable_command_finds_the_local_run_by_itself(printed: str, state
     )
     assert ran.returncode == 0, ran.stderr
     assert "could not reach" not in ran.stderr
+
+
+def test_make_run_with_decision_links_starts_and_its_mail_holds_a_link_that_decides(tmp_path: Path) -> None:
+    """docs/desk.md's local run of one-click links: DECISION_LINKS_AS=... make run starts (the embedded
+    AWS's link key in every function's environment before it is imported), prints how to read the mail,
+    and the mail of a question holds a link whose form decides it."""
+    local = "arn:aws:iam::000000000000:user/local"
+    state = tmp_path / "local-run.json"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "resumable.local.run"],
+        env={**os.environ, "PORT": "0", "RESUMABLE_LOCAL_STATE": str(state), "DECISION_LINKS_AS": local},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert server.stdout is not None
+    lines: list[str] = []
+    try:
+        for line in server.stdout:
+            lines.append(line)
+            if line.startswith(END):
+                break
+        printed = "".join(lines)
+        reader = re.search(r"^  (\S+ -m resumable\.local\.events --mail \S+)$", printed, re.MULTILINE)
+        assert reader, "make run printed no way to read the mail:\n" + printed
+        url = json.loads(state.read_text())["url"]
+        started = call(url, "POST", "/sessions/mailed/turns", {"prompt": "delete the mailed record"})
+        assert started[0] == 201 and started[1]["status"] == "waiting", started
+
+        def link() -> str | None:
+            read = reader.group(1).split()
+            mail = subprocess.run(read, capture_output=True, text=True, timeout=HANG_SECONDS, check=False)
+            found = re.search(r"without signing in \(its page decides, once\): (\S+)", mail.stdout)
+            return found.group(1) if found else None
+
+        decide = eventually(link, "the question's e-mail, with its link")
+        form = urllib.parse.urlencode({"decision": "approve"}).encode()
+        with urllib.request.urlopen(urllib.request.Request(decide, data=form), timeout=HANG_SECONDS) as reply:
+            assert reply.status == 200 and "Your approval is recorded" in reply.read().decode()
+    finally:
+        server.terminate()
+        server.wait(HANG_SECONDS)

@@ -5,6 +5,7 @@ session back until it is sent."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -87,3 +88,43 @@ def test_a_mail_that_fails_holds_its_session_back_until_it_is_sent(
         mails = _mails(resources)
         eventually(lambda: mails() or None, "the question's e-mail, once the topic takes it")
     assert failures == [0] and len(mails()) == 1
+
+
+APPROVER = "arn:aws:iam::000000000000:user/approver-ann"
+LINK = re.compile(r"^Or decide without signing in \(its page decides, once\): \S+/decide/(\S+)$", re.MULTILINE)
+
+
+def test_a_mail_that_fails_in_one_session_spends_no_link_another_session_was_mailed(
+    make_service: Callable[..., Service], configured: Settings
+) -> None:
+    """One batch, two sessions: the first session's e-mail fails once, so Lambda delivers the batch again
+    from it, and the second session's question is mailed again. Every link mailed still works (the
+    first used spends them all), not only the latest."""
+    links = {"decision_links_as": APPROVER, "approver_principals": (APPROVER,)}
+    service = make_service("nested", **links)
+    asked = {s: service.start_turn(s, "delete").interactions[0].request_id for s in ("held-1", "mailed-1")}
+    failures = [1]
+
+    def flaky(given: Settings) -> Any:
+        made = Publishing(given.model_copy(update=links), FakeClock())
+        publish = made.topic.publish
+
+        def failing(subject: str, message: str) -> None:
+            if failures[0] and f"(request {asked['held-1']})" in message:
+                failures[0] -= 1
+                raise AwsError("Publish to the topic failed: ThrottlingException")
+            publish(subject, message)
+
+        made.topic.publish = failing  # type: ignore[method-assign]
+        return made.handle
+
+    with publishing(configured, flaky) as (resources, _):
+        mails = _mails(resources)
+        eventually(lambda: len(mails()) >= 3 or None, "both questions mailed, the second one twice")
+    tokens = {
+        s: [m.group(1) for _, text in mails() if f"(request {r})" in text for m in [LINK.search(text)] if m]
+        for s, r in asked.items()
+    }
+    assert failures == [0] and len(tokens["mailed-1"]) == 2 and len(set(tokens["mailed-1"])) == 2
+    for token in [*tokens["mailed-1"], *tokens["held-1"]]:
+        assert service.decision_link(token)[1].status == "requested"  # (each still opens its question)

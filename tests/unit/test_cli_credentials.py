@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from resumable.cli import main
+from resumable.cli import client, main
 
 TOKEN = "eyJ-the-token-itself-4f9c"
 
@@ -49,7 +49,7 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> _Sent:
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-a-real-secret")
     monkeypatch.setenv("RESUMABLE_LOCAL_STATE", "/nonexistent/local-run.json")
     recorder = _Sent()
-    monkeypatch.setattr(urllib.request, "urlopen", recorder)
+    monkeypatch.setattr(client, "_open", recorder)
     return recorder
 
 
@@ -189,3 +189,45 @@ def test_token_stdin_on_a_terminal_reads_the_token_without_echoing_it(
     assert prompts == ["token: "]
     out, err = capsys.readouterr()
     assert TOKEN not in out + err
+
+
+def test_a_redirect_is_answered_as_it_came_and_the_credentials_go_nowhere_else(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 302 to another host (a custom domain or a proxy in front of the API) is not followed: the token
+    or signature would go with it."""
+    import http.server
+    import threading
+
+    reached: list[str | None] = []
+
+    class Elsewhere(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            reached.append(self.headers.get("Authorization"))
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b'{"interactions": []}')
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    elsewhere = http.server.HTTPServer(("127.0.0.1", 0), Elsewhere)
+
+    class Redirecting(Elsewhere):
+        def do_GET(self) -> None:
+            self.send_response(302)
+            self.send_header("Location", f"http://127.0.0.1:{elsewhere.server_address[1]}/interactions")
+            self.end_headers()
+
+    redirecting = http.server.HTTPServer(("127.0.0.1", 0), Redirecting)
+    for server in (elsewhere, redirecting):
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("RESUMABLE_TOKEN", "SECRET-JWT")
+        url = f"http://127.0.0.1:{redirecting.server_address[1]}"
+        assert main.main(["--url", url, "inbox"]) != 0
+    finally:
+        for server in (elsewhere, redirecting):
+            server.shutdown()
+    assert reached == []
+    assert "SECRET-JWT" not in capsys.readouterr().err

@@ -76,7 +76,12 @@ def use_link(token: str) -> Response[Any]:
     if len(body) > MAX_FORM_CHARS:
         said = f"The form is larger than this page's forms are ({len(body)} characters sent): nothing was decided."
         return _html(400, outcome("Nothing was decided", said))
-    form = parse_qs(body)
+    form = parse_qs(body, keep_blank_values=True)
+    unknown = sorted(set(form) - {"decision", "text"})
+    if unknown:  # (a field this form does not have would be lost: a deny's reason as "message", say)
+        said = f"The form has a field it does not take ({unknown[0][:40]!r}; it takes decision and text)"
+        said += ": open the link again."
+        return _html(400, outcome("Nothing was decided", said + " Nothing was decided."))
     decisions, texts = form.get("decision") or [], form.get("text") or []
     if len(decisions) != 1 or decisions[0] not in ("approve", "deny", "reply") or len(texts) > 1:
         said = "The form must say one of approve, deny or reply (and at most one text): open the link again."

@@ -32,6 +32,21 @@ class UnreachableError(Exception):
     """The API could not be reached (nothing was done that the caller can know of)."""
 
 
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A redirect is answered as it came, never followed: the request's signature or token would go
+    wherever it points (another host, or plain http)."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects())
+
+
+def _open(request: urllib.request.Request, timeout: float) -> Any:
+    return _OPENER.open(request, timeout=timeout)
+
+
 @dataclass
 class Api:
     url: str
@@ -49,7 +64,7 @@ class Api:
             headers |= self._signature(method, target, data, headers)
         request = urllib.request.Request(target, data=data, method=method, headers=headers)
         try:
-            with urllib.request.urlopen(request, timeout=_TIMEOUT_SECONDS) as reply:
+            with _open(request, timeout=_TIMEOUT_SECONDS) as reply:
                 return Reply(reply.status, _json(reply.read()))
         except urllib.error.HTTPError as error:
             return Reply(error.code, _json(error.read()))

@@ -309,8 +309,9 @@ def main() -> None:
     with ExitStack() as stack:
         app, layout = _application(stack)
         settings = stack.enter_context(embedded_aws())
-        stack.enter_context(functions_in_process())
+        # (before the handlers are imported: each checks its settings then, the decision-link key too)
         os.environ.update(settings.environment() | _app_values(app, layout, settings))
+        stack.enter_context(functions_in_process())
         os.environ.setdefault("CONTINUE_FUNCTION", function_arn("SubmitApprovalFunction"))
         machine = create_state_machine(settings)
         credentials, verifier = None, None

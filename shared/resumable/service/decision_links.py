@@ -98,8 +98,8 @@ def issue(
     """The token of a link answering the question ``ids`` (session, turn, request) as
     ``settings.decision_links_as``, its issue recorded first; None without links, where the link was
     used already, or where the question's ids and the principal make a link too long to be read back.
-    Its id comes from ``event_id`` (the event's, stable); each issue draws a new secret, so an event
-    mailed again carries a new link and the one mailed before stops working."""
+    Its id comes from ``event_id`` (the event's, stable); each issue draws a new secret, which its
+    record adds to those of the e-mails before: each e-mail's link works, once for all of them."""
     if not settings.decision_links_as:
         return None
     session_id, turn_id, request_id = ids
@@ -155,16 +155,13 @@ def read(deps: Dependencies, token: str, now: float) -> Link:
     if (
         issued is None
         or (issued.turn_id, issued.request_id, issued.principal) != (link.t, link.r, link.p)
-        or not hmac.compare_digest(issued.digest, digest_of(link.n))
+        or not any(hmac.compare_digest(held, digest_of(link.n)) for held in issued.digests)
     ):
         raise NotFoundError(_UNISSUED)
     return link
 
 
-_UNISSUED = (
-    "this decision link was never issued by this deployment (or a later e-mail's link replaced it); nothing "
-    "was decided: use the link of the latest e-mail, or decide on the inbox page"
-)
+_UNISSUED = "this decision link was never issued by this deployment; nothing was decided: decide on the inbox page"
 
 
 _SAID = {"superseded": "withdrawn (its turn was canceled, or moved on without it)"}
@@ -207,7 +204,7 @@ def decide(deps: Dependencies, token: str, decision: Decision, text: str | None)
     if claim == "used":
         raise ConflictError("this link was used already: each decides once; see the question on the inbox page")
     response: Any = text if decision == "reply" else {"decision": decision}
-    if decision == "deny" and text:
+    if decision != "reply" and text:  # (a deny's message for the agent; an approval's note, for the trail)
         response["message"] = text
     try:
         return link.r, submit_approval(deps, link.s, link.t, link.r, response, principal(link))

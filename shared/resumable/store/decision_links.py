@@ -1,7 +1,7 @@
 """One-click decision links: an item beside the question (``LINK#<linkId>`` in its session's partition)
 written when the link is issued, naming the question, the principal it answers as and the digest of
-the random secret the link's token holds, and marked used by a conditional update when the link's
-decision is taken. A token whose secret is not the one its item's digest names was never issued
+each random secret a token of it holds (one per e-mail that carried it), and marked used by a
+conditional update when the link's decision is taken. A token whose secret no digest names was never issued
 (the key, or a read of the table, mints nothing), and a second use of a link (a reload that posts
 again, a forwarded mail) is refused. Kept until the question's records go (``purge_at``)."""
 
@@ -33,21 +33,26 @@ class DecisionLinkItems(Table):
     ) -> bool:
         """Write that the link was issued for ``question`` (turn, request, principal) with a secret of
         ``digest``: False (nothing written) where it was used already. A link issued again (its event
-        mailed again) replaces the secret: the latest e-mail's link is the one that works."""
+        delivered, and mailed, again) adds its secret: every e-mail's link works, and the first used
+        spends them all."""
         turn_id, request_id, principal = question
         try:
-            self.dynamodb.put_item(
+            self.dynamodb.update_item(
                 TableName=self.table,
-                Item={
-                    **key(session_id, link_sk(link_id)),
-                    "entity": value("decision_link"),
-                    "turn_id": value(turn_id),
-                    "request_id": value(request_id),
-                    "principal": value(principal),
-                    "digest": value(digest),
-                    TTL_ATTRIBUTE: value(int(purge_at)),
-                },
+                Key=key(session_id, link_sk(link_id)),
+                UpdateExpression=(
+                    "SET entity = :entity, turn_id = :turn, request_id = :request, principal = :principal, "
+                    f"{TTL_ATTRIBUTE} = if_not_exists({TTL_ATTRIBUTE}, :purge) ADD digests :digest"
+                ),
                 ConditionExpression="attribute_not_exists(used_at)",
+                ExpressionAttributeValues={
+                    ":entity": value("decision_link"),
+                    ":turn": value(turn_id),
+                    ":request": value(request_id),
+                    ":principal": value(principal),
+                    ":purge": value(int(purge_at)),
+                    ":digest": {"SS": [digest]},
+                },
             )
         except ClientError as error:
             if code_of(error) == CONDITION_FAILED:
@@ -75,7 +80,7 @@ class DecisionLinkItems(Table):
                 Key=key(session_id, link_sk(link_id)),
                 UpdateExpression="SET used_at = :now",
                 ConditionExpression=(
-                    "attribute_exists(request_id) AND attribute_not_exists(used_at) AND digest = :digest"
+                    "attribute_exists(request_id) AND attribute_not_exists(used_at) AND contains(digests, :digest)"
                 ),
                 ExpressionAttributeValues={":now": value(now), ":digest": value(digest)},
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",

@@ -16,7 +16,7 @@ class LinkRecords(ABC):
     @abstractmethod
     def claim_link(self, session_id: str, link_id: str, digest: str, now: float) -> LinkClaim:
         """Mark an issued one-click decision link whose secret has ``digest`` used: ``claimed``, or
-        ``used`` (already) or ``unissued`` (never, or issued again since with another secret)."""
+        ``used`` (already) or ``unissued`` (never with that secret)."""
 
     @abstractmethod
     def release_link(self, session_id: str, link_id: str) -> None:

@@ -284,7 +284,7 @@ class IssuedLink(Record):
     turn_id: str
     request_id: str
     principal: str
-    digest: str
+    digests: list[str]
     used_at: float | None = None
 
 
