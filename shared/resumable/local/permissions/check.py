@@ -223,15 +223,13 @@ def resource_arn(stack: Stack, call: Call, sample: str = SAMPLES[0]) -> str:
 # settings and secrets, which resumable.aws.app_settings asks for only where configured; the decision links'
 # key, without DecisionLinksAnswerAs; NotifyEmail's topic, without which nobody is mailed).
 OPTIONAL = (APP_SETTINGS, APP_SECRETS, BEDROCK_MODELS, LINK_KEY, TOPIC)
-# Calls made only where an optional variable is set, though they reach something else (a link's record).
-MADE_ONLY_WITH = {("PublisherFunction", "dynamodb:PutItem"): LINK_KEY}
 
 
 def _made_in(stack: Stack, call: Call) -> bool:
     """Whether ``call`` can be made in ``stack``: not where it reaches what an unset optional variable names."""
-    environment, needed = _environment(stack, call.function), MADE_ONLY_WITH.get((call.function, call.action))
+    environment = _environment(stack, call.function)
     unset = [v for v in OPTIONAL if "${" + v + "}" in call.resource and not environment.get(v)]
-    return not unset and (needed is None or bool(environment.get(needed)))
+    return not unset
 
 
 # Where each geography's cross-Region inference profiles route (a sample of the Regions each spans).
