@@ -11,6 +11,7 @@ import sys
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -27,12 +28,13 @@ def state(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("state") / "local-run.json"
 
 
-@pytest.fixture(scope="module")
-def printed(state: Path) -> Iterator[str]:
-    """The walkthrough ``python -m resumable.local.run`` (``make run``) prints, while it keeps serving."""
+@contextmanager
+def make_run(state: Path, **env: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """``python -m resumable.local.run`` (``make run``) with ``env``, and what it printed up to its
+    walkthrough's end, while it keeps serving; stopped by SIGTERM as by Ctrl-C."""
     server = subprocess.Popen(
         [sys.executable, "-m", "resumable.local.run"],
-        env={**os.environ, "PORT": "0", "RESUMABLE_LOCAL_STATE": str(state)},
+        env={**os.environ, "PORT": "0", "RESUMABLE_LOCAL_STATE": str(state), **env},
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -45,10 +47,17 @@ def printed(state: Path) -> Iterator[str]:
             if line.startswith(END):
                 break
         assert lines and lines[-1].startswith(END), "make run printed no walkthrough:\n" + "".join(lines)
-        yield "".join(lines)
+        yield server, "".join(lines)
     finally:
         server.terminate()
         server.wait(HANG_SECONDS)
+
+
+@pytest.fixture(scope="module")
+def printed(state: Path) -> Iterator[str]:
+    """The walkthrough ``make run`` prints, while it keeps serving."""
+    with make_run(state) as (server, walkthrough):
+        yield walkthrough
     # Stopped by SIGTERM as by Ctrl-C: it took back the note of where it served.
     assert server.returncode == 0 and not state.exists()
 
@@ -107,23 +116,8 @@ def test_make_run_with_decision_links_starts_and_its_mail_holds_a_link_that_deci
     """docs/desk.md's local run of one-click links: DECISION_LINKS_AS=... make run starts (the embedded
     AWS's link key in every function's environment before it is imported), prints how to read the mail,
     and the mail of a question holds a link whose form decides it."""
-    local = "arn:aws:iam::000000000000:user/local"
     state = tmp_path / "local-run.json"
-    server = subprocess.Popen(
-        [sys.executable, "-m", "resumable.local.run"],
-        env={**os.environ, "PORT": "0", "RESUMABLE_LOCAL_STATE": str(state), "DECISION_LINKS_AS": local},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert server.stdout is not None
-    lines: list[str] = []
-    try:
-        for line in server.stdout:
-            lines.append(line)
-            if line.startswith(END):
-                break
-        printed = "".join(lines)
+    with make_run(state, DECISION_LINKS_AS="arn:aws:iam::000000000000:user/local") as (_, printed):
         reader = re.search(r"^  (\S+ -m resumable\.local\.events --mail \S+)$", printed, re.MULTILINE)
         assert reader, "make run printed no way to read the mail:\n" + printed
         url = json.loads(state.read_text())["url"]
@@ -140,6 +134,3 @@ def test_make_run_with_decision_links_starts_and_its_mail_holds_a_link_that_deci
         form = urllib.parse.urlencode({"decision": "approve"}).encode()
         with urllib.request.urlopen(urllib.request.Request(decide, data=form), timeout=HANG_SECONDS) as reply:
             assert reply.status == 200 and "Your approval is recorded" in reply.read().decode()
-    finally:
-        server.terminate()
-        server.wait(HANG_SECONDS)
