@@ -1,7 +1,8 @@
 """``make layer``: build the Lambda layers and report their sizes against Lambda's limit.
 
 - The **layer** (layers/build/python/, layers/layer.zip): shared/resumable without its local-only code
-  (``resumable/local/``: the embedded AWS, the local server, make run and make demo) and without the
+  (``resumable/local/``: the embedded AWS, the local server, make run and make demo; and
+  ``resumable/local_runs.py``, where local runs serve) and without the
   ``resumable`` command (``resumable/cli/``), plus layers/requirements.txt.
 - The optional **Strands layer** (layers/strands-build/, layers/strands-layer.zip):
   layers/strands-requirements.txt alone, the Strands Agents SDK and what it needs beyond the layer and
@@ -133,9 +134,10 @@ def with_strands() -> bool:
     return said.strip().lower() == "true"
 
 
-# What never ships: local-only code, the command people run in a terminal (a client, not a function's
-# code), and caches. Of app/: its requirements (installed, not copied), its tests and its local values.
-NOT_SHIPPED = frozenset({"local", "cli"})
+# What never ships: local-only code (and the notes of where local runs serve), the command people run in
+# a terminal (a client, not a function's code), and caches. Of app/: its requirements (installed, not
+# copied), its tests and its local values.
+NOT_SHIPPED = frozenset({"local", "local_runs.py", "cli"})
 APP_NOT_SHIPPED = frozenset({"requirements.txt", "tests", "local.json"})
 
 

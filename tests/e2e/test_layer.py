@@ -100,6 +100,7 @@ _LOCAL_IMPORT = re.compile(r"^\s*(from|import)\s+(moto|resumable\.local)\b", re.
 def test_the_layer_holds_no_local_only_code_and_nothing_it_ships_imports_it(layer: Built) -> None:
     archive, names = layer.archive, layer.names
     assert not any(n.startswith(("python/resumable/local/", "python/resumable/cli/", "python/moto/")) for n in names)
+    assert "python/resumable/local_runs.py" not in names
     importing = [
         n
         for n in names

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -20,6 +21,7 @@ import pytest
 from resumable.api.app import forget
 from resumable.local.functions import load_template
 from resumable.local.functions import routes as template_routes
+from resumable.local.server import requests_log
 from resumable.local.template import functions_in_process
 from tests.e2e.local_api import APPROVER, MALLORY, call
 from tests.factories import LEDGER_ENV, executions
@@ -216,6 +218,57 @@ def test_make_run_on_a_port_in_use_says_which_port_and_how_to_pick_another() -> 
     assert f"port {port} on 127.0.0.1 is already in use" in ran.stderr
     assert f"PORT={port + 1} make run" in ran.stderr
     assert "Traceback" not in ran.stderr
+
+
+@pytest.mark.parametrize("port", ["abc", "99999", "-1"])
+def test_make_run_with_a_port_that_is_no_port_says_what_is_allowed_in_one_line(port: str) -> None:
+    ran = subprocess.run(
+        [sys.executable, "-m", "resumable.local.run"],
+        check=False,
+        env={**os.environ, "PORT": port},
+        capture_output=True,
+        text=True,
+        timeout=HANG_SECONDS,
+    )
+    assert ran.returncode == 1 and "Traceback" not in ran.stderr, ran.stderr
+    assert ran.stderr.strip().splitlines() == [
+        f"make run: PORT={port!r} is not a port: give a number from 1 to 65535 (PORT=3001 make run), "
+        "or 0 for any free one"
+    ]
+
+
+def test_make_run_with_a_log_level_that_is_none_says_which_there_are() -> None:
+    ran = subprocess.run(
+        [sys.executable, "-m", "resumable.local.run"],
+        check=False,
+        env={**os.environ, "PORT": "0", "LOG_LEVEL": "loud"},
+        capture_output=True,
+        text=True,
+        timeout=HANG_SECONDS,
+    )
+    assert ran.returncode == 1 and "Traceback" not in ran.stderr, ran.stderr
+    assert "LOG_LEVEL='loud' is not a level: DEBUG (every request and metric), INFO, WARNING, ERROR" in ran.stderr
+
+
+def test_a_request_is_logged_only_at_debug_so_a_polling_page_leaves_the_log_quiet(url: str) -> None:
+    seen: list[tuple[int, str]] = []
+
+    class Seen(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append((record.levelno, record.getMessage()))
+
+    handler, level = Seen(), requests_log.level
+    requests_log.addHandler(handler)
+    try:
+        requests_log.setLevel(logging.INFO)  # make run's default
+        assert call(url, "GET", "/openapi.json")[0] == 200
+        assert seen == []
+        requests_log.setLevel(logging.DEBUG)  # LOG_LEVEL=DEBUG make run
+        assert call(url, "GET", "/openapi.json")[0] == 200
+        assert seen == [(logging.DEBUG, "GET /openapi.json -> 200")]
+    finally:
+        requests_log.removeHandler(handler)
+        requests_log.setLevel(level)
 
 
 def test_query_parameters_reach_the_handler_as_api_gateway_builds_them(url: str) -> None:

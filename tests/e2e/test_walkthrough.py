@@ -92,6 +92,13 @@ def test_every_step_of_the_printed_walkthrough_works_when_followed_literally(pri
         assert step.replace(": ", ":").replace(", ", ",") in out.replace(": ", ":").replace(", ", ","), step
     assert "there is no record" not in out, "a step deleted a record an earlier one had deleted"
     assert '"code"' not in out, "a step got an error: " + out
+    # Pasted again, every step runs again (a new workflow, new turns); the demo's records are gone by then.
+    again = subprocess.run(
+        ["bash", "-c", commands(printed)], capture_output=True, text=True, timeout=HANG_SECONDS, check=False
+    )
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert again.stdout.count('"status": "SUCCEEDED"') == 1 and "there is no record named dev-db" in again.stdout
+    assert '"code"' not in again.stdout, "a step pasted again got an error: " + again.stdout
 
 
 @pytest.mark.slow
@@ -110,6 +117,16 @@ def test_the_resumable_command_finds_the_local_run_by_itself(printed: str, state
     )
     assert ran.returncode == 0, ran.stderr
     assert "could not reach" not in ran.stderr
+    url_ = url.group(1)
+    assert call(url_, "POST", "/sessions/evented/turns", {"prompt": "delete the evented record"})[0] == 201
+    read = [sys.executable, "-m", "resumable.cli", "events", "--once"]  # no --queue: the run said which
+
+    def evented() -> str | None:
+        ran = subprocess.run(read, env=environment, capture_output=True, text=True, timeout=HANG_SECONDS, check=False)
+        assert ran.returncode == 0, ran.stderr
+        return ran.stdout if "evented" in ran.stdout else None
+
+    assert "Interaction Requested" in eventually(evented, "the run's events, read from its own queue")
 
 
 def test_make_run_with_decision_links_starts_and_its_mail_holds_a_link_that_decides(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 import threading
 import weakref
 from collections.abc import Callable
@@ -337,4 +338,6 @@ def _continue(service: Service, target: Any) -> dict[str, Any]:
     return turn.model_dump(mode="json")
 
 
-logging.getLogger("resumable").setLevel(logging.INFO)
+# Info and above, unless LOG_LEVEL names another level (make run's LOG_LEVEL=DEBUG shows more).
+_LEVEL = os.environ.get("LOG_LEVEL", "").strip().upper()
+logging.getLogger("resumable").setLevel(_LEVEL if _LEVEL in ("DEBUG", "INFO", "WARNING", "ERROR") else logging.INFO)

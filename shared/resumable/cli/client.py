@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -124,24 +124,18 @@ def stack_url(stack: str, region: str | None) -> str:
 
 
 def default_url() -> str:
-    """``RESUMABLE_URL``; else the local run's, if one is serving (``make run`` says where, see
-    ``local_run_state``); else the local run's default address."""
-    return os.environ.get("RESUMABLE_URL") or _local_run_url() or LOCAL_URL
+    """``RESUMABLE_URL``; else the URL of the local run that serves (``make run`` notes where; the newest
+    where several do, said on stderr); else the local run's default address."""
+    if os.environ.get("RESUMABLE_URL"):
+        return os.environ["RESUMABLE_URL"]
+    from resumable.local_runs import serving  # (only here: a command given its URL never reads the notes)
 
-
-def local_run_state() -> Path:
-    """Where a local run (``make run``) says where it serves: ``RESUMABLE_LOCAL_STATE``, else
-    ``.resumable/local-run.json`` in the project it runs from."""
-    named = os.environ.get("RESUMABLE_LOCAL_STATE")
-    return Path(named) if named else Path(__file__).resolve().parents[3] / ".resumable" / "local-run.json"
-
-
-def _local_run_url() -> str | None:
-    """The URL of the local run that serves now, as it said (None: none does, or it said nothing)."""
-    try:
-        said = json.loads(local_run_state().read_text())
-        os.kill(int(said["pid"]), 0)  # (still running? a run that died leaves its file behind)
-        url = said["url"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return url if isinstance(url, str) and url.startswith("http://127.0.0.1:") else None
+    runs = serving()
+    if len(runs) > 1:
+        others = ", ".join(run.url for run in runs[1:])
+        print(
+            f"resumable: {len(runs)} local runs serve; calling the newest, {runs[0].url} (not {others}): set "
+            "RESUMABLE_URL or give --url to call another",
+            file=sys.stderr,
+        )
+    return runs[0].url if runs else LOCAL_URL

@@ -72,8 +72,12 @@ def _parser() -> argparse.ArgumentParser:
     restore = commands.add_parser("restore", help="bring a deleted session back, as it was")
     restore.add_argument("session")
     admin.add_commands(commands)
-    events = commands.add_parser("events", help="follow the local run's event queue (make run prints it)")
-    events.add_argument("--queue", default=os.environ.get("RESUMABLE_EVENTS_QUEUE"), help="RESUMABLE_EVENTS_QUEUE")
+    events = commands.add_parser("events", help="follow the local run's events (its queue, found by itself)")
+    events.add_argument(
+        "--queue",
+        default=os.environ.get("RESUMABLE_EVENTS_QUEUE"),
+        help="another queue than the serving local run's (RESUMABLE_EVENTS_QUEUE)",
+    )
     events.add_argument("--once", action="store_true", help="read what is there, then stop")
     return parser
 
@@ -147,7 +151,16 @@ def _wait(api: Api, reply: Reply) -> Reply:
 
 def _events(options: argparse.Namespace) -> int:
     if not options.queue:
-        print("resumable events: --queue (or RESUMABLE_EVENTS_QUEUE) names the queue make run printed", file=sys.stderr)
+        from resumable.local_runs import serving
+
+        runs = serving()
+        options.queue = runs[0].events_queue_url if runs else None
+    if not options.queue:
+        print(
+            "resumable events: no local run serves here (start one with make run), and no queue was named "
+            "(--queue, or RESUMABLE_EVENTS_QUEUE: the queue a make run printed)",
+            file=sys.stderr,
+        )
         return 2
     try:
         from resumable.local.events import line, read_events  # the local run's queue: local only

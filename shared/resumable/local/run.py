@@ -15,15 +15,12 @@ app/ folder, its agents answer, and every function runs from its layers built fo
 from __future__ import annotations
 
 import errno
-import json
 import os
 import signal
 import sys
-from collections.abc import Callable
 from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
-from resumable.cli.client import local_run_state
 from resumable.config import Settings
 from resumable.local.app_values import LocalValues, put
 from resumable.local.application import APP, DEMO, Application, application, layers_build
@@ -35,128 +32,14 @@ from resumable.local.functions import ROOT, function_arn, functions, load_templa
 from resumable.local.imports import check_function, places_of
 from resumable.local.issuer import GROUPS_CLAIM, LocalIssuer
 from resumable.local.schedules import running_schedules
-from resumable.local.server import DEFAULT_PRINCIPAL, LocalServer, make_server
-from resumable.local.slack import CHANNEL as SLACK_CHANNEL
-from resumable.local.slack import USER as SLACK_USER
+from resumable.local.server import DEFAULT_PRINCIPAL, LocalServer, make_server, requests_log
 from resumable.local.slack import slack_locally
 from resumable.local.template import create_state_machine, functions_in_process
+from resumable.local.walkthrough import IAM_SIGN_IN, JWT_WALKTHROUGH, WALKTHROUGH, filled
+from resumable.local_runs import note
 
 if TYPE_CHECKING:
     from resumable.runtime.rules import ApprovalRule
-
-# Every line of the walkthrough runs as printed, in order, in bash with curl >= 7.82 (tests/e2e follow it).
-# @URL, @AWS, @MACHINE, @EXECUTION and @SLACK (the Slack stand-in) are filled in; the embedded AWS takes
-# any signature (the Authorization header only names the service a request is for).
-WALKTHROUGH = r"""resumable is serving @URL  (Ctrl-C stops it and forgets everything: the embedded AWS is in memory)
-
-Paste these into another terminal, in order (bash, curl 7.82 or newer for --json, python3):
-
-  field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }    # one field of a JSON reply
-
-1. Ask for a risky step: the sub-agent db_admin pauses for a person's approval.
-  T=$(curl -s -X POST @URL/sessions/demo/turns --json '{"prompt": "delete the prod-db record"}'); echo "$T"
-      # 201 "status": "waiting"; its interaction: orchestrator -> db_admin wants delete_record {"name": "prod-db"}
-  TURN=$(echo "$T" | field '["turnId"]'); REQ=$(echo "$T" | field '["interactions"][0]["requestId"]')
-  curl -s '@URL/sessions/demo/interactions?status=requested'; echo      # the question, as a person would list it
-  curl -s '@URL/interactions?status=requested'; echo      # the inbox: every session's open questions, most urgent first
-
-2. Approve it: a new invocation rebuilds both agents, runs delete_record once, and finishes the turn.
-  curl -s -X POST @URL/sessions/demo/turns/$TURN/interactions/$REQ --json '{"response": {"decision": "approve"}}'; echo
-      # 200 "status": "completed", "output": "record prod-db deleted"
-
-3. Deny another, saying why: nothing runs, and the model is told.
-  T=$(curl -s -X POST @URL/sessions/demo-deny/turns --json '{"prompt": "delete the staging-db record"}')
-  TURN=$(echo "$T" | field '["turnId"]'); REQ=$(echo "$T" | field '["interactions"][0]["requestId"]')
-  curl -s -X POST @URL/sessions/demo-deny/turns/$TURN/interactions/$REQ \
-       --json '{"response": {"decision": "deny", "message": "not staging"}}'
-      # 200 "status": "completed", "output": "DENIED: not staging. The tool 'delete_record' did not run."
-
-4. Cancel one instead: the turn and its child turn settle canceled; the question is withdrawn.
-  T=$(curl -s -X POST @URL/sessions/demo-cancel/turns --json '{"prompt": "delete the test-db record"}')
-  TURN=$(echo "$T" | field '["turnId"]')
-  curl -s -X POST @URL/sessions/demo-cancel/turns/$TURN/cancel; echo      # 200 "status": "canceled"
-
-5. A Step Functions workflow that waits for the approval (the embedded AWS runs the state machine):
-  sfn() { curl -s @AWS -H "X-Amz-Target: AWSStepFunctions.$1" -H 'Content-Type: application/x-amz-json-1.0' \
-       -H 'Authorization: AWS4-HMAC-SHA256 Credential=x/20260101/us-east-1/states/aws4_request, Signature=x' \
-       -d "$2"; echo; }
-  sfn StartExecution '{"stateMachineArn": "@MACHINE", "name": "wf-1",
-       "input": "{\"sessionId\": \"wf-1\", \"prompt\": \"delete the dev-db record\"}"}'
-  until Q=$(curl -sf '@URL/sessions/wf-1/interactions?status=requested') && [[ $Q == *requestId* ]]; do sleep 0.2; done
-  TURN=$(echo "$Q" | field '["interactions"][0]["turnId"]'); REQ=$(echo "$Q" | field '["interactions"][0]["requestId"]')
-  curl -s -X POST @URL/sessions/wf-1/turns/$TURN/interactions/$REQ --json '{"response": {"decision": "approve"}}'; echo
-  while [[ $(sfn DescribeExecution '{"executionArn": "@EXECUTION"}') == *'"RUNNING"'* ]]; do sleep 0.2; done
-  sfn DescribeExecution '{"executionArn": "@EXECUTION"}'      # "status": "SUCCEEDED", the completed Turn as output
-
-6. Everything above was published as it happened: the Publisher reads the table's stream as Lambda would,
-and puts each event on the embedded EventBridge bus; a rule copies every event to a queue. Read it (each
-event once; --follow keeps reading, --json prints each event whole):
-  @PYTHON -m resumable.local.events @QUEUE
-      # demo  #1  Interaction Requested  orchestrator -> db_admin wants to run delete_record {"name": "prod-db"}
-
-7. Who decided what, when and how they proved it: the audit trail (approvers; docs/audit.md).
-  curl -s '@URL/audit?outcome=denied'; echo      # the deny of step 3: who, how signed in, the message, input digests
-  @PYTHON -m resumable.cli --url @URL admin audit      # every vote, decision and action's outcome, as a table
-
-8. Answer from Slack: the Slack function posts every question to @SLACK_CHANNEL on a Slack stand-in (@SLACK
-plays Slack's Web API, and you at the Slack client: it signs each press as Slack does; docs/desk.md).
-  T=$(curl -s -X POST @URL/sessions/demo-slack/turns --json '{"prompt": "delete the qa-db record"}')
-  REQ=$(echo "$T" | field '["interactions"][0]["requestId"]')
-  until [[ $(curl -s "@SLACK/local/messages?request=$REQ") == *approve* ]]; do sleep 0.2; done
-  curl -s "@SLACK/local/messages?request=$REQ"; echo      # the question's message, with its buttons approve, deny
-  curl -s -X POST @SLACK/local/press --json '{"request": "'"$REQ"'", "button": "approve", "user": "@SLACK_USER"}'; echo
-  until [[ $(curl -s "@SLACK/local/messages?request=$REQ") == *Approved* ]]; do sleep 0.2; done
-  curl -s "@SLACK/local/messages?request=$REQ"; echo      # updated in place: "Approved by ... UTC", no buttons
-
-The resumable command (docs/desk.md) calls RESUMABLE_URL: set it in each shell you use it from.
-  export RESUMABLE_URL=@URL
-
-The OpenAPI document: @URL/openapi.json
-"""
-
-# What the walkthrough adds for each way of signing in. @CREDENTIALS, @ISSUER are filled in.
-IAM_SIGN_IN = r"""
-The inbox page, to answer in a browser (unsigned requests are you, an approver; delete_record is
-destructive, so Approve asks once more, naming the record):
-  @URL/inbox
-
-Signed requests mean what they mean on AWS: each profile of @CREDENTIALS signs as its principal_arn
-(local: an approver; alice and bob: only their own sessions); a bad signature is a 403.
-  export AWS_SHARED_CREDENTIALS_FILE=@CREDENTIALS
-  AWS_PROFILE=resumable-alice @PYTHON -m resumable.cli --url @URL --sign inbox
-"""
-
-JWT_WALKTHROUGH = r"""resumable is serving @URL with AUTH=jwt  (Ctrl-C stops it and forgets everything)
-
-Every request needs a sign-in token from the local issuer @ISSUER, checked as API Gateway's JWT
-authorizer would (no token, an expired one or one for another audience: 401). Its users: alice and dave
-(group "approvers": answer every session), bob and carol (only their own sessions).
-
-1. Ask a risky step as bob (the local issuer hands out tokens for curl at /local/token):
-  TOKEN=$(curl -s '@ISSUER/local/token?user=bob')
-  curl -s -X POST @URL/sessions/demo/turns -H "Authorization: Bearer $TOKEN" \
-       --json '{"prompt": "delete the prod-db record"}'
-
-2. Open the inbox page, sign in as alice and approve it (or sign in as bob: he sees only his own):
-  @URL/inbox
-
-3. Two people for one question, under an approval rule (the lines above the banner name the rules in
-force; without one, stop this run and start it with, say,
-  APPROVAL_RULES='[{"tools": ["delete_*"], "required": 2}]' make run AUTH=jwt
-keeping your PORT): ask as bob again, approve as alice (the card says "your approval is 1 of 2" and
-waits) and as dave in another browser or a private window: the second approval runs it
-(docs/approval-rules.md).
-
-Every question and answer is published as it happens; read them (each once):
-  @PYTHON -m resumable.local.events @QUEUE
-
-Who decided what, and how each signed in: the page's Audit trail (at its foot, as alice or dave).
-
-The resumable command takes the same token (and calls RESUMABLE_URL: set it in each shell you use it from):
-  export RESUMABLE_URL=@URL
-  RESUMABLE_TOKEN="$TOKEN" @PYTHON -m resumable.cli inbox
-"""
-
 
 # Where make run writes the local credentials (once; later runs reuse them; ignored by git).
 CREDENTIALS = ROOT / ".resumable" / "credentials"
@@ -187,23 +70,18 @@ def _local_credentials(default: str) -> LocalCredentials:
     return made
 
 
-def _said_where(url: str) -> Callable[[], None]:
-    """Tell the resumable command where this run serves (``local_run_state``; the command reads it when
-    it is given no URL), for as long as it does; return what takes it back."""
-    path = local_run_state()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    written = path.with_name(f".{path.name}.{os.getpid()}")
-    written.write_text(json.dumps({"url": url, "pid": os.getpid()}) + "\n")
-    os.replace(written, path)  # (in place at once: a reader sees this run's or the one before)
-
-    def take_back() -> None:
-        try:
-            if json.loads(path.read_text()).get("pid") == os.getpid():  # (not another run's, started since)
-                path.unlink()
-        except (OSError, ValueError):
-            pass
-
-    return take_back
+def _port(variable: str, default: int) -> int:
+    """The port ``variable`` names (``default`` when it is unset or empty), or exit saying what is allowed."""
+    said = os.environ.get(variable, "").strip()
+    if not said:
+        return default
+    port = int(said) if said.isdigit() else -1
+    if not 0 <= port <= 65535:
+        sys.exit(
+            f"make run: {variable}={said!r} is not a port: give a number from 1 to 65535 ({variable}=3001 make run), "
+            "or 0 for any free one"
+        )
+    return port
 
 
 def _listen(port: int, credentials: LocalCredentials | None, jwt: JwtVerifier | None) -> LocalServer:
@@ -211,6 +89,8 @@ def _listen(port: int, credentials: LocalCredentials | None, jwt: JwtVerifier | 
     try:
         return make_server(port=port, credentials=credentials, jwt=jwt)
     except OSError as error:
+        if error.errno == errno.EACCES:
+            sys.exit(f"make run: port {port} is reserved for the system here: pick one above 1023 (PORT=3000)")
         if error.errno != errno.EADDRINUSE:
             raise
         sys.exit(
@@ -228,6 +108,19 @@ def _said(rule: ApprovalRule) -> str:
     if rule.escalate_after is not None and rule.escalate_to:
         said += f"; after {rule.escalate_after:g} s unsettled, {', '.join(rule.escalate_to)} too"
     return said + ("; denied at its expiry" if rule.on_expiry == "deny" else "")
+
+
+def _log_level() -> None:
+    """``LOG_LEVEL`` (INFO where unset): at INFO the log says what failed and what was refused; at DEBUG,
+    every request and every metric too. Anything else stops the run, saying what is allowed."""
+    said = os.environ.get("LOG_LEVEL", "")
+    level = said.strip().upper() or "INFO"
+    if level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        sys.exit(f"make run: LOG_LEVEL={said!r} is not a level: DEBUG (every request and metric), INFO, WARNING, ERROR")
+    os.environ["LOG_LEVEL"] = level  # (the handlers' logger reads it, and Powertools')
+    requests_log.setLevel(level)
+    if level != "DEBUG":
+        os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")  # (a line of metrics per request)
 
 
 def _stop_on_sigterm() -> None:
@@ -292,7 +185,8 @@ def _app_values(app: Application | None, layout: Layout | None, settings: Settin
 
 def main() -> None:
     _stop_on_sigterm()
-    port = int(os.environ.get("PORT", "3000"))
+    _log_level()
+    port = _port("PORT", 3000)
     auth = os.environ.get("AUTH", "iam").strip().lower() or "iam"
     if auth not in ("iam", "jwt"):
         sys.exit(f"make run: AUTH={auth!r} is not a way to sign in; use AUTH=iam (the default) or AUTH=jwt")
@@ -333,23 +227,19 @@ def main() -> None:
         server = _listen(port, credentials, verifier)
         url = f"http://127.0.0.1:{server.server_address[1]}"
         os.environ["API_URL"] = url  # the answer links in events
-        stack.callback(_said_where(url))
         with publishing(settings) as (resources, _), running_schedules():
+            stack.callback(note(url, resources.events_queue_url))  # (where the resumable command looks)
             slack = stack.enter_context(
-                slack_locally(settings, f"{url}/slack/interactions", default, int(os.environ.get("SLACK_PORT", "0")))
+                slack_locally(settings, f"{url}/slack/interactions", default, _port("SLACK_PORT", 0))
             )
             os.environ.update(slack.environment)  # (the Slack function's, as the template sets them)
-            execution = machine.replace(":stateMachine:", ":execution:") + ":wf-1"
-            walkthrough = (
-                walkthrough.replace("@SLACK_CHANNEL", SLACK_CHANNEL)
-                .replace("@SLACK_USER", SLACK_USER)
-                .replace("@SLACK", slack.stand_in.url.removesuffix("/api/"))
-                .replace("@URL", url)
-                .replace("@AWS", str(settings.endpoint_url))
-                .replace("@MACHINE", machine)
-                .replace("@EXECUTION", execution)
-                .replace("@PYTHON", sys.executable)
-                .replace("@QUEUE", resources.events_queue_url)
+            walkthrough = filled(
+                walkthrough,
+                url=url,
+                aws=str(settings.endpoint_url),
+                machine=machine,
+                slack=slack.stand_in.url.removesuffix("/api/"),
+                queue=resources.events_queue_url,
             )
             if configured.decision_links_as:
                 print(

@@ -17,7 +17,6 @@ import contextlib
 import json
 import logging
 import os
-import sys
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -38,6 +37,12 @@ DEFAULT_PRINCIPAL = "arn:aws:iam::000000000000:user/local"
 PRINCIPAL_HEADER = "x-resumable-principal"
 
 logger = logging.getLogger(__name__)
+# One line per request ("GET /inbox -> 200") at debug, a server error's at warning, plain on stderr:
+# make run's log stays quiet while a page polls (LOG_LEVEL=DEBUG shows every request).
+requests_log = logging.getLogger("resumable.local.requests")
+requests_log.propagate = False
+requests_log.addHandler(logging.StreamHandler())
+requests_log.setLevel(logging.INFO)
 
 
 # API Gateway's payload limit; a larger body is refused (413) without being used.
@@ -100,7 +105,9 @@ def make_server(
         def log_message(self, format: str, *args: Any) -> None:
             # A request line that could not be parsed leaves command and path unset.
             command, path = getattr(self, "command", None) or "-", getattr(self, "path", None) or "-"
-            sys.stderr.write(f"{command} {path[:200]} -> {args[1] if len(args) > 1 else format % args}\n")
+            status = str(args[1]) if format == '"%s" %s %s' and len(args) > 1 else None  # (log_request's)
+            level = logging.DEBUG if status is not None and status.isdigit() and int(status) < 500 else logging.WARNING
+            requests_log.log(level, "%s %s -> %s", command, path[:200], status or format % args)
 
         def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
             """Python's own refusals (a malformed request line, headers too large) in the API's shape."""
