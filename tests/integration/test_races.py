@@ -269,12 +269,34 @@ def test_a_transaction_conflict_on_the_final_commit_is_retried_and_the_turn_comp
 def test_a_duplicate_answer_under_a_transaction_conflict_is_still_idempotent(
     aws: Settings, clock: FakeClock, session_id: str, ledger: Path
 ) -> None:
-    svc = _service(aws, clock, factories.nested)
-    started = svc.start_turn(session_id, "delete prod-db")
+    """The same approval sent twice at once: the duplicate read the question still waiting, then the
+    first answer's run completed the turn, then the duplicate's own write met a transaction conflict (as
+    DynamoDB answers two transactions on one item). Retried, its condition refuses it: it is told the
+    turn as the first left it, and the action ran once."""
+    first = _service(aws, clock, factories.nested)
+    duplicate = _service(aws, clock, factories.nested)
+    started = first.start_turn(session_id, "delete prod-db")
     req = started.interactions[0].request_id
-    svc.submit_approval(session_id, started.turn_id, req, APPROVE)
-    _conflict_on(svc, 1, items=2)
-    svc.submit_approval(session_id, started.turn_id, req, APPROVE)  # raises TurnBusyError (409) today
+    replies = []
+    real_load = duplicate.store.load_tree
+
+    def load_then_the_first_answers(*args: Any) -> Any:
+        tree = real_load(*args)
+        if not replies:  # (between the duplicate's read and its write)
+            replies.append(first.submit_approval(session_id, started.turn_id, req, APPROVE))
+        return tree
+
+    duplicate.store.load_tree = load_then_the_first_answers  # type: ignore[method-assign]
+    writes: list[str] = []
+    duplicate.store.dynamodb.meta.events.register(  # type: ignore[attr-defined]
+        "before-call.dynamodb.TransactWriteItems", lambda **_: writes.append("TransactWriteItems")
+    )
+    _conflict_on(duplicate, 1, items=2)  # (before this answer's fix: TurnBusyError, 409)
+    again = duplicate.submit_approval(session_id, started.turn_id, req, APPROVE)
+    assert writes, "the duplicate never wrote: the race this test is for did not happen"
+    assert (replies[0].status, again.status) == ("completed", "completed")
+    assert again.output == replies[0].output == "The record is gone."
+    assert executions(ledger) == ["delete prod-db"], "the approved action ran again for the duplicate"
 
 
 # -- a commit split across transactions, then a crash between them -----------------------------------
