@@ -25,8 +25,8 @@ from resumable.exceptions import (
 )
 from resumable.runtime.rules import parse_rules
 from resumable.service import Service
-from resumable.service.access import Principal
 from resumable.service.agent_factory import load_factory
+from resumable.service.caller import Caller
 from resumable.service.escalation import escalate
 from resumable.service.settlement import settle_tree
 from resumable.service.views import TurnView
@@ -38,9 +38,9 @@ from tests.clock import FakeClock
 from tests.factories import delete_record, executions
 from tests.integration.helpers import APPROVE, at_once, session_items, store_of
 
-OWNER = Principal("arn:aws:iam::123456789012:role/agent-runner")
-ALICE, BOB, CAROL = Principal("alice"), Principal("bob"), Principal("carol")
-DAVE = Principal("dave", groups=("dba",))
+OWNER = Caller("arn:aws:iam::123456789012:role/agent-runner")
+ALICE, BOB, CAROL = Caller("alice"), Caller("bob"), Caller("carol")
+DAVE = Caller("dave", groups=("dba",))
 DENY = {"decision": "deny", "message": "not today"}
 PROMPT = "delete the prod-db record"
 
@@ -133,7 +133,7 @@ def test_the_principal_who_started_the_turn_approves_its_own_call_only_where_the
     make_service: Callable[..., Service], session_id: str, rule: dict[str, Any], may_approve_own: bool
 ) -> None:
     service = ruled(make_service, rule)
-    erin = Principal("erin-oncall")  # an approver, and the one who starts the turn
+    erin = Caller("erin-oncall")  # an approver, and the one who starts the turn
     started = service.start_turn(session_id, PROMPT, erin)
     if may_approve_own:
         view = answer(service, started, APPROVE, erin)
@@ -189,7 +189,7 @@ def test_fifty_votes_at_once_from_ten_approvers_settle_once_with_two_votes_and_r
     service = ruled(make_service, {"tools": ["delete_*"], "required": 2})
     started = service.start_turn(session_id, PROMPT, OWNER)
     request = question(started).request_id
-    voters = [Principal(f"erin-{n % 10}") for n in range(50)]
+    voters = [Caller(f"erin-{n % 10}") for n in range(50)]
     services = [ruled(make_service, {"tools": ["delete_*"], "required": 2}) for _ in voters]
 
     outcomes = at_once(
@@ -363,7 +363,7 @@ def test_self_approval_is_about_who_started_the_turn_not_whose_session_it_is(
     first = service.start_turn(session_id, PROMPT, OWNER)
     answer(service, first, DENY, BOB)
     second = service.start_turn(session_id, PROMPT, ALICE)
-    assert service.store.get_session(session_id).principal == OWNER  # type: ignore[union-attr]
+    assert service.store.get_session(session_id).principal == OWNER.identity  # type: ignore[union-attr]
 
     with pytest.raises(ForbiddenError, match="alice started this turn"):
         answer(service, second, APPROVE, ALICE)
@@ -391,7 +391,7 @@ def test_a_principal_who_may_not_see_the_session_gets_404_not_the_rule(
 ) -> None:
     service = ruled(make_service, {"tools": ["delete_*"], "approvers": ["bob"], "name": "secret rule"})
     started = service.start_turn(session_id, PROMPT, OWNER)
-    stranger = Principal("mallory")  # neither the session's principal nor an approver
+    stranger = Caller("mallory")  # neither the session's principal nor an approver
 
     for response in (APPROVE, DENY):
         with pytest.raises(NotFoundError) as refused:

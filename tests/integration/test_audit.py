@@ -17,9 +17,10 @@ from resumable.api.app import build_app
 from resumable.exceptions import ActionOutcomeUnknownError, ConflictError, ForbiddenError, ValidationFailedError
 from resumable.runtime.rules import parse_rules
 from resumable.service import AgentContext, Service, audit_trail
-from resumable.service.access import Principal, load
+from resumable.service.access import load
 from resumable.service.audit import action_entry
 from resumable.service.audit_trail import AuditPage, AuditRecordView
+from resumable.service.caller import Caller
 from resumable.service.views import TurnView
 from resumable.service.votes import answer_under_rule
 from resumable.store.audit import audit_put
@@ -30,10 +31,10 @@ from tests.clock import FakeClock
 from tests.factories import executions
 from tests.integration.helpers import ACCESS_KEY, APPROVE, at_once, http, store_of
 
-OWNER = Principal("arn:aws:iam::123456789012:role/agent-runner", (), {"method": "iam", "arn": "owner"})
-ALICE = Principal("alice", (), {"method": "iam", "arn": "arn:aws:iam::123456789012:user/alice", "accessKey": "AKIA1"})
-BOB = Principal("bob", ("dba",), {"method": "jwt", "subject": "bob", "issuer": "https://id.example.com"})
-MALLORY = Principal("mallory", (), {"method": "jwt", "subject": "mallory", "issuer": "https://id.example.com"})
+OWNER = Caller("arn:aws:iam::123456789012:role/agent-runner", (), {"method": "iam", "arn": "owner"})
+ALICE = Caller("alice", (), {"method": "iam", "arn": "arn:aws:iam::123456789012:user/alice", "accessKey": "AKIA1"})
+BOB = Caller("bob", ("dba",), {"method": "jwt", "subject": "bob", "issuer": "https://id.example.com"})
+MALLORY = Caller("mallory", (), {"method": "jwt", "subject": "mallory", "issuer": "https://id.example.com"})
 PROMPT = "delete the prod-db record"
 ASKED = {"name": "prod-db"}
 DAY = 86400
@@ -204,7 +205,7 @@ def _day(at: float) -> str:
 def test_under_fifty_concurrent_votes_the_trail_holds_each_counted_vote_once_and_one_decision(
     make_service: Callable[..., Service], session_id: str, ledger: Path
 ) -> None:
-    voters = [Principal(f"erin-{n}", (), {"method": "iam", "arn": f"erin-{n}"}) for n in range(10)]
+    voters = [Caller(f"erin-{n}", (), {"method": "iam", "arn": f"erin-{n}"}) for n in range(10)]
     service = make_service(
         "nested",
         approval_rules=parse_rules([{"tools": ["delete_record"], "required": 3}]),
@@ -332,7 +333,7 @@ def test_get_audit_shows_how_each_answerer_was_authenticated_and_is_for_approver
 ) -> None:
     # (a retention of 60 days: reading the whole of it, a day a Query of each of its 16 shards, is 3 pages)
     api = build_app(audited(make_service, {"tools": ["delete_record"], "required": 2}, audit_retention_days=60))
-    status, started = http(api, "POST", f"/sessions/{session_id}/turns", {"prompt": PROMPT}, principal=OWNER)
+    status, started = http(api, "POST", f"/sessions/{session_id}/turns", {"prompt": PROMPT}, principal=OWNER.identity)
     assert status == 201
     [asked] = started["interactions"]
     path = f"/sessions/{session_id}/turns/{started['turnId']}/interactions/{asked['requestId']}"
@@ -351,7 +352,7 @@ def test_get_audit_shows_how_each_answerer_was_authenticated_and_is_for_approver
     status, mine = http(api, "GET", "/audit", query="principal=alice&outcome=voted", principal="carol")
     assert [(e["kind"], e["by"]) for e in mine["records"]] == [("vote", "alice")]
 
-    status, refused = http(api, "GET", "/audit", principal=OWNER)  # not an approver
+    status, refused = http(api, "GET", "/audit", principal=OWNER.identity)  # not an approver
     assert (status, refused["code"]) == (403, "forbidden") and "approvers only" in refused["message"]
     for query in ["since=last+week", "outcome=maybe", "limit=0", "cursor=forged", "since=2027-02-01&until=2027-01-01"]:
         status, bad = http(api, "GET", "/audit", query=query, principal="carol")
@@ -405,7 +406,7 @@ def test_a_deny_under_a_rule_records_every_approval_it_overrode_even_one_given_a
     answer(service, started, APPROVE, ALICE)
     [seen] = [i for i in load(service.deps, session_id, started.turn_id).interactions]  # bob reads: 1 vote
     clock.advance(1)
-    answer(service, started, APPROVE, Principal("carol", (), {"method": "iam", "arn": "carol"}))  # meanwhile
+    answer(service, started, APPROVE, Caller("carol", (), {"method": "iam", "arn": "carol"}))  # meanwhile
     clock.advance(1)
     denial = {"decision": "deny", "message": "no"}
     outcome = answer_under_rule(service.deps, seen, denial, BOB, child_turn_id=seen.turn_id)

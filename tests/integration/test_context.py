@@ -12,7 +12,7 @@ import pytest
 from resumable.exceptions import ConflictError, GoneError, NotFoundError, ValidationFailedError
 from resumable.runtime.rules import parse_rules
 from resumable.service import Service
-from resumable.service.access import Principal
+from resumable.service.caller import Caller
 from tests.clock import FakeClock
 from tests.integration.helpers import ALICE, APPROVE
 
@@ -29,7 +29,7 @@ def test_a_question_carries_who_asked_the_prompt_the_agents_reason_and_the_tools
     make: Callable[[str], Service],
 ) -> None:
     service = make("explains")
-    alice = Principal("alice-subject", (), {"method": "jwt", "subject": "alice-subject"}, name="Alice Example")
+    alice = Caller("alice-subject", (), {"method": "jwt", "subject": "alice-subject"}, name="Alice Example")
     turn = service.start_turn("ctx-1", "tidy up after the migration " + "x" * 5000, principal=alice)
     [asked] = service.inbox(APPROVER).interactions
     assert (asked.started_by, asked.started_by_name) == ("alice-subject", "Alice Example")
@@ -114,11 +114,11 @@ def test_a_second_answer_from_the_same_person_is_told_it_was_theirs_and_from_whe
     service = make("explains")
     turn = service.start_turn("ctx-409", "drop", principal=ALICE)
     request = turn.interactions[0].request_id
-    approver = Principal(APPROVER, (), {"method": "iam", "arn": APPROVER}, via="cli")
+    approver = Caller(APPROVER, (), {"method": "iam", "arn": APPROVER}, via="cli")
     service.submit_approval("ctx-409", turn.turn_id, request, APPROVE, approver)
     deny = {"decision": "deny", "message": "no"}
     with pytest.raises(ConflictError, match=r"^you already answered .* \(from the CLI at 2027-") as mine:
-        service.submit_approval("ctx-409", turn.turn_id, request, deny, Principal(APPROVER, via="page"))
+        service.submit_approval("ctx-409", turn.turn_id, request, deny, Caller(APPROVER, via="page"))
     assert mine.value.answered is not None
     assert {k: mine.value.answered[k] for k in ("yours", "via", "decision")} == {
         "yours": True,

@@ -10,7 +10,8 @@ import pytest
 
 from resumable.api.routes import token_groups
 from resumable.config import Settings
-from resumable.service.access import Principal, is_approver
+from resumable.service.access import is_approver
+from resumable.service.caller import Caller
 
 CLAIM = "cognito:groups"
 
@@ -47,8 +48,19 @@ def test_no_groups_from_a_token_for_someone_else_or_no_token() -> None:
 
 def test_an_approver_by_group_or_by_principal_and_nobody_else() -> None:
     settings = Settings(approver_principals=("arn:aws:iam::1:user/ann",), approver_groups=("approvers",))
-    assert is_approver(settings, Principal("dave", ("approvers",)))
-    assert is_approver(settings, "arn:aws:iam::1:user/ann")
-    assert not is_approver(settings, Principal("erin", ("Backup approvers",)))
-    assert not is_approver(settings, "approvers")  # a subject named like a group is not in it
-    assert Principal("dave", ("approvers",)) == "dave"  # stored and compared as the identity alone
+    assert is_approver(settings, Caller("dave", frozenset({"approvers"})))
+    assert is_approver(settings, Caller("arn:aws:iam::1:user/ann"))
+    assert not is_approver(settings, Caller("erin", frozenset({"Backup approvers"})))
+    assert not is_approver(settings, Caller("approvers"))  # a subject named like a group is not in it
+
+
+def test_a_caller_is_frozen_and_stored_as_its_identity_alone() -> None:
+    dave = Caller("dave", ("approvers",), {"method": "jwt", "subject": "dave"}, " Dave\n Example ", via="cli")  # type: ignore[arg-type]
+    assert dave.groups == frozenset({"approvers"}) and str(dave) == dave.identity == "dave"
+    assert (dave.shown_name, dave.channel) == ("Dave Example", "cli")  # (one line: never two rows of a listing)
+    assert Caller("dave", via="smoke-signal").channel == "api"  # a channel nobody knows is the API's
+    assert Caller.of("dave") == Caller("dave") and Caller.of(dave) is dave and Caller.of(None) is None
+    with pytest.raises(AttributeError):
+        dave.identity = "mallory"  # type: ignore[misc]
+    with pytest.raises(ValueError, match="non-empty string"):
+        Caller("")

@@ -19,7 +19,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from resumable.api.openapi import responses
-from resumable.api.routes import json_reply, path_param, principal, service
+from resumable.api.routes import caller, json_reply, path_param, service
 from resumable.service import TurnView
 from resumable.service.admin import MAX_STALLED, Republished, StalledTurns, TurnRecords
 from resumable.service.audit_trail import DEFAULT_PAGE as DEFAULT_AUDIT_PAGE
@@ -71,7 +71,7 @@ def list_audit(
     ] = None,
 ) -> Response[AuditPage]:
     page = service().audit(
-        principal(), since=since, until=until, by=principal_, tool=tool, outcome=outcome, limit=limit, after=cursor
+        caller(), since=since, until=until, by=principal_, tool=tool, outcome=outcome, limit=limit, after=cursor
     )
     return json_reply(page)
 
@@ -90,7 +90,7 @@ def list_stalled(
         int, Query(ge=1, le=MAX_STALLED, description=f"At most this many of each (1 to {MAX_STALLED}).")
     ] = MAX_STALLED,
 ) -> Response[StalledTurns]:
-    return json_reply(service().stalled(principal(), limit))
+    return json_reply(service().stalled(caller(), limit))
 
 
 @operator_router.get(
@@ -100,7 +100,7 @@ def list_stalled(
     responses=responses(200, "The turn tree's records", TurnRecords, 404),
 )
 def inspect_turn(sessionId: str, turnId: str) -> Response[TurnRecords]:  # noqa: N803
-    return json_reply(service().inspect(path_param("sessionId", sessionId), path_param("turnId", turnId), principal()))
+    return json_reply(service().inspect(path_param("sessionId", sessionId), path_param("turnId", turnId), caller()))
 
 
 @operator_router.post(
@@ -111,7 +111,7 @@ def inspect_turn(sessionId: str, turnId: str) -> Response[TurnRecords]:  # noqa:
 )
 def recover_turn(sessionId: str, turnId: str) -> Response[TurnView]:  # noqa: N803
     return json_reply(
-        service().recover_turn(path_param("sessionId", sessionId), path_param("turnId", turnId), principal())
+        service().recover_turn(path_param("sessionId", sessionId), path_param("turnId", turnId), caller())
     )
 
 
@@ -122,4 +122,4 @@ def recover_turn(sessionId: str, turnId: str) -> Response[TurnView]:  # noqa: N8
     responses=responses(200, "How many were given again", Republished, 404),
 )
 def republish(sessionId: str) -> Response[Republished]:  # noqa: N803
-    return json_reply(service().republish(path_param("sessionId", sessionId), principal()))
+    return json_reply(service().republish(path_param("sessionId", sessionId), caller()))

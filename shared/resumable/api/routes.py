@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import replace
 from typing import Annotated, Any, Literal
 from urllib.parse import unquote
 
@@ -32,7 +33,7 @@ from resumable.api.openapi import responses
 from resumable.exceptions import BadRequestError
 from resumable.metrics import count
 from resumable.service import InboxPage, InteractionView, Service, SessionView, TurnView
-from resumable.service.access import SAID_VIAS, Principal
+from resumable.service.caller import SAID_VIAS, Caller
 from resumable.service.conversation import MAX_PAGE as MAX_CONVERSATION_PAGE
 from resumable.service.conversation import ConversationPage
 from resumable.service.cursor import MAX_CURSOR_CHARS
@@ -108,18 +109,16 @@ _NAME_CLAIMS = ("name", "email", "preferred_username", "cognito:username")
 """The sign-in token's claims that name the person, in the order tried (shown to approvers only)."""
 
 
-def principal() -> str:
+def caller() -> Caller:
     """Who called: the IAM principal that signed the request (API Gateway's IAM authorization), or the
     subject of the sign-in token API Gateway's JWT authorizer checked, with the token's groups; and
     where from, as the caller says (``X-Resumable-Via``: ``cli`` or ``page`` only, shown as the caller's
     word; a channel the service itself tells, ``slack`` or ``email``, is never taken from a header)."""
-    who = _identity()
     via = (router.current_event.headers.get("x-resumable-via") or "").strip().lower()
-    who.via = via if via in SAID_VIAS else None
-    return who
+    return replace(_identity(), via=via if via in SAID_VIAS else None)
 
 
-def _identity() -> Principal:
+def _identity() -> Caller:
     event = router.current_event
     authorizer = event.request_context.authorizer
     claims = authorizer.jwt_claim if authorizer else {}
@@ -129,9 +128,9 @@ def _identity() -> Principal:
             raise BadRequestError("the sign-in token names no subject (sub); nothing was done: sign in again")
         groups_claim = service().settings.jwt_groups_claim
         issuer = claims.get("iss")
-        return Principal(
+        return Caller(
             subject,
-            token_groups(event.headers.get("authorization"), subject, groups_claim),
+            frozenset(token_groups(event.headers.get("authorization"), subject, groups_claim)),
             {"method": "jwt", "subject": subject, "issuer": issuer if isinstance(issuer, str) else ""},
             next((n for c in _NAME_CLAIMS if isinstance(n := claims.get(c), str) and n.strip()), None),
         )
@@ -142,11 +141,11 @@ def _identity() -> Principal:
     iam = authorizer.iam if authorizer else None
     if iam is None or not iam.user_arn:
         # (no authorizer: a caller of the handler itself, locally; API Gateway always names one)
-        return Principal(LOCAL_PRINCIPAL, (), {"method": "none"})
+        return Caller(LOCAL_PRINCIPAL, frozenset(), {"method": "none"})
     signed = {"method": "iam", "arn": iam.user_arn}
     if iam.access_key:
         signed["accessKey"] = iam.access_key  # (what CloudTrail names the same caller by)
-    return Principal(iam.user_arn, (), signed)
+    return Caller(iam.user_arn, frozenset(), signed)
 
 
 def token_groups(authorization: str | None, subject: str, claim: str) -> tuple[str, ...]:
@@ -222,7 +221,7 @@ def json_reply(view: Any, status: int = 200) -> Response[Any]:
     ),
 )
 def start_turn(sessionId: str, body: Annotated[StartTurnBody, Body()]) -> Response[TurnView]:  # noqa: N803
-    turn = service().start_turn(path_param("sessionId", sessionId), body.prompt, principal())
+    turn = service().start_turn(path_param("sessionId", sessionId), body.prompt, caller())
     count("TurnsStarted")  # (a start refused, 4xx, is no start)
     return json_reply(turn, 201)
 
@@ -234,7 +233,7 @@ def start_turn(sessionId: str, body: Annotated[StartTurnBody, Body()]) -> Respon
     responses=responses(200, "The Turn", TurnView, 404),
 )
 def get_turn(sessionId: str, turnId: str) -> Response[TurnView]:  # noqa: N803
-    return json_reply(service().get_turn(path_param("sessionId", sessionId), path_param("turnId", turnId), principal()))
+    return json_reply(service().get_turn(path_param("sessionId", sessionId), path_param("turnId", turnId), caller()))
 
 
 @router.get(
@@ -254,7 +253,7 @@ def get_conversation(
     limit: Annotated[int, Query(ge=1, le=MAX_CONVERSATION_PAGE, description="At most this many.")] = 20,
 ) -> Response[ConversationPage]:
     ids = path_param("sessionId", sessionId), path_param("turnId", turnId)
-    return json_reply(service().conversation(*ids, principal(), before, limit))
+    return json_reply(service().conversation(*ids, caller(), before, limit))
 
 
 @router.post(
@@ -273,7 +272,7 @@ def submit_approval(
     body: Annotated[AnswerBody, Body()],
 ) -> Response[TurnView]:
     ids = path_param("sessionId", sessionId), path_param("turnId", turnId), path_param("requestId", requestId)
-    turn = service().submit_approval(*ids, body.response, principal())
+    turn = service().submit_approval(*ids, body.response, caller())
     if any(i.request_id == ids[2] and i.status != "requested" for i in turn.interactions):
         count("ApprovalsSettled")  # (not a vote that waits for more approvals)
     if turn.status != "waiting":
@@ -289,7 +288,7 @@ def submit_approval(
 )
 def dismiss(sessionId: str, turnId: str, requestId: str) -> Response[InteractionView]:  # noqa: N803
     ids = path_param("sessionId", sessionId), path_param("turnId", turnId), path_param("requestId", requestId)
-    return json_reply(service().dismiss(*ids, principal()))
+    return json_reply(service().dismiss(*ids, caller()))
 
 
 @router.delete(
@@ -300,7 +299,7 @@ def dismiss(sessionId: str, turnId: str, requestId: str) -> Response[Interaction
 )
 def undismiss(sessionId: str, turnId: str, requestId: str) -> Response[InteractionView]:  # noqa: N803
     ids = path_param("sessionId", sessionId), path_param("turnId", turnId), path_param("requestId", requestId)
-    return json_reply(service().dismiss(*ids, principal(), dismissed=False))
+    return json_reply(service().dismiss(*ids, caller(), dismissed=False))
 
 
 @router.post(
@@ -310,7 +309,7 @@ def undismiss(sessionId: str, turnId: str, requestId: str) -> Response[Interacti
     responses=responses(200, "The Turn, canceled (or as it settled before)", TurnView, 404),
 )
 def cancel(sessionId: str, turnId: str) -> Response[TurnView]:  # noqa: N803
-    done = service().cancel(path_param("sessionId", sessionId), path_param("turnId", turnId), principal())
+    done = service().cancel(path_param("sessionId", sessionId), path_param("turnId", turnId), caller())
     count("Cancels")  # (only what was done: a refusal counts nothing)
     return json_reply(done)
 
@@ -328,7 +327,7 @@ def list_interactions(
         Query(description="Only interactions in this status (one past its expiry counts as expired)."),
     ] = None,
 ) -> Response[InteractionList]:
-    listed = service().list_interactions(path_param("sessionId", sessionId), status, principal())
+    listed = service().list_interactions(path_param("sessionId", sessionId), status, caller())
     return json_reply(InteractionList(interactions=listed))
 
 
@@ -352,7 +351,7 @@ def list_inbox(
         bool, Query(description="Also the questions you dismissed (each with dismissedByYou: true).")
     ] = False,
 ) -> Response[InboxPage]:
-    return json_reply(service().inbox(principal(), status, limit, cursor, dismissed))
+    return json_reply(service().inbox(caller(), status, limit, cursor, dismissed))
 
 
 @router.delete(
@@ -362,7 +361,7 @@ def list_inbox(
     responses=responses(200, "The Session, deleted (or as an earlier deletion left it)", SessionView, 404, 409),
 )
 def delete_session(sessionId: str) -> Response[SessionView]:  # noqa: N803
-    done = service().delete_session(path_param("sessionId", sessionId), principal())
+    done = service().delete_session(path_param("sessionId", sessionId), caller())
     count("SessionsDeleted")  # (only what was done: a refusal counts nothing)
     return json_reply(done)
 
@@ -374,6 +373,6 @@ def delete_session(sessionId: str) -> Response[SessionView]:  # noqa: N803
     responses=responses(200, "The Session, restored (or as it was, if it was not deleted)", SessionView, 404, 409),
 )
 def restore_session(sessionId: str) -> Response[SessionView]:  # noqa: N803
-    done = service().restore_session(path_param("sessionId", sessionId), principal())
+    done = service().restore_session(path_param("sessionId", sessionId), caller())
     count("SessionsRestored")  # (only what was done: a refusal counts nothing)
     return json_reply(done)

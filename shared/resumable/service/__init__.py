@@ -2,8 +2,9 @@
 delete-session, restore-session and sweep."""
 
 from resumable.service.agent_factory import AgentContext
+from resumable.service.caller import Caller
 from resumable.service.inbox import InboxPage
 from resumable.service.service import Service
 from resumable.service.views import ChildView, InteractionView, SessionView, TurnView
 
-__all__ = ["AgentContext", "ChildView", "InboxPage", "InteractionView", "Service", "SessionView", "TurnView"]
+__all__ = ["AgentContext", "Caller", "ChildView", "InboxPage", "InteractionView", "Service", "SessionView", "TurnView"]

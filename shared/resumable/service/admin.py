@@ -13,6 +13,7 @@ from pydantic import Field
 from resumable.clock import iso
 from resumable.exceptions import ForbiddenError, NotFoundError, SnapshotError
 from resumable.service.access import is_approver, load
+from resumable.service.caller import Caller
 from resumable.service.ids import valid_session_id
 from resumable.service.stall import stall
 from resumable.service.views import TurnView, View
@@ -72,18 +73,18 @@ class Republished(View):
     republished: int = Field(description="How many unpublished outbox items the publisher is given again.")
 
 
-def _operator(deps: Dependencies, principal: str | None) -> None:
-    if principal is not None and not is_approver(deps.settings, principal):
+def _operator(deps: Dependencies, caller: Caller | None) -> None:
+    if caller is not None and not is_approver(deps.settings, caller):
         raise ForbiddenError(
             "the admin routes are for operators: only an approver (APPROVER_PRINCIPALS, APPROVER_GROUPS) may use "
             "them; nothing was done"
         )
 
 
-def stalled(deps: Dependencies, principal: str | None, limit: int) -> StalledTurns:
+def stalled(deps: Dependencies, caller: Caller | None, limit: int) -> StalledTurns:
     """The turns the sweeper gave up on, then those stalled now (the sweeper moves these on at its
     next run, unless it is not running): at most ``limit`` of each."""
-    _operator(deps, principal)
+    _operator(deps, caller)
     now = deps.clock.now()
     found: list[StalledTurn] = []
     for due in [*deps.store.due_turns(now + _EVER, limit, stuck=True), *deps.store.due_turns(now, limit)]:
@@ -111,9 +112,9 @@ def _stalled(root: TurnRecord, why: str | None, stuck: bool, due_at: float) -> S
     )
 
 
-def inspect(deps: Dependencies, session_id: str, turn_id: str, principal: str | None) -> TurnRecords:
+def inspect(deps: Dependencies, session_id: str, turn_id: str, caller: Caller | None) -> TurnRecords:
     """Everything stored of the turn's tree (see ``TurnRecords``)."""
-    _operator(deps, principal)
+    _operator(deps, caller)
     root = load(deps, session_id, turn_id).root  # 404 as any read would
     items = deps.store.tree_items(session_id, root.turn_id)
     by_entity: dict[str, list[dict[str, Any]]] = {}
@@ -149,18 +150,18 @@ def _loads(deps: Dependencies, key: str) -> str:
     return "loads"
 
 
-def recover_turn(deps: Dependencies, session_id: str, turn_id: str, principal: str | None) -> TurnView:
+def recover_turn(deps: Dependencies, session_id: str, turn_id: str, caller: Caller | None) -> TurnView:
     """``recover``, by an operator: move the turn on as a read or the sweeper would, now."""
-    _operator(deps, principal)
+    _operator(deps, caller)
     from resumable.service.recover import recover  # (it loads the agent loop's modules: only when used)
 
     load(deps, session_id, turn_id)  # 404 as any read would (recover itself trusts its caller)
     return recover(deps, session_id, turn_id)
 
 
-def republish(deps: Dependencies, session_id: str, principal: str | None) -> Republished:
+def republish(deps: Dependencies, session_id: str, caller: Caller | None) -> Republished:
     """Give the publisher the session's unpublished outbox items again (an outbox that did not drain)."""
-    _operator(deps, principal)
+    _operator(deps, caller)
     session = deps.store.get_session(session_id) if valid_session_id(session_id) else None
     if session is None or session.deleted or session.expired(deps.clock.now()):
         # A deleted session publishes nothing after its deletion; one past its retention is gone.

@@ -21,6 +21,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from resumable.runtime.interrupts import APPROVAL_INTERRUPT
+from resumable.service.caller import Caller
 from resumable.service.ids import request_id
 from resumable.service.limits import is_preview
 from resumable.store.records import ActionRecord, AuditOutcome, AuditRecord, AuditVote, InteractionRecord, Vote
@@ -41,11 +42,11 @@ def digest(value: Any) -> str | None:
     return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def authentication_of(principal: str | None) -> dict[str, str]:
-    """How ``principal`` proved who it was, as its request's authorizer said (``Principal``)."""
-    if principal is None:
+def authentication_of(caller: Caller | None) -> dict[str, str]:
+    """How ``caller`` proved who it was, as its request's authorizer said (``Caller.authentication``)."""
+    if caller is None:
         return {"method": "application"}
-    return dict(getattr(principal, "authentication", None) or {"method": "unrecorded"})
+    return dict(caller.authentication) or {"method": "unrecorded"}
 
 
 def asked_input(interaction: InteractionRecord) -> Any:

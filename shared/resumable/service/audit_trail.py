@@ -16,6 +16,7 @@ from resumable.exceptions import ForbiddenError, ValidationFailedError
 from resumable.service import cursor
 from resumable.service.access import is_approver
 from resumable.service.audit import approved_as_asked, asked_input, digest
+from resumable.service.caller import Caller
 from resumable.service.views import View
 from resumable.store.audit import audit_day, audit_pk
 from resumable.store.records import AuditOutcome, AuditRecord, InteractionRecord, expired
@@ -104,7 +105,7 @@ _CURSOR_FIELDS = frozenset({"pk", "sk", "since", "until"})
 
 def audit(
     deps: Dependencies,
-    principal: str | None,
+    caller: Caller | None,
     *,
     since: str | None = None,
     until: str | None = None,
@@ -117,7 +118,7 @@ def audit(
     """One page of the audit trail made in [``since``, ``until``) (ISO 8601; default: the last
     ``DEFAULT_DAYS`` days), oldest first: records answered by (or with a vote of) ``by``, of tools
     matching ``tool`` (``*`` wildcards), with ``outcome``. Approvers only."""
-    if principal is not None and not is_approver(deps.settings, principal):
+    if caller is not None and not is_approver(deps.settings, caller):
         raise ForbiddenError(
             "the audit trail is for approvers only (APPROVER_PRINCIPALS, APPROVER_GROUPS); nothing was listed"
         )

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from resumable.exceptions import NotFoundError, StaleCommitError
 from resumable.service.access import load
+from resumable.service.caller import Caller
 from resumable.service.ids import root_of, valid_session_id, valid_turn_id
 from resumable.service.settlement import CANCELED_ON_REQUEST, settle_canceled_run, settle_tree
 from resumable.service.views import TurnView
@@ -19,7 +20,7 @@ logger = logging.getLogger(__name__)
 _ATTEMPTS = 5
 
 
-def cancel(deps: Dependencies, session_id: str, turn_id: str, principal: str | None) -> TurnView:
+def cancel(deps: Dependencies, session_id: str, turn_id: str, caller: Caller | None) -> TurnView:
     """Mark the tree canceling; settle it now if nobody is running it. A turn being run is told through
     its record and stops at its next step boundary (confirming ``canceled``); one whose runner's lease
     expired without confirming is settled ``interrupted``. Canceling again returns the same result.
@@ -27,7 +28,7 @@ def cancel(deps: Dependencies, session_id: str, turn_id: str, principal: str | N
     if not valid_session_id(session_id) or not valid_turn_id(turn_id):
         raise NotFoundError(f"there is no turn {turn_id!r} in session {session_id!r}; nothing was canceled")
     root_id = root_of(turn_id)
-    tree = load(deps, session_id, turn_id, principal)
+    tree = load(deps, session_id, turn_id, caller)
     if tree.root.settled:
         return TurnView.of(tree, turn_id)  # canceling a settled turn changes nothing: no write needed
     marked = deps.store.request_cancel(session_id, root_id, deps.clock.now())

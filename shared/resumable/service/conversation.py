@@ -15,6 +15,7 @@ from pydantic import Field
 
 from resumable.exceptions import SnapshotError, ValidationFailedError
 from resumable.service.access import load
+from resumable.service.caller import Caller
 from resumable.service.limits import bounded_json
 from resumable.service.views import View
 from resumable.store.records import TurnRecord, TurnTree
@@ -49,7 +50,7 @@ def conversation(
     deps: Dependencies,
     session_id: str,
     turn_id: str,
-    principal: str | None,
+    caller: Caller | None,
     before: int | None = None,
     limit: int = DEFAULT_PAGE,
 ) -> ConversationPage:
@@ -58,7 +59,7 @@ def conversation(
         raise ValidationFailedError(f"'limit' is {limit}: it must be 1 to {MAX_PAGE}; nothing was read")
     if before is not None and before < 0:
         raise ValidationFailedError(f"'before' is {before}: a position, 0 or more; nothing was read")
-    tree = load(deps, session_id, turn_id, principal)
+    tree = load(deps, session_id, turn_id, caller)
     root = tree.root
     key = root.snapshot_key or root.base_snapshot_key
     try:

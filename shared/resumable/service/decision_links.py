@@ -36,7 +36,7 @@ from resumable.exceptions import (
     ServiceError,
 )
 from resumable.runtime.interrupts import APPROVAL_INTERRUPT
-from resumable.service.access import Principal
+from resumable.service.caller import Caller
 from resumable.service.ids import root_of
 from resumable.service.views import InteractionView
 
@@ -172,8 +172,8 @@ def said_of(status: str) -> str:
     return _SAID.get(status, status)
 
 
-def principal(link: Link) -> Principal:
-    return Principal(link.p, (), {"method": METHOD, "link": link.j}, via="email")
+def caller(link: Link) -> Caller:
+    return Caller(link.p, frozenset(), {"method": METHOD, "link": link.j}, via="email")
 
 
 def question(deps: Dependencies, token: str) -> tuple[Link, InteractionView]:
@@ -207,7 +207,7 @@ def decide(deps: Dependencies, token: str, decision: Decision, text: str | None)
     if decision != "reply" and text:  # (a deny's message for the agent; an approval's note, for the trail)
         response["message"] = text
     try:
-        return link.r, submit_approval(deps, link.s, link.t, link.r, response, principal(link))
+        return link.r, submit_approval(deps, link.s, link.t, link.r, response, caller(link))
     except (ServiceError, AwsError):
         if _nothing_recorded(deps, link):  # (refused, or the turn busy: the link may be used again)
             deps.store.release_link(link.s, link.j)

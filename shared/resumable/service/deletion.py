@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from resumable.exceptions import NotFoundError, TurnBusyError
 from resumable.service.access import is_approver, may_act_for
+from resumable.service.caller import Caller, identity_of
 from resumable.service.cancel import cancel
 from resumable.service.ids import valid_session_id
 from resumable.service.retention import purge_time
@@ -35,16 +36,16 @@ logger = logging.getLogger(__name__)
 _ATTEMPTS = 5
 
 
-def delete_session(deps: Dependencies, session_id: str, principal: str | None) -> SessionView:
+def delete_session(deps: Dependencies, session_id: str, caller: Caller | None) -> SessionView:
     """Cancel the session's active turn (if any), then mark the whole session deleted (see the module).
     A deletion cut short (an AWS failure between its steps) is finished by asking again."""
     for _ in range(_ATTEMPTS):
-        session = _session(deps, session_id, principal, "deleted")
+        session = _session(deps, session_id, caller, "deleted")
         if session.deleted and not session.deleting:
             return SessionView.of(session)  # deleting again changes nothing
         if not session.deleted and session.active_turn_id is not None:
             try:
-                canceled = cancel(deps, session_id, session.active_turn_id, principal)
+                canceled = cancel(deps, session_id, session.active_turn_id, caller)
             except NotFoundError:
                 continue  # another deletion took the turn since the session was read: read it again
             if canceled.status in ("running", "waiting"):
@@ -54,7 +55,7 @@ def delete_session(deps: Dependencies, session_id: str, principal: str | None) -
                     "few seconds"
                 )
             continue  # the turn settled: read the session again
-        by = principal or "application"
+        by = identity_of(caller)
         if not session.deleted:
             generation, now = session.deletions + 1, deps.clock.now()
             if not deps.store.begin_deletion(session, generation, now, by):
@@ -82,15 +83,15 @@ def delete_session(deps: Dependencies, session_id: str, principal: str | None) -
     )
 
 
-def restore_session(deps: Dependencies, session_id: str, principal: str | None) -> SessionView:
+def restore_session(deps: Dependencies, session_id: str, caller: Caller | None) -> SessionView:
     """Bring a deleted session back, exactly as it was, while its retention lasts (a deletion cut short
     too: what it marked is unmarked)."""
     for _ in range(_ATTEMPTS):
-        session = _session(deps, session_id, principal, "restored")
+        session = _session(deps, session_id, caller, "restored")
         if not session.deleted:
             return SessionView.of(session)  # restoring again changes nothing
         now = deps.clock.now()
-        generation, by = session.deleted_generation or 0, principal or "application"
+        generation, by = session.deleted_generation or 0, identity_of(caller)
         purge_at = purge_time(deps, now)
         if not deps.store.mark_items(session_id, generation, False, purge_at, now):
             continue
@@ -112,15 +113,15 @@ def restore_session(deps: Dependencies, session_id: str, principal: str | None) 
     )
 
 
-def _session(deps: Dependencies, session_id: str, principal: str | None, what: str) -> SessionRecord:
+def _session(deps: Dependencies, session_id: str, caller: Caller | None, what: str) -> SessionRecord:
     """The session, or 404: unknown, another principal's, or past its retention (gone)."""
     session = deps.store.get_session(session_id) if valid_session_id(session_id) else None
     if (
         session is None
         or session.expired(deps.clock.now())
-        or not may_act_for(deps.settings, session.principal, principal)
+        or not may_act_for(deps.settings, session.principal, caller)
         # A session the application started (a workflow's) is anyone's to read and answer, not to delete.
-        or (session.principal is None and principal is not None and not is_approver(deps.settings, principal))
+        or (session.principal is None and caller is not None and not is_approver(deps.settings, caller))
     ):
         raise NotFoundError(f"there is no session {session_id!r}; nothing was {what}")
     return session

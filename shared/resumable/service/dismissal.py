@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 from resumable.exceptions import ConflictError, GoneError, NotFoundError, ValidationFailedError
 from resumable.service.access import visible
+from resumable.service.caller import Caller, identity_of
 from resumable.service.ids import root_of, valid_request_id, valid_session_id, valid_turn_id
 from resumable.service.views import InteractionView
-from resumable.service.votes import APPLICATION
 
 if TYPE_CHECKING:
     from resumable.service.dependencies import Dependencies
@@ -24,10 +24,10 @@ def dismiss(
     session_id: str,
     turn_id: str,
     request_id: str,
-    principal: str | None,
+    caller: Caller | None,
     dismissed: bool = True,
 ) -> InteractionView:
-    """Hide the requested interaction from ``principal``'s inbox (``dismissed``), or show it again. It
+    """Hide the requested interaction from ``caller``'s inbox (``dismissed``), or show it again. It
     answers nothing: the question waits for others as before, and its expiry still settles it."""
     missing = NotFoundError(
         f"there is no interaction {request_id!r} in turn {turn_id!r} of session {session_id!r} you may see; "
@@ -35,12 +35,12 @@ def dismiss(
     )
     if not (valid_session_id(session_id) and valid_turn_id(turn_id) and valid_request_id(request_id)):
         raise missing
-    who = principal or APPLICATION
+    who = identity_of(caller)
     root_id = root_of(turn_id)
     for _ in range(_ATTEMPTS):  # each refusal is someone else dismissing it at the same moment
         interaction = deps.store.get_interaction(session_id, root_id, request_id)
         now = deps.clock.now()
-        if interaction is None or not visible(deps, interaction, turn_id, principal):
+        if interaction is None or not visible(deps, interaction, turn_id, caller):
             raise missing
         if interaction.status != "requested" or interaction.expires_at <= now:
             state = "expired" if interaction.status == "requested" else interaction.status

@@ -9,6 +9,7 @@ from resumable.exceptions import NotFoundError, ValidationFailedError
 from resumable.runtime.interrupts import APPROVAL_INTERRUPT
 from resumable.runtime.schema import schema_problem
 from resumable.service.access import may_act_for
+from resumable.service.caller import Caller
 from resumable.store.records import InteractionRecord
 
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ def check_edit(
     turn_id: str,
     decision: str,
     edited: dict[str, Any],
-    principal: str | None,
+    caller: Caller | None,
     missing: NotFoundError,
 ) -> None:
     """Refuse (422) an edited input for an approval whose tool does not allow edits, one that denies,
@@ -30,7 +31,7 @@ def check_edit(
     checks (another interrupt takes any JSON; a settled one is refused as 409 or 410)."""
     request_id = interaction.request_id
     if turn_id not in (interaction.root_turn_id, interaction.turn_id) or not may_act_for(
-        deps.settings, interaction.principal, principal
+        deps.settings, interaction.principal, caller
     ):
         raise missing
     if interaction.name != APPROVAL_INTERRUPT or interaction.status != "requested":

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from resumable.exceptions import StaleCommitError
 from resumable.service.access import load
+from resumable.service.caller import Caller
 from resumable.service.continuation import continue_later
 from resumable.service.settlement import settle_if_stalled
 from resumable.service.stall import idle, stall
@@ -19,13 +20,13 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-def get_turn(deps: Dependencies, session_id: str, turn_id: str, principal: str | None) -> TurnView:
+def get_turn(deps: Dependencies, session_id: str, turn_id: str, caller: Caller | None) -> TurnView:
     """Read the turn. A stalled turn that settling moves on (an interaction past its expiry, a cancel
     that died before it settled the tree) is settled first, so nobody is shown a question that can no
     longer be answered; one that needs a run (its continuation or resume was lost, its runner died)
     gets a continuation requested, so polling it is enough to move it on. A question its approval
     rule denies at its expiry is denied here, and the turn's continuation requested at once."""
-    tree = load(deps, session_id, turn_id, principal)
+    tree = load(deps, session_id, turn_id, caller)
     read = tree
     try:
         tree = settle_if_stalled(deps, tree)

@@ -9,8 +9,9 @@ from pydantic import Field
 from resumable.exceptions import ValidationFailedError
 from resumable.service import cursor
 from resumable.service.access import is_approver
+from resumable.service.caller import Caller, identity_of
 from resumable.service.views import InteractionView, View
-from resumable.service.votes import APPLICATION, may_answer, rule_of
+from resumable.service.votes import may_answer, rule_of
 from resumable.store.records import InteractionRecord
 
 if TYPE_CHECKING:
@@ -30,13 +31,13 @@ class InboxPage(View):
 
 def inbox(
     deps: Dependencies,
-    principal: str | None,
+    caller: Caller | None,
     status: str,
     limit: int,
     after: str | None,
     dismissed: bool = False,
 ) -> InboxPage:
-    """One page of the requested interactions, not yet expired, that ``principal`` may answer: every
+    """One page of the requested interactions, not yet expired, that ``caller`` may answer: every
     session's for an approver (and the application itself), their own sessions' for anyone else;
     those they dismissed only with ``dismissed``. One Query of an index, whatever the number of
     sessions."""
@@ -50,7 +51,7 @@ def inbox(
             f"query parameter 'limit' is {limit}: it must be 1 to {MAX_PAGE} (default {DEFAULT_PAGE}); "
             "nothing was listed"
         )
-    whose = None if principal is None or is_approver(deps.settings, principal) else principal
+    whose = None if caller is None or is_approver(deps.settings, caller) else caller.identity
     index, partition = deps.store.inbox_partition(whose)
     secret = deps.keys.cursor()
     last = (
@@ -63,7 +64,7 @@ def inbox(
     for _ in range(MAX_READS):  # questions the reader may not answer are left out: read on to fill the page
         found, last = deps.store.list_inbox(whose, now, limit - len(shown), last)
         for interaction in found:
-            view = _for_reader(interaction, principal, now, dismissed)
+            view = _for_reader(interaction, caller, now, dismissed)
             if view is not None:
                 shown.append(view)
         if last is None or len(shown) == limit:
@@ -84,20 +85,20 @@ def _place(held: dict[str, Any], index: str) -> str:
 
 
 def _for_reader(
-    interaction: InteractionRecord, principal: str | None, now: float, dismissed: bool
+    interaction: InteractionRecord, caller: Caller | None, now: float, dismissed: bool
 ) -> InteractionView | None:
-    """The question as ``principal`` sees it in its inbox, or None when it is not theirs to answer: its
+    """The question as ``caller`` sees it in its inbox, or None when it is not theirs to answer: its
     approval rule does not let them approve it (they are not among its approvers, or they started the
     turn and may not approve their own), or they dismissed it (unless ``dismissed`` asks for those
     too). One they approved already stays, showing who else must."""
     view = InteractionView.of(interaction, now)
-    if (principal or APPLICATION) in interaction.dismissed_by:
+    if identity_of(caller) in interaction.dismissed_by:
         if not dismissed:
             return None
         view = view.model_copy(update={"dismissed_by_you": True})
     rule = rule_of(interaction)
-    if rule is None or principal is None:
+    if rule is None or caller is None:
         return view
-    if principal in interaction.votes:
+    if caller.identity in interaction.votes:
         return view.model_copy(update={"approved_by_you": True})
-    return view if may_answer(rule, interaction, principal) is None else None
+    return view if may_answer(rule, interaction, caller) is None else None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from resumable.exceptions import NotFoundError
 from resumable.service.access import may_act_for
+from resumable.service.caller import Caller
 from resumable.service.dependencies import Dependencies
 from resumable.service.ids import valid_session_id
 from resumable.service.views import InteractionView
@@ -11,7 +12,7 @@ from resumable.store.records import InteractionStatus, expired
 
 
 def list_interactions(
-    deps: Dependencies, session_id: str, status: InteractionStatus | None, principal: str | None
+    deps: Dependencies, session_id: str, status: InteractionStatus | None, caller: Caller | None
 ) -> list[InteractionView]:
     """With ``status``, only those in it (an interaction past its expiry counts as ``expired`` even
     before its turn is settled). An unknown session and another principal's answer 404 alike."""
@@ -23,7 +24,7 @@ def list_interactions(
     if status == "expired":
         found += deps.store.list_interactions(session_id, "requested")
     found = [i for i in found if not expired(i.purge_at, now) and i.deleted_generation is None]  # gone
-    if not all(may_act_for(deps.settings, i.principal, principal) for i in found):
+    if not all(may_act_for(deps.settings, i.principal, caller) for i in found):
         raise missing
     if not found:
         # Nothing listed says whose session it is: read it, so that an unknown session and another
@@ -33,7 +34,7 @@ def list_interactions(
             session is None
             or session.expired(now)
             or session.deleted
-            or not may_act_for(deps.settings, session.principal, principal)
+            or not may_act_for(deps.settings, session.principal, caller)
         ):
             raise missing
     views = [InteractionView.of(i, now) for i in found]

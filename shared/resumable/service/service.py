@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from resumable.clock import Clock, SystemClock
 from resumable.config import Settings
 from resumable.service.agent_factory import AgentFactory, LazyFactory
+from resumable.service.caller import Caller
 from resumable.service.dependencies import Continuation, Dependencies
 from resumable.service.inbox import DEFAULT_PAGE
 from resumable.store.base import Snapshots, Store
@@ -29,7 +30,9 @@ if TYPE_CHECKING:
 
 
 class Service:
-    """The use cases. Every public method validates its input before it writes anything."""
+    """The use cases. Every public method validates its input before it writes anything. Its
+    ``principal`` is who calls: a ``Caller`` (its identity, groups, sign-in and channel), a bare
+    principal (a Caller of that identity alone), or None for the application itself."""
 
     def __init__(
         self,
@@ -106,35 +109,45 @@ class Service:
         return self.deps.clock
 
     def start_turn(
-        self, session_id: str, prompt: Any, principal: str | None = None, *, workflow: bool = False
+        self, session_id: str, prompt: Any, principal: Caller | str | None = None, *, workflow: bool = False
     ) -> TurnView:
         """``workflow``: a Step Functions workflow starts the turn and will wait for it to settle."""
         from resumable.service.start_turn import start_turn
 
         self._agents()
-        return start_turn(self.deps, session_id, prompt, principal, workflow)
+        return start_turn(self.deps, session_id, prompt, Caller.of(principal), workflow)
 
     def conversation(
-        self, session_id: str, turn_id: str, principal: str | None = None, before: int | None = None, limit: int = 20
+        self,
+        session_id: str,
+        turn_id: str,
+        principal: Caller | str | None = None,
+        before: int | None = None,
+        limit: int = 20,
     ) -> ConversationPage:
         from resumable.service.conversation import conversation
 
-        return conversation(self.deps, session_id, turn_id, principal, before, limit)
+        return conversation(self.deps, session_id, turn_id, Caller.of(principal), before, limit)
 
     def dismiss(
-        self, session_id: str, turn_id: str, request_id: str, principal: str | None = None, dismissed: bool = True
+        self,
+        session_id: str,
+        turn_id: str,
+        request_id: str,
+        principal: Caller | str | None = None,
+        dismissed: bool = True,
     ) -> InteractionView:
         from resumable.service.dismissal import dismiss
 
-        return dismiss(self.deps, session_id, turn_id, request_id, principal, dismissed)
+        return dismiss(self.deps, session_id, turn_id, request_id, Caller.of(principal), dismissed)
 
     def submit_approval(
-        self, session_id: str, turn_id: str, request_id: str, response: Any, principal: str | None = None
+        self, session_id: str, turn_id: str, request_id: str, response: Any, principal: Caller | str | None = None
     ) -> TurnView:
         from resumable.service.submit_approval import submit_approval
 
         self._agents()
-        return submit_approval(self.deps, session_id, turn_id, request_id, response, principal)
+        return submit_approval(self.deps, session_id, turn_id, request_id, response, Caller.of(principal))
 
     def decision_link(self, token: str) -> tuple[str, InteractionView]:
         """Whom a one-click decision link answers as, and its question as it stands (its page's GET:
@@ -154,15 +167,15 @@ class Service:
         self._agents()
         return decide(self.deps, token, decision, text)
 
-    def cancel(self, session_id: str, turn_id: str, principal: str | None = None) -> TurnView:
+    def cancel(self, session_id: str, turn_id: str, principal: Caller | str | None = None) -> TurnView:
         from resumable.service.cancel import cancel
 
-        return cancel(self.deps, session_id, turn_id, principal)
+        return cancel(self.deps, session_id, turn_id, Caller.of(principal))
 
-    def get_turn(self, session_id: str, turn_id: str, principal: str | None = None) -> TurnView:
+    def get_turn(self, session_id: str, turn_id: str, principal: Caller | str | None = None) -> TurnView:
         from resumable.service.get_turn import get_turn
 
-        return get_turn(self.deps, session_id, turn_id, principal)
+        return get_turn(self.deps, session_id, turn_id, Caller.of(principal))
 
     def recover(self, session_id: str, turn_id: str) -> TurnView:
         from resumable.service.recover import recover
@@ -171,15 +184,15 @@ class Service:
         return recover(self.deps, session_id, turn_id)
 
     def list_interactions(
-        self, session_id: str, status: InteractionStatus | None = None, principal: str | None = None
+        self, session_id: str, status: InteractionStatus | None = None, principal: Caller | str | None = None
     ) -> list[InteractionView]:
         from resumable.service.list_interactions import list_interactions
 
-        return list_interactions(self.deps, session_id, status, principal)
+        return list_interactions(self.deps, session_id, status, Caller.of(principal))
 
     def inbox(
         self,
-        principal: str | None = None,
+        principal: Caller | str | None = None,
         status: str = "requested",
         limit: int = DEFAULT_PAGE,
         cursor: str | None = None,
@@ -187,7 +200,7 @@ class Service:
     ) -> InboxPage:
         from resumable.service.inbox import inbox
 
-        return inbox(self.deps, principal, status, limit, cursor, dismissed)
+        return inbox(self.deps, Caller.of(principal), status, limit, cursor, dismissed)
 
     def sweep(self, limit: int | None = None) -> SweepReport:
         """Move on the turns nobody is moving (the sweeper's scheduled run), at most ``limit`` of them
@@ -200,42 +213,42 @@ class Service:
             self._agents()
         return sweep(self.deps, DEFAULT_LIMIT if limit is None else limit)
 
-    def audit(self, principal: str | None = None, **query: Any) -> AuditPage:
+    def audit(self, principal: Caller | str | None = None, **query: Any) -> AuditPage:
         """A page of the audit trail (approvers only): ``since``, ``until``, ``by``, ``tool``, ``outcome``,
         ``limit``, ``after`` (the previous page's cursor); see ``service.audit_trail.audit``."""
         from resumable.service.audit_trail import audit
 
-        return audit(self.deps, principal, **query)
+        return audit(self.deps, Caller.of(principal), **query)
 
-    def delete_session(self, session_id: str, principal: str | None = None) -> SessionView:
+    def delete_session(self, session_id: str, principal: Caller | str | None = None) -> SessionView:
         from resumable.service.deletion import delete_session
 
-        return delete_session(self.deps, session_id, principal)
+        return delete_session(self.deps, session_id, Caller.of(principal))
 
-    def restore_session(self, session_id: str, principal: str | None = None) -> SessionView:
+    def restore_session(self, session_id: str, principal: Caller | str | None = None) -> SessionView:
         from resumable.service.deletion import restore_session
 
-        return restore_session(self.deps, session_id, principal)
+        return restore_session(self.deps, session_id, Caller.of(principal))
 
     # the operator's (resumable admin; approvers only)
-    def stalled(self, principal: str | None = None, limit: int | None = None) -> admin.StalledTurns:
+    def stalled(self, principal: Caller | str | None = None, limit: int | None = None) -> admin.StalledTurns:
         from resumable.service import admin
         from resumable.service.sweep import DEFAULT_LIMIT
 
-        return admin.stalled(self.deps, principal, DEFAULT_LIMIT if limit is None else limit)
+        return admin.stalled(self.deps, Caller.of(principal), DEFAULT_LIMIT if limit is None else limit)
 
-    def inspect(self, session_id: str, turn_id: str, principal: str | None = None) -> admin.TurnRecords:
+    def inspect(self, session_id: str, turn_id: str, principal: Caller | str | None = None) -> admin.TurnRecords:
         from resumable.service import admin
 
-        return admin.inspect(self.deps, session_id, turn_id, principal)
+        return admin.inspect(self.deps, session_id, turn_id, Caller.of(principal))
 
-    def recover_turn(self, session_id: str, turn_id: str, principal: str | None = None) -> TurnView:
+    def recover_turn(self, session_id: str, turn_id: str, principal: Caller | str | None = None) -> TurnView:
         from resumable.service import admin
 
         self._agents()
-        return admin.recover_turn(self.deps, session_id, turn_id, principal)
+        return admin.recover_turn(self.deps, session_id, turn_id, Caller.of(principal))
 
-    def republish(self, session_id: str, principal: str | None = None) -> admin.Republished:
+    def republish(self, session_id: str, principal: Caller | str | None = None) -> admin.Republished:
         from resumable.service import admin
 
-        return admin.republish(self.deps, session_id, principal)
+        return admin.republish(self.deps, session_id, Caller.of(principal))

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from resumable.clock import iso
 from resumable.exceptions import NotFoundError, TurnBusyError, ValidationFailedError
-from resumable.service.access import may_act_for, name_of
+from resumable.service.access import may_act_for
+from resumable.service.caller import Caller, principal_of
 from resumable.service.ids import new_root_turn_id, valid_session_id
 from resumable.service.limits import text_utf8
 from resumable.service.retention import retire
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from resumable.service.dependencies import Dependencies
 
 
-def start_turn(deps: Dependencies, session_id: str, prompt: Any, principal: str | None, workflow: bool) -> TurnView:
+def start_turn(deps: Dependencies, session_id: str, prompt: Any, caller: Caller | None, workflow: bool) -> TurnView:
     """Create the root turn (refused while the session has an unsettled one), run it, commit."""
     if not valid_session_id(session_id):
         raise ValidationFailedError(
@@ -41,7 +42,7 @@ def start_turn(deps: Dependencies, session_id: str, prompt: Any, principal: str 
     seen = store.get_session(session_id)
     # A session whose retention ended is gone: its id starts a new one, in its place.
     replaced, seen = (seen, None) if seen is not None and seen.expired(now) else (None, seen)
-    if seen is not None and not may_act_for(deps.settings, seen.principal, principal):
+    if seen is not None and not may_act_for(deps.settings, seen.principal, caller):
         raise NotFoundError(f"there is no session {session_id!r} you may use; nothing was started")
     if seen is not None and seen.deleted:
         raise TurnBusyError(
@@ -70,15 +71,15 @@ def start_turn(deps: Dependencies, session_id: str, prompt: Any, principal: str 
         agent_snapshots=dict(seen.agent_snapshots) if seen else {},
         base_agent_snapshots=dict(seen.agent_snapshots) if seen else {},
         prompt=prompt,
-        principal=seen.principal if seen else principal,
-        started_by=principal,
-        started_by_name=name_of(principal),
+        principal=seen.principal if seen else principal_of(caller),
+        started_by=principal_of(caller),
+        started_by_name=caller.shown_name if caller is not None else None,
         workflow=workflow,
         created_at=now,
         updated_at=now,
     )
     session = (
-        seen or SessionRecord(session_id=session_id, principal=principal, created_at=now, updated_at=now)
+        seen or SessionRecord(session_id=session_id, principal=principal_of(caller), created_at=now, updated_at=now)
     ).model_copy(update={"active_turn_id": turn_id, "updated_at": now})
     if not store.begin_turn(seen, session, root):
         raise TurnBusyError(

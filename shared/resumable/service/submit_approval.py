@@ -19,15 +19,16 @@ from resumable.exceptions import (
 )
 from resumable.metrics import count_answer
 from resumable.runtime.tools import APPROVAL_INTERRUPT, ApprovalAnswer
-from resumable.service.access import VIAS, is_approver, load, via_of, visible
+from resumable.service.access import is_approver, load, visible
 from resumable.service.audit import authentication_of, decision_entry
+from resumable.service.caller import VIAS, Caller, channel_of, identity_of
 from resumable.service.edits import check_edit
 from resumable.service.ids import root_of, valid_request_id, valid_session_id, valid_turn_id
 from resumable.service.limits import json_utf8
 from resumable.service.run import advance
 from resumable.service.settlement import EXPIRY
 from resumable.service.views import TurnView, decision_of
-from resumable.service.votes import APPLICATION, answer_under_rule, check_may_answer
+from resumable.service.votes import answer_under_rule, check_may_answer
 from resumable.store.base import AnswerOutcome
 from resumable.store.records import InteractionRecord, TurnRecord
 
@@ -42,7 +43,7 @@ def _canonical(value: Any) -> str:
 
 
 def submit_approval(
-    deps: Dependencies, session_id: str, turn_id: str, request_id: str, response: Any, principal: str | None
+    deps: Dependencies, session_id: str, turn_id: str, request_id: str, response: Any, caller: Caller | None
 ) -> TurnView:
     """Record ``response`` for the interaction (one read of it, then one conditional write), then resume
     if nothing else is awaited. The same answer again is idempotent (and drives a resume that a crash interrupted)."""
@@ -60,17 +61,17 @@ def submit_approval(
     if asked is None:
         raise missing
     if approval_shaped and response.get("input") is not None:
-        check_edit(deps, asked, turn_id, response["decision"], response["input"], principal, missing)
+        check_edit(deps, asked, turn_id, response["decision"], response["input"], caller, missing)
     asker = turn_id if turn_id != root_id else None
     now = deps.clock.now()
     if asked.status != "requested" or asked.expires_at <= now:
         answer = AnswerOutcome("refused", interaction=asked)  # (as the write would be: no need to try it)
     elif _ruled(asked, approval_shaped, now):
-        if not visible(deps, asked, turn_id, principal):
+        if not visible(deps, asked, turn_id, caller):
             raise missing
-        answer = answer_under_rule(deps, asked, response, principal, child_turn_id=asker)
+        answer = answer_under_rule(deps, asked, response, caller, child_turn_id=asker)
     else:
-        who = principal or APPLICATION
+        who = identity_of(caller)
         answer = deps.store.answer_interaction(
             session_id,
             root_id,
@@ -80,9 +81,9 @@ def submit_approval(
             now,
             approval_shaped=approval_shaped,
             child_turn_id=asker,
-            principal=None if principal is None or is_approver(deps.settings, principal) else principal,
-            via=via_of(principal),
-            audit=decision_entry(deps, asked, response, who, authentication_of(principal), now)
+            principal=None if caller is None or is_approver(deps.settings, caller) else caller.identity,
+            via=channel_of(caller),
+            audit=decision_entry(deps, asked, response, who, authentication_of(caller), now)
             if approval_shaped
             else None,
         )
@@ -93,10 +94,10 @@ def submit_approval(
     if answer.outcome == "refused":
         interaction = answer.interaction
         assert interaction is not None
-        if not visible(deps, interaction, turn_id, principal):
+        if not visible(deps, interaction, turn_id, caller):
             raise missing
         if approval_shaped:
-            check_may_answer(interaction, response, principal)  # (a replay too: the rule says who may answer)
+            check_may_answer(interaction, response, caller)  # (a replay too: the rule says who may answer)
         if _expired_unanswered(interaction, approval_shaped):
             # The answer came too late: settle the turn expired (a write), then say so.
             moved = advance(deps, load(deps, session_id, root_id))
@@ -106,7 +107,7 @@ def submit_approval(
             raise GoneError(
                 f"interaction {request_id} expired before it was answered; its turn {settled} and nothing was answered"
             )
-        _unless_replayed(interaction, response, approval_shaped, principal)
+        _unless_replayed(interaction, response, approval_shaped, caller)
     tree = load(deps, session_id, root_id)
     if answer.outcome == "answered":
         logger.info(
@@ -114,7 +115,7 @@ def submit_approval(
             session_id,
             root_id,
             request_id,
-            principal,
+            caller,
         )
         recorded = next((i for i in tree.interactions if i.request_id == request_id), None)
         if recorded is not None:
@@ -182,7 +183,7 @@ def _denied_at_expiry(request_id: str) -> GoneError:
 
 
 def _unless_replayed(
-    interaction: InteractionRecord, response: Any, approval_shaped: bool, principal: str | None
+    interaction: InteractionRecord, response: Any, approval_shaped: bool, caller: Caller | None
 ) -> None:
     """Explain why the conditional write refused the answer; return only for an identical replay."""
     if interaction.status == "answered":
@@ -190,7 +191,7 @@ def _unless_replayed(
             return
         if interaction.answered_by == EXPIRY:
             raise _denied_at_expiry(interaction.request_id)
-        yours = interaction.answered_by == (principal or APPLICATION)
+        yours = interaction.answered_by == identity_of(caller)
         via = VIAS.get(interaction.answered_via or "", "")
         at = f"{via} at {iso(interaction.answered_at)}".strip()
         who = "you" if yours else interaction.answered_by

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 from resumable.clock import iso
 from resumable.exceptions import ConflictError, ForbiddenError, TurnBusyError
 from resumable.runtime.rules import ApprovalRule
-from resumable.service.access import is_approver, via_of
+from resumable.service.access import is_approver
 from resumable.service.audit import authentication_of, decision_entry, vote_entry
+from resumable.service.caller import Caller, channel_of, identity_of
 from resumable.store.base import AnswerOutcome, Votes
 from resumable.store.records import InteractionRecord, Vote
 
@@ -30,9 +31,6 @@ if TYPE_CHECKING:
     from resumable.service.dependencies import Dependencies
 
 logger = logging.getLogger(__name__)
-
-APPLICATION = "application"
-"""Who answers when the application itself does (no principal): a Step Functions task, a direct call."""
 
 
 def rule_of(interaction: InteractionRecord) -> ApprovalRule | None:
@@ -47,15 +45,15 @@ def rule_of(interaction: InteractionRecord) -> ApprovalRule | None:
 
 
 def may_answer(
-    rule: ApprovalRule, interaction: InteractionRecord, principal: str | None, *, approving: bool = True
+    rule: ApprovalRule, interaction: InteractionRecord, caller: Caller | None, *, approving: bool = True
 ) -> str | None:
-    """Why ``principal`` may not approve (or, not ``approving``, deny) ``interaction`` under ``rule``
+    """Why ``caller`` may not approve (or, not ``approving``, deny) ``interaction`` under ``rule``
     (None: it may)."""
-    who = principal or APPLICATION
+    who = identity_of(caller)
     escalated = interaction.escalated_at is not None
-    if not rule.admits(who, getattr(principal, "groups", frozenset()), escalated=escalated):
+    if not rule.admits(who, caller.groups if caller is not None else frozenset(), escalated=escalated):
         return f"{who} is not one of the approvers of the approval rule {rule.title!r} ({_approvers(rule, escalated)})"
-    if approving and not rule.allows_self_approval and principal is not None and principal == interaction.started_by:
+    if approving and not rule.allows_self_approval and caller is not None and who == interaction.started_by:
         return (
             f"{who} started this turn, and the approval rule {rule.title!r} does not let the principal who "
             f"started a turn approve its own calls (it needs {rule.required} other approver(s))"
@@ -63,12 +61,12 @@ def may_answer(
     return None
 
 
-def check_may_answer(interaction: InteractionRecord, response: dict[str, Any], principal: str | None) -> None:
-    """403 (naming the rule) unless ``principal`` may give ``response`` under the interaction's rule."""
+def check_may_answer(interaction: InteractionRecord, response: dict[str, Any], caller: Caller | None) -> None:
+    """403 (naming the rule) unless ``caller`` may give ``response`` under the interaction's rule."""
     rule = rule_of(interaction)
     if rule is None:
         return
-    refused_because = may_answer(rule, interaction, principal, approving=response["decision"] == "approve")
+    refused_because = may_answer(rule, interaction, caller, approving=response["decision"] == "approve")
     if refused_because is not None:
         raise ForbiddenError(f"{refused_because}: interaction {interaction.request_id} was not answered")
 
@@ -77,7 +75,7 @@ def answer_under_rule(
     deps: Dependencies,
     interaction: InteractionRecord,
     response: dict[str, Any],
-    principal: str | None,
+    caller: Caller | None,
     *,
     child_turn_id: str | None,
 ) -> AnswerOutcome:
@@ -86,15 +84,15 @@ def answer_under_rule(
     interaction as it is now) when it is no longer open to votes."""
     rule = rule_of(interaction)
     assert rule is not None
-    check_may_answer(interaction, response, principal)
-    who = principal or APPLICATION
+    check_may_answer(interaction, response, caller)
+    who = identity_of(caller)
     now = deps.clock.now()
     asker: dict[str, Any] = {  # whose question it must be (see store.base.Store.answer_interaction)
         "child_turn_id": child_turn_id,
-        "principal": None if principal is None or is_approver(deps.settings, principal) else principal,
+        "principal": None if caller is None or is_approver(deps.settings, caller) else caller.identity,
     }
     ids = interaction.session_id, interaction.root_turn_id, interaction.request_id
-    signed, via = authentication_of(principal), via_of(principal)
+    signed, via = authentication_of(caller), channel_of(caller)
     for _ in range(rule.required + 3):  # each refusal is another vote landing first: at most required
         if interaction.status != "requested" or interaction.expires_at <= now:
             return AnswerOutcome("refused", interaction=interaction)

@@ -22,7 +22,7 @@ from resumable.exceptions import (
     ValidationFailedError,
 )
 from resumable.service import Service, TurnView
-from resumable.service.access import Principal
+from resumable.service.caller import Caller
 from resumable.service.limits import is_preview
 from resumable.slack.messages import INPUT_FIELD, Opened, deny_modal, edit_modal, editable_text, escaped
 from resumable.slack.people import LookupFailedError, People
@@ -59,14 +59,14 @@ def _say(text: str) -> Reply:
 
 def answer(service: Service, click: Click, people: People) -> Reply:
     try:
-        principal = people.principal(click.user_id, click.team_id, click.user_name)
+        caller = people.caller(click.user_id, click.team_id, click.user_name)
     except LookupFailedError as error:
         return _say(f"Nothing was recorded: Slack could not say who you are just now ({error}). Press again.")
-    if principal is None:
+    if caller is None:
         return _say(UNMAPPED)
     asked = click.asked
     if click.kind in ("deny", "edit"):
-        return _modal(service, click, principal)
+        return _modal(service, click, caller)
     if click.kind == "approve":
         response: dict[str, Any] = {"decision": "approve"}
     elif click.kind == "deny_submitted":
@@ -80,21 +80,21 @@ def answer(service: Service, click: Click, people: People) -> Reply:
         except (ValueError, RecursionError):
             return Reply(errors={INPUT_FIELD: "Not JSON this app reads (nested too deep): nothing was approved"})
     try:
-        turn = service.submit_approval(asked.session_id, asked.turn_id, asked.request_id, response, principal)
+        turn = service.submit_approval(asked.session_id, asked.turn_id, asked.request_id, response, caller)
     except (BadRequestError, ValidationFailedError) as error:
         if click.kind == "edit_submitted":
             return Reply(errors={INPUT_FIELD: escaped(str(error), 2000)})
         return _say(f"Not recorded: {error}")
     except ServiceError as error:
         return _say(_refused(error))
-    return _say(_told(turn, asked.request_id, response, principal))
+    return _say(_told(turn, asked.request_id, response, caller.identity))
 
 
-def _modal(service: Service, click: Click, principal: Principal) -> Reply:
+def _modal(service: Service, click: Click, caller: Caller) -> Reply:
     """What Deny or Edit opens, once the question is found still open (and, for Edit, editable here)."""
     asked = click.asked
     try:
-        turn = service.get_turn(asked.session_id, asked.turn_id, principal)
+        turn = service.get_turn(asked.session_id, asked.turn_id, caller)
     except ServiceError as error:
         return _say(_refused(error))
     question = next((i for i in turn.interactions if i.request_id == asked.request_id), None)
@@ -119,7 +119,7 @@ def _refused(error: ServiceError) -> str:
     return f"{prefix}: {error}"
 
 
-def _told(turn: TurnView, request_id: str, response: dict[str, Any], principal: Principal) -> str:
+def _told(turn: TurnView, request_id: str, response: dict[str, Any], principal: str) -> str:
     question = next((i for i in turn.interactions if i.request_id == request_id), None)
     if question is None:
         return f"Recorded. The turn is {turn.status}."

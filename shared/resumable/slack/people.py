@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from resumable.service.access import Principal
+from resumable.service.caller import Caller
 
 
 class LookupFailedError(Exception):
@@ -33,7 +33,7 @@ class People:
         self.teams = frozenset(teams)
         self.email_of = email_of
 
-    def principal(self, user_id: str, team_id: str | None, name: str | None = None) -> Principal | None:
+    def caller(self, user_id: str, team_id: str | None, name: str | None = None) -> Caller | None:
         """The principal ``user_id`` of ``team_id`` answers as (its authentication says it was Slack),
         or None: another workspace's user, or one the mapping does not name."""
         if team_id not in self.teams:
@@ -44,7 +44,7 @@ class People:
             identity = self.by_email.get(email.lower()) if email else None
         if identity is None:
             return None
-        return Principal(identity, (), {"method": "slack", "user": user_id, "team": team_id}, name, via="slack")
+        return Caller(identity, frozenset(), {"method": "slack", "user": user_id, "team": team_id}, name, via="slack")
 
 
 def trusted_email(users_info: Mapping[str, Any], teams: Collection[str]) -> str | None:
