@@ -29,12 +29,9 @@ from resumable.store.records import TurnRecord
 from resumable.store.resources import TTL_ATTRIBUTE
 from resumable.store.table import (
     MAX_TRANSACTION_ITEMS,
-    TRANSACTION_CANCELED,
     Table,
     aws_call,
-    code_of,
-    condition_failed,
-    reasons,
+    refusal,
 )
 
 # The root turn's attributes a commit writes.
@@ -257,11 +254,10 @@ class CommitItems(Table):
         try:
             self._transact_write(items)
         except ClientError as error:
-            if code_of(error) != TRANSACTION_CANCELED:
+            refused = refusal(error)
+            if refused is None:
                 raise
-            if not condition_failed(error):
-                raise
-            codes = [r.get("Code") for r in reasons(error)]
+            codes = [r.get("Code") for r in refused.reasons]
             raise StaleCommitError(
                 f"commit of turn {root.turn_id} (version {root.version}) was rejected, nothing was written: {codes}"
             ) from error

@@ -7,14 +7,12 @@ again, a forwarded mail) is refused. Kept until the question's records go (``pur
 
 from __future__ import annotations
 
-from typing import Any
-
 from botocore.exceptions import ClientError
 
 from resumable.store.codec import decode, key, value
 from resumable.store.records import IssuedLink, LinkClaim
 from resumable.store.resources import TTL_ATTRIBUTE
-from resumable.store.table import CONDITION_FAILED, Table, aws_call, code_of
+from resumable.store.table import Table, aws_call, refusal
 
 
 def link_sk(link_id: str) -> str:
@@ -55,9 +53,9 @@ class DecisionLinkItems(Table):
                 },
             )
         except ClientError as error:
-            if code_of(error) == CONDITION_FAILED:
-                return False
-            raise
+            if refusal(error) is None:
+                raise
+            return False
         return True
 
     @aws_call
@@ -86,10 +84,10 @@ class DecisionLinkItems(Table):
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as error:
-            if code_of(error) == CONDITION_FAILED:
-                held: Any = error.response.get("Item") or {}
-                return "used" if "used_at" in held else "unissued"
-            raise
+            refused = refusal(error)
+            if refused is None:
+                raise
+            return "used" if "used_at" in (refused.item() or {}) else "unissued"
         return "claimed"
 
     @aws_call
@@ -103,5 +101,5 @@ class DecisionLinkItems(Table):
                 ConditionExpression="attribute_exists(request_id)",
             )
         except ClientError as error:
-            if code_of(error) != CONDITION_FAILED:
+            if refusal(error) is None:
                 raise

@@ -20,13 +20,10 @@ from resumable.store.codec import EXPIRING, decode, event_put, key, pk, value
 from resumable.store.records import OutboxEvent, SessionRecord, expired
 from resumable.store.resources import TTL_ATTRIBUTE
 from resumable.store.table import (
-    CONDITION_FAILED,
     MAX_TRANSACTION_ITEMS,
-    TRANSACTION_CANCELED,
     Table,
     aws_call,
-    code_of,
-    condition_failed,
+    refusal,
 )
 
 # Within its retention, and not claimed by the sweeper for the end of it (service.retention).
@@ -62,8 +59,8 @@ class DeletionItems(Table):
                     ":null": {"S": "NULL"},
                 },
             )
-        except ClientError as refused:
-            if code_of(refused) != CONDITION_FAILED:
+        except ClientError as error:
+            if refusal(error) is None:
                 raise
             return False
         return True
@@ -89,11 +86,9 @@ class DeletionItems(Table):
             for start in range(0, len(writes), MAX_TRANSACTION_ITEMS - 1):
                 self._transact_write([guard, *writes[start : start + MAX_TRANSACTION_ITEMS - 1]])
         except ClientError as error:
-            if code_of(error) != TRANSACTION_CANCELED:
+            if refusal(error) is None:
                 raise
-            if condition_failed(error):
-                return False
-            raise
+            return False
         return True
 
     @aws_call
@@ -148,11 +143,9 @@ class DeletionItems(Table):
         try:
             self._transact_write([session_write, event])
         except ClientError as error:
-            if code_of(error) != TRANSACTION_CANCELED:
+            if refusal(error) is None:
                 raise
-            if condition_failed(error):
-                return False
-            raise
+            return False
         return True
 
     def _items_of(self, session_id: str) -> list[dict[str, Any]]:

@@ -23,13 +23,10 @@ from resumable.store.codec import (
 from resumable.store.outbox import interaction_answered
 from resumable.store.records import AuditRecord, InteractionRecord, OutboxEvent, TurnRecord
 from resumable.store.table import (
-    CONDITION_FAILED,
-    TRANSACTION_CANCELED,
+    Refusal,
     Table,
     aws_call,
-    code_of,
-    condition_failed,
-    refused_item,
+    refusal,
 )
 
 
@@ -90,9 +87,10 @@ class InteractionItems(Table):
                 ]
             )
         except ClientError as error:
-            if code_of(error) != TRANSACTION_CANCELED:
+            refused = refusal(error)
+            if refused is None:
                 raise
-            return _refusal(error)
+            return _outcome(refused)
         return AnswerOutcome("answered")
 
     @aws_call
@@ -117,9 +115,10 @@ class InteractionItems(Table):
             audited = [audit_put(self.table, audit, self.shards)] if audit is not None else []
             self._transact_write([{"Update": vote}, self._waiting(session_id, root_turn_id), *audited])
         except ClientError as error:
-            if code_of(error) != TRANSACTION_CANCELED:
+            refused = refusal(error)
+            if refused is None:
                 raise
-            return _refusal(error)
+            return _outcome(refused)
         return AnswerOutcome("voted")
 
     @aws_call
@@ -151,9 +150,7 @@ class InteractionItems(Table):
                 ]
             )
         except ClientError as error:
-            if code_of(error) != TRANSACTION_CANCELED:
-                raise
-            if not condition_failed(error):
+            if refusal(error) is None:
                 raise
             return False
         return True
@@ -180,8 +177,8 @@ class InteractionItems(Table):
                 ExpressionAttributeNames={"#status": "status"},
                 ExpressionAttributeValues=values,
             )
-        except ClientError as refused:
-            if code_of(refused) != CONDITION_FAILED:
+        except ClientError as error:
+            if refusal(error) is None:
                 raise
             return False
         return True
@@ -281,16 +278,14 @@ _WAITING = "#status = :waiting AND cancel_requested = :false AND open_interactio
 """What a root turn must be to take an answer or a vote: waiting for answers, not being canceled."""
 
 
-def _refusal(error: Exception) -> AnswerOutcome:
+def _outcome(refused: Refusal) -> AnswerOutcome:
     """Why a transaction of an interaction's write (first) and its root turn's (second) was refused."""
-    if not condition_failed(error):
-        raise error
-    interaction = refused_item(error, 0)
+    interaction = refused.item(0)
     if interaction is not None:
         if not interaction:
             return AnswerOutcome("missing")
         return AnswerOutcome("refused", interaction=InteractionRecord.model_validate(decode(interaction)))
-    turn = refused_item(error, 1)
+    turn = refused.item(1)
     return AnswerOutcome("turn_busy", turn=TurnRecord.model_validate(decode(turn)) if turn else None)
 
 

@@ -15,14 +15,9 @@ from resumable.store.codec import action_sk, decode, encode, event_put, key, roo
 from resumable.store.outbox import action_reported
 from resumable.store.records import ActionRecord, AuditRecord
 from resumable.store.table import (
-    CONDITION_FAILED,
-    TRANSACTION_CANCELED,
     Table,
     aws_call,
-    code_of,
-    condition_failed,
-    reasons,
-    refused_item,
+    refusal,
 )
 
 
@@ -76,11 +71,10 @@ class ActionItems(Table):
         try:
             self._transact_write([entry, {"Update": renewal}])
         except ClientError as error:
-            if code_of(error) != TRANSACTION_CANCELED:
+            refused = refusal(error)
+            if refused is None:
                 raise
-            if not condition_failed(error):
-                raise
-            earlier = refused_item(error, 0)
+            earlier = refused.item(0)
             if earlier:
                 return ActionRecord.model_validate(decode(earlier))
             raise LeaseLostError(
@@ -122,9 +116,8 @@ class ActionItems(Table):
             self._transact_write([record, leased, *audited])
             return True
         except ClientError as error:
-            if code_of(error) != TRANSACTION_CANCELED:
-                raise
-            if not condition_failed(error) or reasons(error)[0].get("Code") == "ConditionalCheckFailed":
+            refused = refusal(error)
+            if refused is None or refused.refused(0):
                 raise
         # The runner lost the turn while the action ran: its result is still recorded, as late, and
         # reported; the turn (another runner's, or settled) is not touched.
@@ -173,9 +166,7 @@ class ActionItems(Table):
             self._transact_write([{"Update": reported}, report, *audited])
             return
         except ClientError as error:
-            if code_of(error) != TRANSACTION_CANCELED:
-                raise
-            if not condition_failed(error):
+            if refusal(error) is None:
                 raise
         self._transact_write([record, *audited])  # its session was deleted (or its condition fails, which raises)
 
@@ -197,9 +188,7 @@ class ActionItems(Table):
             try:
                 self._transact_write([first, audit_put(self.table, audit, self.shards)])
             except ClientError as error:
-                if code_of(error) != TRANSACTION_CANCELED:
-                    raise
-                if not condition_failed(error):
+                if refusal(error) is None:
                     raise
         try:
             item = self.dynamodb.update_item(
@@ -213,9 +202,10 @@ class ActionItems(Table):
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )["Attributes"]
         except ClientError as error:
-            if code_of(error) != CONDITION_FAILED:
+            refused = refusal(error)
+            if refused is None:
                 raise
-            item = getattr(error, "response", {}).get("Item", {})
+            item = refused.item() or {}
         return ActionRecord.model_validate(decode(item))
 
     def action_fence(self, session_id: str, root_turn_id: str, action: ActionRecord) -> dict[str, Any]:
@@ -244,8 +234,8 @@ class ActionItems(Table):
                 ExpressionAttributeNames={"#status": "status"},
                 ExpressionAttributeValues={":started": value("started")},
             )
-        except ClientError as refused:
-            if code_of(refused) != CONDITION_FAILED:
+        except ClientError as error:
+            if refusal(error) is None:
                 raise
             # A takeover already told the model its outcome is unknown: what happened stays on record.
             self.dynamodb.update_item(

@@ -13,15 +13,13 @@ from resumable.store.codec import key, pk, value
 from resumable.store.outbox import COMMIT_EVENT
 from resumable.store.resources import TTL_ATTRIBUTE
 from resumable.store.table import (
-    CONDITION_FAILED,
     MAX_TRANSACTION_ITEMS,
     TRANSACTION_CANCELED,
     Table,
     aws_call,
     code_of,
-    condition_failed,
     reasons,
-    refused_item,
+    refusal,
 )
 
 # A published outbox item is deleted by DynamoDB's TTL this long after it was put on the bus: longer
@@ -176,12 +174,11 @@ class OutboxItems(Table):
             try:
                 self._transact_write(writes)
             except ClientError as error:
-                if code_of(error) != TRANSACTION_CANCELED:
-                    raise
-                if not condition_failed(error):
+                refused = refusal(error)
+                if refused is None:
                     raise
                 if len(sks) == 1:
-                    earlier = refused_item(error, 1)
+                    earlier = refused.item(1)
                     if earlier is not None:
                         if "sequence" not in earlier:
                             raise _gone(session_id, wanted) from error
@@ -225,8 +222,8 @@ class OutboxItems(Table):
         from now. (An item the bus never took keeps no expiry: it waits to be published again.)"""
         try:
             self.dynamodb.update_item(**self._published(session_id, sk, now))
-        except ClientError as refused:  # gone meanwhile: nothing is left to expire
-            if code_of(refused) != CONDITION_FAILED:
+        except ClientError as error:  # gone meanwhile: nothing is left to expire
+            if refusal(error) is None:
                 raise
 
     @aws_call
@@ -253,8 +250,8 @@ class OutboxItems(Table):
                     ExpressionAttributeValues={":now": value(now)},
                 )
                 marked += 1
-            except ClientError as refused:
-                if code_of(refused) != CONDITION_FAILED:
+            except ClientError as error:
+                if refusal(error) is None:
                     raise
-                pass  # published meanwhile
+                # (published meanwhile)
         return marked

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from resumable.store.codec import decode, key, value
 from resumable.store.resources import TTL_ATTRIBUTE
-from resumable.store.table import CONDITION_FAILED, Table, aws_call, code_of
+from resumable.store.table import Table, aws_call, refusal
 
 CLAIM_SECONDS = 60  # a claim older than this (its poster died before it posted) may be taken over
 
@@ -60,9 +60,9 @@ class SlackMessages(Table):
                 ReturnValues="ALL_NEW",
             )
         except ClientError as error:
-            if code_of(error) == CONDITION_FAILED:
-                return None
-            raise
+            if refusal(error) is None:
+                raise
+            return None
         return _message(reply["Attributes"])
 
     @aws_call
@@ -98,10 +98,10 @@ class SlackMessages(Table):
                 ReturnValues="ALL_NEW",
             )
         except ClientError as error:
-            if code_of(error) != CONDITION_FAILED:
+            refused = refusal(error)
+            if refused is None:
                 raise
-            reply_of_refusal: dict[str, Any] = dict(error.response)  # (ALL_OLD: it holds the item as it is)
-            return _message(reply_of_refusal["Item"])  # (settled before: first outcome and all)
+            return _message(refused.item() or {})  # (ALL_OLD, settled before: first outcome and all)
         return _message(reply["Attributes"])
 
 

@@ -7,7 +7,7 @@ import functools
 import random
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
@@ -64,6 +64,40 @@ def aws_call(method: Callable[_P, _R]) -> Callable[_P, _R]:
     return translated
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """A write that its condition refused: a lost race, an answer to give the caller. For a single
+    write, the item as it was where the write asked for it (``ALL_OLD``); for a transaction, which of its
+    writes were refused, each with its item as it was."""
+
+    transaction: bool
+    reasons: tuple[dict[str, Any], ...] = ()
+    held: dict[str, Any] | None = None
+
+    def refused(self, index: int) -> bool:
+        """Whether the ``index``-th write of the transaction was one its condition refused."""
+        return self.reasons[index].get("Code") == "ConditionalCheckFailed"
+
+    def item(self, index: int = 0) -> dict[str, Any] | None:
+        """The item the refused write found (``{}``: none), where it asked for it; for a transaction,
+        the ``index``-th write's, and None where that write was not the one refused."""
+        if not self.transaction:
+            return self.held
+        return refused_item_of(self.reasons, index)
+
+
+def refusal(error: ClientError) -> Refusal | None:
+    """What the failed condition of a write says, or None where the write failed otherwise: then it is
+    an AWS failure to raise (a malformed item, throttling, a transaction canceled by a conflict that
+    outlasted the retries), never a refusal."""
+    code = code_of(error)
+    if code == CONDITION_FAILED:
+        return Refusal(transaction=False, held=error.response.get("Item") or {})  # type: ignore[arg-type]
+    if code == TRANSACTION_CANCELED and condition_failed(error):
+        return Refusal(transaction=True, reasons=tuple(reasons(error)))
+    return None
+
+
 def reasons(error: Exception) -> list[dict[str, Any]]:
     """The cancellation reasons of a canceled transaction, one per item, in order."""
     response: dict[str, Any] = getattr(error, "response", {})
@@ -78,10 +112,10 @@ def condition_failed(error: Exception) -> bool:
     return any(reason.get("Code") == "ConditionalCheckFailed" for reason in reasons(error))
 
 
-def refused_item(error: Exception, index: int) -> dict[str, Any] | None:
+def refused_item_of(reasons: Sequence[dict[str, Any]], index: int) -> dict[str, Any] | None:
     """The item the ``index``-th write's failed condition returned (``ALL_OLD``), if that write's
     condition failed; None otherwise."""
-    reason = reasons(error)[index]
+    reason = reasons[index]
     if reason.get("Code") != "ConditionalCheckFailed":
         return None
     found: dict[str, Any] = reason.get("Item") or {}

@@ -17,12 +17,9 @@ from resumable.store.records import (
     TurnTree,
 )
 from resumable.store.table import (
-    CONDITION_FAILED,
-    TRANSACTION_CANCELED,
     Table,
     aws_call,
-    code_of,
-    condition_failed,
+    refusal,
 )
 
 
@@ -46,11 +43,9 @@ class TurnItems(Table):
         try:
             self._transact_write([self._session_write(seen, session, turn), turn_write])
         except ClientError as error:
-            if code_of(error) != TRANSACTION_CANCELED:
+            if refusal(error) is None:
                 raise
-            if condition_failed(error):
-                return False
-            raise
+            return False
         return True
 
     def _session_write(self, seen: SessionRecord | None, session: SessionRecord, turn: TurnRecord) -> dict[str, Any]:
@@ -169,8 +164,8 @@ class TurnItems(Table):
                 },
                 ReturnValues="ALL_NEW",
             )["Attributes"]
-        except ClientError as refused:
-            if code_of(refused) != CONDITION_FAILED:
+        except ClientError as error:
+            if refusal(error) is None:
                 raise
             return None
         return TurnRecord.model_validate(decode(item))
@@ -192,7 +187,7 @@ class TurnItems(Table):
                 ReturnValues="ALL_NEW",
             )["Attributes"]
         except ClientError as error:
-            if code_of(error) != CONDITION_FAILED:
+            if refusal(error) is None:
                 raise
             raise LeaseLostError(
                 f"turn {turn.turn_id} is no longer leased by {lease_owner}: another invocation took it over or it "
@@ -222,7 +217,7 @@ class TurnItems(Table):
                 },
             )
         except ClientError as lost:
-            if code_of(lost) != CONDITION_FAILED:
+            if refusal(lost) is None:
                 raise
             raise LeaseLostError(
                 f"turn {turn.turn_id} is no longer leased by {lease_owner}: it was not released (another "
@@ -250,9 +245,10 @@ class TurnItems(Table):
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )["Attributes"]
         except ClientError as error:
-            if code_of(error) != CONDITION_FAILED:
+            refused = refusal(error)
+            if refused is None:
                 raise
-            old = getattr(error, "response", {}).get("Item")
+            old = refused.item()
             return TurnRecord.model_validate(decode(old)) if old else None
         return TurnRecord.model_validate(decode(item))
 

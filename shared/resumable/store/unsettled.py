@@ -20,7 +20,7 @@ from resumable.store.base import DueTurn, Expiring
 from resumable.store.codec import EXPIRING, STUCK, UNSETTLED, decode, key, pk, root_sk, shards_of, value
 from resumable.store.records import SessionRecord, TurnRecord
 from resumable.store.resources import UNSETTLED_INDEX
-from resumable.store.table import CONDITION_FAILED, MAX_TRANSACTION_ITEMS, Table, aws_call, code_of
+from resumable.store.table import MAX_TRANSACTION_ITEMS, Table, aws_call, refusal
 
 logger = logging.getLogger(__name__)
 
@@ -88,8 +88,8 @@ class UnsettledTurns(Table):
                     **({":one": value(1)} if swept else {}),
                 },
             )
-        except ClientError as refused:
-            if code_of(refused) != CONDITION_FAILED:
+        except ClientError as error:
+            if refusal(error) is None:
                 raise
             return False
         return True
@@ -152,8 +152,8 @@ class UnsettledTurns(Table):
                     ":now": value(now),
                 },
             )
-        except ClientError as refused:
-            if code_of(refused) != CONDITION_FAILED:
+        except ClientError as error:
+            if refusal(error) is None:
                 raise
             return False
         return True
@@ -208,8 +208,8 @@ class UnsettledTurns(Table):
                 ConditionExpression="gsi4pk = :expiring AND gsi4sk = :purge",
                 ExpressionAttributeValues={":expiring": value(expiring.partition), ":purge": value(expiring.purge_at)},
             )
-        except ClientError as refused:
-            if code_of(refused) != CONDITION_FAILED:
+        except ClientError as error:
+            if refusal(error) is None:
                 raise
             return False
         return True
