@@ -49,7 +49,7 @@ def test_no_groups_from_a_token_for_someone_else_or_no_token() -> None:
 def test_an_approver_by_group_or_by_principal_and_nobody_else() -> None:
     settings = Settings(approver_principals=("arn:aws:iam::1:user/ann",), approver_groups=("approvers",))
     assert is_approver(settings, Caller("dave", frozenset({"approvers"})))
-    assert is_approver(settings, Caller("arn:aws:iam::1:user/ann"))
+    assert is_approver(settings, "arn:aws:iam::1:user/ann")  # (a bare principal: a caller of it alone)
     assert not is_approver(settings, Caller("erin", frozenset({"Backup approvers"})))
     assert not is_approver(settings, Caller("approvers"))  # a subject named like a group is not in it
 
@@ -60,6 +60,7 @@ def test_a_caller_is_frozen_and_stored_as_its_identity_alone() -> None:
     assert (dave.shown_name, dave.channel) == ("Dave Example", "cli")  # (one line: never two rows of a listing)
     assert Caller("dave", via="smoke-signal").channel == "api"  # a channel nobody knows is the API's
     assert Caller.of("dave") == Caller("dave") and Caller.of(dave) is dave and Caller.of(None) is None
+    assert dave == "dave" and dave != Caller("dave") and {"dave": 1}[dave] == 1  # compared as records keep it
     with pytest.raises(AttributeError):
         dave.identity = "mallory"  # type: ignore[misc]
     with pytest.raises(ValueError, match="non-empty string"):

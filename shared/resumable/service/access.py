@@ -24,9 +24,10 @@ def visible(deps: Dependencies, interaction: InteractionRecord, turn_id: str, ca
     )
 
 
-def is_approver(settings: Settings, caller: Caller) -> bool:
+def is_approver(settings: Settings, caller: Caller | str) -> bool:
     """Whether ``caller``'s identity matches one of the configured approver principals (``*``
-    wildcards), or its token names one of the approver groups."""
+    wildcards), or its token names one of the approver groups (a bare principal names none)."""
+    caller = Caller(caller) if isinstance(caller, str) else caller
     patterns = settings.approver_principals
     return any(fnmatch.fnmatchcase(caller.identity, pattern) for pattern in patterns) or bool(
         caller.groups & set(settings.approver_groups)

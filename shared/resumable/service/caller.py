@@ -25,7 +25,7 @@ them (a press Slack signed, a decision link), ``cli`` and ``page`` as the caller
 SAID_VIAS = ("cli", "page")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Caller:
     """A caller: its ``identity`` (the principal: an IAM ARN, a sign-in token's subject, what sessions
     store, compare and log), the ``groups`` its token named (none for IAM: they only decide whether it
@@ -65,6 +65,19 @@ class Caller:
 
     def __str__(self) -> str:
         return self.identity
+
+    def __eq__(self, other: object) -> bool:
+        """Two callers are equal where every part is; a caller equals a bare principal (a string) that
+        is its identity, as the records that keep only the identity compare it."""
+        if isinstance(other, str):
+            return self.identity == other
+        if not isinstance(other, Caller):
+            return NotImplemented
+        parts = ("identity", "groups", "authentication", "name", "via")
+        return all(getattr(self, part) == getattr(other, part) for part in parts)
+
+    def __hash__(self) -> int:
+        return hash(self.identity)  # (equal to its identity's: a caller and its principal find each other)
 
 
 def identity_of(caller: Caller | None) -> str:

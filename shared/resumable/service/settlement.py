@@ -10,6 +10,7 @@ from resumable.service.audit import decision_entry
 from resumable.service.retention import purge_time
 from resumable.service.stall import SETTLES, Stall, stall
 from resumable.service.workflow import tell_workflow
+from resumable.store.answers import AnswerCondition
 from resumable.store.base import Commit
 from resumable.store.outbox import interaction_closed, turn_settled
 from resumable.store.records import SETTLED, InteractionRecord, InteractionStatus, TurnStatus, TurnTree
@@ -129,9 +130,7 @@ def deny_at_expiry(deps: Dependencies, tree: TurnTree) -> TurnTree | None:
             denial,
             EXPIRY,
             now,
-            approval_shaped=True,
-            ruled=True,
-            at_expiry=True,
+            AnswerCondition.expired(),
             audit=decision_entry(
                 deps, interaction, denial, EXPIRY, {"method": "expiry"}, now, rule=rule.title, votes=interaction.votes
             ),

@@ -29,7 +29,7 @@ from resumable.service.run import advance
 from resumable.service.settlement import EXPIRY
 from resumable.service.views import TurnView, decision_of
 from resumable.service.votes import answer_under_rule, check_may_answer
-from resumable.store.base import AnswerOutcome
+from resumable.store.answers import AnswerCondition, AnswerOutcome
 from resumable.store.records import InteractionRecord, TurnRecord
 
 if TYPE_CHECKING:
@@ -79,9 +79,11 @@ def submit_approval(
             response,
             who,
             now,
-            approval_shaped=approval_shaped,
-            child_turn_id=asker,
-            principal=None if caller is None or is_approver(deps.settings, caller) else caller.identity,
+            AnswerCondition.unruled(
+                approval_shaped=approval_shaped,
+                asker=asker,
+                principal=None if caller is None or is_approver(deps.settings, caller) else caller.identity,
+            ),
             via=channel_of(caller),
             audit=decision_entry(deps, asked, response, who, authentication_of(caller), now)
             if approval_shaped

@@ -24,7 +24,7 @@ from resumable.runtime.rules import ApprovalRule
 from resumable.service.access import is_approver
 from resumable.service.audit import authentication_of, decision_entry, vote_entry
 from resumable.service.caller import Caller, channel_of, identity_of
-from resumable.store.base import AnswerOutcome, Votes
+from resumable.store.answers import AnswerCondition, AnswerOutcome, Votes
 from resumable.store.records import InteractionRecord, Vote
 
 if TYPE_CHECKING:
@@ -87,8 +87,9 @@ def answer_under_rule(
     check_may_answer(interaction, response, caller)
     who = identity_of(caller)
     now = deps.clock.now()
-    asker: dict[str, Any] = {  # whose question it must be (see store.base.Store.answer_interaction)
-        "child_turn_id": child_turn_id,
+    # Whose question it must be: the asking child turn's, in the caller's session unless they approve.
+    whose: dict[str, Any] = {
+        "asker": child_turn_id,
         "principal": None if caller is None or is_approver(deps.settings, caller) else caller.identity,
     }
     ids = interaction.session_id, interaction.root_turn_id, interaction.request_id
@@ -100,9 +101,8 @@ def answer_under_rule(
             # (it too holds only while the votes are those read: its record lists every one it overrode)
             held = Votes(counted=interaction.vote_count, votes=interaction.votes)
             entry = decision_entry(deps, interaction, response, who, signed, now, rule=rule.title, votes=held.votes)
-            outcome = deps.store.answer_interaction(
-                *ids, response, who, now, approval_shaped=True, ruled=True, votes=held, audit=entry, via=via, **asker
-            )
+            settling = AnswerCondition.settling(held, **whose)
+            outcome = deps.store.answer_interaction(*ids, response, who, now, settling, audit=entry, via=via)
             what = f"denied by {who} under rule {rule.title!r}"
         else:
             votes = _with_vote(rule, interaction, response, who, now, signed)
@@ -110,13 +110,11 @@ def answer_under_rule(
                 entry = decision_entry(
                     deps, interaction, response, who, signed, now, rule=rule.title, votes=votes.votes
                 )
-                outcome = deps.store.answer_interaction(
-                    *ids, response, who, now, approval_shaped=True, ruled=True, votes=votes, audit=entry, via=via,
-                    **asker,
-                )  # fmt: skip
+                settling = AnswerCondition.settling(votes, **whose)
+                outcome = deps.store.answer_interaction(*ids, response, who, now, settling, audit=entry, via=via)
             else:
                 entry = vote_entry(deps, interaction, who, votes.votes[who], rule.title)
-                outcome = deps.store.vote_interaction(*ids, votes, now, audit=entry, **asker)
+                outcome = deps.store.vote_interaction(*ids, AnswerCondition.vote(votes, **whose), now, audit=entry)
             what = f"approved by {who} under rule {rule.title!r} ({len(votes.votes)} of {rule.required} approvals)"
         if outcome.outcome != "refused":
             _logged(outcome, interaction, what)

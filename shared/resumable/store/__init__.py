@@ -1,7 +1,8 @@
 """The store: turns, interactions, leases, the action journal's entries and the outbox in DynamoDB;
 snapshots in S3."""
 
-from resumable.store.base import AnswerOutcome, Commit, Snapshots, Store
+from resumable.store.answers import AnswerOutcome
+from resumable.store.base import Commit, Snapshots, Store
 from resumable.store.dynamodb import DynamoDBStore
 from resumable.store.s3_session import S3Session
 from resumable.store.snapshots import S3Snapshots

@@ -1,12 +1,14 @@
-"""The interfaces the service talks to: ``Store`` (records; ``DynamoDBStore``) and ``Snapshots``
-(agent state; ``S3Snapshots``)."""
+"""The interfaces the service talks to: ``Store`` (records; ``DynamoDBStore``), made of one interface
+per record family (``Answers``: the interactions'; ``LinkRecords``: decision links'; the rest below),
+and ``Snapshots`` (agent state; ``S3Snapshots``)."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
+from resumable.store.answers import Answers
 from resumable.store.link_records import LinkRecords
 from resumable.store.records import (
     ActionRecord,
@@ -18,7 +20,6 @@ from resumable.store.records import (
     TurnRecord,
     TurnStatus,
     TurnTree,
-    Vote,
 )
 
 
@@ -92,31 +93,7 @@ class Expiring:
     partition: str
 
 
-@dataclass
-class AnswerOutcome:
-    """What happened when an answer was offered for an interaction.
-
-    ``answered``: this answer was recorded. ``voted``: this approval was counted, and the interaction
-    waits for more (its rule's ``required``). ``refused``: the interaction was not ``requested`` (or had
-    expired); ``interaction`` holds it as it is. ``missing``: no such interaction. ``turn_busy``: the
-    turn is not waiting for answers; ``turn`` holds it.
-    """
-
-    outcome: Literal["answered", "voted", "refused", "missing", "turn_busy"]
-    interaction: InteractionRecord | None = None
-    turn: TurnRecord | None = None
-
-
-@dataclass(frozen=True)
-class Votes:
-    """An interaction's votes with one more: ``counted`` is how many it held when read (the write's
-    condition), ``votes`` all of them now, by principal."""
-
-    counted: int
-    votes: dict[str, Vote]
-
-
-class Store(LinkRecords):
+class Store(Answers, LinkRecords):
     """Durable records of sessions, turns, interactions, the action journal and the outbox."""
 
     # sessions and turns
@@ -235,74 +212,6 @@ class Store(LinkRecords):
     ) -> bool:
         """The session is no longer deleted (its items unmarked), its retention ending at ``purge_at``;
         ``event`` is written. False when it is not deleted by ``generation``, or past its retention."""
-
-    # interactions
-    @abstractmethod
-    def answer_interaction(
-        self,
-        session_id: str,
-        root_turn_id: str,
-        request_id: str,
-        response: Any,
-        answered_by: str,
-        now: float,
-        *,
-        approval_shaped: bool,
-        child_turn_id: str | None = None,
-        principal: str | None = None,
-        ruled: bool = False,
-        votes: Votes | None = None,
-        at_expiry: bool = False,
-        audit: AuditRecord | None = None,
-        via: str | None = None,
-    ) -> AnswerOutcome:
-        """``requested -> answered`` in one conditional write (with its ``audit`` record, appended in the
-        same transaction), if the turn is waiting (and not being
-        canceled) and the interaction has not expired; a response that is not ``approval_shaped`` is
-        refused for an approval interaction; with ``child_turn_id``, the interaction must be that
-        child turn's; with ``principal``, its session must be that principal's. Unless ``ruled``, the
-        interaction must have no approval rule; with ``votes`` (the vote that reaches its rule's
-        ``required``), it must still hold the votes it was read with, and keeps them with this one.
-        ``at_expiry``: the answer its expiry gives (its rule denies then): it must have expired.
-        ``via``: where the answer came from (``cli``, ``page``, ...), kept as ``answered_via``."""
-
-    @abstractmethod
-    def set_dismissed(self, interaction: InteractionRecord, dismissed_by: list[str], now: float) -> bool:
-        """Write who dismissed the requested ``interaction``, if it still holds the list it was read
-        with; False when it changed or is no longer requested."""
-
-    @abstractmethod
-    def escalate_interaction(self, interaction: InteractionRecord, now: float, event: OutboxEvent) -> bool:
-        """Mark a requested, unexpired interaction escalated at ``now`` with its ``event``, in one
-        transaction; False (nothing written) if it was escalated already, or is no longer open."""
-
-    @abstractmethod
-    def vote_interaction(
-        self,
-        session_id: str,
-        root_turn_id: str,
-        request_id: str,
-        votes: Votes,
-        now: float,
-        *,
-        child_turn_id: str | None = None,
-        principal: str | None = None,
-        audit: AuditRecord | None = None,
-    ) -> AnswerOutcome:
-        """Add a vote that does not settle the interaction, in one conditional write (with its ``audit``
-        entry): it must be
-        ``requested``, unexpired and hold the votes it was read with (``voted``; else ``refused`` with
-        it as it is now, or ``missing``)."""
-
-    @abstractmethod
-    def get_interaction(self, session_id: str, root_turn_id: str, request_id: str) -> InteractionRecord | None: ...
-
-    @abstractmethod
-    def list_interactions(self, session_id: str, status: InteractionStatus | None) -> list[InteractionRecord]: ...
-
-    @abstractmethod
-    def get_interactions(self, keys: list[tuple[str, str, str]]) -> list[InteractionRecord]:
-        """The interactions of ``keys`` (session, root turn, request) that exist, in any order."""
 
     # the audit trail
     @abstractmethod

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any
 
 from botocore.exceptions import ClientError
 
 from resumable.runtime.interrupts import APPROVAL_INTERRUPT
+from resumable.store.answers import AnswerCondition, AnswerOutcome, Votes
 from resumable.store.audit import audit_put
-from resumable.store.base import AnswerOutcome, Votes
 from resumable.store.codec import (
     INBOX_KEYS,
     UNSETTLED,
@@ -40,28 +40,19 @@ class InteractionItems(Table):
         response: Any,
         answered_by: str,
         now: float,
+        condition: AnswerCondition | None = None,
         *,
-        approval_shaped: bool,
-        child_turn_id: str | None = None,
-        principal: str | None = None,
-        ruled: bool = False,
-        votes: Votes | None = None,
-        at_expiry: bool = False,
+        approval_shaped: bool | None = None,
         audit: AuditRecord | None = None,
         via: str | None = None,
     ) -> AnswerOutcome:
+        if condition is None:
+            shaped = True if approval_shaped is None else approval_shaped
+            condition = AnswerCondition.unruled(approval_shaped=shaped, asker=None, principal=None)
+        elif approval_shaped is not None:
+            raise TypeError("answer_interaction: approval_shaped is the condition's; give one or the other")
         answered = interaction_answered(root_turn_id, request_id, response, answered_by, now)
-        answer = self._open_interaction(
-            session_id,
-            root_turn_id,
-            request_id,
-            now,
-            child_turn_id=child_turn_id,
-            principal=principal,
-            approval_shaped=approval_shaped,
-            rule="any" if ruled else "none",
-            expired=at_expiry,
-        )
+        answer = self._open_interaction(session_id, root_turn_id, request_id, now, condition)
         answer["UpdateExpression"] = (
             "SET #status = :answered, #response = :response, answered_by = :by, answered_at = :now, "
             "answered_via = :via, updated_at = :now, gsi1sk = :gsi1sk REMOVE " + ", ".join(INBOX_KEYS)
@@ -74,8 +65,8 @@ class InteractionItems(Table):
             ":via": value(via),
             ":gsi1sk": value(f"answered#{request_id}"),
         }
-        if votes is not None:
-            _with_votes(answer, votes)
+        if condition.votes is not None:
+            _with_votes(answer, condition.votes)
         sk = f"TURN#{root_turn_id}#EVENT#answered#{request_id}"
         try:
             self._transact_write(
@@ -99,18 +90,16 @@ class InteractionItems(Table):
         session_id: str,
         root_turn_id: str,
         request_id: str,
-        votes: Votes,
+        condition: AnswerCondition,
         now: float,
         *,
-        child_turn_id: str | None = None,
-        principal: str | None = None,
         audit: AuditRecord | None = None,
     ) -> AnswerOutcome:
-        vote = self._open_interaction(
-            session_id, root_turn_id, request_id, now, child_turn_id=child_turn_id, principal=principal, rule="some"
-        )
+        vote = self._open_interaction(session_id, root_turn_id, request_id, now, condition)
+        if condition.votes is None:
+            raise TypeError("vote_interaction: a vote's condition holds the votes (AnswerCondition.vote)")
         vote["UpdateExpression"] = "SET updated_at = :now"
-        _with_votes(vote, votes)
+        _with_votes(vote, condition.votes)
         try:
             audited = [audit_put(self.table, audit, self.shards)] if audit is not None else []
             self._transact_write([{"Update": vote}, self._waiting(session_id, root_turn_id), *audited])
@@ -202,23 +191,18 @@ class InteractionItems(Table):
         root_turn_id: str,
         request_id: str,
         now: float,
-        *,
-        child_turn_id: str | None,
-        principal: str | None,
-        approval_shaped: bool = True,
-        rule: Literal["none", "some", "any"],
-        expired: bool = False,
+        held: AnswerCondition,
     ) -> dict[str, Any]:
         """An update of the interaction (its changes for the caller to add) on every condition an answer
-        must meet: it is requested and unexpired (``expired``: the answer its expiry gives, so expired),
-        the asking child turn's, the principal's session's, approval-shaped for an approval, and under
-        no approval rule, some, or ``any``."""
-        condition = "#status = :requested AND " + ("expires_at <= :now" if expired else "expires_at > :now")
+        must meet: it is requested and unexpired (the answer its expiry gives: expired), and ``held``
+        holds (see ``AnswerCondition``)."""
+        condition = "#status = :requested AND " + ("expires_at <= :now" if held.at_expiry else "expires_at > :now")
         names = {"#status": "status"}
         values: dict[str, Any] = {":requested": value("requested"), ":now": value(now)}
-        if child_turn_id is not None:
+        if held.asker is not None:
             condition += " AND turn_id = :asker"
-            values[":asker"] = value(child_turn_id)
+            values[":asker"] = value(held.asker)
+        principal = held.principal
         if principal is not None:
             # A session started by the application itself (no principal) is anyone's.
             condition += (
@@ -228,14 +212,14 @@ class InteractionItems(Table):
             names["#principal"] = "principal"
             values[":principal"] = value(principal)
             values[":null_type"] = {"S": "NULL"}
-        if not approval_shaped:
+        if not held.approval_shaped:
             condition += " AND #name <> :approval"
             names["#name"] = "name"
             values[":approval"] = value(APPROVAL_INTERRUPT)
-        if rule != "any":  # (one stored before rules has no attribute; one without a rule, null)
+        if held.rule != "any":  # (one stored before rules has no attribute; one without a rule, null)
             condition += (
                 " AND (attribute_not_exists(#rule) OR #rule = :no_rule)"
-                if rule == "none"
+                if held.rule == "none"
                 else " AND attribute_exists(#rule) AND #rule <> :no_rule"
             )
             names["#rule"] = "rule"
