@@ -1,7 +1,7 @@
 """Sweeper: on its schedule, move on the turns nobody is moving (an expired lease, a lost
 continuation or resume, an expired question, a cancel that died before it settled the tree).
 
-Thin: resumable.service.sweep does the work; its continuations run on SubmitApproval.
+Thin: resumable.service.operating.sweep does the work; its continuations run on SubmitApproval.
 """
 
 from typing import Any

@@ -22,7 +22,7 @@ from resumable.aws.keys import LinkKey
 from resumable.config import Settings
 from resumable.local.events import EventResources, publishing, read_mail
 from resumable.local.template import functions_in_process
-from resumable.service import decision_links
+from resumable.service.answering import decision_links
 from resumable.store.decision_links import DecisionLinkItems
 from tests.e2e.local_api import call, settings
 from tests.patience import HANG_SECONDS, eventually
@@ -160,7 +160,7 @@ def test_a_link_whose_vote_was_written_before_a_later_step_failed_stays_spent(
     """Under a two-person rule the question stays open after the link's approval: were the link given
     back when a step after the vote failed, it could then deny what it approved."""
     from resumable.exceptions import AwsError
-    from resumable.service import submit_approval
+    from resumable.service.answering import answer as submit_approval
 
     with settings(APPROVAL_RULES='[{"tools": ["delete_*"], "required": 2}]', API_URL=url, DECISION_LINKS_AS=ANN):
         turn, link = _ask(url, links, "link-failed-after")

@@ -16,13 +16,14 @@ from resumable import Agent, ScriptedModel, tool
 from resumable.api.app import build_app
 from resumable.exceptions import ActionOutcomeUnknownError, ConflictError, ForbiddenError, ValidationFailedError
 from resumable.runtime.rules import parse_rules
-from resumable.service import AgentContext, Service, audit_trail
+from resumable.service import AgentContext, Service
 from resumable.service.access import load
-from resumable.service.audit import action_entry
-from resumable.service.audit_trail import AuditPage, AuditRecordView
+from resumable.service.answering.votes import answer_under_rule
+from resumable.service.audit import trail as audit_trail
+from resumable.service.audit.entries import action_entry
+from resumable.service.audit.trail import AuditPage, AuditRecordView
 from resumable.service.caller import Caller
-from resumable.service.views import TurnView
-from resumable.service.votes import answer_under_rule
+from resumable.service.reading.views import TurnView
 from resumable.store.audit import audit_put
 from resumable.store.codec import key, root_sk
 from resumable.store.records import ActionRecord

@@ -204,7 +204,7 @@ def test_a_long_reply_beside_a_large_input_still_shows_as_text(make_service: Cal
 def test_dismissals_are_bounded_retried_and_never_outlive_the_question(
     make_service: Callable[..., Service], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from resumable.service import dismissal
+    from resumable.service.answering import dismissal
 
     third = "arn:aws:iam::111122223333:user/approver-3"
     service = make_service("explains", approver_principals=(APPROVER, OTHER_APPROVER, third))

@@ -60,8 +60,9 @@ from strands.tools.executors import _executor as strands_executor
 
 from resumable.exceptions import AwsError, GoneError, ResumableError, TurnBusyError
 from resumable.runtime import tool_calls
-from resumable.service import Service, TurnView, journal
+from resumable.service import Service, TurnView
 from resumable.service.access import load
+from resumable.service.advancing import journal
 from resumable.service.ids import request_id as request_id_of
 from resumable.store.resources import create_table_request
 from tests.clock import FakeClock

@@ -10,7 +10,7 @@ import pytest
 from resumable import Agent, ScriptedModel
 from resumable.exceptions import StaleCommitError
 from resumable.service import AgentContext, Service
-from resumable.service.commit import _no_longer_pointed_at
+from resumable.service.advancing.commit import _no_longer_pointed_at
 from resumable.store import DynamoDBStore, S3Session, S3Snapshots
 from resumable.store.records import TurnRecord
 from resumable.store.resources import BUCKET_LIFECYCLE_RULES, RETIRED_TAG

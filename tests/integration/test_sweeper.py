@@ -15,7 +15,7 @@ from resumable.aws.stepfunctions import TaskTokens
 from resumable.config import Settings
 from resumable.local.functions import function_arn
 from resumable.service import Service, TurnView
-from resumable.service.sweep import ATTEMPTS, STUCK_RECHECK_SECONDS
+from resumable.service.operating.sweep import ATTEMPTS, STUCK_RECHECK_SECONDS
 from resumable.store import DynamoDBStore
 from resumable.store.codec import key, root_sk, sharded
 from tests.clock import FakeClock

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from resumable.exceptions import ValidationFailedError
-from resumable.service.audit import digest
-from resumable.service.audit_trail import _moment, _view
+from resumable.service.audit.entries import digest
+from resumable.service.audit.trail import _moment, _view
 from resumable.store.audit import audit_day, audit_sk
 from resumable.store.records import AuditRecord, InteractionRecord
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from resumable.config import Settings
-from resumable.service.lease import LeaseGuard
+from resumable.service.advancing.lease import LeaseGuard
 from resumable.store.records import TurnRecord
 from tests.clock import FakeClock
 from tests.patience import HANG_SECONDS

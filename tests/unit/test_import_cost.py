@@ -295,7 +295,12 @@ def test_outside_lambda_importing_a_handler_leaves_the_collector_as_it_was(offli
 
 def test_a_handler_that_runs_no_agent_does_not_load_the_agent_loop_at_init(offline_aws_env: dict[str, str]) -> None:
     """GetTurn and Cancel read and settle turns; the loop, the tools and the models are not theirs to load."""
-    loop = {"resumable.runtime.agent", "resumable.runtime.tools", "resumable.runtime.models", "resumable.service.run"}
+    loop = {
+        "resumable.runtime.agent",
+        "resumable.runtime.tools",
+        "resumable.runtime.models",
+        "resumable.service.advancing.advance",
+    }
     for name in ("get_turn", "cancel"):
         code = IMPORT_EVERY_HANDLER.replace(
             repr([str(h) for h in HANDLERS]), repr([str(h) for h in HANDLERS if h.parent.name == name])
@@ -305,7 +310,7 @@ def test_a_handler_that_runs_no_agent_does_not_load_the_agent_loop_at_init(offli
         assert loaded & loop == set(), name
 
 
-ASIDE_MODULES = ("resumable.api.operator_routes", "resumable.service.audit_trail")
+ASIDE_MODULES = ("resumable.api.operator_routes", "resumable.service.audit.trail")
 # Three requests to one handler's process: a turn's, the audit trail's, the turn's again. Each is refused
 # by the query parameter it should not have, after its route is found (the route's own words say so).
 A_TURNS_ROUTE_THEN_AN_ASIDE_ONE = f"""

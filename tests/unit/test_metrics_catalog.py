@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import get_args
 
 from resumable.metrics import METRICS
-from resumable.service.stall import Stall
+from resumable.service.advancing.stall import Stall
 from resumable.store.records import SETTLED
 
 PACKAGE = Path(__file__).resolve().parents[2] / "shared" / "resumable"

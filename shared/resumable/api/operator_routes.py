@@ -21,11 +21,11 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from resumable.api.openapi import responses
 from resumable.api.routes import caller, json_reply, path_param, service
 from resumable.service import TurnView
-from resumable.service.admin import MAX_STALLED, Republished, StalledTurns, TurnRecords
-from resumable.service.audit_trail import DEFAULT_PAGE as DEFAULT_AUDIT_PAGE
-from resumable.service.audit_trail import MAX_PAGE as MAX_AUDIT_PAGE
-from resumable.service.audit_trail import AuditPage
-from resumable.service.cursor import MAX_CURSOR_CHARS
+from resumable.service.audit.trail import DEFAULT_PAGE as DEFAULT_AUDIT_PAGE
+from resumable.service.audit.trail import MAX_PAGE as MAX_AUDIT_PAGE
+from resumable.service.audit.trail import AuditPage
+from resumable.service.operating.admin import MAX_STALLED, Republished, StalledTurns, TurnRecords
+from resumable.service.reading.cursor import MAX_CURSOR_CHARS
 from resumable.store.records import AuditOutcome
 
 operator_router = APIGatewayHttpRouter()

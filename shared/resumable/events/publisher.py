@@ -300,7 +300,7 @@ class Publisher:
         issued now, for its e-mail alone (never on the bus); None without links."""
         from datetime import datetime
 
-        from resumable.service import decision_links
+        from resumable.service.answering import decision_links
 
         detail, api = event.detail, self.settings.api_url
         if not (

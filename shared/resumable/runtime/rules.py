@@ -2,7 +2,7 @@
 
 A rule belongs to an ``ApprovalPolicy`` (resumable.runtime.approval), of an agent or of the
 deployment (``APPROVAL_RULES``, read by ``parse_rules``). The runtime only carries a call's rule into
-the question it asks; the service enforces it on the answers (resumable.service.votes).
+the question it asks; the service enforces it on the answers (resumable.service.answering.votes).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from resumable.clock import Clock
 from resumable.config import Settings
-from resumable.service.agent_factory import AgentFactory
+from resumable.service.advancing.agent_factory import AgentFactory
 from resumable.store.base import Snapshots, Store
 
 if TYPE_CHECKING:
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from resumable.aws.stepfunctions import TaskTokens
 
 Continuation = Callable[[str, str], None]
-"""Asks another invocation to continue a turn (``session_id``, ``turn_id``): see service.continuation."""
+"""Asks another invocation to continue a turn (``session_id``, ``turn_id``): see service.advancing.continuation."""
 
 
 @dataclass(frozen=True)

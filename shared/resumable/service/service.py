@@ -11,21 +11,21 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from resumable.clock import Clock, SystemClock
 from resumable.config import Settings
-from resumable.service.agent_factory import AgentFactory, LazyFactory
+from resumable.service.advancing.agent_factory import AgentFactory, LazyFactory
 from resumable.service.caller import Caller
 from resumable.service.dependencies import Continuation, Dependencies
-from resumable.service.inbox import DEFAULT_PAGE
+from resumable.service.reading.inbox import DEFAULT_PAGE
 from resumable.store.base import Snapshots, Store
 
 if TYPE_CHECKING:
     from resumable.aws.keys import Keys
     from resumable.aws.stepfunctions import TaskTokens
-    from resumable.service import admin
-    from resumable.service.audit_trail import AuditPage
-    from resumable.service.conversation import ConversationPage
-    from resumable.service.inbox import InboxPage
-    from resumable.service.sweep import SweepReport
-    from resumable.service.views import InteractionView, SessionView, TurnView
+    from resumable.service.audit.trail import AuditPage
+    from resumable.service.operating import admin
+    from resumable.service.operating.sweep import SweepReport
+    from resumable.service.reading.conversation import ConversationPage
+    from resumable.service.reading.inbox import InboxPage
+    from resumable.service.reading.views import InteractionView, SessionView, TurnView
     from resumable.store.records import InteractionStatus
 
 
@@ -112,7 +112,7 @@ class Service:
         self, session_id: str, prompt: Any, principal: Caller | str | None = None, *, workflow: bool = False
     ) -> TurnView:
         """``workflow``: a Step Functions workflow starts the turn and will wait for it to settle."""
-        from resumable.service.start_turn import start_turn
+        from resumable.service.advancing.start import start_turn
 
         self._agents()
         return start_turn(self.deps, session_id, prompt, Caller.of(principal), workflow)
@@ -125,7 +125,7 @@ class Service:
         before: int | None = None,
         limit: int = 20,
     ) -> ConversationPage:
-        from resumable.service.conversation import conversation
+        from resumable.service.reading.conversation import conversation
 
         return conversation(self.deps, session_id, turn_id, Caller.of(principal), before, limit)
 
@@ -137,14 +137,14 @@ class Service:
         principal: Caller | str | None = None,
         dismissed: bool = True,
     ) -> InteractionView:
-        from resumable.service.dismissal import dismiss
+        from resumable.service.answering.dismissal import dismiss
 
         return dismiss(self.deps, session_id, turn_id, request_id, Caller.of(principal), dismissed)
 
     def submit_approval(
         self, session_id: str, turn_id: str, request_id: str, response: Any, principal: Caller | str | None = None
     ) -> TurnView:
-        from resumable.service.submit_approval import submit_approval
+        from resumable.service.answering.answer import submit_approval
 
         self._agents()
         return submit_approval(self.deps, session_id, turn_id, request_id, response, Caller.of(principal))
@@ -152,7 +152,7 @@ class Service:
     def decision_link(self, token: str) -> tuple[str, InteractionView]:
         """Whom a one-click decision link answers as, and its question as it stands (its page's GET:
         decides nothing)."""
-        from resumable.service.decision_links import question
+        from resumable.service.answering.decision_links import question
 
         link, asked = question(self.deps, token)
         return link.p, asked
@@ -162,23 +162,23 @@ class Service:
     ) -> tuple[str, TurnView]:
         """Take a one-click decision link's decision, once (its page's POST): the question's request
         id, and its turn after."""
-        from resumable.service.decision_links import decide
+        from resumable.service.answering.decision_links import decide
 
         self._agents()
         return decide(self.deps, token, decision, text)
 
     def cancel(self, session_id: str, turn_id: str, principal: Caller | str | None = None) -> TurnView:
-        from resumable.service.cancel import cancel
+        from resumable.service.advancing.cancel import cancel
 
         return cancel(self.deps, session_id, turn_id, Caller.of(principal))
 
     def get_turn(self, session_id: str, turn_id: str, principal: Caller | str | None = None) -> TurnView:
-        from resumable.service.get_turn import get_turn
+        from resumable.service.reading.turn import get_turn
 
         return get_turn(self.deps, session_id, turn_id, Caller.of(principal))
 
     def recover(self, session_id: str, turn_id: str) -> TurnView:
-        from resumable.service.recover import recover
+        from resumable.service.advancing.recover import recover
 
         self._agents()
         return recover(self.deps, session_id, turn_id)
@@ -186,7 +186,7 @@ class Service:
     def list_interactions(
         self, session_id: str, status: InteractionStatus | None = None, principal: Caller | str | None = None
     ) -> list[InteractionView]:
-        from resumable.service.list_interactions import list_interactions
+        from resumable.service.reading.interactions import list_interactions
 
         return list_interactions(self.deps, session_id, status, Caller.of(principal))
 
@@ -198,7 +198,7 @@ class Service:
         cursor: str | None = None,
         dismissed: bool = False,
     ) -> InboxPage:
-        from resumable.service.inbox import inbox
+        from resumable.service.reading.inbox import inbox
 
         return inbox(self.deps, Caller.of(principal), status, limit, cursor, dismissed)
 
@@ -207,7 +207,7 @@ class Service:
         (None: ``sweep.DEFAULT_LIMIT``). It runs agents only where no other function continues turns
         (``continued_by``): only then is the factory loaded (the deployed Sweeper hands every run to
         SubmitApproval, and has no layer of the application's)."""
-        from resumable.service.sweep import DEFAULT_LIMIT, sweep
+        from resumable.service.operating.sweep import DEFAULT_LIMIT, sweep
 
         if self.deps.continuation is None:
             self._agents()
@@ -215,40 +215,40 @@ class Service:
 
     def audit(self, principal: Caller | str | None = None, **query: Any) -> AuditPage:
         """A page of the audit trail (approvers only): ``since``, ``until``, ``by``, ``tool``, ``outcome``,
-        ``limit``, ``after`` (the previous page's cursor); see ``service.audit_trail.audit``."""
-        from resumable.service.audit_trail import audit
+        ``limit``, ``after`` (the previous page's cursor); see ``service.audit.trail.audit``."""
+        from resumable.service.audit.trail import audit
 
         return audit(self.deps, Caller.of(principal), **query)
 
     def delete_session(self, session_id: str, principal: Caller | str | None = None) -> SessionView:
-        from resumable.service.deletion import delete_session
+        from resumable.service.sessions.deletion import delete_session
 
         return delete_session(self.deps, session_id, Caller.of(principal))
 
     def restore_session(self, session_id: str, principal: Caller | str | None = None) -> SessionView:
-        from resumable.service.deletion import restore_session
+        from resumable.service.sessions.deletion import restore_session
 
         return restore_session(self.deps, session_id, Caller.of(principal))
 
     # the operator's (resumable admin; approvers only)
     def stalled(self, principal: Caller | str | None = None, limit: int | None = None) -> admin.StalledTurns:
-        from resumable.service import admin
-        from resumable.service.sweep import DEFAULT_LIMIT
+        from resumable.service.operating import admin
+        from resumable.service.operating.sweep import DEFAULT_LIMIT
 
         return admin.stalled(self.deps, Caller.of(principal), DEFAULT_LIMIT if limit is None else limit)
 
     def inspect(self, session_id: str, turn_id: str, principal: Caller | str | None = None) -> admin.TurnRecords:
-        from resumable.service import admin
+        from resumable.service.operating import admin
 
         return admin.inspect(self.deps, session_id, turn_id, Caller.of(principal))
 
     def recover_turn(self, session_id: str, turn_id: str, principal: Caller | str | None = None) -> TurnView:
-        from resumable.service import admin
+        from resumable.service.operating import admin
 
         self._agents()
         return admin.recover_turn(self.deps, session_id, turn_id, Caller.of(principal))
 
     def republish(self, session_id: str, principal: Caller | str | None = None) -> admin.Republished:
-        from resumable.service import admin
+        from resumable.service.operating import admin
 
         return admin.republish(self.deps, session_id, Caller.of(principal))

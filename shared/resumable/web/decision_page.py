@@ -11,7 +11,7 @@ from typing import Any
 
 from resumable.plain import plain
 from resumable.runtime.interrupts import APPROVAL_INTERRUPT
-from resumable.service.views import InteractionView
+from resumable.service.reading.views import InteractionView
 
 MAX_INPUT_CHARS = 4000
 _STYLE = (
@@ -46,7 +46,7 @@ def _page(title: str, body: str) -> str:
 def standing(question: InteractionView) -> str:
     """Where the question stands, in words: its status, and under a rule of several approvers how many
     approvals it has and needs."""
-    from resumable.service.decision_links import said_of
+    from resumable.service.answering.decision_links import said_of
 
     rule = question.rule
     if question.status == "requested" and rule is not None and rule.required > 1:
@@ -72,7 +72,7 @@ def confirmation(answers_as: str, question: InteractionView) -> str:
         said = f"Risk: {risk}. " if risk else ""
         rows.append(f'<p class="risk">{_escaped(said + str(impact or ""))}</p>')
     if question.status != "requested":
-        from resumable.service.decision_links import said_of
+        from resumable.service.answering.decision_links import said_of
 
         said = f"It is {said_of(question.status)} already" + (
             f", by {question.answered_by}" if question.answered_by else ""

@@ -13,10 +13,10 @@ from pydantic import Field
 from resumable.clock import iso
 from resumable.exceptions import ForbiddenError, NotFoundError, SnapshotError
 from resumable.service.access import is_approver, load
+from resumable.service.advancing.stall import stall
 from resumable.service.caller import Caller
 from resumable.service.ids import valid_session_id
-from resumable.service.stall import stall
-from resumable.service.views import TurnView, View
+from resumable.service.reading.views import TurnView, View
 from resumable.store.records import TurnRecord
 
 if TYPE_CHECKING:
@@ -153,7 +153,7 @@ def _loads(deps: Dependencies, key: str) -> str:
 def recover_turn(deps: Dependencies, session_id: str, turn_id: str, caller: Caller | None) -> TurnView:
     """``recover``, by an operator: move the turn on as a read or the sweeper would, now."""
     _operator(deps, caller)
-    from resumable.service.recover import recover  # (it loads the agent loop's modules: only when used)
+    from resumable.service.advancing.recover import recover  # (it loads the agent loop's modules: only when used)
 
     load(deps, session_id, turn_id)  # 404 as any read would (recover itself trusts its caller)
     return recover(deps, session_id, turn_id)

@@ -3,7 +3,7 @@
 The sweeper runs on a schedule. It reads the unsettled root turns that are due a look from the
 store's index (no scan: every write that could make a turn need moving on sets when it is due, and
 the sweeper sets the next look of those it finds not stalled yet), and moves each stalled one on
-through the use cases a reader would (``service.stall`` names the cases): it settles a turn whose
+through the use cases a reader would (``service.advancing.stall`` names the cases): it settles a turn whose
 question expired or whose cancel died before it settled the tree, and asks for a continuation of a
 turn whose runner is gone, that was checkpointed and not continued, or whose every answer is
 recorded but whose resume was lost (with no continuation to ask for, it runs the turn itself, as
@@ -13,7 +13,7 @@ It escalates the questions whose approval rule says to, once nobody settled them
 ``escalate_after`` (service.escalation), and denies, rather than expires, those whose rule says
 ``on_expiry: deny`` (service.settlement).
 
-It also ends the retention of records whose time has come (service.retention): it retires the
+It also ends the retention of records whose time has come (service.sessions.retention): it retires the
 snapshots only they pointed at.
 
 Bounded: at most ``limit`` turns (and then records whose retention ended) a run, the earliest due
@@ -35,12 +35,12 @@ from typing import TYPE_CHECKING
 
 from resumable.exceptions import AwsError, StaleCommitError
 from resumable.metrics import count
-from resumable.service.continuation import continue_later
-from resumable.service.escalation import escalate
-from resumable.service.retention import expire
-from resumable.service.run import advance
-from resumable.service.settlement import settle_stalled
-from resumable.service.stall import SETTLES, Stall, idle, stall
+from resumable.service.advancing.advance import advance
+from resumable.service.advancing.continuation import continue_later
+from resumable.service.advancing.settlement import settle_stalled
+from resumable.service.advancing.stall import SETTLES, Stall, idle, stall
+from resumable.service.answering.escalation import escalate
+from resumable.service.sessions.retention import expire
 from resumable.store.base import DueTurn
 from resumable.store.records import TurnTree
 
@@ -72,7 +72,7 @@ class SweepReport:
     failed: int = 0
     """Turns it could not act on for an AWS failure (looked at again in the next run)."""
     expired: int = 0
-    """Records whose retention ended, whose snapshots it retired (see service.retention)."""
+    """Records whose retention ended, whose snapshots it retired (see service.sessions.retention)."""
     escalated: int = 0
     """Questions whose rule's ``escalate_to`` it let answer them (see service.escalation)."""
 

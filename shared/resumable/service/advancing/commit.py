@@ -17,12 +17,12 @@ from resumable.runtime.agent_as_tool import call_prefix
 from resumable.runtime.interrupts import APPROVAL_INTERRUPT, CHECKPOINT_INTERRUPT, Interrupt
 from resumable.runtime.rules import ApprovalRule, riskier
 from resumable.runtime.seam import AgentRuntime
-from resumable.service.child_turns import ChildTurns
+from resumable.service.advancing.child_turns import ChildTurns
+from resumable.service.advancing.settlement import superseded
+from resumable.service.advancing.workflow import tell_workflow
 from resumable.service.ids import request_id
 from resumable.service.limits import bounded_reason, bounded_text
-from resumable.service.retention import purge_time, retire
-from resumable.service.settlement import superseded
-from resumable.service.workflow import tell_workflow
+from resumable.service.sessions.retention import purge_time, retire
 from resumable.store.base import Commit
 from resumable.store.outbox import interaction_closed, interaction_requested, turn_settled
 from resumable.store.records import SETTLED, ActionRecord, InteractionRecord, TurnRecord, TurnStatus, TurnTree

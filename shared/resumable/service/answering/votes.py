@@ -22,7 +22,7 @@ from resumable.clock import iso
 from resumable.exceptions import ConflictError, ForbiddenError, TurnBusyError
 from resumable.runtime.rules import ApprovalRule
 from resumable.service.access import is_approver
-from resumable.service.audit import authentication_of, decision_entry, vote_entry
+from resumable.service.audit.entries import authentication_of, decision_entry, vote_entry
 from resumable.service.caller import Caller, channel_of, identity_of
 from resumable.store.answers import AnswerCondition, AnswerOutcome, Votes
 from resumable.store.records import InteractionRecord, Vote

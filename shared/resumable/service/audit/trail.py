@@ -1,4 +1,4 @@
-"""GET /audit: the audit trail (``service.audit``) read a page at a time, oldest first, by approvers."""
+"""GET /audit: the audit trail (``service.audit.entries``) read a page at a time, oldest first, by approvers."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from pydantic import Field
 
 from resumable.clock import iso
 from resumable.exceptions import ForbiddenError, ValidationFailedError
-from resumable.service import cursor
 from resumable.service.access import is_approver
-from resumable.service.audit import approved_as_asked, asked_input, digest
+from resumable.service.audit.entries import approved_as_asked, asked_input, digest
 from resumable.service.caller import Caller
-from resumable.service.views import View
+from resumable.service.reading import cursor
+from resumable.service.reading.views import View
 from resumable.store.audit import audit_day, audit_pk
 from resumable.store.records import AuditOutcome, AuditRecord, InteractionRecord, expired
 

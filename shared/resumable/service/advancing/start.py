@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any
 from resumable.clock import iso
 from resumable.exceptions import NotFoundError, TurnBusyError, ValidationFailedError
 from resumable.service.access import may_act_for
+from resumable.service.advancing.advance import run_leased
 from resumable.service.caller import Caller, principal_of
 from resumable.service.ids import new_root_turn_id, valid_session_id
 from resumable.service.limits import text_utf8
-from resumable.service.retention import retire
-from resumable.service.run import run_leased
-from resumable.service.views import TurnView
+from resumable.service.reading.views import TurnView
+from resumable.service.sessions.retention import retire
 from resumable.store.records import SessionRecord, TurnRecord, TurnTree
 
 if TYPE_CHECKING:

@@ -27,8 +27,8 @@ from resumable.exceptions import ActionFencedError, ActionOutcomeUnknownError, A
 from resumable.runtime.interrupts import InterruptException
 from resumable.runtime.invocation import ApprovedAction, FencingToken
 from resumable.runtime.tools import tool_result
-from resumable.service.audit import action_entry
-from resumable.service.lease import LeaseGuard
+from resumable.service.advancing.lease import LeaseGuard
+from resumable.service.audit.entries import action_entry
 from resumable.service.limits import bounded_json
 from resumable.store.records import ActionRecord, AuditOutcome, AuditRecord
 

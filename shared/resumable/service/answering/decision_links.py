@@ -38,13 +38,13 @@ from resumable.exceptions import (
 from resumable.runtime.interrupts import APPROVAL_INTERRUPT
 from resumable.service.caller import Caller
 from resumable.service.ids import root_of
-from resumable.service.views import InteractionView
+from resumable.service.reading.views import InteractionView
 
 if TYPE_CHECKING:
     from resumable.aws.keys import LinkKey
     from resumable.config import Settings
     from resumable.service.dependencies import Dependencies
-    from resumable.service.views import TurnView
+    from resumable.service.reading.views import TurnView
     from resumable.store.decision_links import DecisionLinkItems
 
 PARTITION = "decision-link"  # (what the key signs: nothing else is signed with it)
@@ -190,7 +190,7 @@ def decide(deps: Dependencies, token: str, decision: Decision, text: str | None)
     """Take the link's decision, once (``approve`` or ``deny`` with ``text`` its message, for an
     approval; ``reply`` with ``text`` the answer, for a question answered in words): refused if the
     link was used, or its question is settled or expired. The question's request id, and its turn."""
-    from resumable.service.submit_approval import submit_approval
+    from resumable.service.answering.answer import submit_approval
 
     link, asked = question(deps, token)
     if (decision == "reply") != (asked.name != APPROVAL_INTERRUPT) or (decision == "reply" and not text):

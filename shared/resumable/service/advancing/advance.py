@@ -1,7 +1,7 @@
 """Advancing a turn tree: rebuild every agent from storage, run to the next stop, commit.
 
 Start-turn, submit-approval, recover and continuations alike. ``advance`` moves a stalled tree on
-(see ``service.stall``); ``run_leased`` runs a tree whose root lease the caller holds: every step
+(see ``service.advancing.stall``); ``run_leased`` runs a tree whose root lease the caller holds: every step
 boundary renews it (and reads the cancel request), every approved action goes through the action
 journal, every sub-agent call becomes a child turn, and the outcome is one commit guarded by the
 lease and the version.
@@ -19,15 +19,15 @@ from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT, CONTINUE
 from resumable.runtime.invocation import Invocation
 from resumable.runtime.seam import AgentResult, AgentRuntime
 from resumable.service.access import load
-from resumable.service.agent_factory import AgentContext, build
-from resumable.service.child_turns import ChildTurns
-from resumable.service.commit import Outcome, commit_run
-from resumable.service.continuation import Budget, continue_later
-from resumable.service.journal import LeasedActionJournal
-from resumable.service.lease import LeaseGuard
-from resumable.service.retention import retire
-from resumable.service.settlement import CANCELED_ON_REQUEST, settle_stalled, settle_tree
-from resumable.service.stall import SETTLES, stall
+from resumable.service.advancing.agent_factory import AgentContext, build
+from resumable.service.advancing.child_turns import ChildTurns
+from resumable.service.advancing.commit import Outcome, commit_run
+from resumable.service.advancing.continuation import Budget, continue_later
+from resumable.service.advancing.journal import LeasedActionJournal
+from resumable.service.advancing.lease import LeaseGuard
+from resumable.service.advancing.settlement import CANCELED_ON_REQUEST, settle_stalled, settle_tree
+from resumable.service.advancing.stall import SETTLES, stall
+from resumable.service.sessions.retention import retire
 from resumable.store.records import TurnTree
 from resumable.store.s3_session import S3Session
 

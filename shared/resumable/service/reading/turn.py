@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 from resumable.exceptions import StaleCommitError
 from resumable.service.access import load
+from resumable.service.advancing.continuation import continue_later
+from resumable.service.advancing.settlement import settle_if_stalled
+from resumable.service.advancing.stall import idle, stall
 from resumable.service.caller import Caller
-from resumable.service.continuation import continue_later
-from resumable.service.settlement import settle_if_stalled
-from resumable.service.stall import idle, stall
-from resumable.service.views import TurnView
+from resumable.service.reading.views import TurnView
 from resumable.store.records import TurnTree
 
 if TYPE_CHECKING:
