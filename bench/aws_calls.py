@@ -16,7 +16,7 @@ from resumable.aws.clients import client
 from resumable.clock import SystemClock
 from resumable.config import Settings
 from resumable.service import Service
-from resumable.service.advancing.agent_factory import AgentFactory
+from resumable.service.agent_factory import AgentFactory
 from resumable.store import DynamoDBStore, S3Snapshots
 
 

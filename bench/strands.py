@@ -44,7 +44,7 @@ from bench.aws_calls import Recorder, forget_session, service_for
 from bench.cold_start import TRACED, _environment
 from resumable.config import Settings
 from resumable.integrations.strands import ScriptedStrandsModel
-from resumable.service.advancing.agent_factory import load_factory
+from resumable.service.agent_factory import load_factory
 from tests.agents import calls, says
 from tests.factories import LEDGER_ENV, executions
 
@@ -66,7 +66,7 @@ module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
 imported = time.perf_counter()
 from resumable.runtime.session import FileSession
-from resumable.service.advancing.agent_factory import AgentContext, build, load_factory
+from resumable.service.agent_factory import AgentContext, build, load_factory
 with tempfile.TemporaryDirectory() as directory:
     with build(load_factory(sys.argv[2]), AgentContext("cold", "turn", FileSession(directory))):
         built = time.perf_counter()

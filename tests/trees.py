@@ -18,7 +18,7 @@ from resumable import Agent, tool
 from resumable.integrations.strands import ScriptedStrandsModel, StrandsTree
 from resumable.runtime.approval import ApprovalPolicy
 from resumable.service import AgentContext
-from resumable.service.advancing.agent_factory import AgentFactory
+from resumable.service.agent_factory import AgentFactory
 from tests.agents import calls, says
 
 ACTIONS: Counter[tuple[str, str]] = Counter()

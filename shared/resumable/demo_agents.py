@@ -15,7 +15,7 @@ from typing import Any
 from resumable.runtime.agent import Agent
 from resumable.runtime.models import BedrockModel, Model
 from resumable.runtime.tools import tool
-from resumable.service.advancing.agent_factory import AgentContext
+from resumable.service.agent_factory import AgentContext
 
 DATABASE: dict[str, str] = {
     "prod-db": "production",

@@ -11,7 +11,7 @@ import pytest
 from resumable.config import Settings
 from resumable.local import embedded_aws
 from resumable.service import Service
-from resumable.service.advancing.agent_factory import AgentFactory, load_factory
+from resumable.service.agent_factory import AgentFactory, load_factory
 from resumable.store import DynamoDBStore
 from resumable.store.resources import create_table_request
 from tests.clock import FakeClock

@@ -25,12 +25,12 @@ from resumable.exceptions import (
 )
 from resumable.runtime.rules import parse_rules
 from resumable.service import Service
-from resumable.service.advancing.agent_factory import load_factory
 from resumable.service.advancing.settlement import settle_tree
+from resumable.service.agent_factory import load_factory
 from resumable.service.answering.escalation import escalate
 from resumable.service.answering.votes import answer_under_rule
 from resumable.service.caller import Caller
-from resumable.service.reading.views import TurnView
+from resumable.service.views import TurnView
 from resumable.store import DynamoDBStore
 from resumable.store.codec import key, root_sk
 from tests.agents import calls, says

@@ -23,7 +23,7 @@ from resumable.service.audit import trail as audit_trail
 from resumable.service.audit.entries import action_entry
 from resumable.service.audit.trail import AuditPage, AuditRecordView
 from resumable.service.caller import Caller
-from resumable.service.reading.views import TurnView
+from resumable.service.views import TurnView
 from resumable.store.audit import audit_put
 from resumable.store.codec import key, root_sk
 from resumable.store.records import ActionRecord

@@ -24,8 +24,8 @@ from resumable import Agent
 from resumable.config import Settings
 from resumable.exceptions import ConflictError
 from resumable.service import AgentContext, Service
-from resumable.service.advancing.agent_factory import AgentFactory, load_factory
-from resumable.service.reading.views import TurnView
+from resumable.service.agent_factory import AgentFactory, load_factory
+from resumable.service.views import TurnView
 from resumable.store import DynamoDBStore
 from tests.clock import FakeClock
 from tests.factories import LEDGER_ENV, executions

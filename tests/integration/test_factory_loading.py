@@ -10,7 +10,7 @@ import pytest
 from resumable.config import Settings
 from resumable.exceptions import NotFoundError
 from resumable.service import Service
-from resumable.service.advancing.agent_factory import LazyFactory
+from resumable.service.agent_factory import LazyFactory
 from resumable.store.dynamodb import DynamoDBStore
 from tests.clock import FakeClock
 

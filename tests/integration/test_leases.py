@@ -21,9 +21,9 @@ from resumable import Agent, ScriptedModel, tool
 from resumable.config import Settings
 from resumable.exceptions import LeaseLostError, StaleCommitError, TurnBusyError
 from resumable.service import AgentContext, Service
-from resumable.service.advancing.agent_factory import AgentFactory
 from resumable.service.advancing.journal import UNKNOWN_OUTCOME
-from resumable.service.reading.views import TurnView
+from resumable.service.agent_factory import AgentFactory
+from resumable.service.views import TurnView
 from resumable.store import DynamoDBStore
 from resumable.store.records import TurnRecord
 from tests.agents import calls, says

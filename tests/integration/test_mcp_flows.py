@@ -17,7 +17,7 @@ import pytest
 from resumable import Agent, ApprovalPolicy, ScriptedModel
 from resumable.runtime.mcp import MCPClient
 from resumable.service import AgentContext, Service
-from resumable.service.advancing.agent_factory import AgentFactory
+from resumable.service.agent_factory import AgentFactory
 from resumable.store import DynamoDBStore
 from tests.agents import calls, says
 from tests.factories import executions

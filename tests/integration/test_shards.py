@@ -18,7 +18,7 @@ from resumable.config import Settings
 from resumable.exceptions import ValidationFailedError
 from resumable.runtime.rules import RISKS
 from resumable.service import Service
-from resumable.service.reading import cursor as cursors
+from resumable.service import cursor as cursors
 from resumable.service.reading.inbox import MAX_READS
 from resumable.store import DynamoDBStore
 from resumable.store.audit import audit_put
@@ -71,7 +71,7 @@ def _question(
 
 
 def _inbox_service(configured: Settings, clock: FakeClock) -> Service:
-    from resumable.service.advancing.agent_factory import load_factory
+    from resumable.service.agent_factory import load_factory
 
     configured = configured.model_copy(update={"approver_principals": (APPROVER,)})
     return Service(DynamoDBStore(configured), configured, clock, load_factory("tests.factories:nested"))

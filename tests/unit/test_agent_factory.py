@@ -12,7 +12,7 @@ import pytest
 
 from resumable import Agent, FileSession, ScriptedModel
 from resumable.exceptions import AgentFactoryError
-from resumable.service.advancing.agent_factory import AgentContext, AgentFactory, build, load_factory
+from resumable.service.agent_factory import AgentContext, AgentFactory, build, load_factory
 
 
 class Held:
@@ -106,7 +106,7 @@ def test_a_resource_that_fails_to_close_is_logged_the_others_close_and_the_run_s
         pass
 
     assert not any(r.open for r in (first, failing, last))
-    [logged] = [r for r in caplog.records if r.name == "resumable.service.advancing.agent_factory"]
+    [logged] = [r for r in caplog.records if r.name == "resumable.service.agent_factory"]
     assert logged.levelname == "ERROR"
     assert "turn_id=<t-1> | a resource the agent factory entered failed to close: OSError" in logged.getMessage()
 

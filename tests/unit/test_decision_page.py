@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from resumable.service.reading.views import InteractionView
+from resumable.service.views import InteractionView
 from resumable.web.decision_page import confirmation, outcome
 
 ANN = "arn:aws:iam::000000000000:user/approver-ann"

@@ -405,7 +405,7 @@ def test_a_dismissed_paused_reply_keeps_its_finished_calls_results_and_the_roles
 
 
 def test_a_factory_returning_a_subclass_of_a_strands_agent_is_run_as_a_strands_tree(tmp_path: Path) -> None:
-    from resumable.service.advancing.agent_factory import AgentContext, build
+    from resumable.service.agent_factory import AgentContext, build
 
     class MyAgent(Agent):
         pass

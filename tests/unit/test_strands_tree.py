@@ -22,7 +22,7 @@ from resumable.runtime.approval import ApprovalPolicy
 from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT, CONTINUE
 from resumable.runtime.invocation import FencingToken, Invocation
 from resumable.runtime.session import FileSession
-from resumable.service.advancing.agent_factory import AgentContext, build
+from resumable.service.agent_factory import AgentContext, build
 from tests.agents import RememberingJournal, calls, says
 
 POLICY = ApprovalPolicy(require=("delete_*",))

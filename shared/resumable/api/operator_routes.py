@@ -24,8 +24,8 @@ from resumable.service import TurnView
 from resumable.service.audit.trail import DEFAULT_PAGE as DEFAULT_AUDIT_PAGE
 from resumable.service.audit.trail import MAX_PAGE as MAX_AUDIT_PAGE
 from resumable.service.audit.trail import AuditPage
+from resumable.service.cursor import MAX_CURSOR_CHARS
 from resumable.service.operating.admin import MAX_STALLED, Republished, StalledTurns, TurnRecords
-from resumable.service.reading.cursor import MAX_CURSOR_CHARS
 from resumable.store.records import AuditOutcome
 
 operator_router = APIGatewayHttpRouter()

@@ -34,10 +34,10 @@ from resumable.exceptions import BadRequestError
 from resumable.metrics import count
 from resumable.service import InboxPage, InteractionView, Service, SessionView, TurnView
 from resumable.service.caller import SAID_VIAS, Caller
+from resumable.service.cursor import MAX_CURSOR_CHARS
 from resumable.service.limits import bounded_json, bounded_reason
 from resumable.service.reading.conversation import MAX_PAGE as MAX_CONVERSATION_PAGE
 from resumable.service.reading.conversation import ConversationPage
-from resumable.service.reading.cursor import MAX_CURSOR_CHARS
 from resumable.service.reading.inbox import DEFAULT_PAGE, MAX_PAGE
 from resumable.store.records import InteractionStatus
 

@@ -113,7 +113,7 @@ def _check(handler: str, factory: str, path: list[str]) -> dict[str, Any]:
         import tempfile
 
         from resumable.runtime.session import FileSession
-        from resumable.service.advancing.agent_factory import AgentContext, build, load_factory
+        from resumable.service.agent_factory import AgentContext, build, load_factory
 
         with tempfile.TemporaryDirectory() as scratch:
             context = AgentContext("predeploy", "predeploy", FileSession(scratch))

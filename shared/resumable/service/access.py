@@ -1,16 +1,22 @@
-"""Who may see and act on a session: its principal, or an approver. Unknown and not-yours look the
-same (404), so no principal learns whether another's session exists."""
+"""Who may see and act on a session: its principal, or an approver (unknown and not-yours look the
+same, 404, so no principal learns whether another's session exists); and who may answer a question
+asked under an approval rule."""
 
 from __future__ import annotations
 
 import fnmatch
+import logging
+from typing import Any
 
 from resumable.config import Settings
-from resumable.exceptions import NotFoundError
-from resumable.service.caller import Caller
+from resumable.exceptions import ForbiddenError, NotFoundError
+from resumable.runtime.rules import ApprovalRule
+from resumable.service.caller import Caller, identity_of
 from resumable.service.dependencies import Dependencies
 from resumable.service.ids import root_of, valid_session_id, valid_turn_id
 from resumable.store.records import InteractionRecord, TurnTree, expired
+
+logger = logging.getLogger(__name__)
 
 
 def visible(deps: Dependencies, interaction: InteractionRecord, turn_id: str, caller: Caller | None) -> bool:
@@ -62,3 +68,48 @@ def load(deps: Dependencies, session_id: str, turn_id: str, caller: Caller | Non
     if not may_act_for(deps.settings, tree.root.principal, caller):
         raise NotFoundError(missing)
     return tree
+
+
+def rule_of(interaction: InteractionRecord) -> ApprovalRule | None:
+    """The rule the interaction was asked under; one that does not read as a rule lets nobody answer."""
+    if interaction.rule is None:
+        return None
+    try:
+        return ApprovalRule.model_validate(interaction.rule)
+    except ValueError:
+        logger.error("interaction %s holds a rule that is not one: nobody may answer it", interaction.request_id)
+        return ApprovalRule.model_construct(tools=("*",), name="unreadable rule", approvers=(), required=1)
+
+
+def may_answer(
+    rule: ApprovalRule, interaction: InteractionRecord, caller: Caller | None, *, approving: bool = True
+) -> str | None:
+    """Why ``caller`` may not approve (or, not ``approving``, deny) ``interaction`` under ``rule``
+    (None: it may)."""
+    who = identity_of(caller)
+    escalated = interaction.escalated_at is not None
+    if not rule.admits(who, caller.groups if caller is not None else frozenset(), escalated=escalated):
+        return f"{who} is not one of the approvers of the approval rule {rule.title!r} ({_approvers(rule, escalated)})"
+    if approving and not rule.allows_self_approval and caller is not None and who == interaction.started_by:
+        return (
+            f"{who} started this turn, and the approval rule {rule.title!r} does not let the principal who "
+            f"started a turn approve its own calls (it needs {rule.required} other approver(s))"
+        )
+    return None
+
+
+def check_may_answer(interaction: InteractionRecord, response: dict[str, Any], caller: Caller | None) -> None:
+    """403 (naming the rule) unless ``caller`` may give ``response`` under the interaction's rule."""
+    rule = rule_of(interaction)
+    if rule is None:
+        return
+    refused_because = may_answer(rule, interaction, caller, approving=response["decision"] == "approve")
+    if refused_because is not None:
+        raise ForbiddenError(f"{refused_because}: interaction {interaction.request_id} was not answered")
+
+
+def _approvers(rule: ApprovalRule, escalated: bool) -> str:
+    if rule.approvers is None:
+        return "whoever may answer the session"
+    named = [*rule.approvers, *(rule.escalate_to or () if escalated else ())]
+    return "approvers: " + ", ".join(named)

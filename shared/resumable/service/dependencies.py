@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from resumable.clock import Clock
 from resumable.config import Settings
-from resumable.service.advancing.agent_factory import AgentFactory
+from resumable.service.agent_factory import AgentFactory
 from resumable.store.base import Snapshots, Store
 
 if TYPE_CHECKING:

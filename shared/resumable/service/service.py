@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from resumable.clock import Clock, SystemClock
 from resumable.config import Settings
-from resumable.service.advancing.agent_factory import AgentFactory, LazyFactory
+from resumable.service.agent_factory import AgentFactory, LazyFactory
 from resumable.service.caller import Caller
 from resumable.service.dependencies import Continuation, Dependencies
 from resumable.service.reading.inbox import DEFAULT_PAGE
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from resumable.service.operating.sweep import SweepReport
     from resumable.service.reading.conversation import ConversationPage
     from resumable.service.reading.inbox import InboxPage
-    from resumable.service.reading.views import InteractionView, SessionView, TurnView
+    from resumable.service.views import InteractionView, SessionView, TurnView
     from resumable.store.records import InteractionStatus
 
 

@@ -36,7 +36,7 @@ class Commit:
     A commit that settles the root sets ``root.purge_at``, when the tree's retention ends, and the
     session it frees gets the same; the other items of ``expiring`` (the tree as it was loaded) and
     those this commit writes get it too where the whole commit is one transaction (else the sweeper
-    gives it at the root's retention end: see service.sessions.retention).
+    gives it at the root's retention end: see service.retention).
     """
 
     root: TurnRecord

@@ -26,7 +26,7 @@ from resumable.store.table import (
     refusal,
 )
 
-# Within its retention, and not claimed by the sweeper for the end of it (service.sessions.retention).
+# Within its retention, and not claimed by the sweeper for the end of it (service.retention).
 LIVE = (
     "(attribute_not_exists(#purge) OR attribute_type(#purge, :null) OR #purge > :now) "
     "AND attribute_not_exists(retiring)"

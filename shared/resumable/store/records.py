@@ -19,7 +19,7 @@ class Record(BaseModel):
 class SessionRecord(Record):
     """A conversation with one root agent. ``snapshot_key`` is the root agent's latest committed state;
     ``agent_snapshots`` are the latest committed snapshots of agents that keep their own (S3Session).
-    ``purge_at``: while no turn is active, when the session's retention ends (see service.sessions.retention).
+    ``purge_at``: while no turn is active, when the session's retention ends (see service.retention).
     ``deletions`` counts its deletions; while it is deleted, ``deleted_generation`` is the latest (every
     item of the session carries it too), with when and by whom, and ``deleting`` until every item is
     marked (see service.sessions.deletion)."""
@@ -68,7 +68,7 @@ class TurnRecord(Record):
     Step Functions workflow started the turn and waits for it to settle on ``task_token``, which the
     workflow writes itself (no commit touches it). ``sweeps``: how many times the sweeper moved the
     root on since its last commit (see service.operating.sweep). ``purge_at``: once settled, when its retention
-    ends (see service.sessions.retention). ``deleted_generation``: its session was deleted (service.sessions.deletion).
+    ends (see service.retention). ``deleted_generation``: its session was deleted (service.sessions.deletion).
     ``principal`` is the session's (who owns it); ``started_by``, the principal that started this turn
     (an approver may start one in another's session; None: the application, or a turn begun before
     resumable recorded it).

@@ -64,7 +64,7 @@ BILLING_MODE = "PAY_PER_REQUEST"
 TABLE_STREAM = {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"}
 
 # DynamoDB's TTL deletes an item once this attribute (seconds since the epoch) has passed: published
-# outbox items, and the records whose retention ended (service.sessions.retention). (Not ``expires_at``: that
+# outbox items, and the records whose retention ended (service.retention). (Not ``expires_at``: that
 # is when an interaction's question expires.)
 TTL_ATTRIBUTE = "purge_at"
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from resumable.plain import plain
 from resumable.runtime.interrupts import APPROVAL_INTERRUPT
-from resumable.service.reading.views import InteractionView
+from resumable.service.views import InteractionView
 
 MAX_INPUT_CHARS = 4000
 _STYLE = (

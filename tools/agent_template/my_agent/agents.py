@@ -92,7 +92,7 @@ class Rehearsal:
 
 def build_agents() -> Agent:
     """The root agent, and its tools over this request's orders API. (Take a
-    ``resumable.service.advancing.agent_factory.AgentContext`` parameter when you need its session, for sub-agents
+    ``resumable.service.agent_factory.AgentContext`` parameter when you need its session, for sub-agents
     that keep their own context, or its ``enter_context``: docs/service.md.)"""
     api = OrdersApi(app_secret("orders-api-token"), float(app_setting("REFUND_LIMIT", default="5000")))
 

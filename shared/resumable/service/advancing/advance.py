@@ -19,7 +19,6 @@ from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT, CONTINUE
 from resumable.runtime.invocation import Invocation
 from resumable.runtime.seam import AgentResult, AgentRuntime
 from resumable.service.access import load
-from resumable.service.advancing.agent_factory import AgentContext, build
 from resumable.service.advancing.child_turns import ChildTurns
 from resumable.service.advancing.commit import Outcome, commit_run
 from resumable.service.advancing.continuation import Budget, continue_later
@@ -27,7 +26,8 @@ from resumable.service.advancing.journal import LeasedActionJournal
 from resumable.service.advancing.lease import LeaseGuard
 from resumable.service.advancing.settlement import CANCELED_ON_REQUEST, settle_stalled, settle_tree
 from resumable.service.advancing.stall import SETTLES, stall
-from resumable.service.sessions.retention import retire
+from resumable.service.agent_factory import AgentContext, build
+from resumable.service.retention import retire
 from resumable.store.records import TurnTree
 from resumable.store.s3_session import S3Session
 

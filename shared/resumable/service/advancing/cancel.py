@@ -10,7 +10,7 @@ from resumable.service.access import load
 from resumable.service.advancing.settlement import CANCELED_ON_REQUEST, settle_canceled_run, settle_tree
 from resumable.service.caller import Caller
 from resumable.service.ids import root_of, valid_session_id, valid_turn_id
-from resumable.service.reading.views import TurnView
+from resumable.service.views import TurnView
 
 if TYPE_CHECKING:
     from resumable.service.dependencies import Dependencies

@@ -22,7 +22,7 @@ from resumable.service.advancing.settlement import superseded
 from resumable.service.advancing.workflow import tell_workflow
 from resumable.service.ids import request_id
 from resumable.service.limits import bounded_reason, bounded_text
-from resumable.service.sessions.retention import purge_time, retire
+from resumable.service.retention import purge_time, retire
 from resumable.store.base import Commit
 from resumable.store.outbox import interaction_closed, interaction_requested, turn_settled
 from resumable.store.records import SETTLED, ActionRecord, InteractionRecord, TurnRecord, TurnStatus, TurnTree

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from resumable.service.access import load
 from resumable.service.advancing.advance import advance
 from resumable.service.advancing.workflow import tell_workflow
-from resumable.service.reading.views import TurnView
+from resumable.service.views import TurnView
 
 if TYPE_CHECKING:
     from resumable.service.dependencies import Dependencies

@@ -6,10 +6,11 @@ import logging
 from typing import TYPE_CHECKING
 
 from resumable.metrics import count_commit
+from resumable.service.access import rule_of
 from resumable.service.advancing.stall import SETTLES, Stall, stall
 from resumable.service.advancing.workflow import tell_workflow
 from resumable.service.audit.entries import decision_entry
-from resumable.service.sessions.retention import purge_time
+from resumable.service.retention import purge_time
 from resumable.store.answers import AnswerCondition
 from resumable.store.base import Commit
 from resumable.store.outbox import interaction_closed, turn_settled
@@ -112,8 +113,6 @@ def deny_at_expiry(deps: Dependencies, tree: TurnTree) -> TurnTree | None:
     """Where every question of ``tree`` past its expiry is under a rule that says ``on_expiry: deny``:
     deny each (the agent is told nobody settled it in time) and return the tree as it then is, its
     turn to resume once nothing else is open; None (deny nothing) otherwise: the turn settles expired."""
-    from resumable.service.answering.votes import rule_of
-
     now = deps.clock.now()
     overdue = [i for i in tree.interactions if i.status == "requested" and i.expires_at <= now]
     rules = [rule_of(i) for i in overdue]

@@ -12,8 +12,8 @@ from resumable.service.advancing.advance import run_leased
 from resumable.service.caller import Caller, principal_of
 from resumable.service.ids import new_root_turn_id, valid_session_id
 from resumable.service.limits import text_utf8
-from resumable.service.reading.views import TurnView
-from resumable.service.sessions.retention import retire
+from resumable.service.retention import retire
+from resumable.service.views import TurnView
 from resumable.store.records import SessionRecord, TurnRecord, TurnTree
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from resumable.exceptions import AwsError
-from resumable.service.reading.views import TurnView
+from resumable.service.views import TurnView
 from resumable.store.records import SETTLED, TurnTree
 
 if TYPE_CHECKING:

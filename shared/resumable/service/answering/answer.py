@@ -19,16 +19,16 @@ from resumable.exceptions import (
 )
 from resumable.metrics import count_answer
 from resumable.runtime.tools import APPROVAL_INTERRUPT, ApprovalAnswer
-from resumable.service.access import is_approver, load, visible
+from resumable.service.access import check_may_answer, is_approver, load, visible
 from resumable.service.advancing.advance import advance
 from resumable.service.advancing.settlement import EXPIRY
 from resumable.service.answering.edits import check_edit
-from resumable.service.answering.votes import answer_under_rule, check_may_answer
+from resumable.service.answering.votes import answer_under_rule
 from resumable.service.audit.entries import authentication_of, decision_entry
 from resumable.service.caller import VIAS, Caller, channel_of, identity_of
 from resumable.service.ids import root_of, valid_request_id, valid_session_id, valid_turn_id
 from resumable.service.limits import json_utf8
-from resumable.service.reading.views import TurnView, decision_of
+from resumable.service.views import TurnView, decision_of
 from resumable.store.answers import AnswerCondition, AnswerOutcome
 from resumable.store.records import InteractionRecord, TurnRecord
 

@@ -38,13 +38,13 @@ from resumable.exceptions import (
 from resumable.runtime.interrupts import APPROVAL_INTERRUPT
 from resumable.service.caller import Caller
 from resumable.service.ids import root_of
-from resumable.service.reading.views import InteractionView
+from resumable.service.views import InteractionView
 
 if TYPE_CHECKING:
     from resumable.aws.keys import LinkKey
     from resumable.config import Settings
     from resumable.service.dependencies import Dependencies
-    from resumable.service.reading.views import TurnView
+    from resumable.service.views import TurnView
     from resumable.store.decision_links import DecisionLinkItems
 
 PARTITION = "decision-link"  # (what the key signs: nothing else is signed with it)

@@ -9,7 +9,7 @@ from resumable.exceptions import ConflictError, GoneError, NotFoundError, Valida
 from resumable.service.access import visible
 from resumable.service.caller import Caller, identity_of
 from resumable.service.ids import root_of, valid_request_id, valid_session_id, valid_turn_id
-from resumable.service.reading.views import InteractionView
+from resumable.service.views import InteractionView
 
 if TYPE_CHECKING:
     from resumable.service.dependencies import Dependencies

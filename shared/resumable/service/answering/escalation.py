@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from resumable.service.answering.votes import rule_of
+from resumable.service.access import rule_of
 from resumable.store.outbox import interaction_escalated
 from resumable.store.records import TurnTree
 

@@ -19,9 +19,9 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from resumable.clock import iso
-from resumable.exceptions import ConflictError, ForbiddenError, TurnBusyError
+from resumable.exceptions import ConflictError, TurnBusyError
 from resumable.runtime.rules import ApprovalRule
-from resumable.service.access import is_approver
+from resumable.service.access import check_may_answer, is_approver, rule_of
 from resumable.service.audit.entries import authentication_of, decision_entry, vote_entry
 from resumable.service.caller import Caller, channel_of, identity_of
 from resumable.store.answers import AnswerCondition, AnswerOutcome, Votes
@@ -31,44 +31,6 @@ if TYPE_CHECKING:
     from resumable.service.dependencies import Dependencies
 
 logger = logging.getLogger(__name__)
-
-
-def rule_of(interaction: InteractionRecord) -> ApprovalRule | None:
-    """The rule the interaction was asked under; one that does not read as a rule lets nobody answer."""
-    if interaction.rule is None:
-        return None
-    try:
-        return ApprovalRule.model_validate(interaction.rule)
-    except ValueError:
-        logger.error("interaction %s holds a rule that is not one: nobody may answer it", interaction.request_id)
-        return ApprovalRule.model_construct(tools=("*",), name="unreadable rule", approvers=(), required=1)
-
-
-def may_answer(
-    rule: ApprovalRule, interaction: InteractionRecord, caller: Caller | None, *, approving: bool = True
-) -> str | None:
-    """Why ``caller`` may not approve (or, not ``approving``, deny) ``interaction`` under ``rule``
-    (None: it may)."""
-    who = identity_of(caller)
-    escalated = interaction.escalated_at is not None
-    if not rule.admits(who, caller.groups if caller is not None else frozenset(), escalated=escalated):
-        return f"{who} is not one of the approvers of the approval rule {rule.title!r} ({_approvers(rule, escalated)})"
-    if approving and not rule.allows_self_approval and caller is not None and who == interaction.started_by:
-        return (
-            f"{who} started this turn, and the approval rule {rule.title!r} does not let the principal who "
-            f"started a turn approve its own calls (it needs {rule.required} other approver(s))"
-        )
-    return None
-
-
-def check_may_answer(interaction: InteractionRecord, response: dict[str, Any], caller: Caller | None) -> None:
-    """403 (naming the rule) unless ``caller`` may give ``response`` under the interaction's rule."""
-    rule = rule_of(interaction)
-    if rule is None:
-        return
-    refused_because = may_answer(rule, interaction, caller, approving=response["decision"] == "approve")
-    if refused_because is not None:
-        raise ForbiddenError(f"{refused_because}: interaction {interaction.request_id} was not answered")
 
 
 def answer_under_rule(
@@ -163,10 +125,3 @@ def _with_vote(
         )
     vote = Vote(at=now, input=edited, message=response.get("message"), authentication=authentication)
     return Votes(counted=interaction.vote_count, votes={**interaction.votes, who: vote})
-
-
-def _approvers(rule: ApprovalRule, escalated: bool) -> str:
-    if rule.approvers is None:
-        return "whoever may answer the session"
-    named = [*rule.approvers, *(rule.escalate_to or () if escalated else ())]
-    return "approvers: " + ", ".join(named)

@@ -13,11 +13,11 @@ from pydantic import Field
 
 from resumable.clock import iso
 from resumable.exceptions import ForbiddenError, ValidationFailedError
+from resumable.service import cursor
 from resumable.service.access import is_approver
 from resumable.service.audit.entries import approved_as_asked, asked_input, digest
 from resumable.service.caller import Caller
-from resumable.service.reading import cursor
-from resumable.service.reading.views import View
+from resumable.service.views import View
 from resumable.store.audit import audit_day, audit_pk
 from resumable.store.records import AuditOutcome, AuditRecord, InteractionRecord, expired
 

@@ -16,7 +16,7 @@ from resumable.service.access import is_approver, load
 from resumable.service.advancing.stall import stall
 from resumable.service.caller import Caller
 from resumable.service.ids import valid_session_id
-from resumable.service.reading.views import TurnView, View
+from resumable.service.views import TurnView, View
 from resumable.store.records import TurnRecord
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ It escalates the questions whose approval rule says to, once nobody settled them
 ``escalate_after`` (service.escalation), and denies, rather than expires, those whose rule says
 ``on_expiry: deny`` (service.settlement).
 
-It also ends the retention of records whose time has come (service.sessions.retention): it retires the
+It also ends the retention of records whose time has come (service.retention): it retires the
 snapshots only they pointed at.
 
 Bounded: at most ``limit`` turns (and then records whose retention ended) a run, the earliest due
@@ -40,7 +40,7 @@ from resumable.service.advancing.continuation import continue_later
 from resumable.service.advancing.settlement import settle_stalled
 from resumable.service.advancing.stall import SETTLES, Stall, idle, stall
 from resumable.service.answering.escalation import escalate
-from resumable.service.sessions.retention import expire
+from resumable.service.retention import expire
 from resumable.store.base import DueTurn
 from resumable.store.records import TurnTree
 
@@ -72,7 +72,7 @@ class SweepReport:
     failed: int = 0
     """Turns it could not act on for an AWS failure (looked at again in the next run)."""
     expired: int = 0
-    """Records whose retention ended, whose snapshots it retired (see service.sessions.retention)."""
+    """Records whose retention ended, whose snapshots it retired (see service.retention)."""
     escalated: int = 0
     """Questions whose rule's ``escalate_to`` it let answer them (see service.escalation)."""
 

@@ -1,2 +1,1 @@
-"""Reading: a turn, a session's questions, the inbox, a conversation, the views every reply is made of, and
-the cursors of their pages."""
+"""Reading: a turn (driving on one that stalled), a session's questions, the inbox, a conversation."""

@@ -17,7 +17,7 @@ from resumable.exceptions import SnapshotError, ValidationFailedError
 from resumable.service.access import load
 from resumable.service.caller import Caller
 from resumable.service.limits import bounded_json
-from resumable.service.reading.views import View
+from resumable.service.views import View
 from resumable.store.records import TurnRecord, TurnTree
 
 if TYPE_CHECKING:

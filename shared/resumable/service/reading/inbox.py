@@ -7,11 +7,10 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from resumable.exceptions import ValidationFailedError
-from resumable.service.access import is_approver
-from resumable.service.answering.votes import may_answer, rule_of
+from resumable.service import cursor
+from resumable.service.access import is_approver, may_answer, rule_of
 from resumable.service.caller import Caller, identity_of
-from resumable.service.reading import cursor
-from resumable.service.reading.views import InteractionView, View
+from resumable.service.views import InteractionView, View
 from resumable.store.records import InteractionRecord
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from resumable.service.access import may_act_for
 from resumable.service.caller import Caller
 from resumable.service.dependencies import Dependencies
 from resumable.service.ids import valid_session_id
-from resumable.service.reading.views import InteractionView
+from resumable.service.views import InteractionView
 from resumable.store.records import InteractionStatus, expired
 
 

@@ -11,7 +11,7 @@ from resumable.service.advancing.continuation import continue_later
 from resumable.service.advancing.settlement import settle_if_stalled
 from resumable.service.advancing.stall import idle, stall
 from resumable.service.caller import Caller
-from resumable.service.reading.views import TurnView
+from resumable.service.views import TurnView
 from resumable.store.records import TurnTree
 
 if TYPE_CHECKING:

@@ -1,1 +1,1 @@
-"""A session's life: its deletion and restoration, and retention's end."""
+"""A session's life: its deletion and restoration."""

@@ -23,8 +23,8 @@ from resumable.service.access import is_approver, may_act_for
 from resumable.service.advancing.cancel import cancel
 from resumable.service.caller import Caller, identity_of
 from resumable.service.ids import valid_session_id
-from resumable.service.reading.views import SessionView
-from resumable.service.sessions.retention import purge_time
+from resumable.service.retention import purge_time
+from resumable.service.views import SessionView
 from resumable.store.outbox import session_deleted, session_restored
 from resumable.store.records import SessionRecord
 

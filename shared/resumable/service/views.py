@@ -11,7 +11,7 @@ from pydantic.alias_generators import to_camel
 from resumable.clock import iso
 from resumable.runtime.interrupts import APPROVAL_INTERRUPT
 from resumable.runtime.rules import RISKS, ApprovalRule, Risk
-from resumable.service.answering.votes import rule_of
+from resumable.service.access import rule_of
 from resumable.service.limits import is_preview
 from resumable.store.records import (
     ActionRecord,
