@@ -29,7 +29,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from resumable.cli.views import print_turn
+from resumable.cli.printed import print_turn
 
 DEMO_PROMPT = "delete the test-db record"
 # How many questions one smoke turn answers before it calls the agents' asking endless.

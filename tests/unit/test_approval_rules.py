@@ -159,7 +159,7 @@ def test_escalate_to_may_answer_only_once_escalated() -> None:
 
 
 def test_the_command_shows_how_far_a_question_under_a_rule_is_and_the_input_approved_so_far() -> None:
-    from resumable.cli.views import approvals
+    from resumable.cli.printed import approvals
 
     asked = {"rule": {"required": 2}, "approvals": [{"by": "alice", "input": {"name": "dev-db"}}]}
     assert approvals(asked) == '1 of 2: alice with {"name": "dev-db"}'

@@ -22,7 +22,7 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from resumable.cli import admin, answer, views
+from resumable.cli import admin, answer, printed
 from resumable.cli.client import LOCAL_URL, Api, Reply, UnreachableError, default_url, part, stack_url
 
 EXIT_CODES = {400: 2, 422: 2, 404: 3, 409: 4, 410: 5, 401: 6, 403: 6}
@@ -235,7 +235,7 @@ def _main(argv: list[str] | None = None) -> int:
         if options.command == "admin" and options.verb == "dead-letters":
             return admin.dead_letters(api, options)
         if options.command == "admin" and options.verb == "audit":
-            return admin.audit(api, options, EXIT_CODES, views.table)
+            return admin.audit(api, options, EXIT_CODES, printed.table)
         reply = _run(api, options)
     except UnreachableError as error:
         print(f"resumable: {error}", file=sys.stderr)
@@ -260,17 +260,17 @@ def _main(argv: list[str] | None = None) -> int:
     if options.json:
         print(json.dumps(reply.body, indent=2))
     elif options.command == "inbox":
-        views.print_inbox(reply.body)
+        printed.print_inbox(reply.body)
     elif options.command in ("delete", "restore"):
-        views.print_session(reply.body, options.command)
+        printed.print_session(reply.body, options.command)
     elif options.command == "dismiss":
-        views.print_dismissed(reply.body)
+        printed.print_dismissed(reply.body)
     elif options.command == "conversation":
-        views.print_conversation(reply.body)
+        printed.print_conversation(reply.body)
     elif options.command == "admin":
-        admin.show(options, reply.body, views.table, views.print_turn)
+        admin.show(options, reply.body, printed.table, printed.print_turn)
     else:
-        views.print_turn(reply.body)
+        printed.print_turn(reply.body)
     return 0
 
 

@@ -93,10 +93,9 @@ class Expiring:
     partition: str
 
 
-class Store(Answers, LinkRecords):
-    """Durable records of sessions, turns, interactions, the action journal and the outbox."""
+class TurnRecords(ABC):
+    """Sessions and their turn trees: a turn begun, a tree read, leased, canceled and committed."""
 
-    # sessions and turns
     @abstractmethod
     def get_session(self, session_id: str) -> SessionRecord | None: ...
 
@@ -150,7 +149,10 @@ class Store(Answers, LinkRecords):
     def commit(self, commit: Commit) -> None:
         """Apply ``commit`` atomically. Raises ``StaleCommitError`` when its expectations do not hold."""
 
-    # the sweeper's index of unsettled root turns
+
+class SweeperIndex(ABC):
+    """The sweeper's index of unsettled root turns, and of records whose retention ended."""
+
     @abstractmethod
     def due_turns(self, now: float, limit: int, *, stuck: bool = False) -> list[DueTurn]:
         """Up to ``limit`` unsettled root turns due a look by ``now``, earliest first (``stuck``: of
@@ -189,7 +191,10 @@ class Store(Answers, LinkRecords):
         """Take ``expiring`` out of the sweeper's index (its snapshots retired), if its retention still
         ends when it did. False otherwise."""
 
-    # a session's deletion (see store.deletion)
+
+class Deletions(ABC):
+    """A session's deletion and restoration, marked on every record (see store.deletion)."""
+
     @abstractmethod
     def begin_deletion(self, session: SessionRecord, generation: int, now: float, by: str) -> bool:
         """Mark the session deleted by ``generation`` (and ``deleting``), if it is as ``session`` was
@@ -213,7 +218,10 @@ class Store(Answers, LinkRecords):
         """The session is no longer deleted (its items unmarked), its retention ending at ``purge_at``;
         ``event`` is written. False when it is not deleted by ``generation``, or past its retention."""
 
-    # the audit trail
+
+class Listings(ABC):
+    """The audit trail's pages, and the inbox's: reads of an index across sessions."""
+
     @abstractmethod
     def list_audit(
         self, day: str, after: str | None, since: float, until: float, limit: int
@@ -234,7 +242,10 @@ class Store(Answers, LinkRecords):
     def inbox_partition(principal: str | None) -> tuple[str, str]:
         """The index and partition a principal's inbox is read from (a page's start must be in it)."""
 
-    # the action journal
+
+class ActionJournal(ABC):
+    """The action journal: an approved action begun, finished, not run or of unknown outcome."""
+
     @abstractmethod
     def begin_action(
         self, session_id: str, root_turn_id: str, action: ActionRecord, lease_owner: str, until: float
@@ -284,6 +295,12 @@ class Store(Answers, LinkRecords):
     def abandon_action(self, session_id: str, root_turn_id: str, action_key: str) -> None:
         """Forget a started action that paused before doing anything (it raised an interrupt); one
         whose outcome a takeover already reported unknown is recorded ``not_run`` instead."""
+
+
+class Store(TurnRecords, Answers, ActionJournal, SweeperIndex, Deletions, Listings, LinkRecords):
+    """Durable records of sessions, turns, interactions, the action journal and the outbox: the
+    interface of every record family at once (one implementation, ``DynamoDBStore``, made of one part
+    per family). A use case needs only its families' methods; the families are the interfaces."""
 
 
 class Snapshots(ABC):
