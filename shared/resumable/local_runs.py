@@ -41,7 +41,7 @@ def note(url: str, events_queue_url: str | None = None) -> Callable[[], None]:
         for left in RUNS.glob("*.json"):
             if _read(left) is None:
                 left.unlink(missing_ok=True)
-    said = {"url": url, "pid": os.getpid(), "events_queue_url": events_queue_url}
+    said = {"url": url, "pid": os.getpid(), "started": _started_at(os.getpid()), "events_queue_url": events_queue_url}
     written = path.with_name(f".{path.name}.{os.getpid()}")
     written.write_text(json.dumps(said) + "\n")
     os.replace(written, path)  # (whole at once: a reader never sees half a note)
@@ -68,14 +68,29 @@ def _started(path: Path) -> float:
         return 0.0
 
 
+def _started_at(pid: int) -> str | None:
+    """When process ``pid`` started, as Linux counts it (``/proc/PID/stat``'s starttime), or None where
+    it cannot be read: with its pid, what tells a run from a later process given the same pid."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()  # (after the command's name, which may hold spaces)
+    return fields[19] if len(fields) > 19 else None
+
+
 def _read(path: Path) -> LocalRun | None:
-    """The note at ``path``, if its run is alive and it names a loopback URL."""
+    """The note at ``path``, if its run is alive (its pid, started when the note says, where that can
+    be told) and it names a loopback URL."""
     try:
         said = json.loads(path.read_text())
         pid, url, queue = int(said["pid"]), said["url"], said.get("events_queue_url")
-        os.kill(pid, 0)  # (still running?)
+        os.kill(pid, 0)  # (still running? another user's process under a reused pid: PermissionError)
     except (OSError, ValueError, KeyError, TypeError):
         return None
+    started = said.get("started")
+    if started is not None and _started_at(pid) not in (None, started):
+        return None  # (the run died, and its pid went to another process)
     if not isinstance(url, str) or not url.startswith("http://127.0.0.1:"):
         return None
     return LocalRun(url, pid, queue if isinstance(queue, str) else None)

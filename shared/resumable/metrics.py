@@ -122,6 +122,9 @@ def flush() -> None:
     with _lock:
         pending = list(_dimensioned.items())
         _dimensioned.clear()
+        if os.environ.get("POWERTOOLS_METRICS_DISABLED", "").strip().lower() in ("1", "true", "yes", "on"):
+            metrics.clear_metrics()  # (off, as Powertools' own flush is: make run's quiet log)
+            return
         for (name, dimensions), value in pending:
             default = {"service": SERVICE, **dict(dimensions)}
             with single_metric(

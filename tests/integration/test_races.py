@@ -278,22 +278,22 @@ def test_a_duplicate_answer_under_a_transaction_conflict_is_still_idempotent(
     started = first.start_turn(session_id, "delete prod-db")
     req = started.interactions[0].request_id
     replies = []
-    real_load = duplicate.store.load_tree
+    real_read = duplicate.store.get_interaction
 
-    def load_then_the_first_answers(*args: Any) -> Any:
-        tree = real_load(*args)
-        if not replies:  # (between the duplicate's read and its write)
+    def read_then_the_first_answers(*args: Any) -> Any:
+        asked = real_read(*args)
+        if not replies:  # (between the duplicate's read of the question and its write)
             replies.append(first.submit_approval(session_id, started.turn_id, req, APPROVE))
-        return tree
+        return asked
 
-    duplicate.store.load_tree = load_then_the_first_answers  # type: ignore[method-assign]
+    duplicate.store.get_interaction = read_then_the_first_answers  # type: ignore[method-assign]
     writes: list[str] = []
     duplicate.store.dynamodb.meta.events.register(  # type: ignore[attr-defined]
         "before-call.dynamodb.TransactWriteItems", lambda **_: writes.append("TransactWriteItems")
     )
     _conflict_on(duplicate, 1, items=2)  # (before this answer's fix: TurnBusyError, 409)
     again = duplicate.submit_approval(session_id, started.turn_id, req, APPROVE)
-    assert writes, "the duplicate never wrote: the race this test is for did not happen"
+    assert writes and replies, "the duplicate never wrote after the first answer: the race did not happen"
     assert (replies[0].status, again.status) == ("completed", "completed")
     assert again.output == replies[0].output == "The record is gone."
     assert executions(ledger) == ["delete prod-db"], "the approved action ran again for the duplicate"

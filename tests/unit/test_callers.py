@@ -12,6 +12,7 @@ from resumable.api.routes import token_groups
 from resumable.config import Settings
 from resumable.service.access import is_approver
 from resumable.service.caller import Caller
+from resumable.slack.people import People
 
 CLAIM = "cognito:groups"
 
@@ -65,3 +66,10 @@ def test_a_caller_is_frozen_and_stored_as_its_identity_alone() -> None:
         dave.identity = "mallory"  # type: ignore[misc]
     with pytest.raises(ValueError, match="non-empty string"):
         Caller("")
+
+
+def test_a_slack_user_mapped_to_nobody_answers_as_nobody() -> None:
+    people = People({"U0ANN": "", "U0BEN": "arn:aws:iam::1:user/ben"}, {"T0TEAM"})
+    assert people.caller("U0ANN", "T0TEAM") is None  # (told they are not mapped; never the application)
+    ben = people.caller("U0BEN", "T0TEAM", "Ben")
+    assert ben is not None and (ben.identity, ben.channel) == ("arn:aws:iam::1:user/ben", "slack")

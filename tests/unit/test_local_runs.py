@@ -74,6 +74,28 @@ def test_a_note_whose_run_died_is_passed_over_and_cleared_by_the_next_run(folder
     assert list(folder.glob("*.json")) == []
 
 
+def test_a_run_takes_back_its_own_note_never_one_a_later_run_wrote_in_its_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, other_run: int
+) -> None:
+    state = tmp_path / "local-run.json"  # (RESUMABLE_LOCAL_STATE: every run notes in this one file)
+    monkeypatch.setenv("RESUMABLE_LOCAL_STATE", str(state))
+    take_back = runs.note("http://127.0.0.1:3001")
+    _noted_by(other_run, tmp_path, 3000)
+    (tmp_path / f"{other_run}.json").replace(state)  # a later run noted in its place
+    take_back()
+    assert [run.url for run in runs.serving()] == ["http://127.0.0.1:3000"]
+
+
+def test_a_note_whose_pid_went_to_another_process_is_passed_over(folder: Path, other_run: int) -> None:
+    _noted_by(other_run, folder, 3000)
+    note = folder / f"{other_run}.json"
+    said = json.loads(note.read_text())
+    note.write_text(json.dumps(said | {"started": runs._started_at(other_run)}))
+    assert [run.url for run in runs.serving()] == ["http://127.0.0.1:3000"]
+    note.write_text(json.dumps(said | {"started": "1"}))  # the run it names started at another time
+    assert runs.serving() == []
+
+
 def test_resumable_events_reads_the_serving_runs_queue_or_says_there_is_none(
     folder: Path, other_run: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

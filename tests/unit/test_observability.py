@@ -23,10 +23,10 @@ flush()
 """
 
 
-def _emitted(**environment: str) -> list[dict[str, object]]:
+def _emitted(code: str = EMIT, **environment: str) -> list[dict[str, object]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("POWERTOOLS_")} | environment
     ran = subprocess.run(
-        [sys.executable, "-c", EMIT], env=env, capture_output=True, text=True, timeout=HANG_SECONDS, check=True
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=HANG_SECONDS, check=True
     )
     return [json.loads(line) for line in ran.stdout.splitlines() if line.startswith("{")]
 
@@ -75,3 +75,11 @@ def test_handlers_flushing_at_once_in_one_process_never_fail_for_a_set_another_e
 
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(handler, range(8)))  # (a flush that raised would raise here)
+
+
+def test_metrics_turned_off_as_powertools_says_write_none_of_ours_either() -> None:
+    """make run's quiet log: POWERTOOLS_METRICS_DISABLED stops the counts with dimensions of their own
+    too, which Powertools' single metrics would write regardless."""
+    code = EMIT.replace('count("Requests")', 'count("Requests")\n    count("TurnsSettled", Status="completed")')
+    assert len([line for line in _emitted(code) if "_aws" in line]) == 2
+    assert [line for line in _emitted(code, POWERTOOLS_METRICS_DISABLED="true") if "_aws" in line] == []

@@ -34,7 +34,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="resumable", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--url", help=f"the HTTP API (default RESUMABLE_URL, else {default_url()})")
+    parser.add_argument(
+        "--url", help=f"the HTTP API (default RESUMABLE_URL, else the local run that serves, else {LOCAL_URL})"
+    )
     parser.add_argument("--stack", help="use this CloudFormation stack's ApiUrl output")
     parser.add_argument("--region", help="the AWS region to sign for and read the stack in")
     parser.add_argument("--token", help=argparse.SUPPRESS)  # refused (see _main): only to say so

@@ -35,7 +35,7 @@ Paste these into another terminal, in order (bash, curl 7.82 or newer for --json
   T=$(curl -s -X POST @URL/sessions/demo-deny/turns --json '{"prompt": "delete the staging-db record"}')
   TURN=$(echo "$T" | field '["turnId"]'); REQ=$(echo "$T" | field '["interactions"][0]["requestId"]')
   curl -s -X POST @URL/sessions/demo-deny/turns/$TURN/interactions/$REQ \
-       --json '{"response": {"decision": "deny", "message": "not staging"}}'
+       --json '{"response": {"decision": "deny", "message": "not staging"}}'; echo
       # 200 "status": "completed", "output": "DENIED: not staging. The tool 'delete_record' did not run."
 
 4. Cancel one instead: the turn and its child turn settle canceled; the question is withdrawn.
@@ -50,7 +50,7 @@ paste starts a new one, WF, with a session of its own):
        -d "$2"; echo; }
   WF=wf-$RANDOM$RANDOM; X=$(sfn StartExecution '{"stateMachineArn": "@MACHINE", "name": "'$WF'",
        "input": "{\"sessionId\": \"'$WF'\", \"prompt\": \"delete the dev-db record\"}"}'); echo "$X"
-  EXECUTION=$(echo "$X" | field '["executionArn"]')
+  EXECUTION=$(echo "$X" | field '["executionArn"]'); Q=
   wait_for 'Q=$(curl -sf "@URL/sessions/$WF/interactions?status=requested") && [[ $Q == *requestId* ]]' "its question"
   TURN=$(echo "$Q" | field '["interactions"][0]["turnId"]'); REQ=$(echo "$Q" | field '["interactions"][0]["requestId"]')
   curl -s -X POST @URL/sessions/$WF/turns/$TURN/interactions/$REQ --json '{"response": {"decision": "approve"}}'; echo

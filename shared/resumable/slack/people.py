@@ -42,7 +42,7 @@ class People:
         if identity is None and self.by_email and self.email_of is not None:
             email = self.email_of(user_id)
             identity = self.by_email.get(email.lower()) if email else None
-        if identity is None:
+        if not identity:  # (a mapping to nobody, "", maps nobody)
             return None
         return Caller(identity, frozenset(), {"method": "slack", "user": user_id, "team": team_id}, name, via="slack")
 

@@ -53,7 +53,7 @@ def aws_call(method: Callable[_P, _R]) -> Callable[_P, _R]:
     def translated(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         try:
             return method(*args, **kwargs)
-        except ResumableError:
+        except (ResumableError, TypeError):  # (a TypeError is a wrong call of ours, never AWS's failure)
             raise
         except Exception as error:
             raise AwsError(
