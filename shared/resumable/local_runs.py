@@ -1,10 +1,11 @@
 """Where each local run (``make run``) serves, noted for the ``resumable`` command: one file per run.
 
-A run notes its URL and its event queue in ``.resumable/runs/<pid>.json`` of the project it runs from
-(``RESUMABLE_LOCAL_STATE`` names another file: a test's own), and takes its note back when it stops:
-never another run's. The command, given no URL, reads the notes of the runs still alive and takes the
-newest. Beside ``resumable.local``, not in it: the command imports this alone, without the local
-extra and without the embedded AWS that ``resumable.local`` loads; like it, it never ships in the layer.
+A run notes its URL, its event queue and when its process started in ``.resumable/runs/<pid>.json`` of
+the project it runs from (``RESUMABLE_LOCAL_STATE`` names another file: a test's own), and takes its
+note back when it stops: never another run's. The command, given no URL, reads the notes of the runs
+still alive (a pid that went to another process is not one) and takes the newest. Beside
+``resumable.local``, not in it: the command imports this alone, without the local extra and without the
+embedded AWS that ``resumable.local`` loads; like it, it never ships in the layer.
 """
 
 from __future__ import annotations
@@ -57,11 +58,11 @@ def note(url: str, events_queue_url: str | None = None) -> Callable[[], None]:
 def serving() -> list[LocalRun]:
     """The runs that serve now, the newest first (a run that died leaves its note behind: skipped)."""
     named = _named()
-    paths = [named] if named is not None else sorted(RUNS.glob("*.json"), key=_started, reverse=True)
+    paths = [named] if named is not None else sorted(RUNS.glob("*.json"), key=_noted_at, reverse=True)
     return [run for path in paths if (run := _read(path)) is not None]
 
 
-def _started(path: Path) -> float:
+def _noted_at(path: Path) -> float:
     try:
         return path.stat().st_mtime
     except OSError:
