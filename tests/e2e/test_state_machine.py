@@ -7,6 +7,8 @@ workflow that is never told (its wait times out and reads the turn)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -24,7 +26,7 @@ from resumable.store import DynamoDBStore
 from resumable.store.records import TurnTree
 from tests.e2e.local_api import APPROVER, call
 from tests.integration.helpers import APPROVE
-from tests.patience import eventually
+from tests.patience import HANG_SECONDS, eventually
 
 pytestmark = pytest.mark.slow
 
@@ -253,3 +255,22 @@ def test_a_turn_whose_resume_was_lost_is_continued_by_the_workflows_read_and_com
     done = finished(handler_environment, execution)
     assert done["status"] == "SUCCEEDED"
     assert json.loads(done["output"])["output"] == "record prod-db deleted"
+
+
+def test_the_embedded_aws_runs_the_state_machine_without_importing_moto_ec2_and_batch_is_still_served() -> None:
+    """moto's Step Functions interpreter needs one enum of moto.batch, whose package would import all
+    of moto's EC2 (a second of every process's start): the embedded AWS imports it only when asked."""
+    probe = """
+import sys
+from resumable.local.embedded_aws import embedded_aws
+from resumable.local.template import create_state_machine
+from resumable.aws.clients import client
+with embedded_aws() as settings:
+    create_state_machine(settings)
+    without = "moto.ec2" not in sys.modules
+    import moto.batch
+    queues = client("batch", settings).describe_job_queues()["jobQueues"]
+    print(without, type(moto.batch.batch_backends).__name__, queues)
+"""
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=HANG_SECONDS)
+    assert ran.stdout.split() == ["True", "BackendDict", "[]"], ran.stdout + ran.stderr
