@@ -108,6 +108,27 @@ def published(events_settings: Settings, publisher_clock: FakeClock) -> Iterator
         yield started
 
 
+def test_an_idle_poller_waits_for_the_next_stream_record_and_is_woken_by_it_by_caught_up_and_by_stop(
+    make_service: Callable[..., Service],
+    events_settings: Settings,
+    publisher_clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The poller asks moto nothing while nothing is written: with its idle wait stretched to a hang,
+    a turn's events still arrive, caught_up still returns and stop still ends it, each woken at once."""
+    from resumable.local import streams
+
+    monkeypatch.setattr(streams, "IDLE_SECONDS", HANG_SECONDS)
+    with start_publishing(events_settings, publisher_clock) as (resources, queue):
+        assert resources.poller is not None
+        resources.poller.caught_up(HANG_SECONDS)  # (idle now, waiting)
+        make_service("nested").start_turn("woken", "delete")
+        assert kinds(queue.until(1)) == ["Interaction Requested"]
+        resources.poller.caught_up(HANG_SECONDS)
+        thread = resources.poller._thread
+    assert not thread.is_alive()
+
+
 def test_start_answer_cancel_and_expire_publish_exactly_the_expected_events_in_order_per_session(
     make_service: Callable[..., Service],
     events_settings: Settings,

@@ -28,11 +28,11 @@ from resumable.aws.clients import client
 from resumable.config import Settings
 from resumable.local.functions import LambdaContext, functions, load_handler, load_template
 from resumable.local.permissions.calls import acting_as
+from resumable.local.streams import STREAM_RECORDS
 
 logger = logging.getLogger(__name__)
 
 PUBLISHER = "PublisherFunction"
-POLL_SECONDS = 0.05
 
 Handler = Callable[[dict[str, Any], Any], Any]
 
@@ -114,12 +114,15 @@ class StreamPoller:
         self._thread = threading.Thread(target=self._poll, name="publisher-stream", daemon=True)
         self._empty_rounds = 0
         self._round_done = threading.Condition()
+        self._rounds_wanted = 0  # (the empty rounds caught_up waits for: made at once, not a second apart)
+        STREAM_RECORDS.counted()
 
     def start(self) -> None:
         self._thread.start()
 
     def stop(self) -> None:
         self._stop.set()
+        STREAM_RECORDS.wake()
         self._thread.join(timeout=30)
 
     def _poll(self) -> None:
@@ -130,6 +133,7 @@ class StreamPoller:
     def _poll_until_stopped(self) -> None:
         iterators: dict[str, str] = {}
         while not self._stop.is_set():
+            seen = STREAM_RECORDS.count
             try:
                 busy = self._poll_once(iterators)
             except Exception:
@@ -141,13 +145,15 @@ class StreamPoller:
                 with self._round_done:
                     self._empty_rounds += 1
                     self._round_done.notify_all()
-                self._stop.wait(POLL_SECONDS)
+                STREAM_RECORDS.wait_past(seen, lambda: self._empty_rounds < self._rounds_wanted or self._stop.is_set())
 
     def caught_up(self, timeout: float) -> None:
         """Return once a whole round over the stream that began after this call found nothing to
         deliver: everything written before the call has been handed to the publisher (and retried)."""
         with self._round_done:
             target = self._empty_rounds + 2  # the round under way may have begun before the call
+            self._rounds_wanted = max(self._rounds_wanted, target)
+            STREAM_RECORDS.wake()
             if not self._round_done.wait_for(lambda: self._empty_rounds >= target, timeout):
                 raise TimeoutError(f"the publisher did not catch up with the stream in {timeout:.0f} s")
 
@@ -155,6 +161,7 @@ class StreamPoller:
         """One round over the shards; whether any records were delivered. A shard's position moves on
         only once its records were delivered (or dead-lettered), as a mapping checkpoints."""
         shards = self._streams.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]["Shards"]
+
         for shard in shards:
             if shard["ShardId"] not in iterators:
                 iterators[shard["ShardId"]] = self._streams.get_shard_iterator(
