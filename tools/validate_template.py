@@ -4,11 +4,11 @@ The translation is what ``sam deploy`` asks CloudFormation to do, done here with
 local CodeUri/ContentUri/DefinitionUri paths (which ``sam build``/``sam package`` turn into S3 objects) are
 replaced by placeholder S3 URIs, and no managed policies are looked up (SAM names the ones it attaches).
 CloudFormation runs ``AWS::LanguageExtensions`` first, which resolves every ``Fn::If`` whose condition
-rests on parameters alone; that is done here too, once for each ``AuthMode``, once with every
-optional hardening parameter given (a customer-managed key, a VPC, access logs, alarm and notify
-emails, a concurrency limit), once with the optional Strands layer (``StrandsAgents``), once with an
-application's agents (``AgentFactory``: the app layer) and once hardened with the Slack function
-(``SlackChannel``).
+rests on parameters alone; that is done here too, in three configurations that between them take each
+of the template's conditions both ways (checked): every option off (``AuthMode=IAM``); sign-in
+(``AuthMode=JWT``) with the optional Strands layer and an application's agents (the app layer, its
+settings, secrets and models); and every optional hardening parameter (a customer-managed key, a VPC,
+access logs, alarm and notify emails, a concurrency limit) with the Slack function and decision links.
 """
 
 from __future__ import annotations
@@ -19,14 +19,37 @@ import sys
 import tempfile
 from pathlib import Path
 
-from resumable.local.permissions.stack import APP, AUTH_MODES, HARDENED, SLACK, STRANDS, read_template, translate
+from resumable.local.permissions.stack import (
+    APP,
+    AUTH_MODES,
+    HARDENED,
+    SLACK,
+    STRANDS,
+    conditions,
+    read_template,
+    translate,
+)
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "template.yaml"
+TRANSLATIONS: dict[str, dict[str, object]] = {
+    "AuthMode=IAM, every option off": AUTH_MODES["IAM"],
+    "AuthMode=JWT, with Strands and an application's agents": {**AUTH_MODES["JWT"], **STRANDS, **APP},
+    "AuthMode=IAM, hardened, with Slack and decision links": {**HARDENED, **SLACK},
+}
+
+
+def _conditions_taken_one_way(template: str) -> list[str]:
+    """The template's conditions that no translation takes true, or none takes false."""
+    taken = [conditions(read_template(template), parameters) for parameters in TRANSLATIONS.values()]
+    return sorted(name for name in taken[0] if {t[name] for t in taken} != {True, False})
 
 
 def check_state_machine() -> int:
     """Parse the state machine (substitutions resolved) as Step Functions' interpreter does, and check
     that every transition names a state. Returns how many states it has."""
+    from resumable.local import moto_patches
+
+    moto_patches.import_batch_only_when_asked()  # (the parser would import all of moto's EC2)
     from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 
     from resumable.config import Settings
@@ -53,23 +76,19 @@ def main() -> int:
     if lint.returncode != 0:
         print(f"cfn-lint found problems in {TEMPLATE.name} (exit {lint.returncode})")
         return lint.returncode
-    translations = [
-        *AUTH_MODES.items(),
-        ("IAM and every hardening parameter", HARDENED),
-        ("IAM and Strands", STRANDS),
-        ("IAM and an application's agents", APP),
-        ("IAM, hardened, with Slack and decision links", {**HARDENED, **SLACK}),
-    ]
+    template = TEMPLATE.read_text()
+    one_way = _conditions_taken_one_way(template)
+    if one_way:
+        print(f"validate: the translations take these conditions one way only: {one_way}; add a configuration")
+        return 1
     with tempfile.TemporaryDirectory() as scratch:
         written = []
-        for mode, parameters in translations:
-            translated = translate(read_template(TEMPLATE.read_text()), parameters)
+        for configuration, parameters in TRANSLATIONS.items():
+            translated = translate(read_template(template), parameters)
             written.append(Path(scratch) / f"{len(written)}.json")
             written[-1].write_text(json.dumps(translated))
             kinds = sorted({r["Type"] for r in translated["Resources"].values()})
-            print(
-                f"SAM translation with AuthMode={mode}: {len(translated['Resources'])} resources ({', '.join(kinds)})"
-            )
+            print(f"SAM translation ({configuration}): {len(translated['Resources'])} resources ({', '.join(kinds)})")
         # What CloudFormation is asked to create, in each configuration: its errors (a circular
         # dependency SAM's routes make, say; warnings there are the translation's, not the template's).
         lint = subprocess.run(
@@ -80,7 +99,7 @@ def main() -> int:
             said = f"exit {lint.returncode}; the translations above, in order"
             print(f"cfn-lint found errors in a translation of {TEMPLATE.name} ({said})")
             return lint.returncode
-    print(f"cfn-lint: clean, and clean of errors in each of the {len(translations)} translations")
+    print(f"cfn-lint: clean, and clean of errors in each of the {len(TRANSLATIONS)} translations")
     print(f"state machine: {check_state_machine()} states, parsed as Step Functions would, every transition known")
     return 0
 

@@ -437,3 +437,14 @@ def test_every_route_without_an_authorizer_has_a_throttle_of_its_own_and_no_othe
             "ThrottlingBurstLimit": {"Ref": "PublicBurstLimit"},
         }
         assert stage["RouteSettings"] == dict.fromkeys(made, limits), parameters
+
+
+def test_make_validates_translations_take_each_of_the_templates_conditions_both_ways() -> None:
+    """make validate lints the SAM translation in a few configurations: between them, each condition
+    is taken true and false (a condition added to the template and left out of them is named)."""
+    from tools.validate_template import TEMPLATE, _conditions_taken_one_way
+
+    text = TEMPLATE.read_text()
+    assert _conditions_taken_one_way(text) == []
+    added = text.replace("Conditions:\n", "Conditions:\n  UseCanary: !Equals [!Ref AuthMode, CANARY]\n", 1)
+    assert _conditions_taken_one_way(added) == ["UseCanary"]

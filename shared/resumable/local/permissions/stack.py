@@ -124,6 +124,12 @@ def _condition(template: dict[str, Any], value: Any, parameters: dict[str, Any])
     return None
 
 
+def conditions(template: dict[str, Any], parameters: dict[str, Any]) -> dict[str, bool | None]:
+    """Each of the template's conditions, true or false with ``parameters`` (beside the defaults)."""
+    values = parameter_values(template, parameters)
+    return {name: _condition(template, value, values) for name, value in template.get("Conditions", {}).items()}
+
+
 def parameter_values(template: dict[str, Any], parameters: dict[str, Any]) -> dict[str, Any]:
     """Every parameter's value: ``parameters``, else its default (a list's as a list)."""
     values = {name: p.get("Default") for name, p in template.get("Parameters", {}).items()} | parameters
