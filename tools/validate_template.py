@@ -47,9 +47,9 @@ def _conditions_taken_one_way(template: str) -> list[str]:
 def check_state_machine() -> int:
     """Parse the state machine (substitutions resolved) as Step Functions' interpreter does, and check
     that every transition names a state. Returns how many states it has."""
-    from resumable.local import moto_patches
+    from resumable.local import moto_imports
 
-    moto_patches.import_batch_only_when_asked()  # (the parser would import all of moto's EC2)
+    moto_imports.apply()  # (the parser would import all of moto's EC2)
     from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 
     from resumable.config import Settings

@@ -257,9 +257,12 @@ def test_a_turn_whose_resume_was_lost_is_continued_by_the_workflows_read_and_com
     assert json.loads(done["output"])["output"] == "record prod-db deleted"
 
 
-def test_the_embedded_aws_runs_the_state_machine_without_importing_moto_ec2_and_batch_is_still_served() -> None:
-    """moto's Step Functions interpreter needs one enum of moto.batch, whose package would import all
-    of moto's EC2 (a second of every process's start): the embedded AWS imports it only when asked."""
+def test_the_embedded_aws_makes_state_machines_and_parameters_without_importing_moto_ec2_which_it_still_serves() -> (
+    None
+):
+    """moto's Step Functions interpreter needs one enum of moto.batch and SSM's backend names EC2's, and
+    each package would import all of moto's EC2 (a second or two of every process's start): the
+    embedded AWS imports them only when they are used."""
     probe = """
 import sys
 from resumable.local.embedded_aws import embedded_aws
@@ -267,10 +270,15 @@ from resumable.local.template import create_state_machine
 from resumable.aws.clients import client
 with embedded_aws() as settings:
     create_state_machine(settings)
-    without = "moto.ec2" not in sys.modules
-    import moto.batch
+    client("ssm", settings).put_parameter(Name="/probe", Value="1", Type="String")
+    without = "moto.ec2.models" not in sys.modules
+    import moto.batch, moto.ec2
     queues = client("batch", settings).describe_job_queues()["jobQueues"]
-    print(without, type(moto.batch.batch_backends).__name__, queues)
+    zones = client("ec2", settings).describe_availability_zones()["AvailabilityZones"]
+    ec2 = moto.ec2.ec2_backends["123456789012"]
+    print(without, len(moto.batch.batch_backends) > 0, "us-east-1" in ec2, queues, bool(zones))
 """
-    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=HANG_SECONDS)
-    assert ran.stdout.split() == ["True", "BackendDict", "[]"], ran.stdout + ran.stderr
+    ran = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=HANG_SECONDS, check=False
+    )
+    assert ran.stdout.split() == ["True", "True", "True", "[]", "True"], ran.stdout + ran.stderr

@@ -1,23 +1,20 @@
 """What the embedded AWS changes in moto 5.2.5: one fix (a failed task keeps its cause, as in Step
 Functions), AWS's hard limits moto does not apply (so every test meets them: ``LIMITS``), and
 shortcuts that give the same result as moto's own code at a fraction of its cost (a transaction's
-rollback, routing, responses; what it parses, in moto_parsing.py). Each is applied once per process,
-before the server serves its first request, and each is pinned to this moto version by the
-constraints."""
+rollback, routing, responses; what it parses, in moto_parsing.py; what it imports only when used, in
+moto_imports.py). Each is applied once per process, before the server serves its first request, and
+each is pinned to this moto version by the constraints."""
 
 from __future__ import annotations
 
 import functools
-import importlib
-import importlib.util
 import json
-import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from resumable.local import moto_parsing
+from resumable.local import moto_imports, moto_parsing
 
 
 class OneRequestAtATime:
@@ -65,7 +62,7 @@ LIMITS = {
 
 
 def apply() -> None:
-    import_batch_only_when_asked()
+    moto_imports.apply()
     moto_parsing.apply()
     _query_only_the_partition_asked()
     _keep_the_cause_of_task_failures()
@@ -76,23 +73,6 @@ def apply() -> None:
     _serialize_dynamodb_items_as_json()
     _check_an_items_size_once()
     _let_other_requests_in_while_a_long_poll_waits()
-
-
-def import_batch_only_when_asked() -> None:
-    """moto 5.2.5's Step Functions interpreter imports ``moto.batch.utils`` for one enum, and with it
-    the package ``moto.batch``, whose ``__init__`` imports its backend and so all of moto's EC2 (about
-    1.3 s of a process's CPU reading EC2's data). The package is made without running it: its modules
-    import as before, and the name it gives (``batch_backends``) is read from its models when asked for."""
-    if "moto.batch" in sys.modules:
-        return
-    package = importlib.util.module_from_spec(importlib.util.find_spec("moto.batch"))  # type: ignore[arg-type]
-
-    def from_models(name: str) -> Any:
-        return getattr(importlib.import_module("moto.batch.models"), name)
-
-    package.__getattr__ = from_models  # type: ignore[method-assign]
-    sys.modules["moto.batch"] = package
-    importlib.import_module("moto").batch = package  # type: ignore[attr-defined]  # (as an import would)
 
 
 def _query_only_the_partition_asked() -> None:
