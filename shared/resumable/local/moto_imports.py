@@ -54,7 +54,7 @@ def apply() -> None:
         try:
             importlib.import_module("moto.ssm.models")
         finally:
-            del ec2.ec2_backends  # type: ignore[attr-defined]
+            del ec2.ec2_backends
 
 
 def _from_models(package: str, name: str) -> Any:

@@ -21,6 +21,8 @@ import pytest
 
 from tests.patience import HANG_SECONDS
 
+pytestmark = pytest.mark.slow  # (each check starts an interpreter: about 12 CPU-s, kept out of make test-fast)
+
 REPORT_MODULES = """
 import json, sys
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {roots!r})))
