@@ -97,7 +97,7 @@ checks: lint typecheck validate scan
 
 ## test-fast: the unit tier alone (no embedded AWS, no servers, no interpreters started): seconds
 # (worksteal: a worker left with a long property test hands on what it has not begun: 17 to 20 s
-# against 21 to 27 s for xdist's default, on 2 cores)
+# against 21 to 27 s for xdist's default, on 2 cores of a quiet host)
 test-fast: $(INSTALLED)
 	$(KEEP_BYTECODE) $(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal tests/unit
 

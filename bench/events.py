@@ -225,7 +225,7 @@ def report(results: dict[str, Any]) -> list[str]:
     latency, publisher, before = results["commit_to_bus"], results["publisher"], results["publisher_one_at_a_time"]
     ratio = results["publisher_ratio"]
     lines = [
-        "8. events and the inbox (embedded AWS; the publisher as make run runs it, polling the stream every 50 ms)",
+        "8. events and the inbox (embedded AWS; the publisher as make run runs it, woken by each stream record)",
         f"   commit to bus: p50 {latency['p50_ms']:.0f} ms, p95 {latency['p95_ms']:.0f} ms ({latency['runs']} events)",
         f"   publisher: {publisher['events_per_second']:.0f} events/s ({publisher['events']} events of "
         f"{publisher['sessions']} sessions in {publisher['seconds']:.2f} s), "

@@ -114,11 +114,11 @@ def test_an_idle_poller_waits_for_the_next_stream_record_and_is_woken_by_it_by_c
     publisher_clock: FakeClock,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The poller asks moto nothing while nothing is written: with its idle wait stretched to a hang,
-    a turn's events still arrive, caught_up still returns and stop still ends it, each woken at once."""
+    """The poller asks moto nothing while nothing is written: with no idle wait's end at all, a turn's
+    events still arrive, caught_up still returns and stop still ends it, each woken at once."""
     from resumable.local import streams
 
-    monkeypatch.setattr(streams, "IDLE_SECONDS", HANG_SECONDS)
+    monkeypatch.setattr(streams, "IDLE_SECONDS", None)
     with start_publishing(events_settings, publisher_clock) as (resources, queue):
         assert resources.poller is not None
         resources.poller.caught_up(HANG_SECONDS)  # (idle now, waiting)

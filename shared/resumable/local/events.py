@@ -14,6 +14,7 @@ mapping moves on, as Lambda does).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -133,19 +134,24 @@ class StreamPoller:
     def _poll_until_stopped(self) -> None:
         iterators: dict[str, str] = {}
         while not self._stop.is_set():
-            seen = STREAM_RECORDS.count
+            seen, failed = STREAM_RECORDS.count, False
             try:
                 busy = self._poll_once(iterators)
             except Exception:
                 if self._stop.is_set():
                     return  # the embedded AWS went away first
                 logger.exception("reading the table's stream failed; trying again")
-                busy = False
+                busy, failed = False, True
             if not busy:
-                with self._round_done:
-                    self._empty_rounds += 1
-                    self._round_done.notify_all()
-                STREAM_RECORDS.wait_past(seen, lambda: self._empty_rounds < self._rounds_wanted or self._stop.is_set())
+                if not failed:  # (a round that failed read nothing: caught_up waits for one that read all)
+                    with self._round_done:
+                        self._empty_rounds += 1
+                        self._round_done.notify_all()
+                STREAM_RECORDS.wait_past(seen, functools.partial(self._woken, failed))
+
+    def _woken(self, failed: bool) -> bool:
+        """Whether an idle poller goes on: stopped, or a round is wanted of it (not after one that failed)."""
+        return (not failed and self._empty_rounds < self._rounds_wanted) or self._stop.is_set()
 
     def caught_up(self, timeout: float) -> None:
         """Return once a whole round over the stream that began after this call found nothing to
@@ -161,7 +167,6 @@ class StreamPoller:
         """One round over the shards; whether any records were delivered. A shard's position moves on
         only once its records were delivered (or dead-lettered), as a mapping checkpoints."""
         shards = self._streams.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]["Shards"]
-
         for shard in shards:
             if shard["ShardId"] not in iterators:
                 iterators[shard["ShardId"]] = self._streams.get_shard_iterator(

@@ -6,7 +6,8 @@ process that makes a state machine or a parameter: each test worker, each make r
 
 Each package is made without running its ``__init__``: its modules import as before, and the names the
 ``__init__`` gives are imported from its models at their first use. Nothing here changes what moto
-answers; each ``__init__`` is pinned with moto's version by the constraints."""
+answers; moto's version is pinned by the constraints, and a test holds each ``__init__`` to the one
+name it gives."""
 
 from __future__ import annotations
 
@@ -14,14 +15,15 @@ import functools
 import importlib
 import importlib.util
 import sys
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 PACKAGES = {"moto.batch": "batch_backends", "moto.ec2": "ec2_backends"}
 """Each package, and the one name its ``__init__`` imports from its ``models``."""
 
 
-class _Later:
-    """A name of a module not imported yet, imported at its first use (an item or an attribute)."""
+class _Later(Mapping[Any, Any]):
+    """A mapping of a module not imported yet (a BackendDict), imported at its first use."""
 
     def __init__(self, module: str, name: str) -> None:
         self._module, self._name = module, name
@@ -30,10 +32,18 @@ class _Later:
         return getattr(importlib.import_module(self._module), self._name)
 
     def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith("_"):  # (copy, pickle and the like ask for these of a half-made object)
+            raise AttributeError(attribute)
         return getattr(self._real(), attribute)
 
     def __getitem__(self, key: Any) -> Any:
         return self._real()[key]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._real())
+
+    def __len__(self) -> int:
+        return len(self._real())
 
 
 def apply() -> None:

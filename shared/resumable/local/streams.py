@@ -7,9 +7,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-IDLE_SECONDS = 1.0
+IDLE_SECONDS: float | None = 1.0
 """How long the poller waits, once a round found nothing, unless a record joins a stream of this
-process's embedded AWS sooner (then at once): a stream of another process's is read once a second."""
+process's embedded AWS sooner (then at once): a stream of another process's is read once a second
+(None: until then)."""
 
 
 class _StreamRecords:
