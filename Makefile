@@ -85,10 +85,11 @@ load: $(INSTALLED) $(LOCUST)
 	$(BIN)/python -m tools.load $(ARGS)
 
 ## test: lint, format check, type check, template validation and the security scan (side by side), then the whole test suite
-# (what the tests need besides, the SAM CLI, Locust and chromium, installs beside the checks: on a fresh
-# clone its downloads and unpacking wait on the disk while the checks use the cores)
-test: $(INSTALLED)
-	@$(MAKE) --no-print-directory -j 6 --output-sync=target checks $(SAM) $(CHROMIUM) $(LOCUST)
+# (what the tests need besides, the SAM CLI and Locust, installs beside the checks: on a fresh clone its
+# downloads and unpacking wait on the disk while the checks use the cores; chromium first, on its own,
+# since apt-get may ask for a sudo password, which output held back by -j would leave unexplained)
+test: $(INSTALLED) $(CHROMIUM)
+	@$(MAKE) --no-print-directory -j 6 --output-sync=target checks $(SAM) $(LOCUST)
 	@$(MAKE) --no-print-directory pytest
 	@if [ -d app ]; then $(MAKE) --no-print-directory test-app; fi
 
