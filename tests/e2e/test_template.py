@@ -439,12 +439,21 @@ def test_every_route_without_an_authorizer_has_a_throttle_of_its_own_and_no_othe
         assert stage["RouteSettings"] == dict.fromkeys(made, limits), parameters
 
 
-def test_make_validates_translations_take_each_of_the_templates_conditions_both_ways() -> None:
+def test_make_validates_translations_take_each_of_the_templates_conditions_both_ways(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """make validate lints the SAM translation in a few configurations: between them, each condition
-    is taken true and false (a condition added to the template and left out of them is named)."""
+    is taken true and false (a condition added to the template and left out of them is named, and
+    make validate fails on one it takes one way)."""
+    from tools import validate_template
     from tools.validate_template import TEMPLATE, _conditions_taken_one_way
 
     text = TEMPLATE.read_text()
     assert _conditions_taken_one_way(text) == []
     added = text.replace("Conditions:\n", "Conditions:\n  UseCanary: !Equals [!Ref AuthMode, CANARY]\n", 1)
     assert _conditions_taken_one_way(added) == ["UseCanary"]
+    without_sign_in = {k: v for k, v in validate_template.TRANSLATIONS.items() if "JWT" not in k}
+    monkeypatch.setattr(validate_template, "TRANSLATIONS", without_sign_in)
+    assert validate_template.main() == 1
+    said = capsys.readouterr().out
+    assert "one way only" in said and "UseJwt" in said and "SAM translation" not in said, said
