@@ -109,9 +109,9 @@ lint: $(INSTALLED)
 typecheck: $(INSTALLED)
 	$(BIN)/mypy
 
-## validate: cfn-lint on template.yaml (no suppressions) and an offline SAM translation
+## validate: cfn-lint on template.yaml (no suppressions) and an offline SAM translation (again only once what it reads changed)
 validate: $(INSTALLED)
-	$(BIN)/python tools/validate_template.py
+	@$(BIN)/python tools/checked.py validate -- $(BIN)/python tools/validate_template.py
 
 # Checkov in an environment of its own (its pins conflict with the project's): tools/checkov-requirements.txt.
 CHECKOV := $(VENV)/checkov/bin/checkov
@@ -122,8 +122,9 @@ $(CHECKOV): tools/checkov-requirements.txt | $(UV)
 	touch $(CHECKOV)
 
 ## scan: Checkov's security scan of template.yaml (pinned, offline): every finding fixed, or skipped with its reason
+## (again only once the template or Checkov's pin changed: tools/checked.py)
 scan: $(CHECKOV)
-	$(CHECKOV) --file template.yaml --framework cloudformation --compact --quiet --skip-download
+	@$(BIN)/python tools/checked.py scan -- $(CHECKOV) --file template.yaml --framework cloudformation --compact --quiet --skip-download
 
 # The inbox page's browser tests run in Debian's chromium (Playwright's own download cannot reach the internet).
 CHROMIUM := /usr/bin/chromium

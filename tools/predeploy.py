@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
 CHECKS = {
-    "cfn-lint and the SAM translation (make validate)": [str(BIN / "python"), "tools/validate_template.py"],
+    "cfn-lint and the SAM translation (make validate)": ["make", "--no-print-directory", "validate"],
     "Checkov (make scan)": ["make", "--no-print-directory", "scan"],
     "the permission check": [str(BIN / "python"), "-m", "resumable.local.permissions"],
     "sam build": ["make", "--no-print-directory", "sam-build"],
