@@ -15,9 +15,12 @@ INSTALL := UV_CACHE_DIR=$(VENV)/uv-cache UV_COMPILE_BYTECODE=1 $(UV) pip install
 RUNNABLE := $(VENV)/.installed-run
 INSTALLED := $(VENV)/.installed-dev
 
-# Test workers: each runs its own embedded AWS. One more than the cores: the workers waiting on a
-# browser, a subprocess or a timeout leave their core to it.
-PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
+# Test workers: each runs its own embedded AWS. Two for each core and one more: a good part of the
+# suite waits on what it started (make, a server, a browser, a subprocess of the command), and a worker
+# waiting leaves its core to another (on 2 cores, the whole suite in 285 to 320 s with 5 or 6 workers,
+# 330 to 400 s with 3). The unit tier waits on nothing: one more than the cores.
+PYTEST_WORKERS ?= $(shell echo $$(( 2 * $$(nproc) + 1 )))
+UNIT_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 # Test runs keep what they compile, in __pycache__ folders git ignores, even where PYTHONDONTWRITEBYTECODE
 # is set: pytest rewrites the asserts of every test module and of its plugins' packages (all of Hypothesis),
 # and without its cache each worker does it again at each run, about 1 s of every worker's start.
@@ -100,7 +103,7 @@ checks: lint typecheck validate scan
 # (worksteal: a worker left with a long property test hands on what it has not begun: 17 to 20 s
 # against 21 to 27 s for xdist's default, on 2 cores of a quiet host)
 test-fast: $(INSTALLED)
-	$(KEEP_BYTECODE) $(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal tests/unit
+	$(KEEP_BYTECODE) $(BIN)/pytest -n $(UNIT_WORKERS) --dist worksteal tests/unit
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check .

@@ -18,7 +18,7 @@ import hashlib
 import logging
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -235,6 +235,7 @@ class Stack:
     conditions: dict[str, Any]
     absent: frozenset[str] = frozenset()
     """The resources a condition leaves out of this configuration."""
+    _environments: dict[str, dict[str, str]] = field(default_factory=dict, compare=False, repr=False)
 
     def holds(self, condition: str) -> bool:
         """Whether the template's ``condition`` is true in this configuration."""
@@ -242,8 +243,11 @@ class Stack:
 
     @classmethod
     def of(cls, configuration: str, text: str | None = None) -> Stack:
-        """The stack of template.yaml (or of template ``text``) in ``configuration``."""
-        text = template() if text is None else text
+        """The stack of template.yaml (or of template ``text``) in ``configuration`` (made once for each)."""
+        return _stack(configuration, template() if text is None else text)
+
+    @classmethod
+    def _made(cls, configuration: str, text: str) -> Stack:
         made = translated(configuration, text)
         values = parameter_values(made, CONFIGURATIONS[configuration])
         # CloudFormation creates a resource with a Condition only where it holds.
@@ -373,11 +377,19 @@ class Stack:
         return inline, [str(self.resolve(a)) for a in properties.get("ManagedPolicyArns", [])]
 
     def environment(self, logical: str) -> dict[str, str]:
-        """What a function is configured with (Globals merged, as SAM does)."""
-        variables = self.resources[logical]["Properties"].get("Environment", {}).get("Variables", {})
-        return {name: str(self.resolve(value)) for name, value in variables.items()}
+        """What a function is configured with (Globals merged, as SAM does); resolved once per function
+        (the check asks for it at each of its calls)."""
+        if logical not in self._environments:
+            variables = self.resources[logical]["Properties"].get("Environment", {}).get("Variables", {})
+            self._environments[logical] = {name: str(self.resolve(value)) for name, value in variables.items()}
+        return dict(self._environments[logical])
 
     def callers(self) -> dict[str, str]:
         """Every Lambda function and state machine of the stack, by logical id: its role."""
         kinds = ("AWS::Lambda::Function", "AWS::StepFunctions::StateMachine")
         return {name: self.role_of(name) for name, r in self.resources.items() if r["Type"] in kinds}
+
+
+@functools.lru_cache(maxsize=32)
+def _stack(configuration: str, text: str) -> Stack:
+    return Stack._made(configuration, text)
