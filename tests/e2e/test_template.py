@@ -457,3 +457,34 @@ def test_make_validates_translations_take_each_of_the_templates_conditions_both_
     assert validate_template.main() == 1
     said = capsys.readouterr().out
     assert "one way only" in said and "UseJwt" in said and "SAM translation" not in said, said
+
+
+def test_make_validates_stamp_covers_every_file_of_this_project_its_check_imports_or_reads() -> None:
+    """tools/checked.py runs make validate again only when a file of its READS changed: every module of
+    this project the check imports (its translations and its state machine check, in a fresh interpreter)
+    and the state machine it reads are among them, so no change to what it rests on keeps a stale pass."""
+    import subprocess
+    import sys
+
+    from tools.checked import READS
+
+    probe = (
+        "import json, sys\n"
+        "from tools import validate_template as v\n"
+        "v._conditions_taken_one_way(v.TEMPLATE.read_text()); v.check_state_machine()\n"
+        "print(json.dumps(sorted({getattr(m, '__file__', None) or '' for m in list(sys.modules.values())})))\n"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert ran.returncode == 0, ran.stderr
+    installed = str(ROOT / ".venv")  # (the packages pinned: constraints.txt)
+    files = [f for f in json.loads(ran.stdout) if f.startswith(str(ROOT)) and not f.startswith(installed)]
+    files += [str(ROOT / load_template()["Resources"]["ApprovalStateMachine"]["Properties"]["DefinitionUri"])]
+    uncovered = [
+        f for f in files if not any(f == str(ROOT / r) or f.startswith(str(ROOT / r) + "/") for r in READS["validate"])
+    ]
+    assert uncovered == [], (
+        f"tools/checked.py's READS['validate'] leaves out what make validate reads: {uncovered[:20]}"
+    )
+    assert any(f.endswith("shared/resumable/local/template.py") for f in files), files

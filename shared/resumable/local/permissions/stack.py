@@ -227,7 +227,8 @@ _NAMES = {
 
 @dataclass(frozen=True)
 class Stack:
-    """One configuration's translated template, its intrinsics resolvable."""
+    """One configuration's translated template, its intrinsics resolvable. Made once for each configuration
+    and template (``Stack.of``) and shared by whoever asks: read it, never change it."""
 
     configuration: str
     resources: dict[str, Any]
