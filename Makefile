@@ -89,14 +89,14 @@ load: $(INSTALLED) $(LOCUST)
 
 ## test: lint and format check, then the type check, template validation, security scan and the whole test suite side by side
 # (chromium first, on its own, since apt-get may ask for a sudo password, which output held back by -j
-# would leave unexplained; then the lint, seconds, so that a slip fails at once; then what the tests
-# need besides, the SAM CLI, Locust and Checkov, side by side: on a fresh clone their downloads and
-# unpacking wait on the disk; then the other checks beside the tests, which leave a core idle while
-# they wait on what they started: about half a minute less than one after the other)
+# would leave unexplained; then the lint, seconds, so that a slip fails at once; then the rest as one
+# graph: the type check and validation start at once, beside the installs the scan and the tests need
+# (the SAM CLI, Locust, Checkov: on a fresh clone their downloads and unpacking wait on the disk), and
+# the tests as soon as theirs are done, beside whatever check is left: the suite's workers leave a core
+# idle while they wait on what they started, which the checks take)
 test: $(INSTALLED) $(CHROMIUM)
 	@$(MAKE) --no-print-directory lint
-	@$(MAKE) --no-print-directory -j 6 --output-sync=target $(SAM) $(LOCUST) $(CHECKOV)
-	@$(MAKE) --no-print-directory -j 4 --output-sync=line typecheck validate scan pytest
+	@$(MAKE) --no-print-directory -j 6 --output-sync=line typecheck validate scan pytest
 	@if [ -d app ]; then $(MAKE) --no-print-directory test-app; fi
 
 ## checks: the static checks alone (make -j runs them side by side)
