@@ -27,6 +27,7 @@ from samtranslator.translator.transform import transform  # type: ignore[import-
 from samtranslator.yaml_helper import intrinsics_multi_constructor  # type: ignore[import-untyped]
 
 from resumable.local.functions import FastSafeLoader
+from resumable.local.permissions.kept import kept
 
 TEMPLATE = Path(__file__).resolve().parents[4] / "template.yaml"
 REGION, ACCOUNT, PARTITION, STACK = "us-east-1", "123456789012", "aws", "resumable"
@@ -205,8 +206,9 @@ def template() -> str:
 
 @functools.lru_cache(maxsize=32)
 def translated(configuration: str, text: str) -> dict[str, Any]:
-    """The CloudFormation template the deploy makes of template ``text`` in ``configuration``."""
-    return translate(read_template(text), CONFIGURATIONS[configuration])
+    """The CloudFormation template the deploy makes of template ``text`` in ``configuration`` (kept on disk)."""
+    parameters = CONFIGURATIONS[configuration]
+    return kept(text, parameters, lambda: translate(read_template(text), parameters))
 
 
 # What each kind of resource's Ref and GetAtt give, from its physical name (its name property where
