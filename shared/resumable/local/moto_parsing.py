@@ -1,7 +1,9 @@
 """What moto 5.2.5 parses again and again and the embedded AWS parses once: update expressions (and
 their clauses' check), condition and filter expressions, EventBridge's JSONPaths; and the copy of an
 update expression's tree through pickle. Each gives the same result as moto's own code (what does
-not parse is refused every time, as before). ``moto_patches.apply`` applies them."""
+not parse is refused every time, as before). Likewise on the clients' side, what botocore works out
+again for every request: the parts of its User-Agent header, each sanitized a character at a time.
+``moto_patches.apply`` applies them (in the processes that run an embedded AWS, never in Lambda)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,28 @@ def apply() -> None:
     _parse_each_json_path_once()
     _parse_each_condition_expression_once()
     _list_a_validators_node_kinds_once()
+    _sanitize_each_user_agent_part_once()
+
+
+def _sanitize_each_user_agent_part_once() -> None:
+    """botocore builds every request's User-Agent header twice (as it makes the request, and again once
+    the request's features are known), sanitizing each of its twenty-odd parts a character at a time
+    through a generator: about a tenth of a call to the embedded AWS in this process. The parts are the
+    same few strings (the SDK's version, the OS, the language, the features' letters), and sanitizing is
+    a function of the string alone: each distinct part is sanitized once, to the same header."""
+    from botocore import useragent
+
+    if getattr(useragent.sanitize_user_agent_string_component, "sanitizes_once", False):
+        return
+    sanitized = functools.lru_cache(maxsize=4096)(useragent.sanitize_user_agent_string_component)
+
+    def sanitize_user_agent_string_component(raw_str: str, allow_hash: bool) -> str:
+        return sanitized(raw_str, allow_hash)
+
+    botocores = useragent.sanitize_user_agent_string_component
+    sanitize_user_agent_string_component.sanitizes_once = True  # type: ignore[attr-defined]
+    sanitize_user_agent_string_component.botocores = botocores  # type: ignore[attr-defined]
+    useragent.sanitize_user_agent_string_component = sanitize_user_agent_string_component
 
 
 def _parse_each_update_expression_once() -> None:
