@@ -93,10 +93,11 @@ load: $(INSTALLED) $(LOCUST)
 # graph: the type check and validation start at once, beside the installs the scan and the tests need
 # (the SAM CLI, Locust, Checkov: on a fresh clone their downloads and unpacking wait on the disk), and
 # the tests as soon as theirs are done, beside whatever check is left: the suite's workers leave a core
-# idle while they wait on what they started, which the checks take)
+# idle while they wait on what they started, which the checks take. Output is not held back, so the
+# tests' progress shows as it goes: the checks' few lines may fall among its first dots)
 test: $(INSTALLED) $(CHROMIUM)
 	@$(MAKE) --no-print-directory lint
-	@$(MAKE) --no-print-directory -j 6 --output-sync=line typecheck validate scan pytest
+	@$(MAKE) --no-print-directory -j 6 --output-sync=none typecheck validate scan pytest
 	@if [ -d app ]; then $(MAKE) --no-print-directory test-app; fi
 
 ## checks: the static checks alone (make -j runs them side by side)

@@ -3,8 +3,9 @@ template (the test workers, make permissions, the next run) translate each confi
 
 A translation is SAM's work alone, offline and deterministic: it rests on the template's text, the
 configuration's parameters, the partition (``AWS_DEFAULT_REGION``), the SAM translator's version and
-this package's translating code (stack.py), all of which name the file it is kept in. A file is written
-whole or not at all (renamed into place), so processes side by side never read half of one.
+this package's translating code (stack.py, and functions.py's YAML loader), all of which name the file
+it is kept in. A file is written whole or not at all (renamed into place), so processes side by side
+never read half of one.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ def key(text: str, parameters: dict[str, Any]) -> str:
     """What a translation of ``text`` with ``parameters`` rests on, as a digest."""
     import samtranslator  # type: ignore[import-untyped]
 
-    code = (Path(__file__).parent / "stack.py").read_bytes()
+    here = Path(__file__).parent
+    code = (here / "stack.py").read_bytes() + (here.parent / "functions.py").read_bytes()  # (its YAML loader)
     partition = os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
     rests_on = json.dumps([text, parameters, partition, samtranslator.__version__], sort_keys=True)
     return hashlib.sha256(rests_on.encode() + code).hexdigest()[:32]
