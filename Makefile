@@ -89,16 +89,18 @@ load: $(INSTALLED) $(LOCUST)
 
 ## test: lint and format check, then the type check, template validation, security scan and the whole test suite side by side
 # (chromium first, on its own, since apt-get may ask for a sudo password, which output held back by -j
-# would leave unexplained; then the lint, seconds, so that a slip fails at once; then the rest as one
-# graph: the type check and validation start at once, beside the installs the scan and the tests need
-# (the SAM CLI, Locust, Checkov: on a fresh clone their downloads and unpacking wait on the disk), and
-# the tests as soon as theirs are done, beside whatever check is left: the suite's workers leave a core
-# idle while they wait on what they started, which the checks take. Output is not held back, so the
-# tests' progress shows as it goes: the checks' few lines may fall among its first dots)
-test: $(INSTALLED) $(CHROMIUM)
-	@$(MAKE) --no-print-directory lint
-	@$(MAKE) --no-print-directory -j 6 --output-sync=none typecheck validate scan pytest
+# would leave unexplained; then one graph: the installs side by side (the dev tools, the SAM CLI,
+# Locust, Checkov: on a fresh clone their downloads and unpacking wait on the network and the disk),
+# the lint as soon as the dev tools are in, seconds, so that a slip fails at once (AFTER_LINT: nothing
+# else starts before it passes); then the type check and validation, the scan, and the tests as soon as
+# their installs are done, beside whatever check is left: the suite's workers leave a core idle while
+# they wait on what they started, which the checks take. Output is not held back, so the tests'
+# progress shows as it goes: the checks' few lines may fall among its first dots)
+test: $(CHROMIUM)
+	@$(MAKE) --no-print-directory -j 6 --output-sync=none AFTER_LINT=lint typecheck validate scan pytest
 	@if [ -d app ]; then $(MAKE) --no-print-directory test-app; fi
+
+typecheck validate scan pytest: | $(AFTER_LINT)
 
 ## checks: the static checks alone (make -j runs them side by side)
 checks: lint typecheck validate scan
