@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from resumable.local import moto_imports, moto_parsing
+from resumable.local import lag, moto_imports, moto_parsing
 
 
 class OneRequestAtATime:
@@ -73,6 +73,7 @@ def apply() -> None:
     _serialize_dynamodb_items_as_json()
     _check_an_items_size_once()
     _let_other_requests_in_while_a_long_poll_waits()
+    lag.apply()  # (off unless asked for: RESUMABLE_INDEX_LAG)
 
 
 def _query_only_the_partition_asked() -> None:
