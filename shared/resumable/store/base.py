@@ -5,6 +5,7 @@ and ``Snapshots`` (agent state; ``S3Snapshots``)."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -159,8 +160,11 @@ class SweeperIndex(ABC):
         those the sweeper gave up on, due another try)."""
 
     @abstractmethod
-    def count_stuck(self) -> int:
-        """How many turns the sweeper has given up on."""
+    def count_stuck(self, also: Sequence[TurnRecord] = ()) -> int:
+        """How many turns the sweeper has given up on, as the table holds them now: those its index
+        lists, and ``also`` (the root turns a caller just gave up on, which the index may not list
+        yet), each confirmed by a consistent read (a turn the index still lists that moved since is
+        not counted)."""
 
     @abstractmethod
     def reschedule(self, found: DueTurn, due_at: float, *, swept: bool = False, stuck: bool = False) -> bool:

@@ -11,6 +11,7 @@ retired the snapshots only it pointed at; DynamoDB's TTL deletes it.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -52,23 +53,26 @@ class UnsettledTurns(Table):
         return [decode(item) for item in merged.items]
 
     @aws_call
-    def count_stuck(self) -> int:
-        counted = 0
+    def count_stuck(self, also: Sequence[TurnRecord] = ()) -> int:
+        listed = {(t.session_id, t.turn_id) for t in also}
         for shard in shards_of(STUCK, self.shards):
             request: dict[str, Any] = {
                 "TableName": self.table,
                 "IndexName": UNSETTLED_INDEX,
                 "KeyConditionExpression": "gsi4pk = :stuck",
                 "ExpressionAttributeValues": {":stuck": value(shard)},
-                "Select": "COUNT",
+                "ProjectionExpression": "session_id, turn_id",
             }
             while True:
                 page = self.dynamodb.query(**request)
-                counted += int(page.get("Count", 0))
+                listed |= {(item["session_id"]["S"], item["turn_id"]["S"]) for item in page.get("Items", [])}
                 if "LastEvaluatedKey" not in page:
                     break
                 request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-        return counted
+        # (the index lags its table: what it lists, and what it may not list yet, is read again)
+        keys = [key(session_id, root_sk(turn_id)) for session_id, turn_id in sorted(listed)]
+        read = self._batch_get(keys, "the stuck turns", "the count is left out", ProjectionExpression="gsi4pk")
+        return sum(1 for item in read if item.get("gsi4pk", {}).get("S", "").split("#")[0] == STUCK)
 
     @aws_call
     def reschedule(self, found: DueTurn, due_at: float, *, swept: bool = False, stuck: bool = False) -> bool:

@@ -21,7 +21,8 @@ first. Safe to run twice at once: before it
 moves a turn the sweeper sets the turn's next look, on condition that nothing set it since it was
 read, so of two sweepers that found the same turn one moves it and the other leaves it. A turn the
 sweeper moved ``ATTEMPTS`` times without it committing anything is given up on (stuck): it is kept
-apart, counted (the ``StuckTurns`` metric, which an alarm watches), tried once more every
+apart, counted (the ``StuckTurns`` metric, which an alarm watches: each run counts them after its
+own moves, from the index and the turns it gave up on, each read again consistently), tried once more every
 ``STUCK_RECHECK_SECONDS``, and shown by ``resumable admin stuck``; it rejoins the others as soon as
 anything moves it (an answer, a cancel, a recover).
 """
@@ -42,7 +43,7 @@ from resumable.service.advancing.stall import SETTLES, Stall, idle, stall
 from resumable.service.answering.escalation import escalate
 from resumable.service.retention import expire
 from resumable.store.base import DueTurn
-from resumable.store.records import TurnTree
+from resumable.store.records import TurnRecord, TurnTree
 
 if TYPE_CHECKING:
     from resumable.service.dependencies import Dependencies
@@ -67,6 +68,8 @@ class SweepReport:
     """Turns it found not stalled yet, and set to be looked at again when they could be."""
     given_up: int = 0
     """Turns it gave up on in this run."""
+    gave_up_on: list[TurnRecord] = field(default_factory=list, repr=False)
+    """Those turns (the index may not list them yet when it counts the stuck ones)."""
     stuck: int = 0
     """Turns given up on, in all, after this run."""
     failed: int = 0
@@ -97,7 +100,7 @@ def sweep(deps: Dependencies, limit: int = DEFAULT_LIMIT) -> SweepReport:
             )
     if report.looked < limit:
         report.expired = expire(deps, now, limit - report.looked)
-    report.stuck = deps.store.count_stuck()
+    report.stuck = deps.store.count_stuck(also=report.gave_up_on)
     for why, moved in report.moved.items():
         count("SweeperFinds", moved, Stall=why)
     count("StuckTurns", report.stuck)
@@ -135,6 +138,7 @@ def _look(deps: Dependencies, found: DueTurn, now: float, report: SweepReport) -
     if not found.stuck and tree.root.sweeps >= ATTEMPTS:
         if deps.store.reschedule(found, now + STUCK_RECHECK_SECONDS, stuck=True):
             report.given_up += 1
+            report.gave_up_on.append(root)
             logger.error(
                 "session_id=<%s>, turn_id=<%s>, stall=<%s> | the sweeper moved the turn on %d times and it did not "
                 "move: given up on (stuck; see docs/runbook.md)",
