@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from resumable.local.lag import lagging
 from tests.e2e.local_api import APPROVER, call, cli, settings
 from tests.patience import HANG_SECONDS
 
@@ -379,3 +380,16 @@ def test_the_smoke_test_of_a_deploy_passes_against_the_api_signed_and_fails_nami
     assert refused.returncode == 1
     assert "smoke: FAILED: start a turn, until it asks or settles: the command exited 2: " in refused.stderr
     assert "cannot sign" in refused.stderr
+
+
+def test_a_question_approved_by_its_id_alone_the_moment_it_is_asked_is_found_while_the_inbox_lags(url: str) -> None:
+    """The inbox is an index: for a moment after a question is asked it may not list it (the embedded
+    AWS's lag, 20 requests: an approver's inbox read is 16 Queries, one per shard, so the first read
+    cannot list it). The command reads it again before it says the question is not waiting."""
+    with lagging(20, least=20):
+        status, turn = call(url, "POST", "/sessions/cli-lag/turns", {"prompt": "delete the lag-db record"}, APPROVER)
+        assert status == 201 and turn["status"] == "waiting", turn
+        request = turn["interactions"][0]["requestId"]
+        approved = resumable(url, "approve", "--yes", request, profile="approver")
+    assert approved.returncode == 0, approved.stderr
+    assert "completed" in approved.stdout

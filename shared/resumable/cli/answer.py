@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from typing import Any
 
 from resumable.cli.client import Api, Reply, part
@@ -18,6 +19,9 @@ from resumable.cli.client import Api, Reply, part
 INBOX_PAGE = 200
 MAX_INBOX_PAGES = 25
 """How far the command reads your inbox for a request id given alone (5,000 questions)."""
+INBOX_REREADS: tuple[float, ...] = (0.5, 1.0, 1.5)
+"""The pauses before reading the inbox again for a request id it did not list: the inbox is read from
+an index, which shows a question a moment after it is asked (on DynamoDB, usually well within a second)."""
 
 _IDS_HELP = "REQUEST (as resumable inbox lists it), or SESSION TURN REQUEST"
 
@@ -101,6 +105,21 @@ def _find(api: Api, ids: list[str]) -> tuple[str, str, str, dict[str, Any] | Non
     if len(ids) != 1:
         raise ValueError(f"give {_IDS_HELP}; got {len(ids)} ids")
     [request] = ids
+    for pause in (*INBOX_REREADS, None):
+        found = _in_inbox(api, request)
+        if found is not None:
+            return found["sessionId"], found["turnId"], request, found
+        if pause is not None:  # (the inbox is an index, which lags its table: a question asked a moment ago)
+            time.sleep(pause)
+    raise RefusedError(
+        f"question {request} is not waiting in your inbox (read {len(INBOX_REREADS) + 1} times over "
+        f"{sum(INBOX_REREADS):g} s: answered, expired, or not yours to answer): give its session and turn too "
+        "(resumable show SESSION TURN lists them)"
+    )
+
+
+def _in_inbox(api: Api, request: str) -> dict[str, Any] | None:
+    """The question ``request`` as your inbox lists it, or None."""
     cursor: str | None = None
     for _ in range(MAX_INBOX_PAGES):
         query = f"?status=requested&limit={INBOX_PAGE}&dismissed=true" + (f"&cursor={part(cursor)}" if cursor else "")
@@ -109,14 +128,11 @@ def _find(api: Api, ids: list[str]) -> tuple[str, str, str, dict[str, Any] | Non
             raise UnreadError(reply)
         found = next((i for i in reply.body.get("interactions", []) if i.get("requestId") == request), None)
         if found is not None:
-            return found["sessionId"], found["turnId"], request, found
+            return found  # type: ignore[no-any-return]
         cursor = reply.body.get("cursor")
         if not cursor:
             break
-    raise RefusedError(
-        f"question {request} is not waiting in your inbox (answered, expired, or not yours to answer): "
-        "give its session and turn too (resumable show SESSION TURN lists them)"
-    )
+    return None
 
 
 class UnreadError(Exception):
