@@ -437,6 +437,60 @@ def test_the_events_of_one_commit_are_numbered_in_the_commits_order_whatever_ord
     assert [e["detail"]["sequence"] for e in published] == [1, 2, 3, 4, 5], "put on the bus in the session's order"
 
 
+def test_a_later_commits_events_seen_before_an_earlier_ones_are_numbered_as_seen_each_once_without_a_gap(
+    make_service: Callable[..., Service],
+    events_settings: Settings,
+    publisher_clock: FakeClock,
+    store: DynamoDBStore,
+    clock: FakeClock,
+) -> None:
+    """DynamoDB Streams promises the order of one item's records only: a session's items share a
+    partition, whose records come in order, but a partition DynamoDB splits (or a redelivery the
+    mapping bisects) could deliver a later commit's events first. docs/events.md says what follows:
+    they are numbered in the order the publisher sees them (``sequence`` is then the publishing
+    order), each once and with no gap, and ``occurredAt`` still orders the changes."""
+    service = make_service("fan_out")
+    started = service.start_turn("late", "go")
+    clock.advance(1)
+    service.cancel("late", started.turn_id)
+    items = store.dynamodb.query(
+        TableName=store.table,
+        KeyConditionExpression="pk = :pk AND begins_with(sk, :events)",
+        ExpressionAttributeValues={":pk": {"S": "SESSION#late"}, ":events": {"S": f"TURN#{started.turn_id}#EVENT#"}},
+        ConsistentRead=True,
+    )["Items"]
+    by_commit = sorted(items, key=lambda i: i["sk"]["S"])
+    [first_commit, second_commit] = sorted({i["sk"]["S"].split("#")[3] for i in items})
+    seen = [i for i in by_commit if i["sk"]["S"].split("#")[3] == second_commit]
+    seen += [i for i in by_commit if i["sk"]["S"].split("#")[3] == first_commit]
+    records = [
+        {
+            "eventID": str(n),
+            "eventName": "INSERT",
+            "eventSource": "aws:dynamodb",
+            "dynamodb": {"Keys": {"pk": i["pk"], "sk": i["sk"]}, "NewImage": i, "SequenceNumber": f"{n:030d}"},
+        }
+        for n, i in enumerate(seen)
+    ]
+    resources = create_event_resources(events_settings)
+    settings = events_settings.model_copy(update={"dead_letter_queue_url": resources.dead_letter_queue_url})
+    assert Publishing(settings, publisher_clock).handle({"Records": records}, None) == {"batchItemFailures": []}
+    published = Queue(settings, resources.events_queue_url).until(len(items))
+    by_sequence = sorted(published, key=lambda e: e["detail"]["sequence"])
+    assert [e["detail"]["sequence"] for e in by_sequence] == [1, 2, 3, 4, 5]
+    assert len({e["detail"]["eventId"] for e in published}) == 5
+    assert kinds(by_sequence) == [
+        "Interaction Closed:superseded",
+        "Interaction Closed:superseded",
+        "Turn Settled:canceled",
+        "Interaction Requested",
+        "Interaction Requested",
+    ], "numbered in the order the publisher saw them"
+    by_time = sorted(published, key=lambda e: e["detail"]["occurredAt"])
+    assert kinds(by_time)[:2] == ["Interaction Requested", "Interaction Requested"]
+    assert kinds(by_time)[-1] == "Turn Settled:canceled"
+
+
 def test_an_input_and_an_output_far_over_what_an_event_holds_are_published_cut_saying_so(
     make_service: Callable[..., Service], published: tuple[EventResources, Queue]
 ) -> None:
