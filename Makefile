@@ -71,7 +71,8 @@ layer: $(INSTALLED)
 bench: layer
 	$(BIN)/python -m bench.bench
 
-## soak: randomized scenarios with faults for SOAK_SECONDS (120), seeded by SOAK_SEED (1); SOAK_SCENARIO=n replays one
+## soak: randomized scenarios with faults for SOAK_SECONDS (120), seeded by SOAK_SEED (1); SOAK_SCENARIO=n replays one;
+## RESUMABLE_INDEX_LAG=8 (requests) runs them while every index read lags, as DynamoDB's do
 soak: $(INSTALLED)
 	$(BIN)/python -m tests.soak
 

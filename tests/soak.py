@@ -35,13 +35,15 @@ import sys
 import threading
 import time
 import uuid
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from resumable.config import Settings
 from resumable.exceptions import ResumableError, ServiceError
-from resumable.local import embedded_aws
+from resumable.local import embedded_aws, lag
+from resumable.local.lag import LAG
 from resumable.service import Service, TurnView
 from resumable.store import DynamoDBStore, S3Snapshots
 from resumable.store.records import SETTLED, TurnTree
@@ -352,9 +354,13 @@ def soak(seconds: float, seed: str, only: int | None = None, scenarios: int | No
         "stopped": False,
     }
     deadline = time.monotonic() + seconds
-    with embedded_aws(table_name="soak", bucket_name="soak") as base:
+    named = f"soak-{uuid.uuid4().hex[:8]}"  # (a soak of its own: another may have run in this process)
+    with embedded_aws(table_name=named, bucket_name=named) as base:
         n = only or 0
+        lagging = (LAG.most, LAG.seed, LAG.least) if LAG.on else None
         while True:
+            if lagging is not None:  # (each scenario lags as it does alone: SOAK_SCENARIO replays it)
+                lag.configure(lagging[0], zlib.crc32(f"{lagging[1]}/{seed}/{n}".encode()), lagging[2])
             table = f"soak-{uuid.uuid4().hex[:8]}"
             settings = base.model_copy(update={"table_name": table})
             store = DynamoDBStore(settings)
@@ -376,6 +382,8 @@ def soak(seconds: float, seed: str, only: int | None = None, scenarios: int | No
             if time.monotonic() >= deadline:
                 totals["stopped"] = scenarios is not None
                 break
+        if lagging is not None:
+            lag.configure(*lagging)
     return totals
 
 
@@ -390,11 +398,13 @@ def main() -> int:
         f"({totals['strands']} of Strands trees), "
         f"{totals['faults']} faults injected, {totals['checks']} invariant checks, "
         f"{len(totals['violations'])} violations"
+        + (f", the index lagging {LAG.least} to {LAG.most} requests (seed {LAG.seed})" if LAG.on else "")
     )
+    lagged = f"RESUMABLE_INDEX_LAG={LAG.least}-{LAG.most} RESUMABLE_INDEX_LAG_SEED={LAG.seed} " if LAG.on else ""
     for violation in totals["violations"]:
         print(f"  VIOLATION {violation}")
         scenario = violation.split()[1].rsplit("-", 1)
-        print(f"    reproduce: make soak SOAK_SEED={scenario[0]} SOAK_SCENARIO={scenario[1]}")
+        print(f"    reproduce: {lagged}make soak SOAK_SEED={scenario[0]} SOAK_SCENARIO={scenario[1]}")
     return 1 if totals["violations"] else 0
 
 

@@ -59,6 +59,7 @@ import pytest
 from strands.tools.executors import _executor as strands_executor
 
 from resumable.exceptions import AwsError, GoneError, ResumableError, TurnBusyError
+from resumable.local.lag import lagging
 from resumable.runtime import tool_calls
 from resumable.service import Service, TurnView
 from resumable.service.access import load
@@ -550,6 +551,23 @@ def test_a_fault_at_every_aws_call_leaves_the_turn_settled_or_resumable_and_the_
     attempts = sweep(harness, op, phase, setup, operation, table)
     record_property("boundaries", len(attempts))
     record_property("calls", [a.call for a in attempts])
+    assert len(attempts) > 0
+    broken = [a for a in attempts if a.violations]
+    assert not broken, "guarantees broken at:\n" + "\n".join(a.line() for a in broken)
+
+
+# The same sweeps while every index read, and every read without ConsistentRead, lags (the embedded AWS's
+# lag, resumable.local.lag): recovery and the client's retries act on consistent reads only.
+LAGGING_SWEEPS = [("submit_approval", "nested", "after"), ("cancel", "nested", "after")]
+
+
+@pytest.mark.parametrize(("op", "harness", "phase"), LAGGING_SWEEPS, indirect=["harness"])
+def test_a_fault_at_every_aws_call_keeps_every_guarantee_while_the_index_lags(
+    op: str, harness: Harness, phase: str, table: Callable[[Harness], Any]
+) -> None:
+    setup, operation = OPERATIONS[op]
+    with lagging(12, seed=54):
+        attempts = sweep(harness, op, phase, setup, operation, table)
     assert len(attempts) > 0
     broken = [a for a in attempts if a.violations]
     assert not broken, "guarantees broken at:\n" + "\n".join(a.line() for a in broken)
