@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -64,6 +65,26 @@ def test_the_stuck_turns_counted_are_those_after_the_sweeps_own_moves(
         tried_again = make_service().sweep()
         assert (dict(tried_again.moved), tried_again.stuck) == ({"answered_unresumed": 1}, 0)
     assert service.get_turn(session_id, started.turn_id).status == "completed"
+
+
+def test_a_deleted_sessions_question_an_index_still_lists_is_refused_and_nothing_is_recorded(
+    make_service: Callable[..., Service], session_id: str, ledger: Path
+) -> None:
+    """What guarantees.md says a person may see while the inbox catches up: a question of a session
+    deleted a moment ago is still listed, and answering it is refused (404) with nothing recorded."""
+    service = make_service("nested", approver_principals=("alice",))
+    view = service.start_turn(session_id, PROMPT)
+    [question] = view.interactions
+    with lagging(BEHIND, least=BEHIND):
+        service.delete_session(session_id)
+        listed = [i.request_id for i in service.inbox("alice").interactions]
+        assert question.request_id in listed, "the index still lists it: the docs say so"
+        with pytest.raises(NotFoundError):
+            service.submit_approval(session_id, view.turn_id, question.request_id, APPROVE, "alice")
+    assert executions(ledger) == []
+    assert not service.restore_session(session_id).deleted
+    [after] = service.get_turn(session_id, view.turn_id).interactions
+    assert (after.status, after.response) == ("superseded", None)  # (closed by the deletion's cancel, unanswered)
 
 
 # -- interleavings of writes and lagging reads ------------------------------------------------------
