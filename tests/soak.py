@@ -151,10 +151,16 @@ class Scenario:
             return self.recover()
 
     def recover(self) -> TurnView | None:
+        """``recover``, or half the time the sweeper, which finds the turn through its index (twice: a
+        first run the index, lagging, may not show it to)."""
         tree = self.tree()
         if tree is None:
             return None
-        return self.service().recover(self.session, tree.root.turn_id)
+        if self.rng.random() < 0.5:
+            return self.service().recover(self.session, tree.root.turn_id)
+        self.service().sweep()
+        self.service().sweep()
+        return self.service().get_turn(self.session, tree.root.turn_id)
 
     def tree(self) -> TurnTree | None:
         """The session's (only) root turn as stored, or None if none was created."""
@@ -207,7 +213,10 @@ class Scenario:
         elif roll < 0.14 and root.snapshot_key:
             self.unloadable_then_repaired(root.snapshot_key, requested)
         elif requested:
-            interaction = self.rng.choice(requested)
+            # Half the time what the inbox lists (an index, which may lag: a question answered or closed a
+            # moment ago is refused, rightly), else what the turn asks.
+            listed = [i for i in self.service().inbox(None, limit=50).interactions if i.session_id == self.session]
+            interaction = self.rng.choice(listed if listed and self.rng.random() < 0.5 else requested)
             response = {"decision": "approve"} if self.rng.random() < 0.75 else {"decision": "deny", "message": "no"}
             copies = self.rng.choice([1, 1, 2, 3])
             if copies == 1:

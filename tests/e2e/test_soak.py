@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from resumable.local.lag import lagging
+from resumable.local.lag import LAG, lagging
 from tests.soak import soak
 
 SCENARIOS = 12
@@ -28,7 +28,9 @@ def test_a_short_soak_finds_no_violation() -> None:
 def test_a_short_soak_while_the_index_lags_finds_no_violation() -> None:
     """The same, with every index read (and every read without ConsistentRead) lagging 0 to 8
     requests (the embedded AWS's lag, resumable.local.lag): ``RESUMABLE_INDEX_LAG=8 make soak``."""
+    stale = LAG.stale_reads
     with lagging(8, seed=54):
         totals = soak(seconds=CAP_SECONDS, seed="lagging", scenarios=LAGGING_SCENARIOS)
     assert not totals["stopped"] and totals["scenarios"] == LAGGING_SCENARIOS
+    assert LAG.stale_reads > stale, "the inbox and the sweeper were read while a write was hidden from them"
     assert totals["violations"] == [], "\n".join(totals["violations"])

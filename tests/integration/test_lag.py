@@ -169,3 +169,26 @@ def test_the_lag_is_asked_for_in_the_environment_and_a_bad_setting_is_said_plain
                 lag.configure_from_environment()
     finally:
         lag.configure(before[0], before[1], before[2])
+
+
+def test_the_embedded_aws_started_again_in_a_process_wraps_moto_once(aws: Settings, dynamodb: Any) -> None:
+    """Each embedded AWS started applies the patches; a second time changes nothing (a patch wrapping
+    another's wrapper again ran each transaction's rollback, and the lag's undo, twice)."""
+    from moto.dynamodb.models import DynamoDBBackend
+    from moto.dynamodb.responses import DynamoHandler
+
+    from resumable.local import moto_patches
+
+    before = (DynamoDBBackend.transact_write_items, DynamoHandler.call_action, DynamoHandler.query)
+    moto_patches.apply()
+    assert (DynamoDBBackend.transact_write_items, DynamoHandler.call_action, DynamoHandler.query) == before
+    with lagging(3, least=3):
+        check = {
+            "ConditionCheck": {
+                "TableName": aws.table_name,
+                "Key": {"pk": {"S": PK}, "sk": {"S": "nothing"}},
+                "ConditionExpression": "attribute_exists(pk)",
+            }
+        }
+        with pytest.raises(ClientError, match="TransactionCanceled"):
+            dynamodb.transact_write_items(TransactItems=[check])

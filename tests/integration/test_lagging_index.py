@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -25,6 +26,7 @@ from tests.clock import FakeClock
 from tests.factories import executions
 from tests.integration.helpers import APPROVE, answered_but_not_resumed
 from tests.integration.test_unloadable_snapshot import Breakage
+from tests.metrics import forget_metrics, printed_metrics
 
 PROMPT = "delete the prod-db record"
 BEHIND = 200  # (requests: every write shows this late to a lagging read, longer than any of these tests' use cases)
@@ -65,6 +67,36 @@ def test_the_stuck_turns_counted_are_those_after_the_sweeps_own_moves(
         tried_again = make_service().sweep()
         assert (dict(tried_again.moved), tried_again.stuck) == ({"answered_unresumed": 1}, 0)
     assert service.get_turn(session_id, started.turn_id).status == "completed"
+
+
+def test_a_sweep_that_cannot_count_the_stuck_turns_keeps_its_moves_and_leaves_the_metric_out(
+    make_service: Callable[..., Service],
+    session_id: str,
+    clock: FakeClock,
+    aws: Settings,
+    counting: None,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    service = make_service()
+    started = answered_but_not_resumed(service, session_id, clock)
+    Breakage(aws, session_id, started.turn_id).corrupt_root_snapshot()
+    for _ in range(ATTEMPTS):
+        clock.advance(service.settings.stall_seconds)
+        make_service().sweep()
+    clock.advance(service.settings.stall_seconds)
+    sweeper = make_service()
+
+    def throttled(**_: Any) -> None:
+        raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow down"}}, "x")
+
+    sweeper.store.dynamodb.meta.events.register("before-call.dynamodb.BatchGetItem", throttled)  # type: ignore[attr-defined]
+    forget_metrics(capsys)
+    gave_up = sweeper.sweep()
+    assert gave_up.given_up == 1, "the run's moves stand"
+    metrics = printed_metrics(capsys)
+    assert "StuckTurns" not in metrics and "SweeperFinds" not in metrics, metrics
+    assert "could not count the stuck turns" in caplog.text
 
 
 def test_a_deleted_sessions_question_an_index_still_lists_is_refused_and_nothing_is_recorded(
@@ -121,21 +153,21 @@ class _World:
             index_shards=2,  # (what lags matters here, not how many shards: a read of every shard is 2 Queries)
         )
         self.since = datetime.fromtimestamp(clock.now() - 60, UTC).isoformat()  # (the trail read: of this example)
-        self.turns: dict[str, str] = {}  # session -> its latest turn
+        self.turns: dict[str, list[str]] = {}  # session -> its turns, the latest last
         self.settled: dict[tuple[str, str], str] = {}  # a settled turn's fingerprint: it never changes
 
     def session(self, n: int) -> str:
         return f"lag-{n}"
 
     def trees(self) -> list[TurnView]:
-        return [self.service.get_turn(s, t) for s, t in self.turns.items()]
+        return [self.service.get_turn(s, t) for s, turns in self.turns.items() for t in turns]
 
     def step(self, step: tuple[Any, ...]) -> None:
         kind = step[0]
         try:
             if kind == "start":
                 started = self.service.start_turn(self.session(step[1]), PROMPT, OWNER)
-                self.turns[started.session_id] = started.turn_id
+                self.turns.setdefault(started.session_id, []).append(started.turn_id)
             elif kind in ("vote", "deny"):
                 self.answer(self.session(step[1]), step[2] if kind == "vote" else "alice", kind == "vote")
             elif kind == "advance":
@@ -150,10 +182,11 @@ class _World:
             pass  # (refused, rightly: a question answered, expired or settled meanwhile; a turn still busy)
 
     def answer(self, session_id: str, who: str, approve: bool) -> None:
-        """Answer what ``who``'s inbox (a lagging read) lists of the session, else what the turn asks."""
-        turn_id = self.turns.get(session_id)
-        if turn_id is None:
-            return
+        """Answer what ``who``'s inbox (a lagging read) lists of the session, else what the turn asks (a
+        session not started yet is started first)."""
+        if session_id not in self.turns:
+            self.turns[session_id] = [self.service.start_turn(session_id, PROMPT, OWNER).turn_id]
+        turn_id = self.turns[session_id][-1]
         listed = [i for i in self.service.inbox(who, limit=50).interactions if i.session_id == session_id]
         asked = listed or [
             i for i in self.service.get_turn(session_id, turn_id).interactions if i.status == "requested"

@@ -18,9 +18,13 @@ that was deleted (or that moved out of the index). moto shows every write at onc
   every write (its conditions included) see the table as it is, as on DynamoDB;
 - a transaction that is refused leaves no write behind, lagging or not.
 
+Writes are seen where moto records them for the table's stream, which every table the bundle makes
+has (a table without a stream never lags). The books of a write close once every lagging read sees it.
+
 The lag is off unless asked for: ``RESUMABLE_INDEX_LAG`` (``N``: each write lags 0 to N requests;
 ``M-N``: M to N) and ``RESUMABLE_INDEX_LAG_SEED`` (an integer; 1) in the environment of the process
-that runs the embedded AWS, or ``lagging(most, seed=, least=)`` around a block of a test.
+that runs the embedded AWS, or ``lagging(most, seed=, least=)`` around a block of a test (``LAG.stale_reads``
+counts the reads served while a write was hidden from them).
 """
 
 from __future__ import annotations
@@ -29,13 +33,15 @@ import copy
 import os
 import random
 import re
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-# An item's key in the lag's books: (table name, hash key value, range key value or None).
-_Key = tuple[str, Any, Any]
+# An item's key in its table's books: (hash key value, range key value or None).
+_Key = tuple[Any, Any]
+_PRUNE_EVERY = 1000  # (requests: the books of items every lagging read sees again are closed this often)
 
 
 @dataclass
@@ -46,16 +52,24 @@ class _Write:
 
 
 @dataclass
+class _Books:
+    """Of each item of a table with writes the lagging reads do not see yet: what they see (None: no
+    item), and those writes, oldest first."""
+
+    seen: dict[_Key, Any] = field(default_factory=dict)
+    pending: dict[_Key, list[_Write]] = field(default_factory=dict)
+
+
+@dataclass
 class _Lag:
     least: int = 0
     most: int = 0
     seed: int = 1
     requests: int = 0
+    stale_reads: int = 0  # (reads served while some write was still hidden from them: the lag at work)
     rng: random.Random = field(default_factory=random.Random)
-    # Of each item with writes the lagging reads do not see yet: what they see (None: no item), and
-    # those writes, oldest first.
-    seen: dict[_Key, Any] = field(default_factory=dict)
-    pending: dict[_Key, list[_Write]] = field(default_factory=dict)
+    # Each table's books, by the table itself (moto's object: a deleted table's go with it).
+    books: weakref.WeakKeyDictionary[Any, _Books] = field(default_factory=weakref.WeakKeyDictionary)
     undo: list[Callable[[], None]] | None = None  # (while a transaction runs: how to take its writes back)
 
     @property
@@ -67,13 +81,27 @@ LAG = _Lag()
 
 
 def configure(most: int, seed: int = 1, least: int = 0) -> None:
-    """Lag each write ``least`` to ``most`` requests (0: the lag is off), drawn under ``seed``."""
+    """Lag each write ``least`` to ``most`` requests (0: the lag is off), drawn under ``seed``; what
+    was hidden shows at once."""
     if not 0 <= least <= most:
         raise ValueError(f"the lag's least ({least}) must be 0 or more and at most its most ({most})")
-    LAG.least, LAG.most, LAG.seed = least, most, seed
-    LAG.rng = random.Random(seed)
-    LAG.seen.clear()
-    LAG.pending.clear()
+    with _between_requests():
+        LAG.least, LAG.most, LAG.seed = least, most, seed
+        LAG.rng = random.Random(seed)
+        LAG.books = weakref.WeakKeyDictionary()
+
+
+# The embedded AWS's one-request-at-a-time lock (moto_patches.REQUESTS, given to ``apply``).
+_REQUESTS: list[Any] = []
+
+
+@contextmanager
+def _between_requests() -> Iterator[None]:
+    if not _REQUESTS:
+        yield
+        return
+    with _REQUESTS[0].held():
+        yield
 
 
 def configure_from_environment() -> None:
@@ -94,17 +122,16 @@ def configure_from_environment() -> None:
 
 @contextmanager
 def lagging(most: int, seed: int = 1, least: int = 0) -> Iterator[None]:
-    """The lag on for the block (see ``configure``), and off after it."""
-    before = (LAG.most, LAG.seed, LAG.least)
+    """The lag on for the block (see ``configure``), and as it was after it (an outer block's lag goes
+    on where it was)."""
+    with _between_requests():
+        before = (LAG.most, LAG.seed, LAG.least, LAG.rng, LAG.books)
     configure(most, seed, least)
     try:
         yield
     finally:
-        configure(before[0], before[1], before[2])
-
-
-def _key(table: Any, item: Any) -> _Key:
-    return (table.name, item.hash_key, item.range_key if table.range_key_attr else None)
+        with _between_requests():
+            LAG.most, LAG.seed, LAG.least, LAG.rng, LAG.books = before
 
 
 def _written(table: Any, old: Any, new: Any) -> None:
@@ -112,12 +139,13 @@ def _written(table: Any, old: Any, new: Any) -> None:
     item = new if new is not None else old
     if not LAG.on or item is None:
         return
-    key = _key(table, item)
+    books = LAG.books.setdefault(table, _Books())
+    key = (item.hash_key, item.range_key if table.range_key_attr else None)
     image = copy.deepcopy(new)  # (moto updates an item in place)
-    writes = LAG.pending.get(key)
+    writes = books.pending.get(key)
     if writes is None:
-        LAG.seen[key], LAG.pending[key] = old, [_Write(LAG.requests, LAG.requests + _drawn(), image)]
-        _undo(lambda: (LAG.seen.pop(key, None), LAG.pending.pop(key, None)))
+        books.seen[key], books.pending[key] = old, [_Write(LAG.requests, LAG.requests + _drawn(), image)]
+        _undo(lambda: (books.seen.pop(key, None), books.pending.pop(key, None)))
     elif writes[-1].request == LAG.requests:  # (a write of the same request: it shows as one)
         last, kept = writes[-1], writes[-1].image
         last.image = image
@@ -138,13 +166,16 @@ def _undo(step: Callable[[], Any]) -> None:
 
 def _view(table: Any) -> Any:
     """``table.items`` as the lagging reads see it now: each item as of its last write they see."""
-    behind = [key for key in list(LAG.pending) if key[0] == table.name and not _caught_up(key)]
+    books = LAG.books.get(table)
+    behind = [key for key in list(books.pending) if not _caught_up(books, key)] if books else []
     if not behind:
         return table.items
+    assert books is not None
+    LAG.stale_reads += 1
     view = copy.copy(table.items)  # (a shallow copy: a defaultdict stays one)
     for key in behind:
-        _, hash_value, range_value = key
-        item = LAG.seen[key]
+        hash_value, range_value = key
+        item = books.seen[key]
         if table.range_key_attr is None:
             if item is None:
                 view.pop(hash_value, None)
@@ -160,15 +191,22 @@ def _view(table: Any) -> Any:
     return view
 
 
-def _caught_up(key: _Key) -> bool:
+def _caught_up(books: _Books, key: _Key) -> bool:
     """Whether the lagging reads see every write of ``key`` now (its books are then closed)."""
-    writes = LAG.pending[key]
+    writes = books.pending[key]
     while writes and writes[0].shows_at <= LAG.requests:
-        LAG.seen[key] = writes.pop(0).image
+        books.seen[key] = writes.pop(0).image
     if writes:
         return False
-    del LAG.pending[key], LAG.seen[key]
+    del books.pending[key], books.seen[key]
     return True
+
+
+def _prune() -> None:
+    """Close the books of every item the lagging reads see whole again (read or not)."""
+    for books in list(LAG.books.values()):
+        for key in list(books.pending):
+            _caught_up(books, key)
 
 
 def _lagging_tables(action: str, body: dict[str, Any]) -> list[str]:
@@ -181,8 +219,11 @@ def _lagging_tables(action: str, body: dict[str, Any]) -> list[str]:
     return [] if body.get("ConsistentRead") else [str(body.get("TableName"))]
 
 
-def apply() -> None:
-    """Give moto's DynamoDB the lag's books and views (off until configured), once per process."""
+def apply(requests: Any) -> None:
+    """Give moto's DynamoDB the lag's books and views (off until configured), once per process;
+    ``requests``: the lock the embedded AWS serves one request at a time under."""
+    if not _REQUESTS:
+        _REQUESTS.append(requests)
     from moto.dynamodb.models import DynamoDBBackend
     from moto.dynamodb.models.table import StreamShard
     from moto.dynamodb.responses import DynamoHandler
@@ -202,6 +243,8 @@ def apply() -> None:
 
     def counted(self: Any) -> Any:
         LAG.requests += 1
+        if LAG.books and LAG.requests % _PRUNE_EVERY == 0:
+            _prune()
         return call_action(self)
 
     DynamoHandler.call_action = counted  # type: ignore[method-assign]
@@ -212,6 +255,9 @@ def apply() -> None:
     transact = DynamoDBBackend.transact_write_items
 
     def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+        if LAG.undo is not None:  # (inside another of these: it takes the writes back)
+            transact(self, transact_items)
+            return
         LAG.undo = []
         try:
             transact(self, transact_items)
@@ -228,7 +274,7 @@ def apply() -> None:
 
 def _reading(action: str, real: Callable[..., Any]) -> Callable[..., Any]:
     def read(self: Any) -> Any:
-        if not LAG.on or not LAG.pending:
+        if not LAG.on or not LAG.books:
             return real(self)
         tables = self.dynamodb_backend.tables
         swapped = [(t, t.items) for name in _lagging_tables(action, self.body) if (t := tables.get(name)) is not None]

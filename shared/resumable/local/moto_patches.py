@@ -61,7 +61,15 @@ LIMITS = {
 400 KB item and 100 items a transaction, and SQS's 256 KB message)."""
 
 
+_APPLIED: list[bool] = []
+
+
 def apply() -> None:
+    """Once per process (each embedded AWS started calls it: a patch that wraps a method another
+    wrapped since would otherwise wrap it again, and a transaction be backed up once per start)."""
+    if _APPLIED:
+        return
+    _APPLIED.append(True)
     moto_imports.apply()
     moto_parsing.apply()
     _query_only_the_partition_asked()
@@ -73,7 +81,7 @@ def apply() -> None:
     _serialize_dynamodb_items_as_json()
     _check_an_items_size_once()
     _let_other_requests_in_while_a_long_poll_waits()
-    lag.apply()  # (off unless asked for: RESUMABLE_INDEX_LAG)
+    lag.apply(REQUESTS)  # (off unless asked for: RESUMABLE_INDEX_LAG)
 
 
 def _query_only_the_partition_asked() -> None:

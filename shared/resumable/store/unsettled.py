@@ -71,7 +71,7 @@ class UnsettledTurns(Table):
                 request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         # (the index lags its table: what it lists, and what it may not list yet, is read again)
         keys = [key(session_id, root_sk(turn_id)) for session_id, turn_id in sorted(listed)]
-        read = self._batch_get(keys, "the stuck turns", "the count is left out", ProjectionExpression="gsi4pk")
+        read = self._batch_get(keys, "the stuck turns", "they were not counted", ProjectionExpression="gsi4pk")
         return sum(1 for item in read if item.get("gsi4pk", {}).get("S", "").split("#")[0] == STUCK)
 
     @aws_call

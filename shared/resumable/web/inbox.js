@@ -130,11 +130,18 @@ async function refresh() {
 
 // A link to one question (/inbox#q-<requestId>, what the e-mail sends) lands on its card, focused,
 // once the list is read; a question no longer waiting for the reader is said so. Opening it decides nothing.
+// The list is read from an index, which shows a question a moment after it is asked: one it does not
+// hold is looked for again, after 1 s and 2 s more, before the page says it is not waiting.
 let linked = /^#q-[A-Za-z0-9_-]+$/.test(location.hash) ? location.hash.slice(1) : null;
+const LINK_REREADS_MS = [1000, 2000];
 function focusLinked() {
   if (!linked) return;
   const target = document.getElementById(linked);
   const wanted = linked.slice(2);
+  if (!target && LINK_REREADS_MS.length > 0) {
+    setTimeout(refresh, LINK_REREADS_MS.shift());
+    return;
+  }
   linked = null;
   if (!target) {
     notice("The question in your link (" + escapeHtml(wanted) + ") is not waiting for you: it was answered, " +

@@ -100,10 +100,16 @@ def sweep(deps: Dependencies, limit: int = DEFAULT_LIMIT) -> SweepReport:
             )
     if report.looked < limit:
         report.expired = expire(deps, now, limit - report.looked)
-    report.stuck = deps.store.count_stuck(also=report.gave_up_on)
+    counted = True
+    try:
+        report.stuck = deps.store.count_stuck(also=report.gave_up_on)
+    except AwsError as error:  # (the run's moves stand: the next run counts them)
+        counted = False
+        logger.error("the sweeper could not count the stuck turns (StuckTurns is left out of this run): %s", error)
     for why, moved in report.moved.items():
         count("SweeperFinds", moved, Stall=why)
-    count("StuckTurns", report.stuck)
+    if counted:
+        count("StuckTurns", report.stuck)
     logger.info(
         "looked=<%d>, moved=<%s>, not_yet=<%d>, given_up=<%d>, stuck=<%d>, failed=<%d>, expired=<%d>, "
         "escalated=<%d> | swept",
