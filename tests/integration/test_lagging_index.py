@@ -20,12 +20,12 @@ from resumable.exceptions import ConflictError, ForbiddenError, GoneError, NotFo
 from resumable.local.lag import lagging
 from resumable.runtime.rules import parse_rules
 from resumable.service import Service, TurnView
-from resumable.service.operating.sweep import ATTEMPTS, STUCK_RECHECK_SECONDS
+from resumable.service.operating.sweep import STUCK_RECHECK_SECONDS
 from resumable.store.resources import create_table_request
 from tests.clock import FakeClock
 from tests.factories import executions
-from tests.integration.helpers import APPROVE, answered_but_not_resumed
-from tests.integration.test_unloadable_snapshot import Breakage
+from tests.integration.helpers import APPROVE
+from tests.integration.test_unloadable_snapshot import swept_to_the_brink
 from tests.metrics import forget_metrics, printed_metrics
 
 PROMPT = "delete the prod-db record"
@@ -50,14 +50,7 @@ def test_the_audit_trail_read_at_once_after_a_decision_shows_it_and_its_cursor_n
 def test_the_stuck_turns_counted_are_those_after_the_sweeps_own_moves(
     make_service: Callable[..., Service], session_id: str, clock: FakeClock, aws: Settings
 ) -> None:
-    service = make_service()
-    started = answered_but_not_resumed(service, session_id, clock)
-    breakage = Breakage(aws, session_id, started.turn_id)
-    breakage.corrupt_root_snapshot()
-    for _ in range(ATTEMPTS):
-        clock.advance(service.settings.stall_seconds)
-        assert dict(make_service().sweep().moved) == {"answered_unresumed": 1}
-    clock.advance(service.settings.stall_seconds)
+    started, breakage = swept_to_the_brink(make_service, session_id, clock, aws)
     with lagging(BEHIND, least=BEHIND):  # (the index shows neither the giving up nor, later, the turn's move)
         gave_up = make_service().sweep()
         assert (gave_up.given_up, gave_up.stuck) == (1, 1)
@@ -66,7 +59,7 @@ def test_the_stuck_turns_counted_are_those_after_the_sweeps_own_moves(
     with lagging(BEHIND, least=BEHIND):
         tried_again = make_service().sweep()
         assert (dict(tried_again.moved), tried_again.stuck) == ({"answered_unresumed": 1}, 0)
-    assert service.get_turn(session_id, started.turn_id).status == "completed"
+    assert make_service().get_turn(session_id, started.turn_id).status == "completed"
 
 
 def test_a_sweep_that_cannot_count_the_stuck_turns_keeps_its_moves_and_leaves_the_metric_out(
@@ -78,13 +71,7 @@ def test_a_sweep_that_cannot_count_the_stuck_turns_keeps_its_moves_and_leaves_th
     capsys: pytest.CaptureFixture[str],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    service = make_service()
-    started = answered_but_not_resumed(service, session_id, clock)
-    Breakage(aws, session_id, started.turn_id).corrupt_root_snapshot()
-    for _ in range(ATTEMPTS):
-        clock.advance(service.settings.stall_seconds)
-        make_service().sweep()
-    clock.advance(service.settings.stall_seconds)
+    swept_to_the_brink(make_service, session_id, clock, aws)
     sweeper = make_service()
 
     def throttled(**_: Any) -> None:

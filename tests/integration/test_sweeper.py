@@ -31,7 +31,7 @@ from tests.integration.helpers import (
     session_items,
     store_of,
 )
-from tests.integration.test_unloadable_snapshot import Breakage
+from tests.integration.test_unloadable_snapshot import swept_to_the_brink
 from tests.metrics import forget_metrics, printed_metrics
 from tests.patience import HANG_SECONDS
 
@@ -214,14 +214,7 @@ def test_a_turn_that_does_not_move_is_given_up_on_counted_and_rejoins_once_repai
     counting: None,
 ) -> None:
     service = make_service()
-    started = answered_but_not_resumed(service, session_id, clock)
-    breakage = Breakage(aws, session_id, started.turn_id)
-    breakage.corrupt_root_snapshot()
-
-    for _ in range(ATTEMPTS):
-        clock.advance(service.settings.stall_seconds)
-        assert dict(_sweeper(make_service).sweep().moved) == {"answered_unresumed": 1}
-    clock.advance(service.settings.stall_seconds)
+    started, breakage = swept_to_the_brink(make_service, session_id, clock, aws)
     forget_metrics(capsys)
     gave_up = _sweeper(make_service).sweep()
 

@@ -19,9 +19,11 @@ import pytest
 from resumable.config import Settings
 from resumable.runtime.snapshot import SCHEMA_VERSION
 from resumable.service import Service, TurnView
+from resumable.service.operating.sweep import ATTEMPTS
 from resumable.store import DynamoDBStore, S3Snapshots
+from tests.clock import FakeClock
 from tests.factories import executions
-from tests.integration.helpers import APPROVE, root_record
+from tests.integration.helpers import APPROVE, answered_but_not_resumed, root_record
 
 
 def _read(snapshots: S3Snapshots, key: str) -> bytes:
@@ -83,6 +85,22 @@ class Breakage:
 
 BREAKAGES = ["corrupt_root_snapshot", "root_snapshot_from_a_future_version", "delete_root_snapshot"]
 ALL_BREAKAGES = [*BREAKAGES, "old_stored_sub_agent_turn"]
+
+
+def swept_to_the_brink(
+    make_service: Callable[..., Service], session_id: str, clock: FakeClock, aws: Any
+) -> tuple[TurnView, Breakage]:
+    """A turn answered but not resumed whose snapshot cannot be loaded, moved on by the sweeper as often
+    as it may (``ATTEMPTS``) without it moving, and due its next look: the next sweep gives up on it."""
+    service = make_service()
+    started = answered_but_not_resumed(service, session_id, clock)
+    breakage = Breakage(aws, session_id, started.turn_id)
+    breakage.corrupt_root_snapshot()
+    for _ in range(ATTEMPTS):
+        clock.advance(service.settings.stall_seconds)
+        assert dict(make_service().sweep().moved) == {"answered_unresumed": 1}
+    clock.advance(service.settings.stall_seconds)
+    return started, breakage
 
 
 def _break_and_answer(
