@@ -121,8 +121,9 @@ class Scenario:
 
     # -- processes ----------------------------------------------------------------------------------------
 
-    def service(self, crash: bool = False) -> Service:
-        """A new process. With ``crash``, sometimes one that dies at a random AWS call."""
+    def service(self, crash: bool = False, sweeper: bool = False) -> Service:
+        """A new process. With ``crash``, sometimes one that dies at a random AWS call. ``sweeper``: one
+        with no continuation to ask for, which moves a turn on itself (as recover does)."""
         settings = self.settings.model_copy(
             update={"turn_budget_seconds": self.budget, "lease_seconds": LEASE, "approval_expiry_seconds": EXPIRY}
         )
@@ -131,7 +132,7 @@ class Scenario:
             settings,
             self.clock,
             self.factory,
-            continuation=lambda session, turn: self.continuations.append((session, turn)),
+            continuation=None if sweeper else lambda session, turn: self.continuations.append((session, turn)),
         )
         if crash and self.rng.random() < 0.3:
             Faults(self.rng.randrange(0, 14), self.rng.random() < 0.5).attach(made)
@@ -158,8 +159,8 @@ class Scenario:
             return None
         if self.rng.random() < 0.5:
             return self.service().recover(self.session, tree.root.turn_id)
-        self.service().sweep()
-        self.service().sweep()
+        self.service(sweeper=True).sweep()
+        self.service(sweeper=True).sweep()
         return self.service().get_turn(self.session, tree.root.turn_id)
 
     def tree(self) -> TurnTree | None:
@@ -216,7 +217,9 @@ class Scenario:
             # Half the time what the inbox lists (an index, which may lag: a question answered or closed a
             # moment ago is refused, rightly), else what the turn asks.
             listed = [i for i in self.service().inbox(None, limit=50).interactions if i.session_id == self.session]
-            interaction = self.rng.choice(listed if listed and self.rng.random() < 0.5 else requested)
+            from_inbox, pick = self.rng.random() < 0.5, self.rng.random()  # (two draws, whatever the inbox said)
+            pool: list[Any] = listed if from_inbox and listed else requested
+            interaction = pool[int(pick * len(pool))]
             response = {"decision": "approve"} if self.rng.random() < 0.75 else {"decision": "deny", "message": "no"}
             copies = self.rng.choice([1, 1, 2, 3])
             if copies == 1:

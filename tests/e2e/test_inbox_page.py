@@ -385,6 +385,12 @@ def test_a_link_to_one_question_lands_on_it_focused_and_one_no_longer_waiting_sa
     page.goto(f"{own_url}/inbox?refresh=0#q-r0000000000000000000000000")
     expect(page.locator("#notice")).to_contain_text("is not waiting for you")
     expect(card(page, "page-link-2")).to_have_count(1)
+    page.goto("about:blank")  # (a page that polls says so too, and keeps saying it through its refreshes)
+    page.goto(f"{own_url}/inbox?refresh=1#q-r0000000000000000000000001")
+    expect(page.locator("#notice")).to_contain_text("is not waiting for you")
+    seen = int(page.locator("body").get_attribute("data-refreshes") or 0)
+    expect(page.locator("body")).to_have_attribute("data-refreshes", str(seen + 2))
+    expect(page.locator("#notice")).to_contain_text("is not waiting for you")
 
     # The list is an index, which shows a question a moment after it is asked (the embedded AWS's lag:
     # 2 requests, and this reader's inbox is 1 Query): a link opened at once still lands on it.

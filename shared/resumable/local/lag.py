@@ -68,7 +68,8 @@ class _Lag:
     requests: int = 0
     stale_reads: int = 0  # (reads served while some write was still hidden from them: the lag at work)
     rng: random.Random = field(default_factory=random.Random)
-    # Each table's books, by the table itself (moto's object: a deleted table's go with it).
+    # Each table's books, by the table itself (moto's object; moto keeps a deleted one, whose books close
+    # as its writes show).
     books: weakref.WeakKeyDictionary[Any, _Books] = field(default_factory=weakref.WeakKeyDictionary)
     undo: list[Callable[[], None]] | None = None  # (while a transaction runs: how to take its writes back)
 
@@ -203,10 +204,13 @@ def _caught_up(books: _Books, key: _Key) -> bool:
 
 
 def _prune() -> None:
-    """Close the books of every item the lagging reads see whole again (read or not)."""
-    for books in list(LAG.books.values()):
+    """Close the books of every item the lagging reads see whole again (read or not), and of every
+    table whose items they all see."""
+    for table, books in list(LAG.books.items()):
         for key in list(books.pending):
             _caught_up(books, key)
+        if not books.pending:
+            del LAG.books[table]
 
 
 def _lagging_tables(action: str, body: dict[str, Any]) -> list[str]:

@@ -69,7 +69,6 @@ def apply() -> None:
     wrapped since would otherwise wrap it again, and a transaction be backed up once per start)."""
     if _APPLIED:
         return
-    _APPLIED.append(True)
     moto_imports.apply()
     moto_parsing.apply()
     _query_only_the_partition_asked()
@@ -82,6 +81,7 @@ def apply() -> None:
     _check_an_items_size_once()
     _let_other_requests_in_while_a_long_poll_waits()
     lag.apply(REQUESTS)  # (off unless asked for: RESUMABLE_INDEX_LAG)
+    _APPLIED.append(True)  # (last: a patch that failed is tried again by the next start)
 
 
 def _query_only_the_partition_asked() -> None:

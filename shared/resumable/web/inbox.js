@@ -101,7 +101,7 @@ async function refresh() {
     if (!refused(reply)) $("status").textContent = "Could not load the inbox: " + message(reply) + ". Trying again.";
     return;
   }
-  notice("");
+  notice(linkNotice);
   const items = reply.data.interactions.filter((item) => item && item.requestId && !answered.has(item.requestId));
   const seen = new Set(items.map((item) => item.requestId));
   for (const [id, card] of cards) {
@@ -131,21 +131,29 @@ async function refresh() {
 // A link to one question (/inbox#q-<requestId>, what the e-mail sends) lands on its card, focused,
 // once the list is read; a question no longer waiting for the reader is said so. Opening it decides nothing.
 // The list is read from an index, which shows a question a moment after it is asked: one it does not
-// hold is looked for again, after 1 s and 2 s more, before the page says it is not waiting.
+// hold is looked for again, a second apart, for 3 s (whether the page polls or not) before the page
+// says it is not waiting; that notice stays through the page's refreshes.
 let linked = /^#q-[A-Za-z0-9_-]+$/.test(location.hash) ? location.hash.slice(1) : null;
-const LINK_REREADS_MS = [1000, 2000];
+const LINK_PATIENCE_MS = 3000;
+let linkUntil = null;
+let linkTimer = null;
+let linkNotice = "";
 function focusLinked() {
   if (!linked) return;
   const target = document.getElementById(linked);
   const wanted = linked.slice(2);
-  if (!target && LINK_REREADS_MS.length > 0) {
-    setTimeout(refresh, LINK_REREADS_MS.shift());
-    return;
+  if (!target) {
+    if (linkUntil === null) linkUntil = Date.now() + LINK_PATIENCE_MS;
+    if (Date.now() < linkUntil) {
+      if (linkTimer === null) linkTimer = setTimeout(() => { linkTimer = null; refresh(); }, 1000);
+      return;
+    }
   }
   linked = null;
   if (!target) {
-    notice("The question in your link (" + escapeHtml(wanted) + ") is not waiting for you: it was answered, " +
-      "canceled or expired, or it is not yours to answer. The others waiting for you are below.", false);
+    linkNotice = "The question in your link (" + escapeHtml(wanted) + ") is not waiting for you: it was answered, " +
+      "canceled or expired, or it is not yours to answer. The others waiting for you are below.";
+    notice(linkNotice, false);
     return;
   }
   target.classList.add("linked");

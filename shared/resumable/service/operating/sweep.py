@@ -70,8 +70,8 @@ class SweepReport:
     """Turns it gave up on in this run."""
     gave_up_on: list[TurnRecord] = field(default_factory=list, repr=False)
     """Those turns (the index may not list them yet when it counts the stuck ones)."""
-    stuck: int = 0
-    """Turns given up on, in all, after this run."""
+    stuck: int | None = 0
+    """Turns given up on, in all, after this run (None: they could not be counted)."""
     failed: int = 0
     """Turns it could not act on for an AWS failure (looked at again in the next run)."""
     expired: int = 0
@@ -100,18 +100,17 @@ def sweep(deps: Dependencies, limit: int = DEFAULT_LIMIT) -> SweepReport:
             )
     if report.looked < limit:
         report.expired = expire(deps, now, limit - report.looked)
-    counted = True
     try:
         report.stuck = deps.store.count_stuck(also=report.gave_up_on)
     except AwsError as error:  # (the run's moves stand: the next run counts them)
-        counted = False
+        report.stuck = None
         logger.error("the sweeper could not count the stuck turns (StuckTurns is left out of this run): %s", error)
     for why, moved in report.moved.items():
         count("SweeperFinds", moved, Stall=why)
-    if counted:
+    if report.stuck is not None:
         count("StuckTurns", report.stuck)
     logger.info(
-        "looked=<%d>, moved=<%s>, not_yet=<%d>, given_up=<%d>, stuck=<%d>, failed=<%d>, expired=<%d>, "
+        "looked=<%d>, moved=<%s>, not_yet=<%d>, given_up=<%d>, stuck=<%s>, failed=<%d>, expired=<%d>, "
         "escalated=<%d> | swept",
         report.looked,
         dict(report.moved),
