@@ -66,10 +66,8 @@ class SweepReport:
     """The stalled turns it moved on, by why they were stalled (its finds)."""
     not_yet: int = 0
     """Turns it found not stalled yet, and set to be looked at again when they could be."""
-    given_up: int = 0
-    """Turns it gave up on in this run."""
     gave_up_on: list[TurnRecord] = field(default_factory=list, repr=False)
-    """Those turns (the index may not list them yet when it counts the stuck ones)."""
+    """Turns it gave up on in this run (the index may not list them yet when it counts the stuck ones)."""
     stuck: int | None = 0
     """Turns given up on, in all, after this run (None: they could not be counted)."""
     failed: int = 0
@@ -78,6 +76,11 @@ class SweepReport:
     """Records whose retention ended, whose snapshots it retired (see service.retention)."""
     escalated: int = 0
     """Questions whose rule's ``escalate_to`` it let answer them (see service.escalation)."""
+
+    @property
+    def given_up(self) -> int:
+        """How many turns it gave up on in this run."""
+        return len(self.gave_up_on)
 
 
 def sweep(deps: Dependencies, limit: int = DEFAULT_LIMIT) -> SweepReport:
@@ -142,7 +145,6 @@ def _look(deps: Dependencies, found: DueTurn, now: float, report: SweepReport) -
         return
     if not found.stuck and tree.root.sweeps >= ATTEMPTS:
         if deps.store.reschedule(found, now + STUCK_RECHECK_SECONDS, stuck=True):
-            report.given_up += 1
             report.gave_up_on.append(root)
             logger.error(
                 "session_id=<%s>, turn_id=<%s>, stall=<%s> | the sweeper moved the turn on %d times and it did not "
