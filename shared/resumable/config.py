@@ -55,7 +55,7 @@ class Settings(BaseModel):
     ``APP_SETTINGS_MAX_AGE`` (how many seconds one read of them is kept, 300).
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False)  # (RETENTION_DAYS=inf: refused, not stored)
 
     table_name: str = "resumable"
     bucket_name: str = "resumable-snapshots"
@@ -190,7 +190,12 @@ class Settings(BaseModel):
         try:
             return cls._from(values, listed)
         except ValidationError as error:
-            problems = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in error.errors())
+            said = [(names.get(str(e["loc"][0]), "") if e["loc"] else "", str(e["msg"])) for e in error.errors()]
+            problems = "; ".join(  # each named by its variable (APPROVAL_RULES's own messages name it already)
+                (f"{var}: " if var and not msg.startswith(f"Value error, {var}") else "")
+                + msg.removeprefix("Value error, ")
+                for var, msg in said
+            )
             raise ValueError(f"the configuration in the environment is not valid: {problems}") from None
 
     @classmethod

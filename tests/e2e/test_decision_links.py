@@ -216,6 +216,10 @@ def test_a_changed_expired_or_foreign_link_or_a_bad_form_is_refused_and_decides_
         monkeypatch.undo()
         forget()
     assert _question(url, "link-refused", turn)["status"] == "requested"
+    # Its turn canceled: the question is no longer live, a 410 as the API answers (not a 409: nothing conflicts)
+    assert call(url, "POST", f"/sessions/link-refused/turns/{turn['turnId']}/cancel")[0] == 200
+    status, page = _page("POST", link, {"decision": "approve"})
+    assert status == 410 and "Refused: the question is withdrawn" in page, page
 
 
 def test_in_chromium_the_link_shows_the_question_and_approve_decides(

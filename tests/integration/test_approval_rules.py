@@ -147,6 +147,16 @@ def test_the_principal_who_started_the_turn_approves_its_own_call_only_where_the
     assert answer(service, started, DENY, erin).status == "completed"
 
 
+def test_a_starter_the_rules_approvers_do_not_name_may_not_deny_their_own_call_but_may_cancel_the_turn(
+    make_service: Callable[..., Service], session_id: str
+) -> None:
+    service = ruled(make_service, {"tools": ["delete_*"], "approvers": ["alice", "bob"], "required": 2})
+    started = service.start_turn(session_id, PROMPT, OWNER)
+    with pytest.raises(ForbiddenError, match="is not one of the approvers"):
+        answer(service, started, DENY, OWNER)
+    assert service.cancel(session_id, started.turn_id, OWNER).status == "canceled"
+
+
 def test_a_deny_settles_the_question_at_once_whatever_was_approved_before(
     make_service: Callable[..., Service], session_id: str, ledger: Path
 ) -> None:

@@ -120,6 +120,7 @@ def test_a_two_person_approval_leaves_each_vote_the_decision_and_the_actions_out
         assert (record.inputs, record.input_asked, record.input_approved) == ("session", ASKED, ASKED)
 
     assert (action.kind, action.outcome, action.tool) == ("action", "ran", "delete_record")
+    assert action.rule == "two-person delete"  # (its approval's rule: a filter by rule finds all three)
     assert action.input_approved_digest == digest(ASKED)  # the input it ran with
     assert action.turn_id == decision.turn_id != started.turn_id  # the child turn that asked
     # alice's record: her vote, and the decision her vote counted in (bob answered it)

@@ -121,6 +121,16 @@ def test_a_deployments_rules_are_read_from_its_configuration() -> None:
         ('[{"tools": ["x"], "self_approval": "no"}]', "self_approval: Input should be a valid boolean"),
         ('[{"tools": ["x"], "escalate_after": "30m"}]', "escalate_after and escalate_to go together"),
         ('[{"tools": ["x"], "escalate_after": "soon", "escalate_to": ["b"]}]', "a duration such as '90s'"),
+        # (JSON's 1e400, and a duration of 400 digits, are infinity to Python: no reply or event could carry it)
+        (
+            '[{"tools": ["x"], "escalate_after": 1e400, "escalate_to": ["b"]}]',
+            'rule 1 (["x"]) is not a rule: escalate_after: Input should be a finite number',
+        ),
+        (
+            f'[{{"tools": ["x"]}}, {{"tools": ["y"], "escalate_after": "{"9" * 400}s", "escalate_to": ["b"]}}]',
+            'rule 2 (["y"]) is not a rule: escalate_after: Input should be a finite',
+        ),
+        ('[{"tools": ["x"], "escalate_after": NaN, "escalate_to": ["b"]}]', "escalate_after: Input should be"),
         ('[{"tools": ["x"], "on_expiry": "approve"}]', "on_expiry: Input should be 'expire' or 'deny'"),
         (
             '[{"tools": ["x"], "required": 2, "approvers": ["alice"]}]',
@@ -135,6 +145,14 @@ def test_a_bad_rule_stops_the_start_naming_it(configured: str, said: str) -> Non
     with pytest.raises(ValueError, match="APPROVAL_RULES") as refused:
         Settings.from_env({"APPROVAL_RULES": configured})
     assert said in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"), [("RETENTION_DAYS", "inf"), ("TURN_BUDGET_SECONDS", "nan"), ("LEASE_SECONDS", "0")]
+)
+def test_a_setting_out_of_bounds_is_refused_naming_its_variable(variable: str, value: str) -> None:
+    with pytest.raises(ValueError, match=f"not valid: {variable}: Input should be"):
+        Settings.from_env({variable: value})
 
 
 def test_rules_given_in_code_are_checked_too() -> None:

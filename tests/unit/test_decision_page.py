@@ -45,3 +45,8 @@ def test_the_page_obeys_no_control_or_format_character_and_shows_each_as_its_esc
 def test_what_came_of_a_decision_obeys_no_control_or_format_character() -> None:
     page = outcome("Not recorded", f"the agent said {HOSTILE}")
     assert not [c for c in "\u202e\x07\x85" if c in page] and "\\u202e" in page and "&lt;script&gt;" in page
+
+
+def test_a_refusal_that_begins_with_a_principal_shows_it_as_it_is() -> None:
+    page = outcome("Not yours to decide", f"{ANN} is not one of the approvers of the approval rule 'dba'")
+    assert f"<p>{ANN} is not one of the approvers" in page and "Arn:" not in page

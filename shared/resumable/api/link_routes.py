@@ -55,7 +55,7 @@ def _refused(error: ServiceError) -> Response[Any]:
     from resumable.web.decision_page import outcome
 
     status = _STATUS.get(error.code, 400)
-    return _html(status, outcome(_TITLES.get(status, "Nothing was decided"), str(error)))
+    return _html(status, outcome(_TITLES.get(status, "Nothing was decided"), f"Refused: {error}"))
 
 
 @link_router.get("/decide/<token>", include_in_schema=False)

@@ -84,7 +84,8 @@ class ApprovalRule(BaseModel):
     ``slack_channel``: where the Slack function posts the questions asked under the rule (a channel id
     or ``#name``), instead of the deployment's ``SlackChannel``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    # (a number JSON cannot hold, such as 1e400 read as infinity, is refused: every reply and event carries it)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, allow_inf_nan=False)
 
     tools: tuple[Pattern, ...] = Field(min_length=1, max_length=MAX_PATTERNS)
     name: str | None = Field(default=None, min_length=1, max_length=100)

@@ -103,5 +103,6 @@ def confirmation(answers_as: str, question: InteractionView) -> str:
 
 
 def outcome(title: str, text: str) -> str:
-    """What came of opening or using the link, in words."""
-    return _page(title, f"<p>{_escaped(text[:1].upper() + text[1:])}</p>")
+    """What came of opening or using the link, in words, as given (never re-cased: a refusal may begin
+    with a principal, ``arn:aws:iam::...``, which is shown as it is)."""
+    return _page(title, f"<p>{_escaped(text)}</p>")

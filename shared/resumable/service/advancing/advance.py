@@ -18,7 +18,7 @@ from resumable.runtime.agent_as_tool import call_prefix
 from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT, CONTINUE
 from resumable.runtime.invocation import Invocation
 from resumable.runtime.seam import AgentResult, AgentRuntime
-from resumable.service.access import load
+from resumable.service.access import load, rule_of
 from resumable.service.advancing.child_turns import ChildTurns
 from resumable.service.advancing.commit import Outcome, commit_run
 from resumable.service.advancing.continuation import Budget, continue_later
@@ -122,7 +122,8 @@ def _run_built(
     children = ChildTurns(tree.root, deps.clock.now(), {c.turn_id: c for c in tree.children})
     budget = Budget(deps.clock, deps.settings.turn_budget_seconds)
     lease = LeaseGuard(deps, tree.root, lease_owner)
-    journal = LeasedActionJournal(lease, lambda key: children.turn_id(call_prefix(key)))
+    ruled = {i.request_id: rule.title for i in tree.interactions if (rule := rule_of(i)) is not None}
+    journal = LeasedActionJournal(lease, lambda key: children.turn_id(call_prefix(key)), ruled)
     invocation = Invocation(
         stop=lease,
         agent_path=(agent.name,),

@@ -29,6 +29,7 @@ from resumable.runtime.invocation import ApprovedAction, FencingToken
 from resumable.runtime.tools import tool_result
 from resumable.service.advancing.lease import LeaseGuard
 from resumable.service.audit.entries import action_entry
+from resumable.service.ids import request_id
 from resumable.service.limits import bounded_json
 from resumable.store.records import ActionRecord, AuditOutcome, AuditRecord
 
@@ -46,15 +47,17 @@ MAX_INPUT_BYTES = 4 * 1024
 
 class LeasedActionJournal:
     """``ActionJournal`` for the approved actions of one leased run of a root turn's tree.
-    ``turn_of`` names the (root or child) turn an action's key belongs to."""
+    ``turn_of`` names the (root or child) turn an action's key belongs to; ``rules``, the approval rule
+    (its name) each question asked under one was, by request id."""
 
-    def __init__(self, lease: LeaseGuard, turn_of: Callable[[str], str]) -> None:
+    def __init__(self, lease: LeaseGuard, turn_of: Callable[[str], str], rules: dict[str, str] | None = None) -> None:
         self.lease = lease
         self.store = lease.deps.store
         self.clock = lease.deps.clock
         self.session_id = lease.root.session_id
         self.root_turn_id = lease.root.turn_id
         self.turn_of = turn_of
+        self.rules = rules or {}
         # Every action entry as this run last wrote or read it (the turn it commits shows them).
         self.known: dict[str, ActionRecord] = {}
 
@@ -139,7 +142,8 @@ class LeasedActionJournal:
 
     def _audit(self, record: ActionRecord, outcome: AuditOutcome, now: float, ran_with: Any) -> AuditRecord:
         """The audit trail's record of what became of the action (``ran_with``: the input it was given)."""
-        return action_entry(self.lease.deps, self.root_turn_id, self.session_id, record, outcome, now, ran_with)
+        rule = self.rules.get(request_id(self.root_turn_id, record.key))
+        return action_entry(self.lease.deps, self.root_turn_id, self.session_id, record, outcome, now, ran_with, rule)
 
     def _still_leased(self, record: ActionRecord, ran_with: Any) -> None:
         """Right before the action runs: the run must still hold the turn, else the action never runs."""

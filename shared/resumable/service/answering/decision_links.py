@@ -196,8 +196,9 @@ def decide(deps: Dependencies, token: str, decision: Decision, text: str | None)
     if (decision == "reply") != (asked.name != APPROVAL_INTERRUPT) or (decision == "reply" and not text):
         wanted = "approve or deny" if asked.name == APPROVAL_INTERRUPT else "a reply in words"
         raise BadRequestError(f"this question takes {wanted}; nothing was decided")
-    if asked.status != "requested":
-        raise ConflictError(f"the question is {said_of(asked.status)} already: this link decides nothing now")
+    if asked.status != "requested":  # (410 for one no longer live, 409 for one answered: as the API answers)
+        refused = GoneError if asked.status in ("superseded", "expired") else ConflictError
+        raise refused(f"the question is {said_of(asked.status)} already: this link decides nothing now")
     claim = deps.store.claim_link(link.s, link.j, digest_of(link.n), deps.clock.now())
     if claim == "unissued":  # (its record purged, or issued again, since it was read)
         raise NotFoundError(_UNISSUED)

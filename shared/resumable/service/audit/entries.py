@@ -135,15 +135,17 @@ def vote_entry(deps: Dependencies, interaction: InteractionRecord, by: str, vote
 
 def action_entry(
     deps: Dependencies, root_turn_id: str, session_id: str, action: ActionRecord, outcome: AuditOutcome, at: float,
-    ran_with: Any,
+    ran_with: Any, rule: str | None = None,
 ) -> AuditRecord:  # fmt: skip
     """The record of what became of an approved action (``ran_with``: the input it was given; kept, where
-    inputs are, up to ``MAX_KEPT_BYTES`` of JSON: the whole input is in the snapshot)."""
+    inputs are, up to ``MAX_KEPT_BYTES`` of JSON: the whole input is in the snapshot; ``rule``: the
+    approval rule its approval was asked under, as its decision's record names it)."""
     keep = deps.settings.audit_inputs == "keep" and len(json.dumps(ran_with).encode()) <= MAX_KEPT_BYTES
     return AuditRecord(
         kind="action",
         outcome=outcome,
         at=at,
+        rule=rule,
         session_id=session_id,
         root_turn_id=root_turn_id,
         turn_id=action.turn_id or root_turn_id,

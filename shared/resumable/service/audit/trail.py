@@ -63,7 +63,9 @@ class AuditRecordView(View):
     request_id: str = Field(description="The question's id: every record of one question has it.")
     tool: str | None
     agent_path: list[str]
-    rule: str | None = Field(description="The approval rule the question was asked under (its name).")
+    rule: str | None = Field(
+        description="The approval rule the question was asked under (its name); of an action, its approval's."
+    )
     by: str | None = Field(description="Who answered: a principal, 'application', or 'expiry' (a rule denied it).")
     authentication: dict[str, str] | None = Field(
         description="How they proved it: {method: iam, arn, accessKey}, {method: jwt, subject, issuer}, ..."
