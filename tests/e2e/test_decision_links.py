@@ -28,6 +28,7 @@ from tests.e2e.local_api import call, settings
 from tests.patience import HANG_SECONDS, eventually
 
 ANN = "arn:aws:iam::000000000000:user/approver-ann"
+APPROVE = {"decision": "approve", "confirm": "yes"}  # (the demo's delete_record is destructive: the box ticked)
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +104,11 @@ def test_opening_a_link_shows_the_question_and_decides_nothing_its_form_decides_
         status, page = _page("GET", link)
         assert status == 200 and "delete_record" in page and "link-approve" in page and 'method="post"' in page
     assert _question(url, "link-approve", turn)["status"] == "requested"
-    status, page = _page("POST", link, {"decision": "approve"})
+    assert 'type="checkbox" id="confirm" name="confirm" value="yes" required' in page
+    status, page = _page("POST", link, {"decision": "approve"})  # (destructive: not without its box ticked)
+    assert status == 400 and "approving this call needs its confirmation (it runs delete_record link-approve" in page
+    assert _question(url, "link-approve", turn)["status"] == "requested", "nothing was recorded"
+    status, page = _page("POST", link, APPROVE)
     assert status == 200 and "Your approval is recorded" in page and "the turn is going on" in page
     _settles(url, "link-approve", turn)
     question = _question(url, "link-approve", turn)
@@ -131,7 +136,7 @@ def test_a_question_answered_in_words_is_answered_by_its_links_reply(links: Even
         turn, link = _ask(url, links, "link-reply")
         status, page = _page("GET", link)
         assert status == 200 and "which region?" in page and 'value="reply"' in page and "Approve" not in page
-        assert _page("POST", link, {"decision": "approve"})[0] == 400  # (it takes words)
+        assert _page("POST", link, APPROVE)[0] == 400  # (it takes words)
         status, page = _page("POST", link, {"decision": "reply", "text": "eu-west-1"})
         assert status == 200 and "Your answer is recorded" in page and "the turn is going on" in page
         _settles(url, "link-reply", turn)
@@ -143,9 +148,9 @@ def test_a_link_is_used_once_even_while_its_question_waits_for_a_second_approver
 ) -> None:
     with settings(APPROVAL_RULES='[{"tools": ["delete_*"], "required": 2}]', API_URL=url, DECISION_LINKS_AS=ANN):
         turn, link = _ask(url, links, "link-twice")
-        status, page = _page("POST", link, {"decision": "approve"})
+        status, page = _page("POST", link, APPROVE)
         assert status == 200 and "has 1 of the 2 approvals it needs: it waits for 1 more" in page
-        status, page = _page("POST", link, {"decision": "approve"})
+        status, page = _page("POST", link, APPROVE)
         assert status == 409 and "used already" in page
         assert len(_question(url, "link-twice", turn)["approvals"]) == 1
         # Opened again, the page says the link's approval is in and what it waits for, with no form.
@@ -173,7 +178,7 @@ def test_a_link_whose_vote_was_written_before_a_later_step_failed_stays_spent(
             return load(*args, **kwargs)
 
         monkeypatch.setattr(submit_approval, "load", failing_once)
-        assert _page("POST", link, {"decision": "approve"})[0] >= 500
+        assert _page("POST", link, APPROVE)[0] >= 500
         monkeypatch.setattr(submit_approval, "load", load)
         assert [v["by"] for v in _question(url, "link-failed-after", turn)["approvals"]] == [ANN]
         status, page = _page("POST", link, {"decision": "deny"})
@@ -190,7 +195,7 @@ def test_a_changed_expired_or_foreign_link_or_a_bad_form_is_refused_and_decides_
     held = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
     for changed in ({**held, "p": "arn:aws:iam::000000000000:user/approver-eve"}, {**held, "e": held["e"] + 86400}):
         forged = base64.urlsafe_b64encode(json.dumps(changed).encode()).decode().rstrip("=")
-        status, page = _page("POST", f"{url}/decide/{forged}.{mac}", {"decision": "approve"})  # (the old MAC)
+        status, page = _page("POST", f"{url}/decide/{forged}.{mac}", APPROVE)  # (the old MAC)
         assert status == 404 and "not a decision link this deployment made" in page
     assert _page("POST", link, {"decision": "maybe"})[0] == 400
     assert _page("POST", link, {"decision": "reply", "text": "yes"})[0] == 400  # (an approval takes approve or deny)
@@ -204,21 +209,21 @@ def test_a_changed_expired_or_foreign_link_or_a_bad_form_is_refused_and_decides_
     configured = handler_environment.model_copy(update={"decision_links_as": ANN})
     ids = ("link-refused", turn["turnId"], turn["interactions"][0]["requestId"])
     expired = _issued(configured, ids, 1_000_000, "e-old")
-    assert _page("POST", f"{url}/decide/{expired}", {"decision": "approve"})[0] == 410
+    assert _page("POST", f"{url}/decide/{expired}", APPROVE)[0] == 410
     ben = configured.model_copy(update={"decision_links_as": "arn:aws:iam::000000000000:user/approver-ben"})
     foreign = _issued(ben, ids, 4_000_000_000, "e-ben")
-    assert _page("POST", f"{url}/decide/{foreign}", {"decision": "approve"})[0] == 403
+    assert _page("POST", f"{url}/decide/{foreign}", APPROVE)[0] == 403
     monkeypatch.delenv("DECISION_LINKS_AS")  # (links turned off: every link stops working)
     forget()
     try:
-        assert _page("POST", link, {"decision": "approve"})[0] == 404
+        assert _page("POST", link, APPROVE)[0] == 404
     finally:
         monkeypatch.undo()
         forget()
     assert _question(url, "link-refused", turn)["status"] == "requested"
     # Its turn canceled: the question is no longer live, a 410 as the API answers (not a 409: nothing conflicts)
     assert call(url, "POST", f"/sessions/link-refused/turns/{turn['turnId']}/cancel")[0] == 200
-    status, page = _page("POST", link, {"decision": "approve"})
+    status, page = _page("POST", link, APPROVE)
     assert status == 410 and "Refused: the question is withdrawn" in page, page
 
 
@@ -233,6 +238,10 @@ def test_in_chromium_the_link_shows_the_question_and_approve_decides(
         page.goto(link)
         expect(page.get_by_role("heading")).to_contain_text("delete_record")
         expect(page.locator("pre")).to_contain_text("link-browser")
+        page.get_by_role("button", name="Approve: run it").click()  # (the box not ticked: the browser sends nothing)
+        expect(page.get_by_label("I confirm: approving runs delete_record link-browser")).to_be_focused()
+        assert _question(url, "link-browser", turn)["status"] == "requested"
+        page.get_by_label("I confirm: approving runs delete_record link-browser").check()
         page.get_by_role("button", name="Approve: run it").click()
         expect(page.get_by_role("heading")).to_have_text("Recorded")
         expect(page.locator("body")).to_contain_text("the turn is going on")
@@ -262,7 +271,7 @@ def test_a_link_made_with_the_key_but_never_issued_decides_nothing(
     key = LinkKey(handler_environment)
     rebuilt = {**held, "n": "a-guess-at-the-secret"}
     for forged in (rebuilt, {**held, "j": "a-fresh-link-id0"}, {**held, "r": "r" + "0" * 24}):
-        status, page = _page("POST", f"{url}/decide/{_minted(key, forged)}", {"decision": "approve"})
+        status, page = _page("POST", f"{url}/decide/{_minted(key, forged)}", APPROVE)
         assert status == 404 and "never issued" in page, page
         assert _page("GET", f"{url}/decide/{_minted(key, forged)}")[0] == 404
     assert _question(url, "link-minted", turn)["status"] == "requested"
@@ -285,8 +294,8 @@ def test_no_value_in_a_functions_environment_signs_a_link(links: EventResources,
             mac = hmac.new(value.encode(), f"decision-link\n{payload}".encode(), hashlib.sha256).digest()[:size]
             token = f"{payload}.{base64.urlsafe_b64encode(mac).decode().rstrip('=')}"
             if len(token) <= decision_links.MAX_LINK_CHARS:
-                assert _page("POST", f"{url}/decide/{token}", {"decision": "approve"})[0] == 404
+                assert _page("POST", f"{url}/decide/{token}", APPROVE)[0] == 404
                 tried += 1
     assert tried > 10 and _question(url, "link-environment", turn)["status"] == "requested"
-    assert _page("POST", link, {"decision": "approve"})[0] == 200  # (the issued link, as issued, decides)
+    assert _page("POST", link, APPROVE)[0] == 200  # (the issued link, as issued, decides)
     _settles(url, "link-environment", turn)

@@ -377,6 +377,7 @@ def test_the_slack_function_is_made_only_with_a_channel_and_hears_the_questions_
     assert rule["EventBusName"] == {"Ref": "EventBus"}
     assert rule["EventPattern"]["detail-type"] == [
         "Interaction Requested",
+        "Interaction Voted",
         "Interaction Answered",
         "Interaction Closed",
     ]

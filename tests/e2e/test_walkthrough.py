@@ -87,6 +87,7 @@ def test_every_step_of_the_printed_walkthrough_works_when_followed_literally(pri
         '"outcome": "denied", "at"',  # 7: the audit trail
         '"message": "not staging"',
         "approved  delete_record",
+        'button asks first: \\"Run it? Approving runs delete_record qa-db (risk: destructive)',  # 8: Slack's dialog
     ]
     for step in said:
         assert step.replace(": ", ":").replace(", ", ",") in out.replace(": ", ":").replace(", ", ","), step
@@ -148,6 +149,6 @@ def test_make_run_with_decision_links_starts_and_its_mail_holds_a_link_that_deci
             return found.group(1) if found else None
 
         decide = eventually(link, "the question's e-mail, with its link")
-        form = urllib.parse.urlencode({"decision": "approve"}).encode()
+        form = urllib.parse.urlencode({"decision": "approve", "confirm": "yes"}).encode()  # (destructive: ticked)
         with urllib.request.urlopen(urllib.request.Request(decide, data=form), timeout=HANG_SECONDS) as reply:
             assert reply.status == 200 and "Your approval is recorded" in reply.read().decode()

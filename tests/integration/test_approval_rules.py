@@ -85,8 +85,17 @@ def test_two_approvers_must_agree_and_the_second_settles_it(
     with pytest.raises(ConflictError, match=r"you \(alice\) already approved .* \(1 of 2 approvals"):
         answer(service, started, APPROVE, ALICE)
 
+    # The vote that waits is an event of its own (Slack draws its message again by it); the settling one is not
+    [voted] = _events(service, session_id, "Interaction Voted")
+    assert {k: voted[k] for k in ("requestId", "by", "approvals", "required")} == {
+        "requestId": asked.request_id, "by": "alice", "approvals": 1, "required": 2,
+    }  # fmt: skip
+    [requested] = _events(service, session_id, "Interaction Requested")
+    assert (requested["startedBy"], requested["rootPrompt"], requested["confirm"]) == (OWNER.identity, PROMPT, False)
+
     done = answer(service, started, APPROVE, BOB)
     assert done.status == "completed"
+    assert len(_events(service, session_id, "Interaction Voted")) == 1
     [settled] = done.interactions
     assert (settled.status, settled.response, settled.answered_by) == ("answered", APPROVE, "bob")
     assert [a.by for a in settled.approvals] == ["alice", "bob"]

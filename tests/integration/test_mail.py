@@ -17,7 +17,9 @@ from resumable.events.mail import AGENTS_WORDS
 from resumable.events.publisher import Publishing
 from resumable.exceptions import AwsError
 from resumable.local.events import EventResources, publishing, read_mail
+from resumable.runtime.rules import parse_rules
 from resumable.service import Service
+from resumable.service.caller import Caller
 from tests.clock import FakeClock
 from tests.patience import eventually
 
@@ -128,3 +130,19 @@ def test_a_mail_that_fails_in_one_session_spends_no_link_another_session_was_mai
     assert failures == [0] and len(tokens["mailed-1"]) == 2 and len(set(tokens["mailed-1"])) == 2
     for token in [*tokens["mailed-1"], *tokens["held-1"]]:
         assert service.decision_link(token)[1].status == "requested"  # (each still opens its question)
+
+
+def test_the_mail_shows_what_the_inbox_card_shows_to_judge_it_and_the_prompt_among_the_words_not_ours(
+    make_service: Callable[..., Service], configured: Settings
+) -> None:
+    rule = {"tools": ["delete_*"], "required": 2, "name": "two DBAs", "risk": "destructive", "impact": "no undo"}
+    service = make_service("nested", approval_rules=parse_rules([rule]))
+    service.start_turn("mailed-judged", f"delete it {HOSTILE}", Caller("arn:aws:iam::1:user/owner"))
+    with publishing(configured, lambda given: Publishing(given, FakeClock()).handle) as (resources, _):
+        mails = _mails(resources)
+        [(_, message)] = eventually(lambda: mails() or None, "the question's e-mail")
+    ours, _, theirs = message.partition(f"\n\n{AGENTS_WORDS}\n")
+    assert "Risk: destructive: no undo" in ours and "Turn started by arn:aws:iam::1:user/owner." in ours
+    assert "It needs 2 approvals from distinct approvers (its approval rule: two DBAs)." in ours
+    assert "each page asks you to confirm it first" in ours
+    assert "> Prompt: delete it <https://evil.example/approve|Approve>" in theirs and "evil.example" not in ours

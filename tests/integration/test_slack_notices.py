@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import calendar
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -16,12 +16,19 @@ from slack_sdk import WebClient
 
 from resumable.config import Settings
 from resumable.local.slack_standin import SlackStandIn, slack_stand_in
+from resumable.runtime.rules import parse_rules
+from resumable.service import Service
+from resumable.service.caller import Caller
+from resumable.slack.interactivity import process
+from resumable.slack.messages import APPROVE, Asked
 from resumable.slack.notices import Notices
+from resumable.slack.people import People
+from resumable.slack.requests import read
 from resumable.store import DynamoDBStore
 from resumable.store.records import InteractionRecord, InteractionStatus
 from resumable.store.slack_messages import CLAIM_SECONDS, SlackMessages
 from tests.inbox import write_interactions
-from tests.slack import requested
+from tests.slack import SIGNING_SECRET, button, requested, signed
 
 CHANNEL = "C0APPROVALS"
 ANN = "arn:aws:iam::000000000000:user/approver-ann"
@@ -240,3 +247,52 @@ def test_a_look_alike_event_changes_nothing_and_a_message_shows_what_the_table_h
     _held(store, "r3", deleted_generation=1)
     assert notices.handle(_requested("r3"), NOW + 4).endswith(f"in a deleted session): {nothing}")
     assert [m.updates for m in slack.in_channel(CHANNEL)] == [1]
+
+
+def test_a_vote_pressed_in_slack_draws_the_message_again_with_the_approvals_so_far_and_a_refused_press_changes_nothing(
+    aws: Settings, slack: SlackStandIn, make_service: Callable[..., Service], session_id: str
+) -> None:
+    owner, ben = "arn:aws:iam::000000000000:user/owner", "arn:aws:iam::000000000000:user/approver-ben"
+    rule = {"tools": ["delete_record"], "required": 3, "risk": "destructive", "impact": "gone for good"}
+    service = make_service("nested", approver_principals=(ANN, ben, owner), approval_rules=parse_rules([rule]))
+    started = service.start_turn(session_id, "delete it", Caller(owner))
+    [asked] = started.interactions
+    notices = _notices(aws, slack)
+    event = _requested(asked.request_id, sessionId=session_id, turnId=started.turn_id)
+    assert notices.handle(event, NOW) == f"{asked.request_id}: posted"
+    [message] = slack.in_channel(CHANNEL)
+    assert "Approvals: 0 of 3" in str(message.blocks) and "Turn started by " + owner in str(message.blocks)
+    assert "confirm" in message.blocks[-1]["elements"][0], "destructive: Approve asks first"
+    web = WebClient(token=slack.token, base_url=slack.url)
+    people = People({"U0ANN": ANN, "U0OWNER": owner}, {"T0TEAM"})
+    ids = Asked(session_id=session_id, turn_id=started.turn_id, request_id=asked.request_id)
+
+    def press(user: str) -> str:
+        body, headers = signed(button(APPROVE, ids, {"id": user, "username": user, "team_id": "T0TEAM"}))
+        return process(read(body, headers, SIGNING_SECRET), service, people, web, notices)
+
+    press("U0OWNER")  # the starter, under a rule of two: refused, told alone, and nothing changes
+    assert slack.ephemeral[-1][0] == "U0OWNER" and "Not yours to answer: " + owner in slack.ephemeral[-1][1]
+    [message] = slack.in_channel(CHANNEL)
+    assert message.updates == 0 and "Approvals: 0 of 3" in str(message.blocks)
+    press("U0ANN")
+    assert slack.ephemeral[-1] == ("U0ANN", "Your approval is recorded: 1 of 3. It waits for 2 more.")
+    [message] = slack.in_channel(CHANNEL)
+    assert message.updates == 1 and f"Approvals: 1 of 3: {ANN}" in str(message.blocks)
+    assert _buttons(message.blocks) == 2, "it still waits: its buttons stay"
+    press("U0ANN")  # a second vote by the same person: refused, told alone, and nothing changes
+    assert slack.ephemeral[-1][0] == "U0ANN" and slack.ephemeral[-1][1].startswith("Not recorded: ")
+    assert slack.in_channel(CHANNEL)[0].updates == 1
+    # A vote from another channel (the page, the CLI) is an Interaction Voted event: drawn again by it
+    service.submit_approval(session_id, started.turn_id, asked.request_id, {"decision": "approve"}, Caller(ben))
+    detail = {
+        "eventId": "e-voted", "sessionId": session_id, "turnId": started.turn_id, "sequence": 3,
+        "occurredAt": "2026-12-04T10:03:00Z", "requestId": asked.request_id, "childTurnId": asked.child_turn_id,
+        "by": ben, "approvals": 2, "required": 3, "votedAt": "2026-12-04T10:03:00Z",
+    }  # fmt: skip
+    assert (
+        notices.handle({"detail-type": "Interaction Voted", "detail": detail}, NOW)
+        == f"{asked.request_id}: drawn again"
+    )
+    [message] = slack.in_channel(CHANNEL)
+    assert message.updates == 2 and f"Approvals: 2 of 3: {ANN}, {ben}" in str(message.blocks)

@@ -50,3 +50,24 @@ def test_what_came_of_a_decision_obeys_no_control_or_format_character() -> None:
 def test_a_refusal_that_begins_with_a_principal_shows_it_as_it_is() -> None:
     page = outcome("Not yours to decide", f"{ANN} is not one of the approvers of the approval rule 'dba'")
     assert f"<p>{ANN} is not one of the approvers" in page and "Arn:" not in page
+
+
+def test_the_page_shows_what_the_inbox_card_shows_and_a_destructive_approval_needs_its_box_ticked() -> None:
+    rule = {"name": "two", "tools": ["drop_*"], "approvers": None, "required": 2, "self_approval": False}
+    asked = _question("approval", {"tool": "drop_db", "input": {"db": "prod"}, "explanation": HOSTILE})
+    asked = InteractionView.model_validate(
+        asked.model_dump(by_alias=False)
+        | {
+            "started_by": "arn:aws:iam::1:user/owner", "root_prompt": "tidy up " + "x" * 900,
+            "explanation": HOSTILE, "risk": "destructive", "impact": "no undo", "confirm": True, "rule": rule,
+            "approvals": [{"by": "arn:aws:iam::1:user/alice", "at": "2026-12-04T10:00:00Z"}], "summary": "drop_db prod",
+        }
+    )  # fmt: skip
+    page = confirmation(ANN, asked)
+    assert "Risk: destructive. no undo" in page and "Turn started by arn:aws:iam::1:user/owner" in page
+    assert "Prompt: tidy up" in page and "x" * 400 not in page and "The agent's reason: &lt;!channel&gt;" in page
+    assert "Approvals: 1 of 2: arn:aws:iam::1:user/alice" in page
+    assert '<input type="checkbox" id="confirm" name="confirm" value="yes" required>' in page
+    assert "I confirm: approving runs <b>drop_db prod</b>" in page
+    plain = confirmation(ANN, _question("approval", {"tool": "read_db", "input": {}}))
+    assert 'name="confirm"' not in plain and "Approvals" not in plain and "Turn started by" not in plain

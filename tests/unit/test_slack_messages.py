@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from resumable.events.schemas import InteractionRequested
+from resumable.service.views import InteractionView
 from resumable.slack.messages import (
     MAX_SECTION_CHARS,
     Asked,
@@ -161,3 +162,56 @@ def test_a_request_from_the_future_or_a_payload_of_the_wrong_shape_is_refused_in
     ):
         with pytest.raises(SlackRequestError, match=said):
             read(*signed(payload, now), SIGNING_SECRET, now)
+
+
+def _held(**changed: Any) -> InteractionView:
+    """The question as the table holds it (what the inbox card shows to judge it)."""
+    return InteractionView.model_validate(
+        {
+            "session_id": "s1", "request_id": "r1", "interrupt_id": "i1", "turn_id": "t1", "child_turn_id": None,
+            "name": "approval", "reason": {"tool": "delete_record", "input": {"name": "prod-db"}},
+            "agent_path": ["orchestrator", "db_admin"], "status": "requested", "editable": True, "response": None,
+            "answered_by": None, "answered_at": None, "expires_at": "2026-12-04T11:00:00Z",
+            "summary": "delete_record prod-db", "started_by": "arn:aws:iam::1:user/owner", "root_prompt": "tidy up",
+            **changed,
+        }
+    )  # fmt: skip
+
+
+def _approve(blocks: list[dict[str, Any]]) -> dict[str, Any]:
+    [actions] = [b for b in blocks if b["type"] == "actions"]
+    return dict(next(e for e in actions["elements"] if e["text"]["text"] == "Approve"))
+
+
+def test_a_destructive_call_asks_for_a_confirmation_naming_what_runs_before_approve_sends_anything() -> None:
+    held = _held(risk="destructive", impact="Deletes it for good", confirm=True)
+    approve = _approve(question(_asked(), held))
+    dialog = approve["confirm"]
+    assert (dialog["title"]["text"], dialog["confirm"]["text"], dialog["deny"]["text"]) == (
+        "Run it?",
+        "Approve: run it",
+        "Cancel",
+    )
+    said = dialog["text"]["text"]
+    assert said == "Approving runs delete_record prod-db (risk: destructive). Deletes it for good"
+    assert approve["style"] == "danger" and len(said) <= 300
+    # A rule's confirm asks too, under any risk; a call that needs none is one press, as before
+    assert "confirm" in _approve(question(_asked(), _held(risk="low", confirm=True)))
+    assert "confirm" not in _approve(question(_asked(), _held(risk="low")))
+    assert "confirm" not in _approve(question(_asked()))  # (no question held: nothing to judge it by)
+
+
+def test_the_message_shows_what_the_inbox_card_shows_to_judge_it_literally() -> None:
+    rule = {"name": "two", "tools": ["delete_*"], "approvers": None, "required": 2, "self_approval": False}
+    vote = {"by": "arn:aws:iam::1:user/alice", "at": "2026-12-04T10:01:00Z"}
+    held = _held(
+        risk="high", impact=HOSTILE, root_prompt=HOSTILE + "x" * 2000, reason={"explanation": HOSTILE},
+        started_by_name=HOSTILE, rule=rule, approvals=[vote], explanation=HOSTILE,
+    )  # fmt: skip
+    shown = "\n".join(_texts(question(_asked(), held)))
+    assert "*Risk: high*: &lt;!channel&gt;" in shown and "Turn started by arn:aws:iam::1:user/owner (" in shown
+    assert "Approvals: 1 of 2: arn:aws:iam::1:user/alice" in shown and "The agent's reason: &lt;!channel&gt;" in shown
+    assert "Prompt: &lt;!channel&gt;" in shown and "x" * 400 not in shown, "the prompt is cut"
+    assert "<!channel>" not in shown and "\u202e" not in shown and "\x07" not in shown
+    assert "({ago})" in shown, "the time left, as Slack counts it"
+    assert "Approvals" not in "\n".join(_texts(question(_asked(), _held()))), "one approval needed: no count"

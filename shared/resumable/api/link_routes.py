@@ -5,7 +5,7 @@ Only the DecisionLinks function serves them (``resumable.api.app.build_app(links
 | route | reply |
 |---|---|
 | ``GET /decide/{token}`` | 200 the question and its forms; it decides nothing (mail scanners open links) |
-| ``POST /decide/{token}`` (a form: ``decision=approve|deny|reply``, ``text``) | 200 what came of it |
+| ``POST /decide/{token}`` (a form: ``decision=approve|deny|reply``, ``text``, ``confirm=yes``) | 200 what came of it |
 
 Once the link's approval is in and its question waits for other approvers, the page shows that, with no
 form.
@@ -77,13 +77,13 @@ def use_link(token: str) -> Response[Any]:
         said = f"The form is larger than this page's forms are ({len(body)} characters sent): nothing was decided."
         return _html(400, outcome("Nothing was decided", said))
     form = parse_qs(body, keep_blank_values=True)
-    unknown = sorted(set(form) - {"decision", "text"})
+    unknown = sorted(set(form) - {"decision", "text", "confirm"})
     if unknown:  # (a field this form does not have would be lost: a deny's reason as "message", say)
-        said = f"The form has a field it does not take ({unknown[0][:40]!r}; it takes decision and text)"
+        said = f"The form has a field it does not take ({unknown[0][:40]!r}; it takes decision, text and confirm)"
         said += ": open the link again."
         return _html(400, outcome("Nothing was decided", said + " Nothing was decided."))
-    decisions, texts = form.get("decision") or [], form.get("text") or []
-    if len(decisions) != 1 or decisions[0] not in ("approve", "deny", "reply") or len(texts) > 1:
+    decisions, texts, confirms = form.get("decision") or [], form.get("text") or [], form.get("confirm") or []
+    if len(decisions) != 1 or decisions[0] not in ("approve", "deny", "reply") or len(texts) > 1 or len(confirms) > 1:
         said = "The form must say one of approve, deny or reply (and at most one text): open the link again."
         return _html(400, outcome("Nothing was decided", said + " Nothing was decided."))
     # (a browser sends a line break as \r\n, which its maxlength counts as one character)
@@ -91,8 +91,9 @@ def use_link(token: str) -> Response[Any]:
     if text is not None and len(text) > MAX_TEXT_CHARS:
         said = f"The text is {len(text)} characters, the most is {MAX_TEXT_CHARS}: shorten it. Nothing was decided."
         return _html(400, outcome("Nothing was decided", said))
+    confirmed = confirms == ["yes"]  # (the box naming what will run, ticked: a destructive approval needs it)
     try:
-        request_id, turn = service().decide_by_link(path_param("token", token), decision, text)  # type: ignore[arg-type]
+        request_id, turn = service().decide_by_link(path_param("token", token), decision, text, confirmed)  # type: ignore[arg-type]
     except ServiceError as error:
         return _refused(error)
     from resumable.web.decision_page import standing

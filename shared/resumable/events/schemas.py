@@ -23,6 +23,7 @@ from resumable.store.outbox import (
     INTERACTION_CLOSED,
     INTERACTION_ESCALATED,
     INTERACTION_REQUESTED,
+    INTERACTION_VOTED,
     SESSION_DELETED,
     SESSION_RESTORED,
     TURN_SETTLED,
@@ -71,6 +72,31 @@ class InteractionRequested(EventDetail):
         description="The inbox page focused on this question (/inbox#q-<requestId>), when the publisher knows the "
         "API: where a person decides (opening it decides nothing).",
     )
+    # What a person judges it by, as the inbox card shows it (none of it in events written before it was).
+    started_by: str | None = Field(default=None, description="The principal who started the turn that asks.")
+    started_by_name: str | None = Field(
+        default=None,
+        description="The name their sign-in token gives, where it gives one: a claim the person may be able to set, "
+        "shown beside startedBy, never instead of it.",
+    )
+    root_prompt: str | None = Field(default=None, description="The prompt that started the root turn (cut).")
+    risk: str | None = Field(default=None, description="low, medium, high or destructive (the tool's or its rule's).")
+    impact: str | None = Field(default=None, description="One line: what the call touches.")
+    confirm: bool = Field(
+        default=False,
+        description="Approving needs a confirmation naming what will happen (destructive, or its rule's).",
+    )
+
+
+class InteractionVoted(EventDetail):
+    """An approval under an approval rule that leaves the question waiting for more approvers."""
+
+    request_id: str
+    child_turn_id: str | None
+    by: str = Field(description="Who approved.")
+    approvals: int = Field(ge=1, description="How many distinct approvers have approved so far.")
+    required: int = Field(ge=2, description="How many its rule requires.")
+    voted_at: str
 
 
 class InteractionAnswered(EventDetail):
@@ -145,6 +171,7 @@ MODELS: dict[str, type[EventDetail]] = {
     INTERACTION_ANSWERED: InteractionAnswered,
     INTERACTION_CLOSED: InteractionClosed,
     INTERACTION_ESCALATED: InteractionEscalated,
+    INTERACTION_VOTED: InteractionVoted,
     TURN_SETTLED: TurnSettled,
     ACTION_REPORTED: ActionReported,
     SESSION_DELETED: SessionDeleted,

@@ -9,7 +9,8 @@ it with ``base_url=stand_in.url``. Local only: it never ships in the layer.
 It also plays the person at the Slack client: ``GET /local/messages`` shows the channels
 (``?request=<requestId>``: that question's message), what each person was told alone and the modals
 opened; ``POST /local/press`` (``{"request"`` or ``"ts", "button": "approve" | "deny" | "edit",
-"user"}``) presses a button of a question's message, and ``POST /local/submit`` (``{"user",
+"user"}``, and ``"confirm": true`` for a button whose confirmation dialog Slack shows first) presses
+a button of a question's message, and ``POST /local/submit`` (``{"user",
 "text"}``) submits the modal last opened; each is sent to ``interactions_url`` as Slack sends it: a
 form field ``payload``, signed with the signing secret by slack_sdk's own signer."""
 
@@ -66,23 +67,28 @@ class SlackStandIn:
         with self._lock:
             return [m for (c, _), m in sorted(self.messages.items()) if c == channel]
 
-    def press(self, message: str, button: str, user: str) -> dict[str, Any]:
+    def press(self, message: str, button: str, user: str, confirmed: bool = False) -> dict[str, Any]:
         """The ``block_actions`` payload of ``user`` pressing ``button`` on the message ``message``
-        (its ``ts``, or the request id of the question it asks)."""
+        (its ``ts``, or the request id of the question it asks). A button that carries a confirmation
+        dialog sends nothing until it is ``confirmed``, as Slack's client shows the dialog first."""
         found = [m for (_, t), m in self.messages.items() if message in (t, m.request_id)]
         if not found:
             raise LookupError(f"no message {message!r}: GET /local/messages lists them")
         ts = found[0].ts
         action_id = BUTTONS.get(button, "")
-        values = [
-            e["value"]
+        pressed = [
+            e
             for b in found[0].blocks
             for e in b.get("elements", [])
             if e.get("type") == "button" and e.get("action_id") == action_id
         ]
-        if not values:
+        if not pressed:
             raise LookupError(f"the message {ts!r} has no {button!r} button (settled already?)")
-        return button_payload(action_id, values[0], self._person(user), found[0].channel, ts)
+        dialog = pressed[0].get("confirm")
+        if dialog and not confirmed:
+            asks = f"{dialog['title']['text']} {dialog['text']['text']}"
+            raise LookupError(f'the {button!r} button asks first: "{asks}"; press it again with "confirm": true')
+        return button_payload(action_id, pressed[0]["value"], self._person(user), found[0].channel, ts)
 
     def submit(self, user: str, text: str | None) -> dict[str, Any]:
         """The ``view_submission`` payload of ``user`` submitting the modal last opened with ``text``."""
@@ -284,7 +290,8 @@ def slack_stand_in(
                     raise ValueError('send a JSON object with "user" (a Slack user id, e.g. U0LOCAL)')
                 if path == "/local/press":
                     message = asked.get("request") or asked.get("ts")
-                    payload = stand_in.press(str(message), str(asked.get("button")), asked["user"])
+                    confirmed = asked.get("confirm") is True
+                    payload = stand_in.press(str(message), str(asked.get("button")), asked["user"], confirmed)
                 else:
                     payload = stand_in.submit(asked["user"], asked.get("text"))
                 status, body = stand_in.send(payload)

@@ -158,14 +158,19 @@ class Service:
         return link.p, asked
 
     def decide_by_link(
-        self, token: str, decision: Literal["approve", "deny", "reply"], text: str | None = None
+        self,
+        token: str,
+        decision: Literal["approve", "deny", "reply"],
+        text: str | None = None,
+        confirmed: bool = False,
     ) -> tuple[str, TurnView]:
         """Take a one-click decision link's decision, once (its page's POST): the question's request
-        id, and its turn after."""
+        id, and its turn after. Approving a call that needs a confirmation (destructive, or its rule's)
+        needs ``confirmed``: the page's box naming what will run, ticked."""
         from resumable.service.answering.decision_links import decide
 
         self._agents()
-        return decide(self.deps, token, decision, text)
+        return decide(self.deps, token, decision, text, confirmed)
 
     def cancel(self, session_id: str, turn_id: str, principal: Caller | str | None = None) -> TurnView:
         from resumable.service.advancing.cancel import cancel

@@ -13,6 +13,7 @@ from resumable.runtime.interrupts import APPROVAL_INTERRUPT
 from resumable.runtime.rules import RISKS, ApprovalRule, Risk
 from resumable.service.access import rule_of
 from resumable.service.limits import is_preview
+from resumable.store.outbox import impact_of
 from resumable.store.records import (
     ActionRecord,
     InteractionRecord,
@@ -128,6 +129,13 @@ class InteractionView(View):
     )
     dismissed_by_you: bool = Field(default=False, description="In the inbox: the reader dismissed it.")
 
+    @property
+    def needs_confirmation(self) -> bool:
+        """Whether approving it needs a confirmation naming what will run, on every channel (the page asks
+        again, the CLI has the tool's name typed, Slack shows its dialog, a decision link's box): a
+        destructive call, or its rule's ``confirm``."""
+        return self.confirm or self.risk == "destructive"
+
     @classmethod
     def of(cls, record: InteractionRecord, now: float | None = None) -> InteractionView:
         """The interaction as a caller sees it; one past its expiry shows as ``expired`` even before
@@ -160,7 +168,7 @@ class InteractionView(View):
             root_prompt=record.root_prompt,
             explanation=_text(record.reason, "explanation"),
             risk=record.risk if record.risk in RISKS else None,
-            impact=(rule.impact if rule else None) or _text(record.reason, "impact"),
+            impact=impact_of(record),
             confirm=record.confirm,
             approvals=[
                 VoteView(by=by, at=iso(vote.at) or "", input=vote.input, message=vote.message)

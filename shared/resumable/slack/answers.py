@@ -50,6 +50,7 @@ class Reply(BaseModel):
     text: str | None = None  # told to the person who clicked, to them alone (mrkdwn, escaped)
     modal: dict[str, Any] | None = None  # opened for them (views.open, with the click's trigger id)
     errors: dict[str, str] | None = None  # a modal's fields refused, shown in the modal
+    voted: bool = False  # an approval recorded that leaves the question waiting for more: its message is drawn again
 
 
 def _say(text: str) -> Reply:
@@ -87,7 +88,10 @@ def answer(service: Service, click: Click, people: People) -> Reply:
         return _say(f"Not recorded: {error}")
     except ServiceError as error:
         return _say(_refused(error))
-    return _say(_told(turn, asked.request_id, response, caller.identity))
+    told = _say(_told(turn, asked.request_id, response, caller.identity))
+    question = next((i for i in turn.interactions if i.request_id == asked.request_id), None)
+    waits = question is not None and question.status == "requested" and bool(question.approvals)
+    return told.model_copy(update={"voted": waits})
 
 
 def _modal(service: Service, click: Click, caller: Caller) -> Reply:

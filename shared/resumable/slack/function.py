@@ -152,7 +152,7 @@ class SlackFunction:
             self.process(click)  # (not lost: answered now, though Slack may have stopped waiting)
 
     def process(self, click: Click) -> str:
-        return process(click, self.service, self.people(), self.web())
+        return process(click, self.service, self.people(), self.web(), self.notices())
 
     def notices(self) -> Notices:
         return Notices(

@@ -8,14 +8,21 @@ submission came from nowhere known)."""
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from slack_sdk.errors import SlackApiError
+
+from resumable.exceptions import AwsError
 from resumable.service import Service
+from resumable.service.ids import root_of
 from resumable.slack.answers import answer
 from resumable.slack.messages import INPUT_FIELD
 from resumable.slack.people import People
 from resumable.slack.requests import Click, SlackRequestError, read
+
+logger = logging.getLogger(__name__)
 
 
 class SlackWeb(Protocol):
@@ -53,9 +60,24 @@ def acknowledge(body: str | bytes, headers: dict[str, str], signing_secret: str,
     return Ack(200, None, click)
 
 
-def process(click: Click, service: Service, people: People, slack: SlackWeb) -> str:
-    """Answer ``click`` and tell its person what happened: what was done, in words."""
+class Redrawn(Protocol):
+    """Where a question's message is drawn again as the table holds it (``Notices``)."""
+
+    def refresh(self, session_id: str, root_turn_id: str, request_id: str, now: float | None = None) -> str: ...
+
+
+def process(click: Click, service: Service, people: People, slack: SlackWeb, notices: Redrawn | None = None) -> str:
+    """Answer ``click`` and tell its person what happened: what was done, in words. A vote that leaves
+    the question waiting for more has its message drawn again (``notices``): the approvals so far."""
     reply = answer(service, click, people)
+    if reply.voted and notices is not None:
+        asked = click.asked
+        try:
+            notices.refresh(asked.session_id, root_of(asked.turn_id), asked.request_id)
+        except (AwsError, SlackApiError):  # (the vote is recorded: a message not drawn again is logged, not raised)
+            logger.exception(
+                "request_id=<%s> | the vote is recorded; its message was not drawn again", asked.request_id
+            )
     if reply.modal is not None:
         slack.views_open(trigger_id=click.trigger_id, view=reply.modal)
         return f"{click.kind}: opened its modal for {click.user_id}"

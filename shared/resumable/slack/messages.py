@@ -2,7 +2,13 @@
 expiry, and the buttons), the same message once it is settled (who settled it and when, no
 buttons), and the two modals a button opens (a deny's message, an approval's edited input). Built
 with slack_sdk's Block Kit models; the ids a button answers are in its value, as JSON. What an agent
-wrote is shown literally wherever it goes, the message's top-level text included (``escaped``)."""
+wrote is shown literally wherever it goes, the message's top-level text included (``escaped``).
+
+Given the question as the table holds it (``InteractionView``), the message also shows what the inbox
+card shows to judge it: the risk and the impact, who started the turn, its prompt (cut), the agent's
+reason, the time left, and under a rule of several approvers the approvals so far ("1 of 2: alice");
+an approval that needs a confirmation (a ``destructive`` risk, or its rule's ``confirm``) carries
+Block Kit's confirmation dialog on Approve, naming what will run, so one press approves nothing."""
 
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from slack_sdk.models.blocks import (
     ActionsBlock,
     ButtonElement,
+    ConfirmObject,
     ContextBlock,
     InputBlock,
     MarkdownTextObject,
@@ -24,11 +31,14 @@ from slack_sdk.models.views import View
 
 from resumable.events.schemas import InteractionRequested
 from resumable.plain import hidden, plain
+from resumable.service.views import InteractionView
 
 MAX_SECTION_CHARS = 3000  # Slack's limit on a section's text
 MAX_INPUT_CHARS = 2500  # of the input's JSON shown, once escaped
 MAX_LINE_CHARS = 400  # of the agent path, the tool's name, the summary, the fallback text, each, once escaped
 MAX_MODAL_INPUT_CHARS = 3000  # Slack's limit on a text input's initial value
+MAX_PROMPT_CHARS, MAX_REASON_CHARS = 300, 600  # of the turn's prompt and the agent's reason shown, once escaped
+MAX_CONFIRM_CHARS = 300  # Slack's limit on a confirmation dialog's text
 APPROVE, DENY, EDIT = "resumable_approve", "resumable_deny", "resumable_edit"
 DENY_MODAL, EDIT_MODAL = "resumable_deny_modal", "resumable_edit_modal"
 MESSAGE_FIELD, INPUT_FIELD = "message", "input"
@@ -59,22 +69,62 @@ class Opened(BaseModel):
     message_ts: str | None = None
 
 
-def question(asked: InteractionRequested) -> list[dict[str, Any]]:
-    """The message for a question as it is asked: what it is, and the buttons that answer it (an
-    approval's; another question is answered in words, on the inbox page it links to)."""
+def question(asked: InteractionRequested, held: InteractionView | None = None) -> list[dict[str, Any]]:
+    """The message for a question as it is asked: what it is (with ``held``, the question as the table
+    holds it: what the inbox card shows to judge it), and the buttons that answer it (an approval's;
+    another question is answered in words, on the inbox page it links to)."""
+    judged = _judged(held) if held is not None else []
     if asked.name != APPROVAL:
         link = asked.inbox_url or asked.answer_url
         where = f"<{link}|Answer it on the inbox page>" if link else "Answer it on the inbox page."
-        return [*_what(asked), _expiry(asked), _markdown_section(where)]
+        return [*_what(asked), *judged, _expiry(asked), _markdown_section(where)]
     ids = Asked(session_id=asked.session_id, turn_id=asked.turn_id or "", request_id=asked.request_id).value()
-    buttons = [
-        ButtonElement(text="Approve", action_id=APPROVE, value=ids, style="primary"),
-        ButtonElement(text="Deny", action_id=DENY, value=ids, style="danger"),
-    ]
+    confirm = held is not None and held.needs_confirmation
+    approve = ButtonElement(
+        text="Approve", action_id=APPROVE, value=ids, style="danger" if confirm else "primary",
+        confirm=_confirmation(asked, held) if confirm and held is not None else None,
+    )  # fmt: skip
+    buttons = [approve, ButtonElement(text="Deny", action_id=DENY, value=ids, style="danger")]
     if asked.editable:
         buttons.append(ButtonElement(text="Edit", action_id=EDIT, value=ids))
     actions = ActionsBlock(block_id=f"answer:{asked.request_id}", elements=buttons)
-    return [*_what(asked), _expiry(asked), actions.to_dict()]
+    return [*_what(asked), *judged, _expiry(asked), actions.to_dict()]
+
+
+def _confirmation(asked: InteractionRequested, held: InteractionView) -> ConfirmObject:
+    """The dialog Approve opens before anything is sent: what will run, and its risk and impact."""
+    said = f"Approving runs {held.summary or asked.tool or asked.name}"
+    said += f" (risk: {held.risk})" if held.risk else ""
+    said += f". {held.impact}" if held.impact else "."
+    if held.rule is not None and held.rule.required > 1:
+        said += f" Yours is one of the {held.rule.required} approvals it needs."
+    return ConfirmObject(
+        title="Run it?",
+        text=MarkdownTextObject(text=escaped(said, MAX_CONFIRM_CHARS), verbatim=True),
+        confirm="Approve: run it",
+        deny="Cancel",
+        style="danger",
+    )
+
+
+def _judged(held: InteractionView) -> list[dict[str, Any]]:
+    """What the inbox card shows to judge the question: risk and impact, who started the turn and its
+    prompt, the agent's reason, and the approvals so far under a rule of several approvers."""
+    lines = []
+    if held.risk or held.impact:
+        risk = f"*Risk: {escaped(held.risk, 20)}*" if held.risk else "*Impact*"
+        lines.append(risk + (f": {escaped(held.impact, MAX_LINE_CHARS)}" if held.impact else ""))
+    if held.started_by:
+        name = f" ({escaped(held.started_by_name, 100)}, as their sign-in says)" if held.started_by_name else ""
+        lines.append(f"Turn started by {escaped(held.started_by, MAX_LINE_CHARS)}{name}")
+    if held.root_prompt:
+        lines.append(f"Prompt: {escaped(held.root_prompt, MAX_PROMPT_CHARS)}")
+    if held.explanation:
+        lines.append(f"The agent's reason: {escaped(held.explanation, MAX_REASON_CHARS)}")
+    if held.rule is not None and held.rule.required > 1:
+        voters = [escaped(vote.by, 100) for vote in held.approvals]
+        lines.append(f"Approvals: {len(voters)} of {held.rule.required}" + (f": {', '.join(voters)}" if voters else ""))
+    return [_markdown_section("\n".join(lines))] if lines else []
 
 
 def settled(asked: InteractionRequested, outcome: str) -> list[dict[str, Any]]:
@@ -150,8 +200,10 @@ def _markdown_section(text: str) -> dict[str, Any]:
 
 
 def _expiry(asked: InteractionRequested) -> dict[str, Any]:
+    """When it expires, in each reader's own time zone, and how long is left ("in 3 hours"), which
+    Slack counts as it shows the message."""
     at = datetime.fromisoformat(asked.expires_at.replace("Z", "+00:00"))
-    shown = f"<!date^{int(at.timestamp())}^{{date_short_pretty}} at {{time}}|{escaped(asked.expires_at, 40)}>"
+    shown = f"<!date^{int(at.timestamp())}^{{date_short_pretty}} at {{time}} ({{ago}})|{escaped(asked.expires_at, 40)}>"
     return ContextBlock(elements=[MarkdownTextObject(text=f"Expires {shown}", verbatim=True)]).to_dict()
 
 

@@ -1,7 +1,9 @@
 """The bus's events, in Slack: each ``Interaction Requested`` posted to the channel as a question
 with its buttons (once, however often the event is delivered), and the message updated in place,
 its buttons gone, once the question settles by any path (``Interaction Answered``: the page, the
-CLI, Slack, another person; ``Interaction Closed``: expiry, a cancel). Events come at least once and
+CLI, Slack, another person; ``Interaction Closed``: expiry, a cancel), and drawn again with the
+approvals so far at each vote under a rule of several approvers (``Interaction Voted``, from any
+channel; a vote pressed in Slack draws it at once too). Events come at least once and
 in any order; ``SlackMessages`` keeps the message's place and the outcome so that neither is lost
 whichever comes first.
 
@@ -18,13 +20,15 @@ import logging
 import time
 from typing import Any, Protocol
 
-from resumable.events.schemas import InteractionAnswered, InteractionClosed, InteractionRequested
+from resumable.events.schemas import InteractionAnswered, InteractionClosed, InteractionRequested, InteractionVoted
 from resumable.service.ids import root_of
+from resumable.service.views import InteractionView
 from resumable.slack.messages import fallback, question, settled
 from resumable.store.outbox import (
     INTERACTION_ANSWERED,
     INTERACTION_CLOSED,
     INTERACTION_REQUESTED,
+    INTERACTION_VOTED,
     interaction_requested,
 )
 from resumable.store.records import InteractionRecord
@@ -74,13 +78,16 @@ class Notices:
             held = self._held(asked)
             if held is None or held.status != "requested" or held.deleted_generation is not None:
                 return self._unmatched(kind, asked, held)
-            return self._post(self._as_held(held, asked), at)
+            return self._post(self._as_held(held, asked), InteractionView.of(held, at), at)
         if kind == INTERACTION_ANSWERED:
             answered = InteractionAnswered.model_validate(detail)
             held = self._held(answered)
             if held is None or held.status != "answered":
                 return self._unmatched(kind, answered, held)
             return self._settle(held, _answered(held), at)
+        if kind == INTERACTION_VOTED:  # (the approvals so far, as the table holds them: drawn again)
+            voted = InteractionVoted.model_validate(detail)
+            return self.refresh(voted.session_id, root_of(voted.turn_id or ""), voted.request_id, at)
         if kind == INTERACTION_CLOSED:
             closed = InteractionClosed.model_validate(detail)
             held = self._held(closed)
@@ -137,13 +144,34 @@ class Notices:
             }
         )
 
-    def _post(self, asked: InteractionRequested, now: float) -> str:
+    def refresh(self, session_id: str, root_turn_id: str, request_id: str, now: float | None = None) -> str:
+        """The message of a question that still waits, drawn again as the table holds it now (the
+        approvals so far): after a vote. What was done, in words."""
+        at = time.time() if now is None else now
+        held = self.interactions.get_interaction(session_id, root_turn_id, request_id)
+        where = self.messages.get(session_id, request_id)
+        if held is None or held.status != "requested" or where is None or where.ts is None or where.asked is None:
+            return f"{request_id}: no waiting question's message to draw again"
+        if where.outcome:
+            return f"{request_id}: its message shows it settled already"
+        asked = self._as_held(held, InteractionRequested.model_validate_json(where.asked))
+        blocks = question(asked, InteractionView.of(held, at))
+        self.slack.chat_update(channel=where.channel, ts=where.ts, text=fallback(asked.summary), blocks=blocks)
+        # A settling that recorded its outcome while this drew the buttons again may have drawn its own
+        # message first: drawn settled again, last (one recorded after this read draws after it anyway).
+        again = self.messages.get(session_id, request_id)
+        if again is not None and again.outcome:
+            self._update(again)
+            return f"{request_id}: settled while drawn again: {again.outcome}"
+        return f"{request_id}: drawn again"
+
+    def _post(self, asked: InteractionRequested, held: InteractionView, now: float) -> str:
         claimed = self.messages.claim_post(
             asked.session_id, asked.request_id, asked.model_dump_json(by_alias=True), now, now + self.keep_seconds
         )
         if claimed is None:
             return f"{asked.request_id}: posted already (or being posted)"
-        blocks = settled(asked, claimed.outcome) if claimed.outcome else question(asked)
+        blocks = settled(asked, claimed.outcome) if claimed.outcome else question(asked, held)
         channel = (asked.rule or {}).get("slackChannel") or self.channel  # (the rule's own channel, if it names one)
         reply = self.slack.chat_postMessage(channel=channel, text=fallback(asked.summary), blocks=blocks)
         where = self.messages.posted(asked.session_id, asked.request_id, reply["channel"], reply["ts"])

@@ -125,10 +125,12 @@ class Answers(ABC):
         now: float,
         *,
         audit: AuditRecord | None = None,
+        event: OutboxEvent | None = None,
     ) -> AnswerOutcome:
         """Add a vote that does not settle the interaction (``condition``: ``AnswerCondition.vote``), in
-        one conditional write (with its ``audit`` entry): it must be ``requested``, unexpired and hold
-        the votes it was read with (``voted``; else ``refused`` with it as it is now, or ``missing``)."""
+        one conditional write (with its ``audit`` entry and its outbox ``event``): it must be
+        ``requested``, unexpired and hold the votes it was read with (``voted``; else ``refused`` with it
+        as it is now, or ``missing``)."""
 
     @abstractmethod
     def get_interaction(self, session_id: str, root_turn_id: str, request_id: str) -> InteractionRecord | None: ...

@@ -94,6 +94,7 @@ class InteractionItems(Table):
         now: float,
         *,
         audit: AuditRecord | None = None,
+        event: OutboxEvent | None = None,
     ) -> AnswerOutcome:
         vote = self._open_interaction(session_id, root_turn_id, request_id, now, condition)
         if condition.votes is None:
@@ -102,7 +103,10 @@ class InteractionItems(Table):
         _with_votes(vote, condition.votes)
         try:
             audited = [audit_put(self.table, audit, self.shards)] if audit is not None else []
-            self._transact_write([{"Update": vote}, self._waiting(session_id, root_turn_id), *audited])
+            # (its event, under the count it brings the votes to: the one vote that lands at that count writes it)
+            sk = f"TURN#{root_turn_id}#EVENT#voted#{request_id}#{condition.votes.counted + 1:03d}"
+            told = [event_put(self.table, session_id, sk, event)] if event is not None else []
+            self._transact_write([{"Update": vote}, self._waiting(session_id, root_turn_id), *audited, *told])
         except ClientError as error:
             refused = refusal(error)
             if refused is None:

@@ -26,6 +26,7 @@ INTERACTION_REQUESTED = "Interaction Requested"
 INTERACTION_ANSWERED = "Interaction Answered"
 INTERACTION_CLOSED = "Interaction Closed"
 INTERACTION_ESCALATED = "Interaction Escalated"
+INTERACTION_VOTED = "Interaction Voted"
 TURN_SETTLED = "Turn Settled"
 ACTION_REPORTED = "Action Reported"
 SESSION_DELETED = "Session Deleted"
@@ -35,6 +36,7 @@ DETAIL_TYPES = (
     INTERACTION_ANSWERED,
     INTERACTION_CLOSED,
     INTERACTION_ESCALATED,
+    INTERACTION_VOTED,
     TURN_SETTLED,
     ACTION_REPORTED,
     SESSION_DELETED,
@@ -130,8 +132,46 @@ def interaction_requested(interaction: InteractionRecord) -> OutboxEvent:
             "rule": None if interaction.rule is None else {to_camel(k): v for k, v in interaction.rule.items()},
             "reason": interaction.reason,
             "summary": summary(interaction),
+            # (what a person judges it by, as the inbox card shows it: the e-mail and Slack show it too)
+            "startedBy": interaction.started_by,
+            "startedByName": interaction.started_by_name,
+            "rootPrompt": interaction.root_prompt,
+            "risk": interaction.risk,
+            "impact": impact_of(interaction),
+            "confirm": interaction.confirm,
         },
         created_at=interaction.created_at,
+    )
+
+
+def impact_of(interaction: InteractionRecord) -> str | None:
+    """One line of what the call touches: its rule's, else what the tool declared."""
+    for said in (
+        (interaction.rule or {}).get("impact"),
+        (interaction.reason or {}).get("impact") if isinstance(interaction.reason, dict) else None,
+    ):
+        if isinstance(said, str) and said:
+            return said
+    return None
+
+
+def interaction_voted(
+    interaction: InteractionRecord, by: str, approvals: int, required: int, now: float
+) -> OutboxEvent:
+    """An approval of ``interaction`` under its rule that leaves it waiting for more: ``approvals`` of
+    the ``required`` so far, ``by`` the latest."""
+    return OutboxEvent(
+        type=INTERACTION_VOTED,
+        turn_id=interaction.root_turn_id,
+        detail={
+            "requestId": interaction.request_id,
+            "childTurnId": _child(interaction),
+            "by": by,
+            "approvals": approvals,
+            "required": required,
+            "votedAt": iso(now),
+        },
+        created_at=now,
     )
 
 

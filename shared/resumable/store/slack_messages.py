@@ -66,6 +66,14 @@ class SlackMessages(Table):
         return _message(reply["Attributes"])
 
     @aws_call
+    def get(self, session_id: str, request_id: str) -> SlackMessage | None:
+        """The item as it is now (a consistent read), or None where no message was claimed."""
+        item = self.dynamodb.get_item(
+            TableName=self.table, Key=key(session_id, slack_sk(request_id)), ConsistentRead=True
+        ).get("Item")
+        return None if item is None else _message(item)
+
+    @aws_call
     def posted(self, session_id: str, request_id: str, channel: str, ts: str) -> SlackMessage:
         """Record where the message was posted: the item as it now is (its outcome, if the question
         settled meanwhile)."""

@@ -66,11 +66,7 @@ def confirmation(answers_as: str, question: InteractionView) -> str:
         shown = shown[:MAX_INPUT_CHARS] + "\n... (cut: the whole of it is on the inbox page)"
     who = f"<b>{_escaped(' -> '.join(question.agent_path))}</b>"
     does = f"wants to run <b>{_escaped(str(reason.get('tool')))}</b> with:" if approval else "asks:"
-    rows = [f"<p>{who} {does}</p><pre>{_escaped(shown)}</pre>"]
-    risk, impact = reason.get("risk"), reason.get("impact")
-    if risk or impact:
-        said = f"Risk: {risk}. " if risk else ""
-        rows.append(f'<p class="risk">{_escaped(said + str(impact or ""))}</p>')
+    rows = [f"<p>{who} {does}</p><pre>{_escaped(shown)}</pre>", *_judged(question, reason)]
     if question.status != "requested":
         from resumable.service.answering.decision_links import said_of
 
@@ -91,8 +87,14 @@ def confirmation(answers_as: str, question: InteractionView) -> str:
             '<button type="submit">Send the answer</button></form>'
         )
         return _page(question.summary, "".join(rows))
+    confirm = (  # (as the inbox page asks again and the CLI has its name typed: the box must be ticked)
+        '<p><input type="checkbox" id="confirm" name="confirm" value="yes" required> <label for="confirm">'
+        f"I confirm: approving runs <b>{_escaped(question.summary)}</b></label></p>"
+        if question.needs_confirmation
+        else ""
+    )
     rows.append(
-        '<form method="post"><input type="hidden" name="decision" value="approve">'
+        f'<form method="post"><input type="hidden" name="decision" value="approve">{confirm}'
         '<button type="submit">Approve: run it</button></form>'
         '<form method="post"><input type="hidden" name="decision" value="deny">'
         '<label for="text">Why not (told to the agent):</label>'
@@ -100,6 +102,36 @@ def confirmation(answers_as: str, question: InteractionView) -> str:
         '<button type="submit">Deny</button></form>'
     )
     return _page(question.summary, "".join(rows))
+
+
+MAX_PROMPT_CHARS, MAX_REASON_CHARS = 300, 600
+
+
+def _cut(text: str, most: int) -> str:
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
+def _judged(question: InteractionView, reason: dict[str, Any]) -> list[str]:
+    """What the inbox card shows to judge it: risk and impact, who started the turn and its prompt, the
+    agent's reason, and the approvals so far under a rule of several approvers."""
+    rows = []
+    risk, impact = question.risk or reason.get("risk"), question.impact or reason.get("impact")
+    if risk or impact:
+        said = f"Risk: {risk}. " if risk else ""
+        rows.append(f'<p class="risk">{_escaped(said + str(impact or ""))}</p>')
+    if question.started_by:
+        name = f" ({question.started_by_name}, as their sign-in says)" if question.started_by_name else ""
+        rows.append(f"<p>Turn started by {_escaped(question.started_by + name)}</p>")
+    if question.root_prompt:
+        rows.append(f"<p>Prompt: {_escaped(_cut(question.root_prompt, MAX_PROMPT_CHARS))}</p>")
+    if question.explanation:
+        rows.append(f"<p>The agent's reason: {_escaped(_cut(question.explanation, MAX_REASON_CHARS))}</p>")
+    rule = question.rule
+    if rule is not None and rule.required > 1:
+        voters = ", ".join(vote.by for vote in question.approvals)
+        said = f"Approvals: {len(question.approvals)} of {rule.required}" + (f": {voters}" if voters else "")
+        rows.append(f"<p>{_escaped(said)}</p>")
+    return rows
 
 
 def outcome(title: str, text: str) -> str:

@@ -186,10 +186,13 @@ def question(deps: Dependencies, token: str) -> tuple[Link, InteractionView]:
     return link, InteractionView.of(found, now)
 
 
-def decide(deps: Dependencies, token: str, decision: Decision, text: str | None) -> tuple[str, TurnView]:
+def decide(
+    deps: Dependencies, token: str, decision: Decision, text: str | None, confirmed: bool = False
+) -> tuple[str, TurnView]:
     """Take the link's decision, once (``approve`` or ``deny`` with ``text`` its message, for an
     approval; ``reply`` with ``text`` the answer, for a question answered in words): refused if the
-    link was used, or its question is settled or expired. The question's request id, and its turn."""
+    link was used, or its question is settled or expired, or it approves a call that needs a
+    confirmation (``InteractionView.needs_confirmation``) without one. The question's request id, and its turn."""
     from resumable.service.answering.answer import submit_approval
 
     link, asked = question(deps, token)
@@ -199,6 +202,11 @@ def decide(deps: Dependencies, token: str, decision: Decision, text: str | None)
     if asked.status != "requested":  # (410 for one no longer live, 409 for one answered: as the API answers)
         refused = GoneError if asked.status in ("superseded", "expired") else ConflictError
         raise refused(f"the question is {said_of(asked.status)} already: this link decides nothing now")
+    if decision == "approve" and asked.needs_confirmation and not confirmed:
+        raise BadRequestError(
+            f"approving this call needs its confirmation (it runs {asked.summary}): tick the box that names it and "
+            "approve again; nothing was decided"
+        )
     claim = deps.store.claim_link(link.s, link.j, digest_of(link.n), deps.clock.now())
     if claim == "unissued":  # (its record purged, or issued again, since it was read)
         raise NotFoundError(_UNISSUED)

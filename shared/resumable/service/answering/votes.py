@@ -25,6 +25,7 @@ from resumable.service.access import check_may_answer, is_approver, rule_of
 from resumable.service.audit.entries import authentication_of, decision_entry, vote_entry
 from resumable.service.caller import Caller, channel_of, identity_of
 from resumable.store.answers import AnswerCondition, AnswerOutcome, Votes
+from resumable.store.outbox import interaction_voted
 from resumable.store.records import InteractionRecord, Vote
 
 if TYPE_CHECKING:
@@ -76,7 +77,9 @@ def answer_under_rule(
                 outcome = deps.store.answer_interaction(*ids, response, who, now, settling, audit=entry, via=via)
             else:
                 entry = vote_entry(deps, interaction, who, votes.votes[who], rule.title)
-                outcome = deps.store.vote_interaction(*ids, AnswerCondition.vote(votes, **whose), now, audit=entry)
+                told = interaction_voted(interaction, who, len(votes.votes), rule.required, now)
+                condition = AnswerCondition.vote(votes, **whose)
+                outcome = deps.store.vote_interaction(*ids, condition, now, audit=entry, event=told)
             what = f"approved by {who} under rule {rule.title!r} ({len(votes.votes)} of {rule.required} approvals)"
         if outcome.outcome != "refused":
             _logged(outcome, interaction, what)
