@@ -218,8 +218,13 @@ def test_two_approvers_approve_from_the_terminal_and_the_first_is_told_it_waits(
     since = (datetime.now(UTC) - timedelta(days=1)).date().isoformat()
     exported = resumable(url, "admin", "audit", "--since", since, "--format", "jsonl", profile="approver")
     assert exported.returncode == 0, exported.stderr
-    mine = [e for e in map(json.loads, exported.stdout.splitlines()) if e["requestId"] == request]
+    everything = [e for e in map(json.loads, exported.stdout.splitlines()) if e["requestId"] == request]
+    mine = [e for e in everything if e["kind"] != "refused"]
     assert [(e["kind"], e["outcome"]) for e in mine] == [("vote", "voted"), ("decision", "approved"), ("action", "ran")]
+    [twice] = [e for e in everything if e["kind"] == "refused"]  # (ann's second approval: refused, on the trail)
+    assert (twice["by"], twice["refusal"], twice["startedBy"]) == (
+        "arn:aws:iam::000000000000:user/approver-ann", "duplicate_vote", turn["interactions"][0]["startedBy"],
+    )  # fmt: skip
     ann, ben = "arn:aws:iam::000000000000:user/approver-ann", "arn:aws:iam::000000000000:user/approver-ben"
     assert [(v["by"], v["authentication"]["method"], v["authentication"]["arn"]) for v in mine[1]["votes"]] == [
         (ann, "iam", ann),
@@ -239,6 +244,7 @@ def test_two_approvers_approve_from_the_terminal_and_the_first_is_told_it_waits(
 
 def test_approving_ones_own_turn_under_a_two_person_rule_is_refused_naming_the_rule(two_person: str) -> None:
     url = two_person
+    began = datetime.now(UTC).isoformat()  # (the trail of this test alone)
     turn = json.loads(
         resumable(url, "--json", "start", "cli-own", "delete the dev-db record", profile="approver").stdout
     )
@@ -249,6 +255,12 @@ def test_approving_ones_own_turn_under_a_two_person_rule_is_refused_naming_the_r
     assert refused.returncode == 6, refused.stderr
     assert "403 forbidden" in refused.stderr and "approval rule 'two-person delete'" in refused.stderr
     assert request in resumable(url, "inbox", profile="approver2").stdout
+    # From the trail alone: no approved call of its starter's, and the attempt refused, by whom
+    checked = resumable(url, "admin", "audit", "--since", began, "--check-separation", profile="approver2")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    [tried] = [r for r in checked.stdout.splitlines() if request in r]
+    assert "arn:aws:iam::000000000000:user/approver-ann" in tried and "two-person delete" in tried
+    assert "0 approved by the one who started its turn; 1 refused attempt to approve one's own call" in checked.stderr
 
 
 def test_an_escalated_question_reaches_the_inbox_of_the_one_it_escalated_to_marked_so(url: str) -> None:

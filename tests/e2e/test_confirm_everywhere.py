@@ -100,7 +100,7 @@ def test_page_cli_slack_and_link_each_ask_for_the_confirmation_before_anything_i
 
     message = eventually(posted, "the question's Slack message")
     assert "*Risk: destructive*" in str(message.blocks)
-    with pytest.raises(LookupError, match=f'asks first: "Run it\\? Approving runs {WHAT} \\(risk: destructive\\)'):
+    with pytest.raises(LookupError, match=r'asks first: "Run it\? Approving runs delete_record \(risk: destructive\)'):
         slack.stand_in.press(request, "approve", USER)
     assert _status(url, turn) == waiting
 

@@ -87,7 +87,7 @@ def test_every_step_of_the_printed_walkthrough_works_when_followed_literally(pri
         '"outcome": "denied", "at"',  # 7: the audit trail
         '"message": "not staging"',
         "approved  delete_record",
-        'button asks first: \\"Run it? Approving runs delete_record qa-db (risk: destructive)',  # 8: Slack's dialog
+        'button asks first: \\"Run it? Approving runs delete_record (risk: destructive). Deletes',  # 8: Slack's dialog
     ]
     for step in said:
         assert step.replace(": ", ":").replace(", ", ",") in out.replace(": ", ":").replace(", ", ","), step

@@ -156,14 +156,21 @@ def test_the_principal_who_started_the_turn_approves_its_own_call_only_where_the
     assert answer(service, started, DENY, erin).status == "completed"
 
 
-def test_a_starter_the_rules_approvers_do_not_name_may_not_deny_their_own_call_but_may_cancel_the_turn(
-    make_service: Callable[..., Service], session_id: str
+def test_a_starter_the_rules_approvers_do_not_name_may_withdraw_their_own_call_but_not_approve_it(
+    make_service: Callable[..., Service], session_id: str, ledger: Path
 ) -> None:
-    service = ruled(make_service, {"tools": ["delete_*"], "approvers": ["alice", "bob"], "required": 2})
+    rule = {"tools": ["delete_*"], "approvers": ["alice", "bob"], "required": 2}
+    service = ruled(make_service, rule, factory=_two_turns)
     started = service.start_turn(session_id, PROMPT, OWNER)
     with pytest.raises(ForbiddenError, match="is not one of the approvers"):
-        answer(service, started, DENY, OWNER)
-    assert service.cancel(session_id, started.turn_id, OWNER).status == "canceled"
+        answer(service, started, APPROVE, OWNER)
+    denied = answer(service, started, DENY, OWNER)  # their own call: withdrawn
+    assert denied.status == "completed" and denied.interactions[0].decision == "denied"
+    # A turn alice started in the owner's session: the owner did not start it, so may not deny its call
+    second = service.start_turn(session_id, PROMPT, ALICE)
+    with pytest.raises(ForbiddenError, match="is not one of the approvers"):
+        answer(service, second, DENY, OWNER)
+    assert executions(ledger) == []
 
 
 def test_a_deny_settles_the_question_at_once_whatever_was_approved_before(
@@ -228,6 +235,9 @@ def test_fifty_votes_at_once_from_ten_approvers_settle_once_with_two_votes_and_r
     assert executions(ledger) == ["delete prod-db"]
     # Each refusal says why: a second vote of the same approver, or one that came as it settled.
     assert all(isinstance(e, ConflictError) or "retry" in str(e) for e in errors), errors
+    # One event for the one vote that waited, by the one who gave it; none for any refused or settling one
+    [waited] = _events(service, session_id, "Interaction Voted")
+    assert (waited["by"], waited["approvals"], waited["required"]) == (voted[0], 1, 2)
 
 
 def test_an_approval_and_a_deny_at_once_settle_once_and_the_action_runs_only_if_the_approval_settled_it(

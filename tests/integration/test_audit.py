@@ -88,15 +88,31 @@ def test_a_two_person_approval_leaves_each_vote_the_decision_and_the_actions_out
     clock.advance(60)
     answer(service, started, {"decision": "approve", "message": "checked the backup"}, ALICE)
     assert [e.kind for e in trail(service)] == ["vote"]
-    with pytest.raises(ConflictError):  # refused: nothing happened, so nothing is recorded
-        answer(service, started, APPROVE, ALICE)
-    with pytest.raises(ForbiddenError):  # the one who started the turn may not approve it
-        answer(service, started, APPROVE, OWNER)
+    for _ in range(3):  # refused: nothing happens but the trail's record of it, once (a flood is one record a day)
+        with pytest.raises(ConflictError):
+            answer(service, started, APPROVE, ALICE)
+        with pytest.raises(ForbiddenError):  # the one who started the turn may not approve it
+            answer(service, started, APPROVE, OWNER)
+        clock.advance(1)  # (each press a record of its own, but for the day's mark)
+    own, twice = sorted((e for e in trail(service) if e.kind == "refused"), key=lambda e: str(e.refusal), reverse=True)
+    assert (twice.by, twice.refusal, own.by, own.refusal) == (
+        "alice",
+        "duplicate_vote",
+        OWNER.identity,
+        "self_approval",
+    )
+    assert {twice.started_by, own.started_by} == {OWNER.identity} and {twice.rule, own.rule} == {"two-person delete"}
+    assert own.message is not None and "started this turn" in own.message and own.outcome == "refused"
+    assert own.authentication == OWNER.authentication and own.input_approved_digest == digest(ASKED)
     clock.advance(60)
     done = answer(service, started, APPROVE, BOB)
     assert done.status == "completed" and executions(ledger) == ["delete prod-db"]
+    with pytest.raises(ConflictError):  # a different answer after it settled: refused, and recorded as such
+        answer(service, started, {"decision": "deny"}, ALICE)
+    assert [(e.by, e.refusal) for e in trail(service, outcome="refused")][-1] == ("alice", "after_settlement")
 
-    vote, decision, action = trail(service)
+    vote, decision, action = [e for e in trail(service) if e.kind != "refused"]
+    assert {e.started_by for e in (vote, decision, action)} == {OWNER.identity}, "each names who started the turn"
     assert {e.request_id for e in (vote, decision, action)} == {question}
     assert {e.session_id for e in (vote, decision, action)} == {session_id}
     assert {e.root_turn_id for e in (vote, decision, action)} == {started.turn_id}
@@ -124,7 +140,8 @@ def test_a_two_person_approval_leaves_each_vote_the_decision_and_the_actions_out
     assert action.input_approved_digest == digest(ASKED)  # the input it ran with
     assert action.turn_id == decision.turn_id != started.turn_id  # the child turn that asked
     # alice's record: her vote, and the decision her vote counted in (bob answered it)
-    assert [(r.kind, r.by) for r in trail(service, by="alice")] == [("vote", "alice"), ("decision", "bob")]
+    alices = [(r.kind, r.by) for r in trail(service, by="alice") if r.kind != "refused"]
+    assert alices == [("vote", "alice"), ("decision", "bob")]
 
 
 def test_a_deny_records_its_message_and_who_denied_and_an_edit_the_input_approved(

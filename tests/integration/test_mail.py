@@ -137,7 +137,8 @@ def test_the_mail_shows_what_the_inbox_card_shows_to_judge_it_and_the_prompt_amo
 ) -> None:
     rule = {"tools": ["delete_*"], "required": 2, "name": "two DBAs", "risk": "destructive", "impact": "no undo"}
     service = make_service("nested", approval_rules=parse_rules([rule]))
-    service.start_turn("mailed-judged", f"delete it {HOSTILE}", Caller("arn:aws:iam::1:user/owner"))
+    forged = "IT Security) Pre-approved by the CISO, decide here: https://evil.example/decide/abc (ok"
+    service.start_turn("mailed-judged", f"delete it {HOSTILE}", Caller("arn:aws:iam::1:user/owner", name=forged))
     with publishing(configured, lambda given: Publishing(given, FakeClock()).handle) as (resources, _):
         mails = _mails(resources)
         [(_, message)] = eventually(lambda: mails() or None, "the question's e-mail")
@@ -146,3 +147,4 @@ def test_the_mail_shows_what_the_inbox_card_shows_to_judge_it_and_the_prompt_amo
     assert "It needs 2 approvals from distinct approvers (its approval rule: two DBAs)." in ours
     assert "each page asks you to confirm it first" in ours
     assert "> Prompt: delete it <https://evil.example/approve|Approve>" in theirs and "evil.example" not in ours
+    assert f"> The one who started the turn gives their name as: {forged}" in theirs, "a name its holder may set"

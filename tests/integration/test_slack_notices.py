@@ -17,8 +17,9 @@ from slack_sdk import WebClient
 from resumable.config import Settings
 from resumable.local.slack_standin import SlackStandIn, slack_stand_in
 from resumable.runtime.rules import parse_rules
-from resumable.service import Service
+from resumable.service import Service, TurnView
 from resumable.service.caller import Caller
+from resumable.service.views import InteractionView
 from resumable.slack.interactivity import process
 from resumable.slack.messages import APPROVE, Asked
 from resumable.slack.notices import Notices
@@ -271,7 +272,7 @@ def test_a_vote_pressed_in_slack_draws_the_message_again_with_the_approvals_so_f
         body, headers = signed(button(APPROVE, ids, {"id": user, "username": user, "team_id": "T0TEAM"}))
         return process(read(body, headers, SIGNING_SECRET), service, people, web, notices)
 
-    press("U0OWNER")  # the starter, under a rule of two: refused, told alone, and nothing changes
+    press("U0OWNER")  # the starter, under a rule of three: refused, told alone, and nothing changes
     assert slack.ephemeral[-1][0] == "U0OWNER" and "Not yours to answer: " + owner in slack.ephemeral[-1][1]
     [message] = slack.in_channel(CHANNEL)
     assert message.updates == 0 and "Approvals: 0 of 3" in str(message.blocks)
@@ -292,7 +293,62 @@ def test_a_vote_pressed_in_slack_draws_the_message_again_with_the_approvals_so_f
     }  # fmt: skip
     assert (
         notices.handle({"detail-type": "Interaction Voted", "detail": detail}, NOW)
-        == f"{asked.request_id}: drawn again"
+        == f"{asked.request_id}: drawn again with 2 approval(s)"
     )
     [message] = slack.in_channel(CHANNEL)
     assert message.updates == 2 and f"Approvals: 2 of 3: {ANN}, {ben}" in str(message.blocks)
+
+
+class _Meanwhile:
+    """slack_sdk's client, but the first ``chat.update`` lets ``meanwhile`` happen before it reaches Slack
+    (a vote, a settling, another draw overtaking it)."""
+
+    def __init__(self, web: WebClient, meanwhile: Callable[[], object]) -> None:
+        self.web, self.meanwhile, self.updates = web, meanwhile, 0
+
+    def chat_postMessage(self, **kwargs: Any) -> Any:
+        return self.web.chat_postMessage(**kwargs)
+
+    def chat_update(self, **kwargs: Any) -> Any:
+        self.updates += 1
+        if self.updates == 1:
+            self.meanwhile()
+        return self.web.chat_update(**kwargs)
+
+
+def _three_approvers(
+    aws: Settings, make_service: Callable[..., Service], session_id: str
+) -> tuple[Service, TurnView, InteractionView]:
+    rule = {"tools": ["delete_record"], "required": 3}
+    service = make_service("nested", approver_principals=(ANN, MALLORY), approval_rules=parse_rules([rule]))
+    started = service.start_turn(session_id, "delete it", Caller("arn:aws:iam::000000000000:user/owner"))
+    return service, started, started.interactions[0]
+
+
+@pytest.mark.parametrize("then", ["another vote", "a deny that settles it"])
+def test_a_draw_overtaken_by_a_vote_or_a_settling_ends_showing_the_question_as_the_table_holds_it(
+    aws: Settings, slack: SlackStandIn, make_service: Callable[..., Service], session_id: str, then: str
+) -> None:
+    service, started, asked = _three_approvers(aws, make_service, session_id)
+    web = WebClient(token=slack.token, base_url=slack.url)
+    posting = _notices(aws, slack, web)
+    posting.handle(_requested(asked.request_id, sessionId=session_id, turnId=started.turn_id), NOW)
+    service.submit_approval(session_id, started.turn_id, asked.request_id, {"decision": "approve"}, Caller(ANN))
+
+    def meanwhile() -> None:  # (lands after the draw read the question, before Slack got its draw)
+        if then == "another vote":
+            service.submit_approval(session_id, started.turn_id, asked.request_id, {"decision": "approve"}, MALLORY)
+        else:
+            deny = {"decision": "deny", "message": "no"}
+            service.submit_approval(session_id, started.turn_id, asked.request_id, deny, Caller(MALLORY))
+            answered = _answered(asked.request_id, by=MALLORY)
+            answered["detail"] |= {"sessionId": session_id, "turnId": started.turn_id}
+            posting.handle(answered, NOW)  # (its event came: the settled message drawn, before the draw lands)
+
+    notices = Notices(SlackMessages(aws), DynamoDBStore(aws), _Meanwhile(web, meanwhile), CHANNEL, 86400)
+    notices.refresh(session_id, started.turn_id, asked.request_id, NOW)
+    [message] = slack.in_channel(CHANNEL)
+    if then == "another vote":
+        assert f"Approvals: 2 of 3: {ANN}, {MALLORY}" in str(message.blocks) and _buttons(message.blocks) == 2
+    else:
+        assert _buttons(message.blocks) == 0 and f"Denied by {MALLORY}" in str(message.blocks), message.blocks

@@ -185,3 +185,18 @@ def test_the_command_shows_how_far_a_question_under_a_rule_is_and_the_input_appr
         '1 of 2: alice with {"name": "dev-db"} (escalated) (you approved)'
     )
     assert approvals({"rule": None}) == ""
+
+
+def test_a_question_stored_under_a_rule_escalating_after_infinity_reads_as_one_that_never_escalates() -> None:
+    """Asked before such a rule was refused: its question is still answered under its rule, not left to nobody."""
+    from resumable.service.access import rule_of
+    from resumable.store.records import InteractionRecord
+
+    stored = {"tools": ["drop_*"], "approvers": ["bob"], "escalate_after": float("inf"), "escalate_to": ["carol"]}
+    asked = InteractionRecord(
+        session_id="s", root_turn_id="t", turn_id="t", request_id="r", interrupt_id="i", name="approval",
+        agent_path=["a"], status="requested", expires_at=2.0, created_at=1.0, updated_at=1.0, rule=stored,
+    )  # fmt: skip
+    rule = rule_of(asked)
+    assert rule is not None and rule.title != "unreadable rule" and rule.approvers == ("bob",)
+    assert rule.escalate_after is None and rule.escalate_to is None and asked.escalates_at is None

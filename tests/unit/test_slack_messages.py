@@ -193,12 +193,18 @@ def test_a_destructive_call_asks_for_a_confirmation_naming_what_runs_before_appr
         "Cancel",
     )
     said = dialog["text"]["text"]
-    assert said == "Approving runs delete_record prod-db (risk: destructive). Deletes it for good"
-    assert approve["style"] == "danger" and len(said) <= 300
+    assert dialog["text"]["type"] == "plain_text", "shown as written: no mrkdwn in a dialog"
+    assert said == "Approving runs delete_record (risk: destructive). Deletes it for good. With: prod-db"
+    assert approve["style"] == "danger"
+    # The facts first, the agent's values last, all within Slack's 300: a long input is cut, never the risk
+    long = question(_asked(), _held(risk="destructive", confirm=True, summary="delete_record " + "x" * 400))
+    assert _approve(long)["confirm"]["text"]["text"].startswith("Approving runs delete_record (risk: destructive).")
+    assert len(_approve(long)["confirm"]["text"]["text"]) == 300
     # A rule's confirm asks too, under any risk; a call that needs none is one press, as before
     assert "confirm" in _approve(question(_asked(), _held(risk="low", confirm=True)))
     assert "confirm" not in _approve(question(_asked(), _held(risk="low")))
-    assert "confirm" not in _approve(question(_asked()))  # (no question held: nothing to judge it by)
+    assert "confirm" not in _approve(question(_asked()))  # (no question held, and the event says none)
+    assert "confirm" in _approve(question(_asked(confirm=True)))  # (the event's word, where none is held)
 
 
 def test_the_message_shows_what_the_inbox_card_shows_to_judge_it_literally() -> None:
@@ -208,10 +214,20 @@ def test_the_message_shows_what_the_inbox_card_shows_to_judge_it_literally() -> 
         risk="high", impact=HOSTILE, root_prompt=HOSTILE + "x" * 2000, reason={"explanation": HOSTILE},
         started_by_name=HOSTILE, rule=rule, approvals=[vote], explanation=HOSTILE,
     )  # fmt: skip
-    shown = "\n".join(_texts(question(_asked(), held)))
-    assert "*Risk: high*: &lt;!channel&gt;" in shown and "Turn started by arn:aws:iam::1:user/owner (" in shown
-    assert "Approvals: 1 of 2: arn:aws:iam::1:user/alice" in shown and "The agent's reason: &lt;!channel&gt;" in shown
-    assert "Prompt: &lt;!channel&gt;" in shown and "x" * 400 not in shown, "the prompt is cut"
+    blocks = question(_asked(), held)
+    shown = "\n".join(_texts(blocks))
+    assert "*Risk: high*: &lt;!channel&gt;" in shown and "Turn started by arn:aws:iam::1:user/owner\n" in shown
+    assert "Approvals: 1 of 2: arn:aws:iam::1:user/alice" in shown and "> The agent's reason: &lt;!channel&gt;" in shown
+    assert "> Prompt: &lt;!channel&gt;" in shown and "x" * 400 not in shown, "the prompt is cut"
+    assert "> Their sign-in gives their name as: &lt;!channel&gt;" in shown
     assert "<!channel>" not in shown and "\u202e" not in shown and "\x07" not in shown
     assert "({ago})" in shown, "the time left, as Slack counts it"
     assert "Approvals" not in "\n".join(_texts(question(_asked(), _held()))), "one approval needed: no count"
+
+
+def test_what_people_and_the_agent_wrote_cannot_make_a_line_that_passes_for_resumables() -> None:
+    forged = "routine cleanup\n*Risk: low*: read-only\nApprovals: 2 of 2: alice\nTurn started by ceo"
+    held = _held(risk="destructive", root_prompt=forged, explanation=forged, started_by_name=forged)
+    facts, words = [b["text"]["text"] for b in question(_asked(), held) if b["type"] == "section"][2:4]
+    assert facts == "*Risk: destructive*\nTurn started by arn:aws:iam::1:user/owner", facts
+    assert all(line.startswith("> ") for line in words.split("\n")) and len(words.split("\n")) == 3, words

@@ -37,6 +37,12 @@ def add_commands(commands: Any) -> None:
     audit.add_argument("--tool", help="only records of tools matching this pattern ('*' wildcards)")
     audit.add_argument("--outcome", choices=AUDIT_OUTCOMES, help="only records with this outcome")
     audit.add_argument("--format", choices=["table", "jsonl"], default="table", help="jsonl: one record per line")
+    audit.add_argument(
+        "--check-separation",
+        action="store_true",
+        help="list every approved call whose approvers include the one who started its turn, from the records "
+        "alone (exit 1 if any), and every refused attempt to approve one's own call",
+    )
     dead = verbs.add_parser("dead-letters", help="what a dead-letter queue holds, and what deals with each message")
     dead.add_argument("queue_url", metavar="QUEUE_URL", help="the queue (stack outputs *DeadLetterQueueUrl)")
     dead.add_argument("--redrive", action="store_true", help="deal with each message, then delete it")
@@ -102,7 +108,7 @@ def _print_records(body: dict[str, Any], table: Any) -> None:
         print("\n" + table(rows, ["SNAPSHOT", "POINTED AT BY", "STATE"]))
 
 
-AUDIT_OUTCOMES = ["voted", "approved", "denied", "ran", "failed", "unknown", "not_run"]
+AUDIT_OUTCOMES = ["voted", "approved", "denied", "ran", "failed", "unknown", "not_run", "refused"]
 
 
 def audit(api: Api, options: argparse.Namespace, exit_codes: dict[int, int], table: Any) -> int:
@@ -113,6 +119,7 @@ def audit(api: Api, options: argparse.Namespace, exit_codes: dict[int, int], tab
     query |= {"tool": options.tool, "outcome": options.outcome, "limit": "500"}
     asked = {name: value for name, value in query.items() if value is not None}
     rows: list[list[str]] = []
+    kept: list[dict[str, Any]] = []
     written, cursor, span = 0, None, ""
     while True:
         reply = api.call("GET", "/audit?" + urlencode(asked | ({"cursor": cursor} if cursor else {})))
@@ -125,7 +132,9 @@ def audit(api: Api, options: argparse.Namespace, exit_codes: dict[int, int], tab
             return exit_codes.get(reply.status, 1)
         span = f"from {reply.body['since']} to {reply.body['until']}"
         for record in reply.body["records"]:
-            if options.format == "jsonl":
+            if options.check_separation:
+                kept.append(record)
+            elif options.format == "jsonl":
                 print(json.dumps(record, ensure_ascii=False))
             else:
                 rows.append(_audit_row(record))
@@ -133,6 +142,8 @@ def audit(api: Api, options: argparse.Namespace, exit_codes: dict[int, int], tab
         cursor = reply.body.get("cursor")
         if cursor is None:
             break
+    if options.check_separation:
+        return _separation(kept, options.format, table, span)
     said = f"{written} audit record{'' if written == 1 else 's'} {span}"
     if options.format == "table":
         # (a table says how many it shows below it; none, it says so instead)
@@ -142,6 +153,38 @@ def audit(api: Api, options: argparse.Namespace, exit_codes: dict[int, int], tab
     return 0
 
 
+def _separation(records: list[dict[str, Any]], form: str, table: Any, span: str) -> int:
+    """Separation of duties, from the records alone: every approved call one of whose approvers (a vote
+    that counted, or the settling answer) started its turn, and every refused attempt to approve one's
+    own call. Exit 1 when an approved call is listed."""
+    decisions = [r for r in records if r["kind"] == "decision" and r["outcome"] == "approved"]
+    own = [r for r in decisions if r.get("startedBy") in {r.get("by"), *(v["by"] for v in r["votes"])}]
+    unknown = [r for r in decisions if not r.get("startedBy")]
+    tried = [r for r in records if r["kind"] == "refused" and r.get("refusal") == "self_approval"]
+    if form == "jsonl":
+        for record in own:
+            print(json.dumps(record, ensure_ascii=False))
+    elif own:
+        rows = [
+            [r["at"], r.get("tool") or "-", r.get("rule") or "-", r["startedBy"], r["sessionId"], r["requestId"]]
+            for r in own
+        ]
+        print(table(rows, ["AT", "TOOL", "RULE", "STARTED BY, AND APPROVED", "SESSION", "QUESTION"]))
+    if tried and form != "jsonl":
+        rows = [
+            [r["at"], r.get("tool") or "-", r.get("rule") or "-", r.get("by") or "-", r["requestId"]] for r in tried
+        ]
+        print(table(rows, ["AT", "TOOL", "RULE", "TRIED TO APPROVE THEIR OWN CALL (REFUSED)", "QUESTION"]))
+    print(
+        f"{len(decisions)} approved call{'' if len(decisions) == 1 else 's'} checked {span}: {len(own)} approved by "
+        f"the one who started its turn; {len(tried)} refused attempt{'' if len(tried) == 1 else 's'} to approve "
+        f"one's own call"
+        + (f"; {len(unknown)} without startedBy (written before it was kept): not checked" if unknown else ""),
+        file=sys.stderr,
+    )
+    return 1 if own else 0
+
+
 def _audit_row(record: dict[str, Any]) -> list[str]:
     how = record.get("authentication") or {}
     detail = (
@@ -149,6 +192,7 @@ def _audit_row(record: dict[str, Any]) -> list[str]:
     )
     detail += [f"message: {record['message']}"] if record.get("message") else []
     detail += ["late"] if record.get("late") else []
+    detail += [f"refused: {record['refusal']}"] if record.get("refusal") else []
     return [
         record["at"], record["outcome"], record.get("tool") or "-", record.get("by") or "-", how.get("method", "-"),
         record["sessionId"], record["requestId"], "; ".join(detail)[:80],

@@ -34,11 +34,21 @@ def told(detail: EventDetail, decision_url: str | None = None) -> tuple[str, str
     if decision_url:
         lines.append(f"Or decide without signing in (its page decides, once): {decision_url}")
     said = [detail.summary]
-    if isinstance(detail, InteractionRequested):
-        lines += _judged(detail)
-        reason = detail.reason.get("explanation") if isinstance(detail.reason, dict) else None
-        said += [f"Prompt: {detail.root_prompt}"] if detail.root_prompt else []
-        said += [f"Reason: {reason}"] if isinstance(reason, str) and reason else []
+    lines += _judged(detail)
+    # (what a person or the agent wrote, below the line: a name a sign-in token gives, which its holder may
+    # set; the turn's prompt; the agent's reason)
+    said += (
+        [f"The one who started the turn gives their name as: {detail.started_by_name}"]
+        if detail.started_by_name
+        else []
+    )
+    said += [f"Prompt: {detail.root_prompt}"] if detail.root_prompt else []
+    reason = (
+        detail.reason.get("explanation")
+        if isinstance(detail, InteractionRequested) and isinstance(detail.reason, dict)
+        else None
+    )
+    said += [f"Reason: {reason}"] if isinstance(reason, str) and reason else []
     words = plain("\n".join(said))
     if len(words) > MAX_AGENTS_CHARS:
         words = words[: MAX_AGENTS_CHARS - 1] + "…"
@@ -46,18 +56,17 @@ def told(detail: EventDetail, decision_url: str | None = None) -> tuple[str, str
     return subject, "\n".join([*lines, "", AGENTS_WORDS, *quoted]) + "\n"
 
 
-def _judged(detail: InteractionRequested) -> list[str]:
-    """What the inbox card shows to judge it, in resumable's words: the risk and impact, who started the
-    turn, how many approvals it needs, and whether approving needs a confirmation."""
+def _judged(detail: InteractionRequested | InteractionEscalated) -> list[str]:
+    """What the inbox card shows to judge it, in resumable's words: the risk and impact (declared by the
+    tool or its rule, never by the agent), who started the turn (the principal that signed), how many
+    approvals it needs, and whether approving needs a confirmation."""
     lines = []
     if detail.risk or detail.impact:
-        lines.append(
-            f"Risk: {plain(detail.risk or 'not declared')}" + (f": {plain(detail.impact)}" if detail.impact else "")
-        )
+        impact = " ".join(plain(detail.impact).split()) if detail.impact else ""
+        lines.append(f"Risk: {plain(detail.risk or 'not declared')}" + (f": {impact}" if impact else ""))
     if detail.started_by:
-        name = f" ({plain(detail.started_by_name)}, as their sign-in says)" if detail.started_by_name else ""
-        lines.append(f"Turn started by {plain(detail.started_by)}{name}.")
-    rule = detail.rule or {}
+        lines.append(f"Turn started by {plain(detail.started_by)}.")
+    rule = (detail.rule or {}) if isinstance(detail, InteractionRequested) else {}  # (an escalation names its rule)
     required, name = rule.get("required"), rule.get("name") or ",".join(map(str, rule.get("tools") or []))
     if isinstance(required, int) and required > 1:
         lines.append(f"It needs {required} approvals from distinct approvers (its approval rule: {plain(str(name))}).")

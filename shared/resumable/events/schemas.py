@@ -45,6 +45,18 @@ class EventDetail(BaseModel):
     occurred_at: str = Field(description="When the change was committed, ISO 8601 UTC.")
 
 
+# What a person judges a question by, as the inbox card shows it (none of it in events written before it was).
+_STARTED_BY = "The principal who started the turn that asks."
+_STARTED_BY_NAME = (
+    "The name their sign-in token gives, where it gives one: a claim the person may be able to set, shown beside "
+    "startedBy, never instead of it."
+)
+_ROOT_PROMPT = "The prompt that started the root turn (cut)."
+_RISK = "low, medium, high or destructive (the tool's or its rule's)."
+_IMPACT = "One line: what the call touches (the tool's or its rule's)."
+_CONFIRM = "Approving needs a confirmation naming what will happen (destructive, or its rule's)."
+
+
 class InteractionRequested(EventDetail):
     """A question waits for a person: everything needed to decide, and where to answer."""
 
@@ -72,20 +84,12 @@ class InteractionRequested(EventDetail):
         description="The inbox page focused on this question (/inbox#q-<requestId>), when the publisher knows the "
         "API: where a person decides (opening it decides nothing).",
     )
-    # What a person judges it by, as the inbox card shows it (none of it in events written before it was).
-    started_by: str | None = Field(default=None, description="The principal who started the turn that asks.")
-    started_by_name: str | None = Field(
-        default=None,
-        description="The name their sign-in token gives, where it gives one: a claim the person may be able to set, "
-        "shown beside startedBy, never instead of it.",
-    )
-    root_prompt: str | None = Field(default=None, description="The prompt that started the root turn (cut).")
-    risk: str | None = Field(default=None, description="low, medium, high or destructive (the tool's or its rule's).")
-    impact: str | None = Field(default=None, description="One line: what the call touches.")
-    confirm: bool = Field(
-        default=False,
-        description="Approving needs a confirmation naming what will happen (destructive, or its rule's).",
-    )
+    started_by: str | None = Field(default=None, description=_STARTED_BY)
+    started_by_name: str | None = Field(default=None, description=_STARTED_BY_NAME)
+    root_prompt: str | None = Field(default=None, description=_ROOT_PROMPT)
+    risk: str | None = Field(default=None, description=_RISK)
+    impact: str | None = Field(default=None, description=_IMPACT)
+    confirm: bool = Field(default=False, description=_CONFIRM)
 
 
 class InteractionVoted(EventDetail):
@@ -132,6 +136,12 @@ class InteractionEscalated(EventDetail):
         description="The inbox page focused on this question (/inbox#q-<requestId>), when the publisher knows the "
         "API: where a person decides (opening it decides nothing).",
     )
+    started_by: str | None = Field(default=None, description=_STARTED_BY)
+    started_by_name: str | None = Field(default=None, description=_STARTED_BY_NAME)
+    root_prompt: str | None = Field(default=None, description=_ROOT_PROMPT)
+    risk: str | None = Field(default=None, description=_RISK)
+    impact: str | None = Field(default=None, description=_IMPACT)
+    confirm: bool = Field(default=False, description=_CONFIRM)
 
 
 class TurnSettled(EventDetail):

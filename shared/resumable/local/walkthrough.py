@@ -74,7 +74,7 @@ plays Slack's Web API, and you at the Slack client: it signs each press as Slack
   wait_for '[[ $(curl -s "@SLACK/local/messages?request=$REQ") == *approve* ]]' "the question's Slack message"
   curl -s "@SLACK/local/messages?request=$REQ"; echo      # the question's message, with its buttons approve, deny
   curl -s -X POST @SLACK/local/press --json '{"request": "'"$REQ"'", "button": "approve", "user": "@SLACK_USER"}'; echo
-      # delete_record is destructive: Slack asks first ("Run it? Approving runs delete_record qa-db ..."), nothing sent
+      # delete_record is destructive: Slack asks first ("Run it? Approving runs delete_record ..."), nothing sent
   curl -s -X POST @SLACK/local/press \
     --json '{"request": "'"$REQ"'", "button": "approve", "user": "@SLACK_USER", "confirm": true}'; echo
   wait_for '[[ $(curl -s "@SLACK/local/messages?request=$REQ") == *Approved* ]]' "the message's update"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fnmatch
 import logging
+import math
 from typing import Any
 
 from resumable.config import Settings
@@ -74,8 +75,13 @@ def rule_of(interaction: InteractionRecord) -> ApprovalRule | None:
     """The rule the interaction was asked under; one that does not read as a rule lets nobody answer."""
     if interaction.rule is None:
         return None
+    stored = interaction.rule
+    after = stored.get("escalate_after")
+    if isinstance(after, float) and not math.isfinite(after):
+        # (asked before such a rule was refused: an escalation after infinity is none, not an unreadable rule)
+        stored = {k: v for k, v in stored.items() if k not in ("escalate_after", "escalate_to")}
     try:
-        return ApprovalRule.model_validate(interaction.rule)
+        return ApprovalRule.model_validate(stored)
     except ValueError:
         logger.error("interaction %s holds a rule that is not one: nobody may answer it", interaction.request_id)
         return ApprovalRule.model_construct(tools=("*",), name="unreadable rule", approvers=(), required=1)
@@ -85,8 +91,11 @@ def may_answer(
     rule: ApprovalRule, interaction: InteractionRecord, caller: Caller | None, *, approving: bool = True
 ) -> str | None:
     """Why ``caller`` may not approve (or, not ``approving``, deny) ``interaction`` under ``rule``
-    (None: it may)."""
+    (None: it may). The principal who started the turn may always deny its own call (withdraw it: a
+    deny only stops the call), as it may cancel the turn, whether or not ``approvers`` names it."""
     who = identity_of(caller)
+    if not approving and caller is not None and interaction.started_by is not None and who == interaction.started_by:
+        return None
     escalated = interaction.escalated_at is not None
     if not rule.admits(who, caller.groups if caller is not None else frozenset(), escalated=escalated):
         return f"{who} is not one of the approvers of the approval rule {rule.title!r} ({_approvers(rule, escalated)})"

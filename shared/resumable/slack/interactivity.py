@@ -12,9 +12,6 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from slack_sdk.errors import SlackApiError
-
-from resumable.exceptions import AwsError
 from resumable.service import Service
 from resumable.service.ids import root_of
 from resumable.slack.answers import answer
@@ -70,14 +67,6 @@ def process(click: Click, service: Service, people: People, slack: SlackWeb, not
     """Answer ``click`` and tell its person what happened: what was done, in words. A vote that leaves
     the question waiting for more has its message drawn again (``notices``): the approvals so far."""
     reply = answer(service, click, people)
-    if reply.voted and notices is not None:
-        asked = click.asked
-        try:
-            notices.refresh(asked.session_id, root_of(asked.turn_id), asked.request_id)
-        except (AwsError, SlackApiError):  # (the vote is recorded: a message not drawn again is logged, not raised)
-            logger.exception(
-                "request_id=<%s> | the vote is recorded; its message was not drawn again", asked.request_id
-            )
     if reply.modal is not None:
         slack.views_open(trigger_id=click.trigger_id, view=reply.modal)
         return f"{click.kind}: opened its modal for {click.user_id}"
@@ -86,4 +75,12 @@ def process(click: Click, service: Service, people: People, slack: SlackWeb, not
         slack.chat_postEphemeral(channel=click.channel_id, user=click.user_id, text=text)
     else:
         slack.chat_postMessage(channel=click.user_id, text=text)
+    if reply.voted and notices is not None:  # (after they were told: drawing it again may fail, the vote stands)
+        asked = click.asked
+        try:
+            notices.refresh(asked.session_id, root_of(asked.turn_id), asked.request_id)
+        except Exception:  # (any failure: the vote is recorded and its event draws it again)
+            logger.exception(
+                "request_id=<%s> | the vote is recorded; its message was not drawn again now", asked.request_id
+            )
     return f"{click.kind}: told {click.user_id}: {text}"

@@ -25,6 +25,7 @@ from slack_sdk.models.blocks import (
     InputBlock,
     MarkdownTextObject,
     PlainTextInputElement,
+    PlainTextObject,
     SectionBlock,
 )
 from slack_sdk.models.views import View
@@ -79,10 +80,11 @@ def question(asked: InteractionRequested, held: InteractionView | None = None) -
         where = f"<{link}|Answer it on the inbox page>" if link else "Answer it on the inbox page."
         return [*_what(asked), *judged, _expiry(asked), _markdown_section(where)]
     ids = Asked(session_id=asked.session_id, turn_id=asked.turn_id or "", request_id=asked.request_id).value()
-    confirm = held is not None and held.needs_confirmation
+    # (without the question as held, as the event says: a confirmation is never left out)
+    confirm = held.needs_confirmation if held is not None else asked.confirm or asked.risk == "destructive"
     approve = ButtonElement(
         text="Approve", action_id=APPROVE, value=ids, style="danger" if confirm else "primary",
-        confirm=_confirmation(asked, held) if confirm and held is not None else None,
+        confirm=_confirmation(asked, held) if confirm else None,
     )  # fmt: skip
     buttons = [approve, ButtonElement(text="Deny", action_id=DENY, value=ids, style="danger")]
     if asked.editable:
@@ -91,40 +93,54 @@ def question(asked: InteractionRequested, held: InteractionView | None = None) -
     return [*_what(asked), *judged, _expiry(asked), actions.to_dict()]
 
 
-def _confirmation(asked: InteractionRequested, held: InteractionView) -> ConfirmObject:
-    """The dialog Approve opens before anything is sent: what will run, and its risk and impact."""
-    said = f"Approving runs {held.summary or asked.tool or asked.name}"
-    said += f" (risk: {held.risk})" if held.risk else ""
-    said += f". {held.impact}" if held.impact else "."
-    if held.rule is not None and held.rule.required > 1:
-        said += f" Yours is one of the {held.rule.required} approvals it needs."
+def _confirmation(asked: InteractionRequested, held: InteractionView | None) -> ConfirmObject:
+    """The dialog Approve opens before anything is sent: the tool, its risk and impact first (declared by
+    the tool or its rule), then the input's values (the agent's), all in plain text, cut to Slack's 300."""
+    risk = held.risk if held is not None else asked.risk
+    impact = held.impact if held is not None else asked.impact
+    tool = asked.tool or asked.name
+    values = held.summary.removeprefix(tool).strip() if held is not None and held.summary else ""
+    said = f"Approving runs {tool}" + (f" (risk: {risk})" if risk else "") + (f". {_line(impact)}" if impact else "")
+    if held is not None and held.rule is not None and held.rule.required > 1:
+        said += f". Yours is one of the {held.rule.required} approvals it needs"
+    said += f". With: {values}" if values else "."
+    text = plain(said)
     return ConfirmObject(
         title="Run it?",
-        text=MarkdownTextObject(text=escaped(said, MAX_CONFIRM_CHARS), verbatim=True),
+        text=PlainTextObject(text=text if len(text) <= MAX_CONFIRM_CHARS else text[: MAX_CONFIRM_CHARS - 1] + "…"),
         confirm="Approve: run it",
         deny="Cancel",
         style="danger",
     )
 
 
+def _line(text: str) -> str:
+    """``text`` on one line: a line break in it can make no line of its own that passes for ours."""
+    return " ".join(text.split())
+
+
 def _judged(held: InteractionView) -> list[dict[str, Any]]:
-    """What the inbox card shows to judge the question: risk and impact, who started the turn and its
-    prompt, the agent's reason, and the approvals so far under a rule of several approvers."""
-    lines = []
+    """What the inbox card shows to judge the question. Resumable's facts in one block (the risk and
+    the impact its tool or rule declares, the principal who started the turn, the approvals so far under
+    a rule of several approvers); below, quoted and each on one line, what people and the agent wrote
+    (the name a sign-in token gives, which its holder may set; the turn's prompt, cut; the agent's reason)."""
+    facts = []
     if held.risk or held.impact:
         risk = f"*Risk: {escaped(held.risk, 20)}*" if held.risk else "*Impact*"
-        lines.append(risk + (f": {escaped(held.impact, MAX_LINE_CHARS)}" if held.impact else ""))
+        facts.append(risk + (f": {escaped(_line(held.impact), MAX_LINE_CHARS)}" if held.impact else ""))
     if held.started_by:
-        name = f" ({escaped(held.started_by_name, 100)}, as their sign-in says)" if held.started_by_name else ""
-        lines.append(f"Turn started by {escaped(held.started_by, MAX_LINE_CHARS)}{name}")
-    if held.root_prompt:
-        lines.append(f"Prompt: {escaped(held.root_prompt, MAX_PROMPT_CHARS)}")
-    if held.explanation:
-        lines.append(f"The agent's reason: {escaped(held.explanation, MAX_REASON_CHARS)}")
+        facts.append(f"Turn started by {escaped(held.started_by, MAX_LINE_CHARS)}")
     if held.rule is not None and held.rule.required > 1:
         voters = [escaped(vote.by, 100) for vote in held.approvals]
-        lines.append(f"Approvals: {len(voters)} of {held.rule.required}" + (f": {', '.join(voters)}" if voters else ""))
-    return [_markdown_section("\n".join(lines))] if lines else []
+        facts.append(f"Approvals: {len(voters)} of {held.rule.required}" + (f": {', '.join(voters)}" if voters else ""))
+    words = []
+    if held.started_by_name:
+        words.append(f"> Their sign-in gives their name as: {escaped(_line(held.started_by_name), 100)}")
+    if held.root_prompt:
+        words.append(f"> Prompt: {escaped(_line(held.root_prompt), MAX_PROMPT_CHARS)}")
+    if held.explanation:
+        words.append(f"> The agent's reason: {escaped(_line(held.explanation), MAX_REASON_CHARS)}")
+    return [_markdown_section("\n".join(part)) for part in (facts, words) if part]
 
 
 def settled(asked: InteractionRequested, outcome: str) -> list[dict[str, Any]]:

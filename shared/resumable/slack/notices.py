@@ -21,6 +21,7 @@ import time
 from typing import Any, Protocol
 
 from resumable.events.schemas import InteractionAnswered, InteractionClosed, InteractionRequested, InteractionVoted
+from resumable.runtime.rules import MAX_REQUIRED
 from resumable.service.ids import root_of
 from resumable.service.views import InteractionView
 from resumable.slack.messages import fallback, question, settled
@@ -146,24 +147,35 @@ class Notices:
 
     def refresh(self, session_id: str, root_turn_id: str, request_id: str, now: float | None = None) -> str:
         """The message of a question that still waits, drawn again as the table holds it now (the
-        approvals so far): after a vote. What was done, in words."""
+        approvals so far): after a vote. What was done, in words.
+
+        Draws overlap (a vote's press and its event, two votes at once), and Slack keeps the last one
+        it gets: so after each draw the question is read again, and drawn again while its votes moved
+        on since (at most ``MAX_REQUIRED`` times: each time is another vote); and once it settled, its
+        settled message is drawn last, whatever became of the draw before."""
         at = time.time() if now is None else now
-        held = self.interactions.get_interaction(session_id, root_turn_id, request_id)
-        where = self.messages.get(session_id, request_id)
-        if held is None or held.status != "requested" or where is None or where.ts is None or where.asked is None:
-            return f"{request_id}: no waiting question's message to draw again"
-        if where.outcome:
-            return f"{request_id}: its message shows it settled already"
-        asked = self._as_held(held, InteractionRequested.model_validate_json(where.asked))
-        blocks = question(asked, InteractionView.of(held, at))
-        self.slack.chat_update(channel=where.channel, ts=where.ts, text=fallback(asked.summary), blocks=blocks)
-        # A settling that recorded its outcome while this drew the buttons again may have drawn its own
-        # message first: drawn settled again, last (one recorded after this read draws after it anyway).
-        again = self.messages.get(session_id, request_id)
-        if again is not None and again.outcome:
-            self._update(again)
-            return f"{request_id}: settled while drawn again: {again.outcome}"
-        return f"{request_id}: drawn again"
+        drawn = -1
+        for _ in range(MAX_REQUIRED + 1):
+            held = self.interactions.get_interaction(session_id, root_turn_id, request_id)
+            where = self.messages.get(session_id, request_id)
+            if where is not None and where.outcome and where.ts is not None:
+                if drawn >= 0:  # (it settled while this drew the buttons again: drawn settled, last)
+                    self._update(where)
+                return f"{request_id}: its message shows it settled" + (" (drawn so again)" if drawn >= 0 else "")
+            waits = held is not None and held.status == "requested" and held.deleted_generation is None
+            if held is None or not waits or where is None or where.ts is None or where.asked is None:
+                if drawn < 0:
+                    logger.info("request_id=<%s> | no waiting question's message to draw again", request_id)
+                return f"{request_id}: no waiting question's message to draw again"
+            if held.vote_count == drawn:
+                return f"{request_id}: drawn again with {drawn} approval(s)"
+            asked = self._as_held(held, InteractionRequested.model_validate_json(where.asked))
+            try:
+                blocks = question(asked, InteractionView.of(held, at))
+                self.slack.chat_update(channel=where.channel, ts=where.ts, text=fallback(asked.summary), blocks=blocks)
+            finally:
+                drawn = held.vote_count
+        return f"{request_id}: drawn again with {drawn} approval(s)"
 
     def _post(self, asked: InteractionRequested, held: InteractionView, now: float) -> str:
         claimed = self.messages.claim_post(
@@ -178,6 +190,10 @@ class Notices:
         if where.outcome and not claimed.outcome:  # (it settled while the message was being posted)
             self._update(where)
             return f"{asked.request_id}: posted, and updated: {where.outcome}"
+        # A vote that landed while it was being posted found no message to draw again: drawn now
+        now_held = self.interactions.get_interaction(asked.session_id, held.turn_id, asked.request_id)
+        if not claimed.outcome and now_held is not None and len(now_held.votes) != len(held.approvals):
+            self.refresh(asked.session_id, held.turn_id, asked.request_id, now)
         return f"{asked.request_id}: posted"
 
     def _settle(self, held: InteractionRecord, outcome: str, now: float) -> str:

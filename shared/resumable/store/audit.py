@@ -4,6 +4,11 @@ partition per UTC day of their own, apart from every session (deleting one never
 | item | pk | sk |
 |---|---|---|
 | audit record | ``AUDIT#<YYYY-MM-DD>[#<shard>]`` | ``<ISO 8601 time, µs>#<requestId>#<n><kind>#<who or what>`` |
+| a refusal's mark | ``AUDIT#<YYYY-MM-DD>[#<shard>]`` | ``REFUSED#<requestId>#<who>#<refusal>`` |
+
+A refused answer is recorded once a day per question, principal and refusal: its record is written
+with a mark its put requires be absent, so a flood of the same refused press writes one record (and
+the marks sort after every time, outside every read of the day's records).
 
 A day is sharded like the inbox (``codec.sharded``, by the record's session), so no partition key
 takes every decision of the deployment; its records are one Query per shard, merged in time order.
@@ -18,11 +23,13 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from resumable.store.codec import sharded, shards_of, value
 from resumable.store.records import AuditRecord
-from resumable.store.table import Table, aws_call
+from resumable.store.table import Table, aws_call, refusal
 
-_ORDER = {"vote": 1, "decision": 2, "action": 3}
+_ORDER = {"refused": 0, "vote": 1, "decision": 2, "action": 3}
 
 
 def audit_day(at: float) -> str:
@@ -64,6 +71,30 @@ def audit_put(table: str, record: AuditRecord, shards: int) -> dict[str, Any]:
 
 
 class AuditItems(Table):
+    @aws_call
+    def record_refused(self, audit: AuditRecord) -> bool:
+        pk = sharded(audit_pk(audit_day(audit.at)), audit.session_id, self.shards)
+        who = hashlib.sha256((audit.by or "").encode()).hexdigest()[:16]
+        mark = {
+            "Put": {
+                "TableName": self.table,
+                "Item": {
+                    "pk": value(pk),
+                    "sk": value(f"REFUSED#{audit.request_id}#{who}#{audit.refusal}"),
+                    "entity": value("audit_mark"),
+                    "purge_at": value(audit.purge_at),
+                },
+                "ConditionExpression": "attribute_not_exists(pk)",
+            }
+        }
+        try:
+            self._transact_write([mark, audit_put(self.table, audit, self.shards)])
+        except ClientError as error:
+            if refusal(error) is None:
+                raise
+            return False
+        return True
+
     @aws_call
     def list_audit(
         self, day: str, after: str | None, since: float, until: float, limit: int

@@ -132,16 +132,22 @@ def interaction_requested(interaction: InteractionRecord) -> OutboxEvent:
             "rule": None if interaction.rule is None else {to_camel(k): v for k, v in interaction.rule.items()},
             "reason": interaction.reason,
             "summary": summary(interaction),
-            # (what a person judges it by, as the inbox card shows it: the e-mail and Slack show it too)
-            "startedBy": interaction.started_by,
-            "startedByName": interaction.started_by_name,
-            "rootPrompt": interaction.root_prompt,
-            "risk": interaction.risk,
-            "impact": impact_of(interaction),
-            "confirm": interaction.confirm,
+            **_judged(interaction),
         },
         created_at=interaction.created_at,
     )
+
+
+def _judged(interaction: InteractionRecord) -> dict[str, Any]:
+    """What a person judges a question by, as the inbox card shows it: the e-mail and Slack show it too."""
+    return {
+        "startedBy": interaction.started_by,
+        "startedByName": interaction.started_by_name,
+        "rootPrompt": interaction.root_prompt,
+        "risk": interaction.risk,
+        "impact": impact_of(interaction),
+        "confirm": interaction.confirm,
+    }
 
 
 def impact_of(interaction: InteractionRecord) -> str | None:
@@ -181,7 +187,8 @@ def interaction_escalated(interaction: InteractionRecord, rule: str, to: list[st
         type=INTERACTION_ESCALATED,
         turn_id=interaction.root_turn_id,
         detail=_to_answer(interaction)
-        | {"rule": rule, "escalatedTo": to, "summary": f"escalated to {', '.join(to)}: {summary(interaction)}"},
+        | {"rule": rule, "escalatedTo": to, "summary": f"escalated to {', '.join(to)}: {summary(interaction)}"}
+        | _judged(interaction),
         created_at=now,
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -192,7 +193,7 @@ class InteractionRecord(Record):
         after = (self.rule or {}).get("escalate_after")
         if self.status != "requested" or self.escalated_at is not None or not isinstance(after, int | float):
             return None
-        return self.created_at + after
+        return self.created_at + after if math.isfinite(after) else None  # (after infinity: never)
 
 
 ActionStatus = Literal["started", "finished", "not_run"]
@@ -222,8 +223,9 @@ class ActionRecord(Record):
     late: bool = False
 
 
-AuditKind = Literal["vote", "decision", "action"]
-AuditOutcome = Literal["voted", "approved", "denied", "ran", "failed", "unknown", "not_run"]
+AuditKind = Literal["vote", "decision", "action", "refused"]
+AuditOutcome = Literal["voted", "approved", "denied", "ran", "failed", "unknown", "not_run", "refused"]
+AnswerRefusal = Literal["not_an_approver", "self_approval", "duplicate_vote", "other_input", "after_settlement"]
 
 
 class AuditVote(Record):
@@ -240,7 +242,11 @@ class AuditRecord(Record):
     changed: an approval that waits for more (``vote``: ``voted``), the answer that settled a question
     (``decision``: ``approved`` or ``denied``, with every vote that counted), or what became of the
     approved action (``action``: ``ran``, ``failed`` (it returned an error), ``unknown`` (it started and
-    its result was never recorded), ``not_run``). ``request_id`` ties a question's entries together.
+    its result was never recorded), ``not_run``), or an answer refused though its caller may see the
+    question (``refused``, ``refusal`` saying why: ``not_an_approver``, ``self_approval``,
+    ``duplicate_vote``, ``other_input`` (a vote for another input than the votes so far),
+    ``after_settlement``). ``request_id`` ties a question's entries together; ``started_by`` is who
+    started its turn, and ``rule`` the approval rule in force (None: none).
 
     ``by`` answered (a principal; ``application`` for the application itself, ``expiry`` for an
     approval rule that denies at expiry), proving who it was as ``authentication`` says:
@@ -261,9 +267,11 @@ class AuditRecord(Record):
     tool: str | None = None
     agent_path: list[str] = Field(default_factory=list)
     rule: str | None = None
+    started_by: str | None = None
     by: str | None = None
     authentication: dict[str, str] | None = None
     message: str | None = None
+    refusal: AnswerRefusal | None = None
     votes: list[AuditVote] = Field(default_factory=list)
     input_asked_digest: str | None = None
     input_approved_digest: str | None = None

@@ -119,8 +119,8 @@ def _judged(question: InteractionView, reason: dict[str, Any]) -> list[str]:
     if risk or impact:
         said = f"Risk: {risk}. " if risk else ""
         rows.append(f'<p class="risk">{_escaped(said + str(impact or ""))}</p>')
-    if question.started_by:
-        name = f" ({question.started_by_name}, as their sign-in says)" if question.started_by_name else ""
+    if question.started_by:  # (with the name a sign-in token gives, which its holder may set: quoted, as the page)
+        name = f" (who gives their name as \u201c{question.started_by_name}\u201d)" if question.started_by_name else ""
         rows.append(f"<p>Turn started by {_escaped(question.started_by + name)}</p>")
     if question.root_prompt:
         rows.append(f"<p>Prompt: {_escaped(_cut(question.root_prompt, MAX_PROMPT_CHARS))}</p>")

@@ -143,7 +143,10 @@ class LeasedActionJournal:
     def _audit(self, record: ActionRecord, outcome: AuditOutcome, now: float, ran_with: Any) -> AuditRecord:
         """The audit trail's record of what became of the action (``ran_with``: the input it was given)."""
         rule = self.rules.get(request_id(self.root_turn_id, record.key))
-        return action_entry(self.lease.deps, self.root_turn_id, self.session_id, record, outcome, now, ran_with, rule)
+        root = self.lease.root  # (who started the turn, as its questions hold it)
+        started_by = root.started_by if root.started_by is not None else root.principal
+        deps = self.lease.deps
+        return action_entry(deps, self.root_turn_id, self.session_id, record, outcome, now, ran_with, rule, started_by)
 
     def _still_leased(self, record: ActionRecord, ran_with: Any) -> None:
         """Right before the action runs: the run must still hold the turn, else the action never runs."""

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from resumable.clock import iso
 from resumable.exceptions import (
     ConflictError,
+    ForbiddenError,
     GoneError,
     NotFoundError,
     ServiceError,
@@ -23,6 +24,7 @@ from resumable.service.access import check_may_answer, is_approver, load, visibl
 from resumable.service.advancing.advance import advance
 from resumable.service.advancing.settlement import EXPIRY
 from resumable.service.answering.edits import check_edit
+from resumable.service.answering.refusals import record_refusal
 from resumable.service.answering.votes import answer_under_rule
 from resumable.service.audit.entries import authentication_of, decision_entry
 from resumable.service.caller import VIAS, Caller, channel_of, identity_of
@@ -64,6 +66,33 @@ def submit_approval(
         check_edit(deps, asked, turn_id, response["decision"], response["input"], caller, missing)
     asker = turn_id if turn_id != root_id else None
     now = deps.clock.now()
+    try:
+        answer = _answer(deps, asked, response, caller, approval_shaped, turn_id, asker, now, missing)
+    except (ForbiddenError, ConflictError, GoneError) as refused:
+        if approval_shaped:  # (the trail is of approvals: a refused one is on it, once a day per reason)
+            record_refusal(deps, asked, response, caller, refused)
+        raise
+    tree = load(deps, session_id, root_id)
+    if answer.outcome == "answered":
+        logger.info(
+            "session_id=<%s>, turn_id=<%s>, request_id=<%s> | interaction answered by %s",
+            session_id,
+            root_id,
+            request_id,
+            caller,
+        )
+        recorded = next((i for i in tree.interactions if i.request_id == request_id), None)
+        if recorded is not None:
+            count_answer(recorded)
+    return TurnView.of(advance(deps, tree))  # the root turn, whichever turn id was sent
+
+
+def _answer(
+    deps: Dependencies, asked: InteractionRecord, response: Any, caller: Caller | None, approval_shaped: bool,
+    turn_id: str, asker: str | None, now: float, missing: NotFoundError,
+) -> AnswerOutcome:  # fmt: skip
+    """The answer recorded (or voted, or found replayed); the service error that says why it was not."""
+    session_id, root_id, request_id = asked.session_id, asked.root_turn_id, asked.request_id
     if asked.status != "requested" or asked.expires_at <= now:
         answer = AnswerOutcome("refused", interaction=asked)  # (as the write would be: no need to try it)
     elif _ruled(asked, approval_shaped, now):
@@ -110,19 +139,7 @@ def submit_approval(
                 f"interaction {request_id} expired before it was answered; its turn {settled} and nothing was answered"
             )
         _unless_replayed(interaction, response, approval_shaped, caller)
-    tree = load(deps, session_id, root_id)
-    if answer.outcome == "answered":
-        logger.info(
-            "session_id=<%s>, turn_id=<%s>, request_id=<%s> | interaction answered by %s",
-            session_id,
-            root_id,
-            request_id,
-            caller,
-        )
-        recorded = next((i for i in tree.interactions if i.request_id == request_id), None)
-        if recorded is not None:
-            count_answer(recorded)
-    return TurnView.of(advance(deps, tree))  # the root turn, whichever turn id was sent
+    return answer
 
 
 def _ruled(interaction: InteractionRecord | None, approval_shaped: bool, now: float) -> bool:

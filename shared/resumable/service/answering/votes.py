@@ -3,7 +3,7 @@
 A question asked under a rule (``ApprovalRule``, stored on the interaction as it was asked) takes
 answers only from the principals its ``approvers`` name (403 for anyone else, naming the rule), and,
 unless the rule allows self-approval, an approval from anyone but the principal who started the turn
-(who may still deny it where ``approvers`` names them, and may cancel it). A deny settles the question
+(who may always deny it, withdrawing their own call, as they may cancel it). A deny settles the question
 denied at once. Each approval is a vote: a conditional write that holds only if the question still has the votes it was
 read with, so two votes at once cannot both count the same state; the one that brings the votes to
 ``required`` settles the question in the same transaction that records it. Every approving vote

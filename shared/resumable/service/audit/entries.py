@@ -21,14 +21,24 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from resumable.runtime.interrupts import APPROVAL_INTERRUPT
-from resumable.service.caller import Caller
+from resumable.service.access import rule_of
+from resumable.service.caller import Caller, identity_of
 from resumable.service.ids import request_id
 from resumable.service.limits import is_preview
-from resumable.store.records import ActionRecord, AuditOutcome, AuditRecord, AuditVote, InteractionRecord, Vote
+from resumable.store.records import (
+    ActionRecord,
+    AnswerRefusal,
+    AuditOutcome,
+    AuditRecord,
+    AuditVote,
+    InteractionRecord,
+    Vote,
+)
 
 if TYPE_CHECKING:
     from resumable.service.dependencies import Dependencies
 
+MAX_REFUSAL_CHARS = 1000  # (of what a refused caller was told, kept in its record)
 MAX_KEPT_BYTES = 16 * 1024
 """The most of an action's input a record keeps (a question's inputs are bounded where it is asked)."""
 
@@ -78,6 +88,7 @@ def _entry(deps: Dependencies, interaction: InteractionRecord, at: float, **fiel
         input_approved=approved if keep else None,
         inputs_kept=keep,
         purge_at=at + deps.settings.audit_retention_seconds,
+        started_by=interaction.started_by,
         **fields,
     )
 
@@ -133,9 +144,34 @@ def vote_entry(deps: Dependencies, interaction: InteractionRecord, by: str, vote
     )
 
 
+def refused_entry(
+    deps: Dependencies, interaction: InteractionRecord, response: dict[str, Any], caller: Caller | None,
+    refusal: AnswerRefusal, said: str, at: float,
+) -> AuditRecord:  # fmt: skip
+    """The record of an answer to ``interaction`` that was refused for ``refusal`` (``said``: what the
+    caller was told), by a caller who may see the question."""
+    rule = rule_of(interaction)
+    edited = response.get("input")
+    return _entry(
+        deps,
+        interaction,
+        at,
+        kind="refused",
+        outcome="refused",
+        refusal=refusal,
+        rule=rule.title if rule is not None else None,
+        by=identity_of(caller),
+        authentication=authentication_of(caller),
+        message=said[:MAX_REFUSAL_CHARS],
+        approved=(edited if edited is not None else approved_as_asked(interaction))
+        if response.get("decision") == "approve"
+        else None,
+    )
+
+
 def action_entry(
     deps: Dependencies, root_turn_id: str, session_id: str, action: ActionRecord, outcome: AuditOutcome, at: float,
-    ran_with: Any, rule: str | None = None,
+    ran_with: Any, rule: str | None = None, started_by: str | None = None,
 ) -> AuditRecord:  # fmt: skip
     """The record of what became of an approved action (``ran_with``: the input it was given; kept, where
     inputs are, up to ``MAX_KEPT_BYTES`` of JSON: the whole input is in the snapshot; ``rule``: the
@@ -146,6 +182,7 @@ def action_entry(
         outcome=outcome,
         at=at,
         rule=rule,
+        started_by=started_by,
         session_id=session_id,
         root_turn_id=root_turn_id,
         turn_id=action.turn_id or root_turn_id,

@@ -38,7 +38,7 @@ SKEW = 60.0  # (records made by a function whose clock runs ahead: read up to a 
 NOW = 0.001  # (default until: just past now, so that a record made at this very moment is in)
 EARLIEST, LATEST = 0.0, 253_402_300_799.0  # 1970-01-01 and 9999-12-31T23:59:59Z: any moment outside is one of them
 MAX_PAGE_BYTES = 4 * 1024 * 1024  # of records' JSON: a reply stays under Lambda's 6 MB
-OUTCOMES: tuple[AuditOutcome, ...] = ("voted", "approved", "denied", "ran", "failed", "unknown", "not_run")
+OUTCOMES: tuple[AuditOutcome, ...] = ("voted", "approved", "denied", "ran", "failed", "unknown", "not_run", "refused")
 
 
 class AuditVoteView(View):
@@ -51,9 +51,10 @@ class AuditVoteView(View):
 class AuditRecordView(View):
     """One record of the audit trail."""
 
-    kind: Literal["vote", "decision", "action"] = Field(
+    kind: Literal["vote", "decision", "action", "refused"] = Field(
         description="'vote': an approval that waits for more under its rule; 'decision': the answer that settled "
-        "the question; 'action': what became of the approved action."
+        "the question; 'action': what became of the approved action; 'refused': an answer refused though its "
+        "caller may see the question (once a day per question, principal and refusal)."
     )
     outcome: AuditOutcome = Field(description=f"One of {', '.join(OUTCOMES)}.")
     at: str
@@ -66,7 +67,17 @@ class AuditRecordView(View):
     rule: str | None = Field(
         description="The approval rule the question was asked under (its name); of an action, its approval's."
     )
-    by: str | None = Field(description="Who answered: a principal, 'application', or 'expiry' (a rule denied it).")
+    started_by: str | None = Field(
+        default=None, description="Who started the turn that asked (null in records written before it was kept)."
+    )
+    by: str | None = Field(
+        description="Who answered (or tried to): a principal, 'application', or 'expiry' (a rule denied it)."
+    )
+    refusal: str | None = Field(
+        default=None,
+        description="Of a refused answer, why: not_an_approver, self_approval, duplicate_vote, other_input (a vote "
+        "for another input than the votes so far) or after_settlement.",
+    )
     authentication: dict[str, str] | None = Field(
         description="How they proved it: {method: iam, arn, accessKey}, {method: jwt, subject, issuer}, ..."
     )
