@@ -152,3 +152,25 @@ def test_make_run_with_decision_links_starts_and_its_mail_holds_a_link_that_deci
         form = urllib.parse.urlencode({"decision": "approve", "confirm": "yes"}).encode()  # (destructive: ticked)
         with urllib.request.urlopen(urllib.request.Request(decide, data=form), timeout=HANG_SECONDS) as reply:
             assert reply.status == 200 and "Your approval is recorded" in reply.read().decode()
+
+
+@pytest.mark.slow
+def test_under_the_docs_two_person_rule_make_run_prints_a_walkthrough_that_completes_pasted_twice(
+    tmp_path: Path,
+) -> None:
+    """docs/approval-rules.md's two-person rule under make run (IAM): you and the run's second local approver
+    approve bob's question; the separation check passes; pasted again, it runs again."""
+    rule = '[{"tools": ["delete_*"], "required": 2, "name": "two-person delete"}]'
+    with make_run(tmp_path / "local-run.json", APPROVAL_RULES=rule) as (_, printed):
+        assert "The approval rule 'two-person delete' governs delete_record: 2 approvals" in printed, printed
+        for paste in ("first", "again"):
+            ran = subprocess.run(
+                ["bash", "-c", commands(printed)], capture_output=True, text=True, timeout=HANG_SECONDS, check=False
+            )
+            assert ran.returncode == 0, ran.stdout + ran.stderr
+            out = ran.stdout.replace(": ", ":").replace(", ", ",")
+            deleted = "record prod-db deleted" if paste == "first" else "there is no record named prod-db"
+            assert f'"status":"completed","output":"{deleted}"' in out, out  # (the second approval ran it)
+            assert '"approvals":[{"by":"arn:aws:iam::000000000000:user/local",' in out, "yours counted first"
+            assert "exit 0" in out and '"code"' not in out, out
+            assert "0 approved by the one who started its turn" in ran.stderr, ran.stderr

@@ -35,7 +35,7 @@ from resumable.local.schedules import running_schedules
 from resumable.local.server import DEFAULT_PRINCIPAL, LocalServer, make_server, requests_log
 from resumable.local.slack import slack_locally
 from resumable.local.template import create_state_machine, functions_in_process
-from resumable.local.walkthrough import IAM_SIGN_IN, JWT_WALKTHROUGH, WALKTHROUGH, filled
+from resumable.local.walkthrough import IAM_SIGN_IN, JWT_WALKTHROUGH, WALKTHROUGH, filled, two_person
 from resumable.local_runs import note
 
 if TYPE_CHECKING:
@@ -108,6 +108,28 @@ def _said(rule: ApprovalRule) -> str:
     if rule.escalate_after is not None and rule.escalate_to:
         said += f"; after {rule.escalate_after:g} s unsettled, {', '.join(rule.escalate_to)} too"
     return said + ("; denied at its expiry" if rule.on_expiry == "deny" else "")
+
+
+def _several_approvers(configured: Settings, auth: str, you: str) -> tuple[str, int, list[str]] | None:
+    """Where the deployment's rule for the demo's delete_record needs several approvers (IAM mode: the
+    one-approver walkthrough would wait, or be refused, under it): the rule's name, how many it needs,
+    and the local approvers besides ``you`` this run adds for it (as APPROVER_PRINCIPALS, unless that
+    was set). None where the walkthrough of one approver completes, or the rule names its own approvers."""
+    rule = next((r for r in configured.approval_rules if r.matches("delete_record")), None)
+    if auth != "iam" or rule is None or rule.required < 2 or rule.approvers is not None:
+        if rule is not None and rule.approvers is not None and auth == "iam":
+            print(
+                f"make run: the approval rule {rule.title!r} names its approvers ({', '.join(rule.approvers)}): the "
+                "walkthrough's approvals are yours, so answer as one of them with an x-resumable-principal header "
+                "(and add them to APPROVER_PRINCIPALS) where it is refused",
+                flush=True,
+            )
+        return None
+    others = [f"arn:aws:iam::000000000000:user/local-approver-{n}" for n in range(2, rule.required + 1)]
+    if "APPROVER_PRINCIPALS" in os.environ and os.environ["APPROVER_PRINCIPALS"] != you:
+        return None  # (the approvers are yours to name: the walkthrough of one approver, and the rule as set)
+    os.environ["APPROVER_PRINCIPALS"] = ",".join([you, *others])
+    return rule.title, rule.required, others
 
 
 def _log_level() -> None:
@@ -200,6 +222,7 @@ def main() -> None:
         sys.exit(f"make run: {error}")
     for rule in configured.approval_rules:
         print(f"approval rule {_said(rule)}", flush=True)
+    several = _several_approvers(configured, auth, default)
     with ExitStack() as stack:
         app, layout = _application(stack)
         settings = stack.enter_context(embedded_aws())
@@ -221,9 +244,11 @@ def main() -> None:
             )
             verifier = JwtVerifier(issuer.url, (issuer.client_id,))
             walkthrough = JWT_WALKTHROUGH.replace("@ISSUER", issuer.url)
-        else:
+        else:  # (under a rule of several approvers, the one-approver walkthrough would wait, or be refused)
             credentials = _local_credentials(default)
-            walkthrough = WALKTHROUGH + IAM_SIGN_IN.replace("@CREDENTIALS", str(CREDENTIALS))
+            walkthrough = (
+                two_person(*several) if several else WALKTHROUGH + IAM_SIGN_IN.replace("@CREDENTIALS", str(CREDENTIALS))
+            )
         server = _listen(port, credentials, verifier)
         url = f"http://127.0.0.1:{server.server_address[1]}"
         os.environ["API_URL"] = url  # the answer links in events

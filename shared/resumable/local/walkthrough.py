@@ -89,6 +89,53 @@ finds this run by itself; RESUMABLE_URL names the one it calls where several ser
 The OpenAPI document: @URL/openapi.json
 """
 
+# What make run prints instead of WALKTHROUGH (IAM mode) under an approval rule that needs several approvers
+# for delete_record: the one-approver walkthrough would wait, or be refused, under it. @RULE, @REQUIRED,
+# @OTHERS and @APPROVALS are filled in (``two_person``).
+TWO_PERSON = r"""resumable is serving @URL  (Ctrl-C stops it and forgets everything: the embedded AWS is in memory)
+
+The approval rule @RULE governs delete_record: @REQUIRED approvals from distinct approvers, never the
+approval of the one who started the turn. The walkthrough of one approver would wait or be refused
+(403) under it: make run without APPROVAL_RULES prints that one. This run has local approvers besides
+you for it, @OTHERS: an unsigned request is theirs with its x-resumable-principal header (as it is
+bob's, who may answer only his own sessions). Paste these into another terminal, in order:
+
+  field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }    # one field of a JSON reply
+
+1. Ask as bob: the question waits for @REQUIRED approvals (each paste, a session of its own).
+  S=two-$RANDOM$RANDOM; BOB='x-resumable-principal: arn:aws:iam::000000000000:user/bob'
+  T=$(curl -s -X POST @URL/sessions/$S/turns -H "$BOB" --json '{"prompt": "delete the prod-db record"}'); echo "$T"
+  TURN=$(echo "$T" | field '["turnId"]'); REQ=$(echo "$T" | field '["interactions"][0]["requestId"]')
+  ANSWER=@URL/sessions/$S/turns/$TURN/interactions/$REQ
+
+2. Approve as you, then as each other local approver: each approval counts once; the last runs
+delete_record, once ("record prod-db deleted"; pasted again, "there is no record named prod-db").
+@APPROVALS
+
+3. From the trail alone: nobody approved a call of a turn they started.
+  @RESUMABLE --url @URL admin audit --check-separation; echo "exit $?"
+
+The OpenAPI document: @URL/openapi.json
+"""
+
+
+def two_person(rule_title: str, required: int, others: list[str]) -> str:
+    """``TWO_PERSON`` for a rule of ``required`` approvers: you, then ``others`` (each by its header)."""
+    approve = '--json \'{"response": {"decision": "approve"}}\'; echo'
+    lines = [f'  curl -s -X POST "$ANSWER" {approve}      # 200 "status": "waiting", your approval 1 of {required}']
+    for n, other in enumerate(others, start=2):
+        said = "completed" if n == required else f"waiting, {n} of {required}"
+        lines.append(
+            f'  curl -s -X POST "$ANSWER" -H \'x-resumable-principal: {other}\' {approve}      # 200 "status": "{said}"'
+        )
+    return (
+        TWO_PERSON.replace("@RULE", repr(rule_title))
+        .replace("@REQUIRED", str(required))
+        .replace("@OTHERS", ", ".join(others))
+        .replace("@APPROVALS", "\n".join(lines))
+    )
+
+
 # What the walkthrough adds for each way of signing in. @CREDENTIALS, @ISSUER are filled in.
 IAM_SIGN_IN = r"""
 The inbox page, to answer in a browser (unsigned requests are you, an approver; delete_record is
