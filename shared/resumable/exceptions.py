@@ -93,7 +93,8 @@ class LeaseLostError(ResumableError):
 
 class ServiceError(ResumableError):
     """An error a caller of the service sees. ``code`` is machine-readable; the HTTP edge maps it to a
-    status once. Nothing was written for the request that raised it."""
+    status once. Nothing was written for the request that raised it, but, for a refused approval or
+    deny by one who may see the question, its record on the audit trail (docs/audit.md)."""
 
     code = "error"
 

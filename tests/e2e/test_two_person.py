@@ -133,6 +133,13 @@ def test_whoever_started_the_turn_may_not_approve_it_and_never_sees_it_to_approv
     expect(card(alice, "two-alice")).to_have_count(0)
     dave = sign_in(browser, url, "dave")
     expect(card(dave, "two-alice")).to_have_count(1)
+    # ...though she sees it among her turns' questions, waiting for others, and may withdraw it
+    mine = alice.locator("#mine li", has_text="two-alice")
+    expect(mine).to_contain_text("waiting for 2 approvals from any approver (0 so far); you started this turn, so")
+    mine.get_by_role("button", name="Withdraw (deny) delete_record prod-db").click()
+    expect(alice.locator("#outcomes")).to_contain_text("Withdrawn: delete_record prod-db in session two-alice")
+    read = call(url, "GET", f"/sessions/two-alice/turns/{turn['turnId']}", issuer.mint("alice"))[1]
+    assert read["interactions"][0]["decision"] == "denied" and read["interactions"][0]["answeredBy"] == "alice"
 
 
 def _sweep_once_escalation_is_due(asked: float) -> None:

@@ -173,6 +173,19 @@ def test_a_starter_the_rules_approvers_do_not_name_may_withdraw_their_own_call_b
     assert executions(ledger) == []
 
 
+def test_the_owner_did_not_start_a_turn_the_application_started_in_their_session_so_may_not_withdraw_it(
+    make_service: Callable[..., Service], session_id: str
+) -> None:
+    rule = {"tools": ["delete_*"], "approvers": ["alice", "bob"], "required": 2}
+    service = ruled(make_service, rule, factory=_two_turns)
+    first = service.start_turn(session_id, PROMPT, OWNER)
+    answer(service, first, DENY, OWNER)  # (their own: withdrawn)
+    second = service.start_turn(session_id, PROMPT, None)  # the application, in the owner's session
+    assert question(second).started_by == "application"
+    with pytest.raises(ForbiddenError, match="is not one of the approvers"):
+        answer(service, second, DENY, OWNER)
+
+
 def test_a_deny_settles_the_question_at_once_whatever_was_approved_before(
     make_service: Callable[..., Service], session_id: str, ledger: Path
 ) -> None:
@@ -310,6 +323,10 @@ def test_the_inbox_shows_each_reader_the_questions_it_may_answer_with_the_approv
     assert [i.request_id for i in _inbox(service, DAVE)] == [request]
     assert _inbox(service, ALICE) == []  # an approver of the deployment, not of this rule
     assert _inbox(service, OWNER) == []  # their own session's question, which they may not approve
+    # ...but among the questions of the turns they started, waiting for others (to withdraw, or cancel)
+    [theirs] = service.inbox(OWNER, started=True).interactions
+    assert theirs.request_id == request and theirs.started_by_you and not theirs.approved_by_you
+    assert service.inbox(BOB, started=True).interactions == [], "bob started nothing"
 
     answer(service, started, APPROVE, BOB)
 

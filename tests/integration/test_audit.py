@@ -40,6 +40,7 @@ PROMPT = "delete the prod-db record"
 ASKED = {"name": "prod-db"}
 DAY = 86400
 SINCE = "2027-01-01"  # (the fake clock starts on 2027-01-15)
+RULE = "two-person delete"
 
 
 def digest(value: Any) -> str:
@@ -81,7 +82,7 @@ def trail(service: Service, **query: Any) -> list[AuditRecordView]:
 def test_a_two_person_approval_leaves_each_vote_the_decision_and_the_actions_outcome(
     make_service: Callable[..., Service], session_id: str, ledger: Path, clock: FakeClock, factory: str
 ) -> None:
-    rule = {"tools": ["delete_*"], "required": 2, "name": "two-person delete"}
+    rule = {"tools": ["delete_*"], "required": 2, "name": RULE}
     service = audited(make_service, rule, factory=factory)
     started = service.start_turn(session_id, PROMPT, OWNER)
     question = request_of(started)
@@ -89,24 +90,22 @@ def test_a_two_person_approval_leaves_each_vote_the_decision_and_the_actions_out
     answer(service, started, {"decision": "approve", "message": "checked the backup"}, ALICE)
     assert [e.kind for e in trail(service)] == ["vote"]
     for _ in range(3):  # refused: nothing happens but the trail's record of it, once (a flood is one record a day)
-        with pytest.raises(ConflictError):
+        with pytest.raises(ConflictError):  # (alice's own vote again: it counted, so it is no refusal to record)
             answer(service, started, APPROVE, ALICE)
         with pytest.raises(ForbiddenError):  # the one who started the turn may not approve it
             answer(service, started, APPROVE, OWNER)
         clock.advance(1)  # (each press a record of its own, but for the day's mark)
-    own, twice = sorted((e for e in trail(service) if e.kind == "refused"), key=lambda e: str(e.refusal), reverse=True)
-    assert (twice.by, twice.refusal, own.by, own.refusal) == (
-        "alice",
-        "duplicate_vote",
-        OWNER.identity,
-        "self_approval",
-    )
-    assert {twice.started_by, own.started_by} == {OWNER.identity} and {twice.rule, own.rule} == {"two-person delete"}
-    assert own.message is not None and "started this turn" in own.message and own.outcome == "refused"
+    [own] = [e for e in trail(service) if e.kind == "refused"]
+    assert (own.by, own.refusal, own.started_by, own.rule) == (OWNER.identity, "self_approval", OWNER.identity, RULE)
+    assert own.message == "they started the turn, and its approval rule does not let them approve their own call"
     assert own.authentication == OWNER.authentication and own.input_approved_digest == digest(ASKED)
+    assert own.outcome == "refused"
     clock.advance(60)
     done = answer(service, started, APPROVE, BOB)
     assert done.status == "completed" and executions(ledger) == ["delete prod-db"]
+    with pytest.raises(ConflictError):  # her vote sent again once it settled: it counted, no refusal
+        answer(service, started, {"decision": "approve", "message": "checked the backup"}, ALICE)
+    assert len(trail(service, outcome="refused")) == 1
     with pytest.raises(ConflictError):  # a different answer after it settled: refused, and recorded as such
         answer(service, started, {"decision": "deny"}, ALICE)
     assert [(e.by, e.refusal) for e in trail(service, outcome="refused")][-1] == ("alice", "after_settlement")
@@ -473,3 +472,23 @@ def test_a_page_of_large_records_stops_short_of_lambdas_reply_limit_and_the_next
     first = service.audit(None, limit=500)
     assert len(first.records) == 3 and first.cursor is not None
     assert trail(service, limit=500) == everything  # page after page: each record once, in order
+
+
+def test_refused_attempts_from_many_principals_are_kept_to_twenty_a_day(
+    make_service: Callable[..., Service], session_id: str, clock: FakeClock
+) -> None:
+    """Principals are cheap (an assumed role's session name is the caller's choice): however many try, a
+    question's refused records are 20 a UTC day, and the next day's count starts again."""
+    rule = {"tools": ["delete_*"], "approvers": ["bob"], "name": "bob alone"}
+    service = make_service(
+        "nested", approval_rules=parse_rules([rule]), approver_principals=("arn:aws:sts::1:assumed-role/ops/*",)
+    )
+    started = service.start_turn(session_id, PROMPT, OWNER)
+    for day in range(2):
+        for n in range(25):
+            with pytest.raises(ForbiddenError, match="is not one of the approvers"):
+                answer(service, started, APPROVE, Caller(f"arn:aws:sts::1:assumed-role/ops/session-{day}-{n}"))
+        clock.advance(DAY)
+    refused = trail(service, outcome="refused")
+    assert len(refused) == 40 and {e.refusal for e in refused} == {"not_an_approver"}, len(refused)
+    assert len({e.by for e in refused}) == 40  # (each a principal of its own: the first 20 of each day)

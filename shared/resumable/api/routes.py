@@ -350,8 +350,15 @@ def list_inbox(
     dismissed: Annotated[
         bool, Query(description="Also the questions you dismissed (each with dismissedByYou: true).")
     ] = False,
+    started: Annotated[
+        bool,
+        Query(
+            description="Instead: the open questions of the turns you started (each with startedByYou: true), "
+            "which may wait for others: you may deny (withdraw) them, or cancel their turn."
+        ),
+    ] = False,
 ) -> Response[InboxPage]:
-    return json_reply(service().inbox(caller(), status, limit, cursor, dismissed))
+    return json_reply(service().inbox(caller(), status, limit, cursor, dismissed, started))
 
 
 @router.delete(

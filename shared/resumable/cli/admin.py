@@ -115,6 +115,11 @@ def audit(api: Api, options: argparse.Namespace, exit_codes: dict[int, int], tab
     """Write every record of the audit trail the query finds, oldest first, following the pages to the
     end: each as a line of JSON as it comes (``--format jsonl``), or a table once all are read. What
     was written, and why it stopped, go to stderr."""
+    if options.check_separation and (options.principal or options.tool or options.outcome):
+        raise ValueError(
+            "--check-separation reads every record of the range: it takes no --principal, --tool or --outcome "
+            "(a filter would leave out what it checks, and pass)"
+        )
     query = {"since": options.since, "until": options.until, "principal": options.principal}
     query |= {"tool": options.tool, "outcome": options.outcome, "limit": "500"}
     asked = {name: value for name, value in query.items() if value is not None}
@@ -161,8 +166,8 @@ def _separation(records: list[dict[str, Any]], form: str, table: Any, span: str)
     own = [r for r in decisions if r.get("startedBy") in {r.get("by"), *(v["by"] for v in r["votes"])}]
     unknown = [r for r in decisions if not r.get("startedBy")]
     tried = [r for r in records if r["kind"] == "refused" and r.get("refusal") == "self_approval"]
-    if form == "jsonl":
-        for record in own:
+    if form == "jsonl":  # (each flagged approval, then each refused attempt: their kind tells them apart)
+        for record in [*own, *tried]:
             print(json.dumps(record, ensure_ascii=False))
     elif own:
         rows = [
@@ -179,7 +184,12 @@ def _separation(records: list[dict[str, Any]], form: str, table: Any, span: str)
         f"{len(decisions)} approved call{'' if len(decisions) == 1 else 's'} checked {span}: {len(own)} approved by "
         f"the one who started its turn; {len(tried)} refused attempt{'' if len(tried) == 1 else 's'} to approve "
         f"one's own call"
-        + (f"; {len(unknown)} without startedBy (written before it was kept): not checked" if unknown else ""),
+        + (
+            f"; {len(unknown)} without startedBy (written before it was kept, or of a session the application "
+            "started with no principal): not checked"
+            if unknown
+            else ""
+        ),
         file=sys.stderr,
     )
     return 1 if own else 0

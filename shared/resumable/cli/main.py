@@ -57,6 +57,11 @@ def _parser() -> argparse.ArgumentParser:
     inbox.add_argument("--limit", type=int, default=50)
     inbox.add_argument("--cursor")
     inbox.add_argument("--dismissed", action="store_true", help="also the questions you dismissed")
+    inbox.add_argument(
+        "--started",
+        action="store_true",
+        help="instead: the open questions of the turns you started (deny to withdraw one, or cancel its turn)",
+    )
     show = commands.add_parser("show", help="a turn: its status, output, questions and child turns")
     show.add_argument("session"), show.add_argument("turn")
     talk = commands.add_parser("conversation", help="a turn's messages so far (a child turn's: its sub-agent's)")
@@ -285,6 +290,7 @@ def _run(api: Api, options: argparse.Namespace) -> Reply:
             f"?status=requested&limit={options.limit}"
             + (f"&cursor={part(options.cursor)}" if options.cursor else "")
             + ("&dismissed=true" if options.dismissed else "")
+            + ("&started=true" if options.started else "")
         )
         return api.call("GET", "/interactions" + query)
     if options.command == "show":

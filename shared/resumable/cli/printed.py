@@ -73,6 +73,10 @@ def approvals(interaction: dict[str, Any]) -> str:
     given_ = [a for a in interaction.get("approvals", []) if isinstance(a, dict)]
     given = [str(a.get("by")) for a in given_]
     shown = f"{len(given)} of {rule.get('required')}" + (": " + ", ".join(given) if given else "")
+    if interaction.get("startedByYou"):  # (waiting for whom; and why the reader's own approval cannot count)
+        approvers = rule.get("approvers")
+        shown += " from " + (", ".join(map(str, approvers)) if approvers else "any approver")
+        shown += "; you started this turn, so yours cannot count" if rule.get("selfApproval") is False else ""
     edited = next((a["input"] for a in given_ if a.get("input") is not None), None)
     shown += f" with {json.dumps(edited, ensure_ascii=False)}" if edited is not None else ""
     shown += " (escalated)" if interaction.get("escalatedAt") else ""

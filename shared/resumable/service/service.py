@@ -202,10 +202,11 @@ class Service:
         limit: int = DEFAULT_PAGE,
         cursor: str | None = None,
         dismissed: bool = False,
+        started: bool = False,
     ) -> InboxPage:
         from resumable.service.reading.inbox import inbox
 
-        return inbox(self.deps, Caller.of(principal), status, limit, cursor, dismissed)
+        return inbox(self.deps, Caller.of(principal), status, limit, cursor, dismissed, started)
 
     def sweep(self, limit: int | None = None) -> SweepReport:
         """Move on the turns nobody is moving (the sweeper's scheduled run), at most ``limit`` of them

@@ -128,6 +128,11 @@ class InteractionView(View):
         description="Approving needs a confirmation naming what will happen (destructive, or its rule's).",
     )
     dismissed_by_you: bool = Field(default=False, description="In the inbox: the reader dismissed it.")
+    started_by_you: bool = Field(
+        default=False,
+        description="In the inbox of the turns you started (started=true): you started its turn. Under a rule "
+        "without selfApproval your approval cannot count; you may deny it (withdraw it) or cancel the turn.",
+    )
 
     @property
     def needs_confirmation(self) -> bool:

@@ -133,10 +133,10 @@ class Answers(ABC):
         as it is now, or ``missing``)."""
 
     @abstractmethod
-    def record_refused(self, audit: AuditRecord) -> bool:
+    def record_refused(self, audit: AuditRecord, most: int) -> bool:
         """Append the ``refused`` audit record ``audit``, once a UTC day per question, principal and
-        refusal (a flood of the same refused press writes one record); False where that day's was
-        written already (nothing is written)."""
+        refusal (a flood of the same refused press writes one record), and at most ``most`` a day per
+        question (a flood from many principals writes ``most``); False where it is not written."""
 
     @abstractmethod
     def get_interaction(self, session_id: str, root_turn_id: str, request_id: str) -> InteractionRecord | None: ...

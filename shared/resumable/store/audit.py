@@ -5,10 +5,13 @@ partition per UTC day of their own, apart from every session (deleting one never
 |---|---|---|
 | audit record | ``AUDIT#<YYYY-MM-DD>[#<shard>]`` | ``<ISO 8601 time, µs>#<requestId>#<n><kind>#<who or what>`` |
 | a refusal's mark | ``AUDIT#<YYYY-MM-DD>[#<shard>]`` | ``REFUSED#<requestId>#<who>#<refusal>`` |
+| a question's refusals of the day | ``AUDIT#<YYYY-MM-DD>[#<shard>]`` | ``REFUSED#<requestId>`` |
 
-A refused answer is recorded once a day per question, principal and refusal: its record is written
-with a mark its put requires be absent, so a flood of the same refused press writes one record (and
-the marks sort after every time, outside every read of the day's records).
+A refused answer is recorded once a day per question, principal and refusal, and at most so many a
+day per question: its record is written with a mark its put requires be absent and a count its
+update requires be under the most, so a flood of the same refused press writes one record, and a
+flood from many principals that many (marks and counts sort after every time, outside every read of
+the day's records).
 
 A day is sharded like the inbox (``codec.sharded``, by the record's session), so no partition key
 takes every decision of the deployment; its records are one Query per shard, merged in time order.
@@ -72,9 +75,23 @@ def audit_put(table: str, record: AuditRecord, shards: int) -> dict[str, Any]:
 
 class AuditItems(Table):
     @aws_call
-    def record_refused(self, audit: AuditRecord) -> bool:
+    def record_refused(self, audit: AuditRecord, most: int) -> bool:
         pk = sharded(audit_pk(audit_day(audit.at)), audit.session_id, self.shards)
         who = hashlib.sha256((audit.by or "").encode()).hexdigest()[:16]
+        counted = {  # (the question's refused records of the day, whoever tried: at most ``most``)
+            "Update": {
+                "TableName": self.table,
+                "Key": {"pk": value(pk), "sk": value(f"REFUSED#{audit.request_id}")},
+                "UpdateExpression": "SET entity = :entity, purge_at = :purge ADD refused :one",
+                "ConditionExpression": "attribute_not_exists(refused) OR refused < :most",
+                "ExpressionAttributeValues": {
+                    ":entity": value("audit_mark"),
+                    ":purge": value(audit.purge_at),
+                    ":one": value(1),
+                    ":most": value(most),
+                },
+            }
+        }
         mark = {
             "Put": {
                 "TableName": self.table,
@@ -88,7 +105,7 @@ class AuditItems(Table):
             }
         }
         try:
-            self._transact_write([mark, audit_put(self.table, audit, self.shards)])
+            self._transact_write([counted, mark, audit_put(self.table, audit, self.shards)])
         except ClientError as error:
             if refusal(error) is None:
                 raise

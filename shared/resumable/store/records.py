@@ -225,7 +225,9 @@ class ActionRecord(Record):
 
 AuditKind = Literal["vote", "decision", "action", "refused"]
 AuditOutcome = Literal["voted", "approved", "denied", "ran", "failed", "unknown", "not_run", "refused"]
-AnswerRefusal = Literal["not_an_approver", "self_approval", "duplicate_vote", "other_input", "after_settlement"]
+AnswerRefusal = Literal[
+    "not_an_approver", "self_approval", "duplicate_vote", "other_input", "after_settlement", "turn_canceled"
+]
 
 
 class AuditVote(Record):
@@ -245,7 +247,7 @@ class AuditRecord(Record):
     its result was never recorded), ``not_run``), or an answer refused though its caller may see the
     question (``refused``, ``refusal`` saying why: ``not_an_approver``, ``self_approval``,
     ``duplicate_vote``, ``other_input`` (a vote for another input than the votes so far),
-    ``after_settlement``). ``request_id`` ties a question's entries together; ``started_by`` is who
+    ``after_settlement``, ``turn_canceled``). ``request_id`` ties a question's entries together; ``started_by`` is who
     started its turn, and ``rule`` the approval rule in force (None: none).
 
     ``by`` answered (a principal; ``application`` for the application itself, ``expiry`` for an

@@ -126,6 +126,69 @@ async function refresh() {
   showCount();
   tick();
   focusLinked();
+  await refreshMine(asked);
+}
+
+// ---- the questions of the turns the reader started, waiting for others ----
+
+async function refreshMine(asked) {
+  const reply = await call("GET", "/interactions?status=requested&started=true&limit=200");
+  if (asked !== generation || reply.status !== 200 || !reply.data || !Array.isArray(reply.data.interactions)) return;
+  const items = reply.data.interactions.filter((item) => item && item.requestId && !answered.has(item.requestId) &&
+    !cards.has(item.requestId)); // (one the reader may answer is a card of the inbox already)
+  const list = $("mine-list");
+  const focused = list.contains(document.activeElement) ? document.activeElement.dataset.for : null;
+  list.replaceChildren(...items.map(mineItem));
+  if (focused) { const again = list.querySelector('[data-for="' + focused + '"]'); if (again) again.focus(); }
+  $("mine").hidden = items.length === 0;
+}
+
+function waitingFor(item) {
+  const rule = item.rule;
+  if (!rule) return "waiting for an approver";
+  const from = rule.approvers && rule.approvers.length ? rule.approvers.join(", ") : "any approver";
+  const given = (item.approvals || []).map((approval) => approval.by);
+  return "waiting for " + rule.required + " approvals from " + from + " (" + given.length + " so far" +
+    (given.length ? ": " + given.join(", ") : "") + ")" +
+    (rule.selfApproval === false ? "; you started this turn, so yours cannot count" : "");
+}
+
+function mineItem(item) {
+  const li = document.createElement("li");
+  li.className = "mine-item";
+  const what = document.createElement("strong");
+  what.textContent = plain((item.summary || item.name) + " in session " + item.sessionId);
+  const waits = document.createElement("div");
+  waits.className = "waits";
+  waits.textContent = plain(waitingFor(item));
+  const said = document.createElement("div");
+  said.className = "output";
+  const act = (label, key, run) => {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.textContent = label;
+    button.dataset.for = key + ":" + item.requestId;
+    button.addEventListener("click", async () => {
+      button.disabled = true;
+      const reply = await run();
+      if (reply.status === 200) {
+        answered.add(item.requestId);
+        li.remove();
+        $("mine").hidden = $("mine-list").children.length === 0;
+        outcome((key === "withdraw" ? "Withdrawn: " : "Canceled: ") + (item.summary || item.name) + " in session " +
+          item.sessionId, "the turn is " + (reply.data && reply.data.status), false).focus();
+      } else {
+        button.disabled = false;
+        said.textContent = plain("Not done: " + message(reply));
+      }
+    });
+    return button;
+  };
+  const withdraw = act("Withdraw (deny) " + (item.summary || item.name), "withdraw", () =>
+    call("POST", interactionPath(item), { response: { decision: "deny", message: "withdrawn by the one who started the turn" } }));
+  const cancel = act("Cancel the turn", "cancel", () => call("POST", turnPath(item) + "/cancel"));
+  li.append(what, waits, withdraw, cancel, said);
+  return li;
 }
 
 // A link to one question (/inbox#q-<requestId>, what the e-mail sends) lands on its card, focused,
@@ -718,6 +781,8 @@ async function start() {
     token = null;
     generation += 1;
     for (const id of [...cards.keys()]) removeCard(id);
+    $("mine-list").replaceChildren();
+    $("mine").hidden = true;
     $("who").hidden = true;
     $("empty").hidden = true;
     $("audit-table").querySelector("tbody").replaceChildren();

@@ -9,7 +9,7 @@ from resumable.clock import iso
 from resumable.exceptions import NotFoundError, TurnBusyError, ValidationFailedError
 from resumable.service.access import may_act_for
 from resumable.service.advancing.advance import run_leased
-from resumable.service.caller import Caller, principal_of
+from resumable.service.caller import Caller, identity_of, principal_of
 from resumable.service.ids import new_root_turn_id, valid_session_id
 from resumable.service.limits import text_utf8
 from resumable.service.retention import retire
@@ -72,7 +72,7 @@ def start_turn(deps: Dependencies, session_id: str, prompt: Any, caller: Caller 
         base_agent_snapshots=dict(seen.agent_snapshots) if seen else {},
         prompt=prompt,
         principal=seen.principal if seen else principal_of(caller),
-        started_by=principal_of(caller),
+        started_by=identity_of(caller),  # (``application``: no principal, not the session's owner, started it)
         started_by_name=caller.shown_name if caller is not None else None,
         workflow=workflow,
         created_at=now,

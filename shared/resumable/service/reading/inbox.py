@@ -35,11 +35,14 @@ def inbox(
     limit: int,
     after: str | None,
     dismissed: bool = False,
+    started: bool = False,
 ) -> InboxPage:
     """One page of the requested interactions, not yet expired, that ``caller`` may answer: every
     session's for an approver (and the application itself), their own sessions' for anyone else;
     those they dismissed only with ``dismissed``. One Query of an index, whatever the number of
-    sessions."""
+    sessions. ``started``: instead, the questions of the turns ``caller`` started (``started_by_you``),
+    read from the same index: those waiting for others, which they may deny (withdraw) or whose turn
+    they may cancel, whether or not they may approve them."""
     if status != "requested":
         raise ValidationFailedError(
             f"query parameter 'status' is {status!r}: the inbox lists requested interactions only (a session's "
@@ -52,9 +55,10 @@ def inbox(
         )
     whose = None if caller is None or is_approver(deps.settings, caller) else caller.identity
     index, partition = deps.store.inbox_partition(whose)
+    listing = partition + ("\nstarted" if started else "")  # (a cursor of one listing is refused by the other)
     secret = deps.keys.cursor()
     last = (
-        _place(cursor.read(after, partition, secret, shapes=_cursor_shapes(index), listing="this inbox"), index)
+        _place(cursor.read(after, listing, secret, shapes=_cursor_shapes(index), listing="this inbox"), index)
         if after is not None
         else None
     )
@@ -63,14 +67,14 @@ def inbox(
     for _ in range(MAX_READS):  # questions the reader may not answer are left out: read on to fill the page
         found, last = deps.store.list_inbox(whose, now, limit - len(shown), last)
         for interaction in found:
-            view = _for_reader(interaction, caller, now, dismissed)
+            view = (
+                _started_by(interaction, caller, now) if started else _for_reader(interaction, caller, now, dismissed)
+            )
             if view is not None:
                 shown.append(view)
         if last is None or len(shown) == limit:
             break
-    return InboxPage(
-        interactions=shown, cursor=cursor.issue({"after": {"S": last}}, partition, secret) if last else None
-    )
+    return InboxPage(interactions=shown, cursor=cursor.issue({"after": {"S": last}}, listing, secret) if last else None)
 
 
 def _cursor_shapes(index: str) -> list[frozenset[str]]:
@@ -81,6 +85,15 @@ def _cursor_shapes(index: str) -> list[frozenset[str]]:
 
 def _place(held: dict[str, Any], index: str) -> str:
     return str(held["after"]["S"] if "after" in held else held[f"{index}sk"]["S"])
+
+
+def _started_by(interaction: InteractionRecord, caller: Caller | None, now: float) -> InteractionView | None:
+    """The question if ``caller`` started its turn (with ``started_by_you``, and ``approved_by_you`` where
+    a rule lets them approve their own and they did), else None."""
+    if caller is None or interaction.started_by != caller.identity:
+        return None
+    view = InteractionView.of(interaction, now)
+    return view.model_copy(update={"started_by_you": True, "approved_by_you": caller.identity in interaction.votes})
 
 
 def _for_reader(
