@@ -57,7 +57,19 @@ _IMPACT = "One line: what the call touches (the tool's or its rule's)."
 _CONFIRM = "Approving needs a confirmation naming what will happen (destructive, or its rule's)."
 
 
-class InteractionRequested(EventDetail):
+class JudgedDetail(EventDetail):
+    """What a person judges a question by, as the inbox card shows it (none of it in events written
+    before it was): who started its turn, its prompt, the risk and impact, whether it asks to confirm."""
+
+    started_by: str | None = Field(default=None, description=_STARTED_BY)
+    started_by_name: str | None = Field(default=None, description=_STARTED_BY_NAME)
+    root_prompt: str | None = Field(default=None, description=_ROOT_PROMPT)
+    risk: str | None = Field(default=None, description=_RISK)
+    impact: str | None = Field(default=None, description=_IMPACT)
+    confirm: bool = Field(default=False, description=_CONFIRM)
+
+
+class InteractionRequested(JudgedDetail):
     """A question waits for a person: everything needed to decide, and where to answer."""
 
     request_id: str
@@ -84,12 +96,6 @@ class InteractionRequested(EventDetail):
         description="The inbox page focused on this question (/inbox#q-<requestId>), when the publisher knows the "
         "API: where a person decides (opening it decides nothing).",
     )
-    started_by: str | None = Field(default=None, description=_STARTED_BY)
-    started_by_name: str | None = Field(default=None, description=_STARTED_BY_NAME)
-    root_prompt: str | None = Field(default=None, description=_ROOT_PROMPT)
-    risk: str | None = Field(default=None, description=_RISK)
-    impact: str | None = Field(default=None, description=_IMPACT)
-    confirm: bool = Field(default=False, description=_CONFIRM)
 
 
 class InteractionVoted(EventDetail):
@@ -120,7 +126,7 @@ class InteractionClosed(EventDetail):
     why: str
 
 
-class InteractionEscalated(EventDetail):
+class InteractionEscalated(JudgedDetail):
     """Nobody settled a question in the time its approval rule gives: its escalateTo may answer it now."""
 
     request_id: str
@@ -136,12 +142,6 @@ class InteractionEscalated(EventDetail):
         description="The inbox page focused on this question (/inbox#q-<requestId>), when the publisher knows the "
         "API: where a person decides (opening it decides nothing).",
     )
-    started_by: str | None = Field(default=None, description=_STARTED_BY)
-    started_by_name: str | None = Field(default=None, description=_STARTED_BY_NAME)
-    root_prompt: str | None = Field(default=None, description=_ROOT_PROMPT)
-    risk: str | None = Field(default=None, description=_RISK)
-    impact: str | None = Field(default=None, description=_IMPACT)
-    confirm: bool = Field(default=False, description=_CONFIRM)
 
 
 class TurnSettled(EventDetail):
