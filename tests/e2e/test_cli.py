@@ -256,6 +256,8 @@ def test_approving_ones_own_turn_under_a_two_person_rule_is_refused_naming_the_r
     assert request in resumable(url, "inbox", profile="approver2").stdout
     [mine] = [r for r in resumable(url, "inbox", "--started", profile="approver").stdout.splitlines() if request in r]
     assert "0 of 2 from any approver; you started this turn, so yours cannot count" in mine, mine
+    withdrawn = resumable(url, "deny", request, "--message", "not after all", profile="approver")  # (by its id alone)
+    assert withdrawn.returncode == 0 and "denied" in withdrawn.stdout, withdrawn.stdout + withdrawn.stderr
     # From the trail alone: no approved call of its starter's, and the attempt refused, by whom
     checked = resumable(url, "admin", "audit", "--since", began, "--check-separation", profile="approver2")
     assert checked.returncode == 0, checked.stdout + checked.stderr

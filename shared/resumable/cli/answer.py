@@ -106,23 +106,25 @@ def _find(api: Api, ids: list[str]) -> tuple[str, str, str, dict[str, Any] | Non
         raise ValueError(f"give {_IDS_HELP}; got {len(ids)} ids")
     [request] = ids
     for pause in (*INBOX_REREADS, None):
-        found = _in_inbox(api, request)
+        # (your inbox, then the questions of the turns you started: those you may withdraw)
+        found = _in_inbox(api, request) or _in_inbox(api, request, "&started=true")
         if found is not None:
             return found["sessionId"], found["turnId"], request, found
         if pause is not None:  # (the inbox is an index, which lags its table: a question asked a moment ago)
             time.sleep(pause)
     raise RefusedError(
-        f"question {request} is not waiting in your inbox (read {len(INBOX_REREADS) + 1} times over "
-        f"{sum(INBOX_REREADS):g} s: answered, expired, or not yours to answer): give its session and turn too "
-        "(resumable show SESSION TURN lists them)"
+        f"question {request} is not waiting in your inbox, nor among your turns' (read {len(INBOX_REREADS) + 1} "
+        f"times over {sum(INBOX_REREADS):g} s: answered, expired, or not yours to answer): give its session and "
+        "turn too (resumable show SESSION TURN lists them)"
     )
 
 
-def _in_inbox(api: Api, request: str) -> dict[str, Any] | None:
-    """The question ``request`` as your inbox lists it, or None."""
+def _in_inbox(api: Api, request: str, listing: str = "&dismissed=true") -> dict[str, Any] | None:
+    """The question ``request`` as your inbox lists it (``listing``: or the questions of the turns you
+    started, ``&started=true``), or None."""
     cursor: str | None = None
     for _ in range(MAX_INBOX_PAGES):
-        query = f"?status=requested&limit={INBOX_PAGE}&dismissed=true" + (f"&cursor={part(cursor)}" if cursor else "")
+        query = f"?status=requested&limit={INBOX_PAGE}{listing}" + (f"&cursor={part(cursor)}" if cursor else "")
         reply = api.call("GET", "/interactions" + query)
         if reply.status != 200 or not isinstance(reply.body, dict):
             raise UnreadError(reply)

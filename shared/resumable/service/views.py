@@ -95,7 +95,9 @@ class InteractionView(View):
         default=None, description="When its rule's escalateTo were let answer it too; null: not escalated."
     )
     approved_by_you: bool = Field(
-        default=False, description="In the inbox: the reader approved it already and it waits for other approvers."
+        default=False,
+        description="In the inbox's listings only (false elsewhere): the reader approved it already and it waits for "
+        "other approvers.",
     )
     summary: str = Field(
         default="",
@@ -130,8 +132,9 @@ class InteractionView(View):
     dismissed_by_you: bool = Field(default=False, description="In the inbox: the reader dismissed it.")
     started_by_you: bool = Field(
         default=False,
-        description="In the inbox of the turns you started (started=true): you started its turn. Under a rule "
-        "without selfApproval your approval cannot count; you may deny it (withdraw it) or cancel the turn.",
+        description="In the listing of the turns you started (started=true) only, false elsewhere: you started its "
+        "turn. Under a rule without selfApproval your approval cannot count; you may deny it (withdraw it) or cancel "
+        "the turn.",
     )
 
     @property

@@ -179,14 +179,22 @@ function mineItem(item) {
           item.sessionId, "the turn is " + (reply.data && reply.data.status), false).focus();
       } else {
         button.disabled = false;
-        said.textContent = plain("Not done: " + message(reply));
+        said.textContent = plain((reply.status === -1 ? "" : "Not done: ") + message(reply));
       }
     });
     return button;
   };
   const withdraw = act("Withdraw (deny) " + (item.summary || item.name), "withdraw", () =>
     call("POST", interactionPath(item), { response: { decision: "deny", message: "withdrawn by the one who started the turn" } }));
-  const cancel = act("Cancel the turn", "cancel", () => call("POST", turnPath(item) + "/cancel"));
+  // (a cancel cannot be undone: the first press asks, naming the turn; the second cancels)
+  const cancel = act("Cancel the turn", "cancel", async () => {
+    if (cancel.dataset.asked !== "yes") {
+      cancel.dataset.asked = "yes";
+      cancel.textContent = "Yes, cancel the turn of session " + item.sessionId;
+      return { status: -1, data: { message: "press again to cancel the turn: it cannot be undone" } };
+    }
+    return call("POST", turnPath(item) + "/cancel");
+  });
   li.append(what, waits, withdraw, cancel, said);
   return li;
 }

@@ -48,6 +48,11 @@ def inbox(
             f"query parameter 'status' is {status!r}: the inbox lists requested interactions only (a session's "
             "others are at GET /sessions/{sessionId}/interactions?status=...); nothing was listed"
         )
+    if started and dismissed:
+        raise ValidationFailedError(
+            "query parameters 'started' and 'dismissed' do not go together: the questions of the turns you started "
+            "are listed whether or not you dismissed them; nothing was listed"
+        )
     if not 1 <= limit <= MAX_PAGE:
         raise ValidationFailedError(
             f"query parameter 'limit' is {limit}: it must be 1 to {MAX_PAGE} (default {DEFAULT_PAGE}); "
