@@ -140,6 +140,17 @@ def test_whoever_started_the_turn_may_not_approve_it_and_never_sees_it_to_approv
     expect(alice.locator("#outcomes")).to_contain_text("Withdrawn: delete_record prod-db in session two-alice")
     read = call(url, "GET", f"/sessions/two-alice/turns/{turn['turnId']}", issuer.mint("alice"))[1]
     assert read["interactions"][0]["decision"] == "denied" and read["interactions"][0]["answeredBy"] == "alice"
+    # Cancel the turn asks once more (it cannot be undone), then cancels
+    again = start(url, issuer, "alice", "two-alice-again")
+    alice.get_by_role("button", name="Refresh").click()
+    mine = alice.locator("#mine li", has_text="two-alice-again")
+    mine.get_by_role("button", name="Cancel the turn").click()
+    expect(mine.get_by_role("button", name="Yes, cancel the turn of session two-alice-again")).to_be_visible()
+    path = f"/sessions/two-alice-again/turns/{again['turnId']}"
+    assert call(url, "GET", path, issuer.mint("alice"))[1]["status"] == "waiting", "one press cancels nothing"
+    mine.get_by_role("button", name="Yes, cancel the turn of session two-alice-again").click()
+    expect(alice.locator("#outcomes")).to_contain_text("Canceled: delete_record prod-db in session two-alice-again")
+    assert call(url, "GET", path, issuer.mint("alice"))[1]["status"] == "canceled"
 
 
 def _sweep_once_escalation_is_due(asked: float) -> None:
