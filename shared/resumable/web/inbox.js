@@ -131,6 +131,8 @@ async function refresh() {
 
 // ---- the questions of the turns the reader started, waiting for others ----
 
+const cancelAsked = new Set(); // the questions whose Cancel the turn was pressed once: the next press cancels
+
 async function refreshMine(asked) {
   const reply = await call("GET", "/interactions?status=requested&started=true&limit=200");
   if (asked !== generation || reply.status !== 200 || !reply.data || !Array.isArray(reply.data.interactions)) return;
@@ -186,11 +188,13 @@ function mineItem(item) {
   };
   const withdraw = act("Withdraw (deny) " + (item.summary || item.name), "withdraw", () =>
     call("POST", interactionPath(item), { response: { decision: "deny", message: "withdrawn by the one who started the turn" } }));
-  // (a cancel cannot be undone: the first press asks, naming the turn; the second cancels)
-  const cancel = act("Cancel the turn", "cancel", async () => {
-    if (cancel.dataset.asked !== "yes") {
-      cancel.dataset.asked = "yes";
-      cancel.textContent = "Yes, cancel the turn of session " + item.sessionId;
+  // (a cancel cannot be undone: the first press asks, naming the turn; the second cancels. The asking
+  // outlives the list's refreshes, which draw it again.)
+  const confirming = "Yes, cancel the turn of session " + item.sessionId;
+  const cancel = act(cancelAsked.has(item.requestId) ? confirming : "Cancel the turn", "cancel", async () => {
+    if (!cancelAsked.has(item.requestId)) {
+      cancelAsked.add(item.requestId);
+      cancel.textContent = confirming;
       return { status: -1, data: { message: "press again to cancel the turn: it cannot be undone" } };
     }
     return call("POST", turnPath(item) + "/cancel");
