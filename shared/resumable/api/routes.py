@@ -354,7 +354,7 @@ def list_inbox(
         bool,
         Query(
             description="Instead: the open questions of the turns you started (each with startedByYou: true), "
-            "which may wait for others: you may deny (withdraw) them, or cancel their turn."
+            "which may wait for others: you may deny (withdraw) them, or cancel their turn (dismissed or not)."
         ),
     ] = False,
 ) -> Response[InboxPage]:

@@ -42,16 +42,12 @@ def inbox(
     those they dismissed only with ``dismissed``. One Query of an index, whatever the number of
     sessions. ``started``: instead, the questions of the turns ``caller`` started (``started_by_you``),
     read from the same index: those waiting for others, which they may deny (withdraw) or whose turn
-    they may cancel, whether or not they may approve them."""
+    they may cancel, whether or not they may approve them, and whether or not they dismissed them
+    (``dismissed`` changes nothing there)."""
     if status != "requested":
         raise ValidationFailedError(
             f"query parameter 'status' is {status!r}: the inbox lists requested interactions only (a session's "
             "others are at GET /sessions/{sessionId}/interactions?status=...); nothing was listed"
-        )
-    if started and dismissed:
-        raise ValidationFailedError(
-            "query parameters 'started' and 'dismissed' do not go together: the questions of the turns you started "
-            "are listed whether or not you dismissed them; nothing was listed"
         )
     if not 1 <= limit <= MAX_PAGE:
         raise ValidationFailedError(
