@@ -30,9 +30,17 @@ from typing import Any
 
 from resumable.aws.clients import client
 from resumable.config import Settings
+from resumable.store.resources import TABLE_INDEXES
 
 KEYS = ("pk", "sk")
-INDEXES = tuple((f"gsi{n}pk", f"gsi{n}sk") for n in range(1, 5))
+INDEXES = tuple(
+    (
+        index["IndexName"],
+        tuple(k["AttributeName"] for k in index["KeySchema"]),
+        index["Projection"]["ProjectionType"] == "KEYS_ONLY",
+    )
+    for index in TABLE_INDEXES
+)
 WRITE_UNIT = 1024
 READ_UNIT = 4096
 EVENT_CHUNK = 64 * 1024  # EventBridge bills an event per 64 KB of its entry
@@ -81,22 +89,27 @@ def _read_units(size: int, consistent: bool) -> float:
 
 
 def index_writes(before: dict[str, Any] | None, after: dict[str, Any] | None) -> Counter[str]:
-    """Write units a change of an item costs in each index (each projects the whole item), by index:
-    a put where it enters, a delete where it leaves, both where it moves, one write where it changes."""
+    """Write units a change of an item costs in each index, by index: a put where it enters, a delete
+    where it leaves, both where it moves, one write where what the index holds of it changes (the whole
+    item, or, keys only, its keys: which never change in place)."""
     old_item, new_item = before or {}, after or {}
     units: Counter[str] = Counter()
-    for pk, sk in INDEXES:
-        index = pk.removesuffix("pk")
-        old = (old_item[pk], old_item[sk]) if pk in old_item and sk in old_item else None
-        new = (new_item[pk], new_item[sk]) if pk in new_item and sk in new_item else None
-        if old is not None and old == new:
-            units[index] += _write_units(item_size(new_item)) if old_item != new_item else 0
+    for index, attributes, keys_only in INDEXES:
+        old = tuple(old_item[a] for a in attributes) if all(a in old_item for a in attributes) else None
+        new = tuple(new_item[a] for a in attributes) if all(a in new_item for a in attributes) else None
+        if old is not None and old == new:  # (in place: keys only, nothing it holds changed)
+            changed = not keys_only and old_item != new_item
+            units[index] += _write_units(item_size(new_item)) if changed else 0
             continue
         if old is not None:
-            units[index] += _write_units(item_size(old_item))
+            units[index] += _write_units(item_size(_held(old_item, attributes, keys_only)))
         if new is not None:
-            units[index] += _write_units(item_size(new_item))
+            units[index] += _write_units(item_size(_held(new_item, attributes, keys_only)))
     return +units
+
+
+def _held(item: dict[str, Any], attributes: tuple[str, ...], keys_only: bool) -> dict[str, Any]:
+    return {k: item[k] for k in (*KEYS, *attributes)} if keys_only else item
 
 
 class Meter:

@@ -34,6 +34,7 @@ SERVED_BY = {
     "conversation": "GetTurnFunction",
     "list_interactions": "GetTurnFunction",
     "inbox": "GetTurnFunction",
+    "show_interaction": "GetTurnFunction",
     "audit": "GetTurnFunction",
     "stalled": "GetTurnFunction",
     "inspect": "GetTurnFunction",

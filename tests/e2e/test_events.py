@@ -45,6 +45,7 @@ EXPECTED = {
     "restore_session": 404,
     "list_interactions": 404,
     "list_inbox": 200,
+    "get_interaction": 404,
     "openapi": 200,
     "inbox_page": 200,
     # No authorizer: a decision link that is not one (links are off here), a page either way.

@@ -40,6 +40,7 @@ def test_every_route_of_the_template_is_served() -> None:
         ("POST", "/sessions/{sessionId}/turns/{turnId}/cancel"),
         ("GET", "/sessions/{sessionId}/interactions"),
         ("GET", "/interactions"),
+        ("GET", "/interactions/{requestId}"),
         ("GET", "/openapi.json"),
         ("GET", "/inbox"),
         ("DELETE", "/sessions/{sessionId}"),

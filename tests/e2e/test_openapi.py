@@ -40,6 +40,7 @@ OPERATIONS = [
     "cancelTurn",
     "listInteractions",
     "listInbox",
+    "getInteraction",
     "listAudit",
     "deleteSession",
     "restoreSession",
@@ -68,7 +69,8 @@ def test_the_document_is_valid_openapi_and_declares_every_route_with_its_errors(
         declared = set(operation["responses"])
         assert {"401", "403", "500"} <= declared, operation["operationId"]
         # Every route that names a session answers 404 for an unknown one (or another principal's).
-        assert ("404" in declared) == ("sessionId" in str(operation.get("parameters"))), operation["operationId"]
+        named = str(operation.get("parameters"))  # (a route that names a session or a question may not find it)
+        assert ("404" in declared) == ("sessionId" in named or "requestId" in named), operation["operationId"]
         for status, response in operation["responses"].items():
             schema = response["content"]["application/json"]["schema"]["$ref"]
             if status.startswith(("4", "5")) and status not in ("401", "403"):

@@ -109,6 +109,7 @@ def test_the_openapi_document_lists_every_route(api: APIGatewayHttpResolver) -> 
         "/sessions/{sessionId}/turns/{turnId}/cancel",
         "/sessions/{sessionId}/interactions",
         "/interactions",
+        "/interactions/{requestId}",
         "/sessions/{sessionId}",
         "/sessions/{sessionId}/restore",
         "/audit",

@@ -10,6 +10,7 @@
 | ``POST /sessions/{sessionId}/turns/{turnId}/cancel`` | | 200 Turn |
 | ``GET /sessions/{sessionId}/interactions?status=requested`` | | 200 ``{"interactions": [...]}`` |
 | ``GET /interactions?status=requested[&limit=N][&cursor=C][&dismissed=true]`` | | 200 ``{"interactions", "cursor"}`` |
+| ``GET /interactions/{requestId}`` | | 200 Interaction |
 | ``DELETE /sessions/{sessionId}`` | | 200 Session (deleted) |
 | ``POST /sessions/{sessionId}/restore`` | | 200 Session (restored) |
 
@@ -359,6 +360,17 @@ def list_inbox(
     ] = False,
 ) -> Response[InboxPage]:
     return json_reply(service().inbox(caller(), status, limit, cursor, dismissed, started))
+
+
+@router.get(
+    "/interactions/<requestId>",
+    operation_id="getInteraction",
+    summary="One question by its request id alone (as Slack, e-mail and the events name it), whatever its status: "
+    "for its session's principal, an approver, or who started its turn",
+    responses=responses(200, "The interaction, as you see it", InteractionView, 404),
+)
+def get_interaction(requestId: str) -> Response[InteractionView]:  # noqa: N803
+    return json_reply(service().show_interaction(path_param("requestId", requestId), caller()))
 
 
 @router.delete(

@@ -1,5 +1,5 @@
 """Answering from the terminal: ``approve``, ``deny``, ``respond`` and ``dismiss`` a question by its
-request id alone (the command finds its session and turn in your inbox) or with its session and turn.
+request id alone (the command asks the API for its session and turn) or with its session and turn.
 
 Approving a question that needs a confirmation (a ``destructive`` tool, or a rule's ``confirm``) asks
 you to type what it acts on, on a terminal; a script says ``--yes``, else nothing is sent. An edited
@@ -10,18 +10,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from typing import Any
 
 from resumable.cli.client import Api, Reply, part
 
-INBOX_PAGE = 200
-MAX_INBOX_PAGES = 25
-"""How far the command reads your inbox for a request id given alone (5,000 questions)."""
-INBOX_REREADS: tuple[float, ...] = (0.5, 1.0, 1.5)
-"""The pauses before reading the inbox again for a request id it did not list: the inbox is read from
-an index, which shows a question a moment after it is asked (on DynamoDB, usually well within a second)."""
+REREADS: tuple[float, ...] = (0.5, 1.0, 1.5)
+"""The pauses before asking again for a request id the API did not find: it finds a question through an
+index, which lists one a moment after it is asked (on DynamoDB, usually well within a second)."""
 
 _IDS_HELP = "REQUEST (as resumable inbox lists it), or SESSION TURN REQUEST"
 
@@ -105,40 +103,32 @@ def _find(api: Api, ids: list[str]) -> tuple[str, str, str, dict[str, Any] | Non
     if len(ids) != 1:
         raise ValueError(f"give {_IDS_HELP}; got {len(ids)} ids")
     [request] = ids
-    for pause in (*INBOX_REREADS, None):
-        # (your inbox, then the questions of the turns you started: those you may withdraw)
-        found = _in_inbox(api, request) or _in_inbox(api, request, "&started=true")
-        if found is not None:
-            return found["sessionId"], found["turnId"], request, found
-        if pause is not None:  # (the inbox is an index, which lags its table: a question asked a moment ago)
-            time.sleep(pause)
-    raise RefusedError(
-        f"question {request} is not waiting in your inbox, nor among your turns' (read {len(INBOX_REREADS) + 1} "
-        f"times over {sum(INBOX_REREADS):g} s: answered, expired, or not yours to answer): give its session and "
-        "turn too (resumable show SESSION TURN lists them)"
-    )
+    reply = question(api, request)
+    if reply.status == 404:
+        raise RefusedError(
+            f"question {request} is not one you may see (asked {len(REREADS) + 1} times over {sum(REREADS):g} s: "
+            "a wrong id, a session deleted or another's, or its retention over)"
+        )
+    if reply.status != 200 or not isinstance(reply.body, dict):
+        raise UnreadError(reply)
+    return reply.body["sessionId"], reply.body["turnId"], request, reply.body
 
 
-def _in_inbox(api: Api, request: str, listing: str = "&dismissed=true") -> dict[str, Any] | None:
-    """The question ``request`` as your inbox lists it (``listing``: or the questions of the turns you
-    started, ``&started=true``), or None."""
-    cursor: str | None = None
-    for _ in range(MAX_INBOX_PAGES):
-        query = f"?status=requested&limit={INBOX_PAGE}{listing}" + (f"&cursor={part(cursor)}" if cursor else "")
-        reply = api.call("GET", "/interactions" + query)
-        if reply.status != 200 or not isinstance(reply.body, dict):
-            raise UnreadError(reply)
-        found = next((i for i in reply.body.get("interactions", []) if i.get("requestId") == request), None)
-        if found is not None:
-            return found  # type: ignore[no-any-return]
-        cursor = reply.body.get("cursor")
-        if not cursor:
-            break
-    return None
+def question(api: Api, request: str) -> Reply:
+    """The API's reply for the question ``request`` (GET /interactions/{requestId}), asked again a few
+    times while it is not found: one asked a moment ago may not be listed yet."""
+    if not re.fullmatch(r"r[0-9a-f]{24}", request):
+        raise ValueError(f"{request!r} is not a request id (r and 24 hex digits, as resumable inbox lists them)")
+    for pause in REREADS:
+        reply = api.call("GET", f"/interactions/{part(request)}")
+        if reply.status != 404:
+            return reply
+        time.sleep(pause)
+    return api.call("GET", f"/interactions/{part(request)}")
 
 
 class UnreadError(Exception):
-    """The inbox could not be read (to find a request id in): its reply says why."""
+    """The question could not be read (to find its session and turn, and what it asks): the reply says why."""
 
     def __init__(self, reply: Reply) -> None:
         super().__init__(reply.status)

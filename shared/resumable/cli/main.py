@@ -62,8 +62,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="instead: the open questions of the turns you started (deny to withdraw one, or cancel its turn)",
     )
-    show = commands.add_parser("show", help="a turn: its status, output, questions and child turns")
-    show.add_argument("session"), show.add_argument("turn")
+    show = commands.add_parser(
+        "show", help="a turn (SESSION TURN): its status, output, questions and child turns; or one question (REQUEST)"
+    )
+    show.add_argument(
+        "ids", nargs="+", metavar="ID", help="SESSION TURN, or REQUEST (as Slack, e-mail, events name it)"
+    )
     talk = commands.add_parser("conversation", help="a turn's messages so far (a child turn's: its sub-agent's)")
     talk.add_argument("session"), talk.add_argument("turn")
     talk.add_argument("--before", type=int, help="the messages before this position (default: the latest)")
@@ -276,6 +280,8 @@ def _main(argv: list[str] | None = None) -> int:
         printed.print_conversation(reply.body)
     elif options.command == "admin":
         admin.show(options, reply.body, printed.table, printed.print_turn)
+    elif options.command == "show" and len(options.ids) == 1:
+        printed.print_question(reply.body)
     else:
         printed.print_turn(reply.body)
     return 0
@@ -293,7 +299,12 @@ def _run(api: Api, options: argparse.Namespace) -> Reply:
             + ("&started=true" if options.started else "")
         )
         return api.call("GET", "/interactions" + query)
+    if options.command == "show" and len(options.ids) == 1:
+        return answer.question(api, options.ids[0])
     if options.command == "show":
+        if len(options.ids) != 2:
+            raise ValueError(f"give SESSION TURN (a turn) or REQUEST (a question); got {len(options.ids)} ids")
+        options.session, options.turn = options.ids
         return api.call("GET", turn())
     if options.command == "conversation":
         before = f"&before={options.before}" if options.before is not None else ""

@@ -178,6 +178,28 @@ def print_turn(turn: dict[str, Any]) -> None:
         )
 
 
+def print_question(interaction: dict[str, Any]) -> None:
+    """One question, whatever its status: what it asks and for whom, where it stands, its context, and
+    what the reader may do with it."""
+    request = interaction["requestId"]
+    decision = DECISIONS.get(interaction.get("decision"), str(interaction.get("decision")))
+    stands = "waiting" if interaction.get("status") == "requested" else decision
+    risk = f" ({interaction['risk']})" if interaction.get("risk") else ""
+    print(f"question {request}  {stands}{risk}: {interaction.get('summary') or asked(interaction)}")
+    print(f"    started by: {_who(interaction)}" + (" (you)" if interaction.get("startedByYou") else ""))
+    if approvals(interaction):
+        print(f"    approvals: {approvals(interaction)}")
+    if interaction.get("answeredBy"):
+        via = f" via {interaction['answeredVia']}" if interaction.get("answeredVia") else ""
+        print(f"    answered by: {interaction['answeredBy']} at {interaction.get('answeredAt')}{via}")
+    if interaction.get("status") == "requested":
+        print(f"    expires in: {until(interaction.get('expiresAt'))}")
+    for detail in _context(interaction):
+        print("    " + detail)
+    if interaction.get("status") == "requested" and not interaction.get("approvedByYou"):
+        print(f"answer it: resumable approve {request}, or resumable deny {request} --message WHY")
+
+
 def print_conversation(page: dict[str, Any]) -> None:
     """A turn's messages, one line per block: who said it, then what."""
     if page.get("note"):

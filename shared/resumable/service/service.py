@@ -195,6 +195,11 @@ class Service:
 
         return list_interactions(self.deps, session_id, status, Caller.of(principal))
 
+    def show_interaction(self, request_id: str, principal: Caller | str | None = None) -> InteractionView:
+        from resumable.service.reading.interactions import show_interaction
+
+        return show_interaction(self.deps, request_id, Caller.of(principal))
+
     def inbox(
         self,
         principal: Caller | str | None = None,

@@ -96,8 +96,8 @@ class InteractionView(View):
     )
     approved_by_you: bool = Field(
         default=False,
-        description="In the inbox's listings only (false elsewhere): the reader approved it already and it waits for "
-        "other approvers.",
+        description="In the inbox's listings and GET /interactions/{requestId} only (false elsewhere): the reader "
+        "approved it already (it waits for other approvers, or was settled since).",
     )
     summary: str = Field(
         default="",
@@ -129,12 +129,14 @@ class InteractionView(View):
         default=False,
         description="Approving needs a confirmation naming what will happen (destructive, or its rule's).",
     )
-    dismissed_by_you: bool = Field(default=False, description="In the inbox: the reader dismissed it.")
+    dismissed_by_you: bool = Field(
+        default=False, description="In the inbox and GET /interactions/{requestId}: the reader dismissed it."
+    )
     started_by_you: bool = Field(
         default=False,
-        description="In the listing of the turns you started (started=true) only, false elsewhere: you started its "
-        "turn. Under a rule without selfApproval your approval cannot count; you may deny it (withdraw it) or cancel "
-        "the turn.",
+        description="In the listing of the turns you started (started=true) and GET /interactions/{requestId} only, "
+        "false elsewhere: you started its turn. Under a rule without selfApproval your approval cannot count; you "
+        "may deny it (withdraw it) or cancel the turn.",
     )
 
     @property

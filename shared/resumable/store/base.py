@@ -224,7 +224,8 @@ class Deletions(ABC):
 
 
 class Listings(ABC):
-    """The audit trail's pages, and the inbox's: reads of an index across sessions."""
+    """The audit trail's pages, the inbox's, and a question by its request id: reads of an index across
+    sessions."""
 
     @abstractmethod
     def list_audit(
@@ -240,6 +241,11 @@ class Listings(ABC):
         """Up to ``limit`` requested, unexpired interactions, most urgent first, of every session
         (``principal`` None) or of ``principal``'s sessions, after the place ``after`` in that order;
         and the place the next page starts after (None: there is no next page)."""
+
+    @abstractmethod
+    def find_interaction(self, request_id: str) -> InteractionRecord | None:
+        """The interaction ``request_id`` names, whichever session asked it (None: none is, or the index
+        does not list it yet: it lists a question a moment after it is asked)."""
 
     @staticmethod
     @abstractmethod

@@ -15,7 +15,7 @@ from resumable.store.codec import (
     value,
 )
 from resumable.store.records import InteractionRecord, InteractionStatus
-from resumable.store.resources import INBOX_INDEX, INTERACTIONS_INDEX, PRINCIPAL_INBOX_INDEX
+from resumable.store.resources import INBOX_INDEX, INTERACTIONS_INDEX, PRINCIPAL_INBOX_INDEX, REQUESTS_INDEX
 from resumable.store.table import Table, aws_call
 
 
@@ -26,6 +26,24 @@ class InteractionReads(Table):
             TableName=self.table, Key=key(session_id, interaction_sk(root_turn_id, request_id)), ConsistentRead=True
         ).get("Item")
         return InteractionRecord.model_validate(decode(item)) if item else None
+
+    @aws_call
+    def find_interaction(self, request_id: str) -> InteractionRecord | None:
+        """The interaction ``request_id`` names, whichever session asked it: its key from the index
+        (which lists it a moment after it is asked), then the item itself, read consistently."""
+        listed = self.dynamodb.query(
+            TableName=self.table,
+            IndexName=REQUESTS_INDEX,
+            KeyConditionExpression=f"{REQUESTS_INDEX}pk = :request",
+            ExpressionAttributeValues={":request": value(request_id)},
+        ).get("Items", [])
+        for found in listed:  # (one: a request id is derived from its root turn's id, unique)
+            item = self.dynamodb.get_item(
+                TableName=self.table, Key={"pk": found["pk"], "sk": found["sk"]}, ConsistentRead=True
+            ).get("Item")
+            if item is not None:
+                return InteractionRecord.model_validate(decode(item))
+        return None
 
     @aws_call
     def list_interactions(self, session_id: str, status: InteractionStatus | None) -> list[InteractionRecord]:

@@ -24,6 +24,7 @@ TABLE_ATTRIBUTES: list[dict[str, Any]] = [
     {"AttributeName": "gsi3sk", "AttributeType": "S"},
     {"AttributeName": "gsi4pk", "AttributeType": "S"},
     {"AttributeName": "gsi4sk", "AttributeType": "N"},
+    {"AttributeName": "gsi5pk", "AttributeType": "S"},
 ]
 
 # GSI1 lists a session's interactions by status: gsi1pk = "SESSION#<id>#INTERACTIONS",
@@ -38,6 +39,10 @@ PRINCIPAL_INBOX_INDEX = "gsi3"
 # sweeper should next look at each (gsi4sk, seconds since the epoch: "due"). gsi4pk is "UNSETTLED",
 # or "STUCK" for a turn the sweeper gave up on (it tried as often as it may, and the turn did not move).
 UNSETTLED_INDEX = "gsi4"
+# Finds an interaction by its request id alone (Slack, e-mail and the events name only that):
+# gsi5pk = "<requestId>", one partition each. Keys only: the item's own key says where to read it, so
+# the index is written when an interaction is first written and when it goes, never as it changes.
+REQUESTS_INDEX = "gsi5"
 
 
 def _index(name: str) -> dict[str, Any]:
@@ -56,6 +61,11 @@ TABLE_INDEXES: list[dict[str, Any]] = [
     _index(INBOX_INDEX),
     _index(PRINCIPAL_INBOX_INDEX),
     _index(UNSETTLED_INDEX),
+    {
+        "IndexName": REQUESTS_INDEX,
+        "KeySchema": [{"AttributeName": f"{REQUESTS_INDEX}pk", "KeyType": "HASH"}],
+        "Projection": {"ProjectionType": "KEYS_ONLY"},
+    },
 ]
 
 BILLING_MODE = "PAY_PER_REQUEST"

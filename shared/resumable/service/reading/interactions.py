@@ -1,4 +1,5 @@
-"""list-interactions: a session's interactions, oldest first, optionally by status."""
+"""list-interactions: a session's interactions, oldest first, optionally by status; and one question by
+its request id alone."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from resumable.exceptions import NotFoundError
 from resumable.service.access import may_act_for
 from resumable.service.caller import Caller
 from resumable.service.dependencies import Dependencies
-from resumable.service.ids import valid_session_id
+from resumable.service.ids import valid_request_id, valid_session_id
 from resumable.service.views import InteractionView
 from resumable.store.records import InteractionStatus, expired
 
@@ -39,3 +40,30 @@ def list_interactions(
             raise missing
     views = [InteractionView.of(i, now) for i in found]
     return [v for v in views if status is None or v.status == status]
+
+
+def show_interaction(deps: Dependencies, request_id: str, caller: Caller | None) -> InteractionView:
+    """The question ``request_id`` names, whatever its session and status, as ``caller`` sees it (with
+    ``startedByYou``, ``approvedByYou`` and ``dismissedByYou``): to its session's principal, an approver,
+    and the principal who started its turn. Unknown, not theirs, deleted or past its retention: 404
+    alike (the index lists a question a moment after it is asked, so one just asked may 404 once)."""
+    missing = NotFoundError(
+        f"there is no question {request_id!r} that you may see (one asked a moment ago may not be listed yet: "
+        "ask again); nothing was done"
+    )
+    if not valid_request_id(request_id):
+        raise missing
+    found = deps.store.find_interaction(request_id)
+    now = deps.clock.now()
+    if found is None or expired(found.purge_at, now) or found.deleted_generation is not None:
+        raise missing
+    if not may_act_for(deps.settings, found.principal, caller):  # (who started a turn may act for its session)
+        raise missing
+    who = caller.identity if caller is not None else None
+    return InteractionView.of(found, now).model_copy(
+        update={
+            "started_by_you": who is not None and found.started_by == who,
+            "approved_by_you": who is not None and who in found.votes,
+            "dismissed_by_you": who is not None and who in found.dismissed_by,
+        }
+    )

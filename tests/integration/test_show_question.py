@@ -1,0 +1,109 @@
+"""A question found by its request id alone (GET /interactions/{requestId}, resumable show REQUEST), as
+Slack, e-mail and the events name it: whatever its session and status, for whom it may show, and no
+one else; found through a keys-only index, then read from the table itself."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from resumable.api.app import build_app
+from resumable.exceptions import NotFoundError
+from resumable.local.lag import lagging
+from resumable.runtime.rules import parse_rules
+from resumable.service import Service
+from resumable.store import DynamoDBStore
+from resumable.store.resources import REQUESTS_INDEX
+from tests.clock import FakeClock
+from tests.integration.helpers import APPROVE, session_items
+from tests.integration.helpers import http as request
+
+ALICE = "arn:aws:iam::111122223333:user/alice"  # starts the turns, and is an approver
+APPROVER = "arn:aws:iam::111122223333:user/approver"
+BOB = "arn:aws:iam::111122223333:user/bob"  # neither
+
+
+@pytest.fixture
+def service(make_service: Callable[..., Service]) -> Service:
+    rule = {"tools": ["delete_*"], "required": 1, "approvers": [APPROVER, ALICE], "self_approval": False}
+    return make_service("nested", approver_principals=(APPROVER,), approval_rules=parse_rules([rule]))
+
+
+def test_a_question_shows_by_its_request_id_alone_to_who_may_see_it_and_404s_alike_for_anyone_else(
+    service: Service, session_id: str
+) -> None:
+    started = service.start_turn(session_id, "delete the prod-db record", principal=ALICE)
+    [asked] = started.interactions
+    api = build_app(service)
+
+    status, mine = request(api, "GET", f"/interactions/{asked.request_id}", principal=ALICE)
+    assert status == 200, mine
+    assert (mine["sessionId"], mine["turnId"], mine["childTurnId"]) == (
+        session_id,
+        started.turn_id,
+        started.children[0].turn_id,
+    )
+    assert (mine["status"], mine["startedBy"], mine["startedByYou"], mine["approvedByYou"]) == (
+        "requested",
+        ALICE,
+        True,
+        False,
+    )
+    assert mine["rule"]["selfApproval"] is False and mine["summary"] == "delete_record prod-db"
+    status, theirs = request(api, "GET", f"/interactions/{asked.request_id}", principal=APPROVER)
+    assert (status, theirs["startedByYou"]) == (200, False)
+
+    unknown = f"r{'0' * 24}"
+    refusals = {
+        request(api, "GET", f"/interactions/{asked.request_id}", principal=BOB)[1]["message"].replace(
+            asked.request_id, "ID"
+        ),
+        request(api, "GET", f"/interactions/{unknown}", principal=BOB)[1]["message"].replace(unknown, "ID"),
+        request(api, "GET", "/interactions/not-an-id", principal=BOB)[1]["message"].replace("not-an-id", "ID"),
+    }
+    assert len(refusals) == 1, "another's question, an unknown one and a malformed id must read the same"
+    [said] = refusals
+    assert "there is no question 'ID' that you may see" in said and "nothing was done" in said
+
+    # Settled, it still shows, as it was decided, with the reader's part in it.
+    service.submit_approval(session_id, started.turn_id, asked.request_id, APPROVE, APPROVER)
+    status, settled = request(api, "GET", f"/interactions/{asked.request_id}", principal=APPROVER)
+    assert (status, settled["status"], settled["decision"], settled["answeredBy"]) == (
+        200,
+        "answered",
+        "approved",
+        APPROVER,
+    )
+    assert settled["approvedByYou"] is True and settled["approvals"][0]["by"] == APPROVER
+
+    # A deleted session's questions are gone, as its turns are.
+    service.delete_session(session_id, ALICE)
+    for reader in (ALICE, APPROVER):
+        assert request(api, "GET", f"/interactions/{asked.request_id}", principal=reader)[0] == 404
+
+
+def test_the_index_holds_keys_only_and_what_shows_is_read_from_the_table_even_while_the_index_lags(
+    service: Service, session_id: str, store: DynamoDBStore, clock: FakeClock
+) -> None:
+    started = service.start_turn(session_id, "delete the prod-db record", principal=ALICE)
+    [asked] = started.interactions
+    [item] = [i for i in session_items(store, session_id) if i.get("entity") == "interaction"]
+    assert item[f"{REQUESTS_INDEX}pk"] == asked.request_id
+    listed = store.dynamodb.query(
+        TableName=store.table,
+        IndexName=REQUESTS_INDEX,
+        KeyConditionExpression=f"{REQUESTS_INDEX}pk = :r",
+        ExpressionAttributeValues={":r": {"S": asked.request_id}},
+    )["Items"]
+    assert [sorted(i) for i in listed] == [["gsi5pk", "pk", "sk"]], "keys only: the index is written once"
+
+    with lagging(200, least=200):  # the index lists it late: one just asked is not found (yet) ...
+        clock.advance(1)
+        later = service.start_turn(f"{session_id}-2", "delete the prod-db record", principal=ALICE)
+        with pytest.raises(NotFoundError, match="one asked a moment ago may not be listed yet"):
+            service.show_interaction(later.interactions[0].request_id, ALICE)
+        # ... and one it lists shows as the table holds it now, not as the index last saw it.
+        service.submit_approval(session_id, started.turn_id, asked.request_id, APPROVE, APPROVER)
+        assert service.show_interaction(asked.request_id, ALICE).decision == "approved"
+    assert service.show_interaction(later.interactions[0].request_id, ALICE).status == "requested"
