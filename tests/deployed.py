@@ -36,6 +36,7 @@ SERVED_BY = {
     "inbox": "GetTurnFunction",
     "show_interaction": "GetTurnFunction",
     "audit": "GetTurnFunction",
+    "verify_audit": "GetTurnFunction",
     "stalled": "GetTurnFunction",
     "inspect": "GetTurnFunction",
     "sweep": "SweeperFunction",

@@ -52,7 +52,9 @@ class Settings(BaseModel):
     and ``DECISION_LINKS_KEY`` (the KMS HMAC key that signs and checks them: resumable.aws.keys),
     ``APP_SETTINGS_PATH`` and ``APP_SECRETS`` (the application's settings, the SSM parameters under that
     path, and its secrets, these comma-separated Secrets Manager ARNs: resumable.aws.app_settings), and
-    ``APP_SETTINGS_MAX_AGE`` (how many seconds one read of them is kept, 300).
+    ``APP_SETTINGS_MAX_AGE`` (how many seconds one read of them is kept, 300), ``AUDIT_BUCKET`` and
+    ``AUDIT_DIGEST_KEY`` (where each hour's audit records go with a signed digest chained to the last,
+    and the KMS key that signs them: resumable.service.audit.delivery).
     """
 
     model_config = ConfigDict(frozen=True, allow_inf_nan=False)  # (RETENTION_DAYS=inf: refused, not stored)
@@ -95,6 +97,10 @@ class Settings(BaseModel):
     jwt_groups_claim: str = "cognito:groups"
     decision_links_as: str | None = None
     decision_links_key: str | None = None
+    # Where each hour's audit records are delivered with their signed, chained digest, and the KMS key
+    # (asymmetric) that signs the digests (the Sweeper's alone); unset: no delivery (docs/audit.md).
+    audit_bucket: str | None = None
+    audit_digest_key: str | None = None
     # The application's settings (SSM parameters under this path) and secrets (these Secrets Manager ARNs):
     # resumable.aws.app_settings reads them for its agent factory, keeping each for app_settings_max_age s.
     app_settings_path: str | None = Field(default=None, pattern=r"^(/[A-Za-z0-9_.-]+)+$")
@@ -174,6 +180,8 @@ class Settings(BaseModel):
             "audit_inputs": "AUDIT_INPUTS",
             "decision_links_as": "DECISION_LINKS_AS",
             "decision_links_key": "DECISION_LINKS_KEY",
+            "audit_bucket": "AUDIT_BUCKET",
+            "audit_digest_key": "AUDIT_DIGEST_KEY",
             "app_settings_path": "APP_SETTINGS_PATH",
             "app_settings_max_age": "APP_SETTINGS_MAX_AGE",
         }
@@ -229,6 +237,8 @@ class Settings(BaseModel):
             "CONTINUE_FUNCTION": self.continue_function,
             "CURSOR_SECRET_ARN": self.cursor_secret_arn,
             "DECISION_LINKS_KEY": self.decision_links_key,
+            "AUDIT_BUCKET": self.audit_bucket,
+            "AUDIT_DIGEST_KEY": self.audit_digest_key,
             "INDEX_SHARDS": str(self.index_shards),
         }
         return {name: value for name, value in names.items() if value}

@@ -424,3 +424,36 @@ def test_a_question_approved_by_its_id_alone_the_moment_it_is_asked_is_found_whi
         approved = resumable(url, "approve", "--yes", request, profile="approver")
     assert approved.returncode == 0, approved.stderr
     assert "completed" in approved.stdout
+
+
+def test_admin_audit_verify_checks_the_delivered_trail_and_names_what_was_touched(
+    url: str, handler_environment: Any
+) -> None:
+    """The sweeper (its scheduled event, through its function) delivers the last settled hour; the
+    command checks it, then names the records file changed (exit 1), and refuses anyone but an approver."""
+    from resumable.local.functions import ROOT
+    from resumable.service.audit.delivery import HOUR, SETTLE_SECONDS, records_key
+    from resumable.store.trail_files import TrailFiles
+    from tools.invoke import invoke
+
+    hour = (time.time() - SETTLE_SECONDS) // HOUR * HOUR - HOUR  # (before the run: delivered by it, whenever it is)
+    invoke("SweeperFunction", json.loads((ROOT / "events" / "schedules" / "sweep.json").read_text()))
+    start = datetime.fromtimestamp(hour, UTC).isoformat()
+    end = datetime.fromtimestamp(hour + HOUR - 1, UTC).isoformat()
+
+    intact = resumable(url, "admin", "audit", "verify", "--from", start, "--to", end, profile="approver")
+    assert intact.returncode == 0, intact.stderr
+    assert "intact: 1 hours and" in intact.stderr and intact.stdout == ""
+    refused = resumable(url, "admin", "audit", "verify", "--from", start, "--to", end)
+    assert refused.returncode == 6 and "403 forbidden: the audit trail is for approvers only" in refused.stderr
+    files = TrailFiles(handler_environment)
+    held = files.get(records_key(hour)) or b""
+    files.s3.put_object(Bucket=files.bucket, Key=records_key(hour), Body=held + b'{"forged": true}\n')
+    try:
+        broken = resumable(url, "admin", "audit", "verify", "--from", start, "--to", end, profile="approver")
+    finally:
+        files.s3.put_object(Bucket=files.bucket, Key=records_key(hour), Body=held)
+    assert broken.returncode == 1, broken.stderr
+    assert "records_file_changed in s3" in broken.stdout and "NOT INTACT: 1 problems; the first:" in broken.stderr
+    unparsed = resumable(url, "admin", "audit", "verify", "--from", "yesterday", profile="approver")
+    assert unparsed.returncode == 2 and "is not an ISO 8601 date or time" in unparsed.stderr

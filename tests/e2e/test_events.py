@@ -42,6 +42,7 @@ EXPECTED = {
     "admin_recover": 403,
     "admin_republish": 403,
     "list_audit": 403,  # (approvers only, too)
+    "verify_audit": 403,
     "restore_session": 404,
     "list_interactions": 404,
     "list_inbox": 200,

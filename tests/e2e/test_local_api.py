@@ -46,6 +46,7 @@ def test_every_route_of_the_template_is_served() -> None:
         ("DELETE", "/sessions/{sessionId}"),
         ("POST", "/sessions/{sessionId}/restore"),
         ("GET", "/audit"),
+        ("GET", "/audit/verify"),
         ("GET", "/admin/stuck"),
         ("GET", "/admin/sessions/{sessionId}/turns/{turnId}"),
         ("POST", "/admin/sessions/{sessionId}/turns/{turnId}/recover"),

@@ -42,6 +42,7 @@ OPERATIONS = [
     "listInbox",
     "getInteraction",
     "listAudit",
+    "verifyAudit",
     "deleteSession",
     "restoreSession",
     "listStalledTurns",

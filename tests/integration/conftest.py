@@ -28,8 +28,9 @@ def aws_server() -> Iterator[Settings]:
 
 @pytest.fixture
 def aws(aws_server: Settings) -> Iterator[Settings]:
-    """Settings with a table of this test's own: no test sees another's items."""
-    settings = aws_server.model_copy(update={"table_name": f"t-{uuid.uuid4().hex[:12]}"})
+    """Settings with a table of this test's own: no test sees another's items. The audit trail is not
+    delivered (no bucket: a test that delivers it makes a bucket of its own)."""
+    settings = aws_server.model_copy(update={"table_name": f"t-{uuid.uuid4().hex[:12]}", "audit_bucket": None})
     client = DynamoDBStore(settings).dynamodb
     client.create_table(**create_table_request(settings.table_name))  # type: ignore[arg-type]
     yield settings

@@ -113,6 +113,7 @@ def test_the_openapi_document_lists_every_route(api: APIGatewayHttpResolver) -> 
         "/sessions/{sessionId}",
         "/sessions/{sessionId}/restore",
         "/audit",
+        "/audit/verify",
         "/admin/stuck",
         "/admin/sessions/{sessionId}/turns/{turnId}",
         "/admin/sessions/{sessionId}/turns/{turnId}/recover",

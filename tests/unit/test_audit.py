@@ -11,7 +11,7 @@ import pytest
 
 from resumable.exceptions import ValidationFailedError
 from resumable.service.audit.entries import digest
-from resumable.service.audit.trail import _moment, _view
+from resumable.service.audit.trail import _view, moment
 from resumable.store.audit import audit_day, audit_sk
 from resumable.store.records import AuditRecord, InteractionRecord
 
@@ -46,11 +46,11 @@ def test_entries_of_one_instant_sort_vote_decision_action_and_days_are_utc() -> 
 
 
 def test_a_query_takes_iso_dates_and_times_utc_unless_they_say() -> None:
-    assert _moment("since", "2026-01-01") == 1_767_225_600.0
-    assert _moment("since", "2026-01-01T01:00:00Z") == _moment("since", "2026-01-01T02:00:00+01:00")
+    assert moment("since", "2026-01-01") == 1_767_225_600.0
+    assert moment("since", "2026-01-01T01:00:00Z") == moment("since", "2026-01-01T02:00:00+01:00")
     for bad in ["yesterday", "2026-13-01", "", "1767225600"]:
         with pytest.raises(ValidationFailedError, match="ISO 8601"):
-            _moment("since", bad)
+            moment("since", bad)
 
 
 def test_an_input_is_shown_only_if_it_is_the_one_the_entry_recorded() -> None:

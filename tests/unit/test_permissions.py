@@ -278,3 +278,18 @@ def test_a_model_id_or_secret_arn_that_would_widen_or_miss_its_grant_is_refused_
     assert takes("AppSecretArns", whole) and takes("AppSecretArns", "")
     for partial in (whole.removesuffix("-AbCdEf"), "orders-api-token", "arn:aws:secretsmanager:*:*:secret:*"):
         assert not takes("AppSecretArns", partial), partial
+
+
+def test_only_the_sweeper_may_sign_the_audit_trails_digests() -> None:
+    """Negative controls: kms:Sign granted to GetTurn too is named (no call of it signs), and the
+    Sweeper's grant taken away leaves its signing call refused."""
+    also = without("Action: [kms:Verify]", "Action: [kms:Verify, kms:Sign]")
+    problems = report(check(read_calls(), ["AuthMode=IAM"], also))
+    assert any(
+        p.startswith("GetTurnFunction (AuthMode=IAM): its role GetTurnFunctionRole grants kms:Sign on ")
+        and "which no recorded call uses" in p
+        for p in problems
+    ), problems
+    unsigned = without("Action: [kms:Sign]", "Action: [kms:GetPublicKey]")
+    problems = report(check(read_calls(), ["AuthMode=IAM"], unsigned))
+    assert any(p.startswith("SweeperFunction (AuthMode=IAM): calls kms:Sign on ") for p in problems), problems

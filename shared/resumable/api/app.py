@@ -82,7 +82,7 @@ def _known_query_only(app: APIGatewayHttpResolver, next_middleware: Callable[...
 # takes them on the first request for one of them, so that a cold start serving a turn's route does not
 # import them (a test holds these to the routers' paths).
 # A path ending in "/" is a prefix; any other is the whole path.
-ASIDE_PATHS = ("/audit", "/admin/", "/openapi.json")
+ASIDE_PATHS = ("/audit", "/audit/verify", "/admin/", "/openapi.json")
 _ASIDE_WHOLE = frozenset(path for path in ASIDE_PATHS if not path.endswith("/"))
 _ASIDE_PREFIXES = tuple(path for path in ASIDE_PATHS if path.endswith("/"))
 _with_aside: weakref.WeakSet[APIGatewayHttpResolver] = weakref.WeakSet()

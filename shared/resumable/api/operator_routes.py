@@ -4,6 +4,7 @@
 | route | reply |
 |---|---|
 | ``GET /audit[?since=&until=&principal=&tool=&outcome=&limit=&cursor=]`` | 200 ``{"records", "cursor"}`` |
+| ``GET /audit/verify[?since=&until=]`` | 200 the delivered trail of those hours, checked |
 | ``GET /admin/stuck[?limit=N]`` | 200 ``{"turns": [...]}``: stuck and stalled turns |
 | ``GET /admin/sessions/{sessionId}/turns/{turnId}`` | 200 the turn's records |
 | ``POST /admin/sessions/{sessionId}/turns/{turnId}/recover`` | 200 Turn |
@@ -24,6 +25,7 @@ from resumable.service import TurnView
 from resumable.service.audit.trail import DEFAULT_PAGE as DEFAULT_AUDIT_PAGE
 from resumable.service.audit.trail import MAX_PAGE as MAX_AUDIT_PAGE
 from resumable.service.audit.trail import AuditPage
+from resumable.service.audit.verification import MAX_HOURS, TrailCheck
 from resumable.service.cursor import MAX_CURSOR_CHARS
 from resumable.service.operating.admin import MAX_STALLED, Republished, StalledTurns, TurnRecords
 from resumable.store.records import AuditOutcome
@@ -77,6 +79,35 @@ def list_audit(
 
 
 # -- the operator's routes (resumable admin; docs/runbook.md): approvers only, 403 for anyone else ----------
+
+
+@operator_router.get(
+    "/audit/verify",
+    operation_id="verifyAudit",
+    summary="The delivered audit trail checked against its signed, chained digests, and the table's records "
+    "against what was delivered (approvers only)",
+    responses=responses(200, "What was checked, and each record changed, deleted or inserted", TrailCheck, 422),
+)
+def verify_audit(
+    since: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=64,
+            description=f"From the hour this ISO 8601 date or time falls in; default {MAX_HOURS} hours before until.",
+        ),
+    ] = None,
+    until: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=64,
+            description=f"To the end of the hour this ISO 8601 date or time falls in (at most {MAX_HOURS} hours "
+            "after since); default now.",
+        ),
+    ] = None,
+) -> Response[TrailCheck]:
+    return json_reply(service().verify_audit(since, until, caller()))
 
 
 @operator_router.get(

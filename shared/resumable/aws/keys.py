@@ -4,6 +4,9 @@ returns, and AWS's ReadOnlyAccess grants):
 - the **decision-link key** (``DECISION_LINKS_KEY``): a KMS HMAC key. Its material never leaves KMS: the
   Publisher, which issues links, may only ``GenerateMac`` with it; the DecisionLinks function, which
   checks them, may only ``VerifyMac``. Every use is a call CloudTrail records.
+- the **digest key** (``AUDIT_DIGEST_KEY``): a KMS asymmetric key (RSA) that signs the audit trail's
+  digests. Only the Sweeper, which delivers them, may ``Sign``; whoever checks them ``Verify``s (or
+  checks with its public key, ``GetPublicKey``, anywhere).
 - the **cursor key** (``CURSOR_SECRET_ARN``): a Secrets Manager secret read when first needed and kept
   for a few minutes (a rotated value is picked up without a restart), by the one function that issues
   and reads cursors (GetTurn). Without it (locally, in the tests), a random key of the process.
@@ -60,6 +63,43 @@ class LinkKey(LazyClient[Any]):
         return key_id
 
 
+SIGNING_ALGORITHM = "RSASSA_PKCS1_V1_5_SHA_256"
+
+
+class DigestKey(LazyClient[Any]):
+    """Signatures made and checked by KMS with the audit trail's digest key (``settings.audit_digest_key``)."""
+
+    service = "kms"
+
+    def sign(self, message: bytes) -> tuple[str, bytes]:
+        """The key's ARN and its signature of ``message`` (``kms:Sign``)."""
+        key_id = self._key_id()
+        try:
+            signed = self.client.sign(KeyId=key_id, Message=message, SigningAlgorithm=SIGNING_ALGORITHM)
+        except Exception as error:
+            raise AwsError(f"the digest key {key_id} signed nothing (kms:Sign): {error}") from error
+        return str(signed["KeyId"]), bytes(signed["Signature"])
+
+    def verified(self, message: bytes, signature: bytes) -> bool:
+        """Whether ``signature`` is the key's signature of ``message`` (``kms:Verify``)."""
+        key_id = self._key_id()
+        try:
+            checked = self.client.verify(
+                KeyId=key_id, Message=message, Signature=signature, SigningAlgorithm=SIGNING_ALGORITHM
+            )
+        except Exception as error:
+            if type(error).__name__ == "KMSInvalidSignatureException":
+                return False
+            raise AwsError(f"the digest key {key_id} checked no signature (kms:Verify): {error}") from error
+        return bool(checked.get("SignatureValid"))
+
+    def _key_id(self) -> str:
+        key_id = self.settings.audit_digest_key
+        if not key_id:
+            raise AwsError("no digest key is configured (AUDIT_DIGEST_KEY, the template's AuditDigestKey)")
+        return key_id
+
+
 class CursorKey:
     """The key that signs cursors: the secret ``settings.cursor_secret_arn`` names, read when first
     needed and again once older than ``MAX_AGE_SECONDS``; a key of this process without one."""
@@ -95,3 +135,4 @@ class Keys:
     def __init__(self, settings: Settings) -> None:
         self.link = LinkKey(settings)
         self.cursor = CursorKey(settings)
+        self.digest = DigestKey(settings)

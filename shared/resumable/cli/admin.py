@@ -38,6 +38,15 @@ def add_commands(commands: Any) -> None:
     audit.add_argument("--outcome", choices=AUDIT_OUTCOMES, help="only records with this outcome")
     audit.add_argument("--format", choices=["table", "jsonl"], default="table", help="jsonl: one record per line")
     audit.add_argument(
+        "check",
+        nargs="?",
+        choices=["verify"],
+        help="verify: check the delivered trail against its signed, chained digests (--from, --to), naming "
+        "the first record changed, deleted or inserted (exit 1 if any)",
+    )
+    audit.add_argument("--from", dest="since_", metavar="FROM", help="verify: from this ISO 8601 date or time")
+    audit.add_argument("--to", dest="until_", metavar="TO", help="verify: to this ISO 8601 date or time (default now)")
+    audit.add_argument(
         "--check-separation",
         action="store_true",
         help="list every approved call whose approvers include the one who started its turn, from the records "

@@ -22,7 +22,7 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from resumable.cli import admin, answer, printed
+from resumable.cli import admin, answer, printed, verify
 from resumable.cli.client import LOCAL_URL, Api, Reply, UnreachableError, default_url, part, stack_url
 
 EXIT_CODES = {400: 2, 422: 2, 404: 3, 409: 4, 410: 5, 401: 6, 403: 6}
@@ -31,8 +31,8 @@ _PLAIN_PROGRESS_SECONDS = 10.0
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="resumable", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(  # (no abbreviations: admin audit verify's --to is not --token)
+        prog="resumable", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False
     )
     parser.add_argument(
         "--url", help=f"the HTTP API (default RESUMABLE_URL, else the local run that serves, else {LOCAL_URL})"
@@ -245,6 +245,8 @@ def _main(argv: list[str] | None = None) -> int:
         api = _api(options)
         if options.command == "admin" and options.verb == "dead-letters":
             return admin.dead_letters(api, options)
+        if options.command == "admin" and options.verb == "audit" and options.check == "verify":
+            return verify.verify(api, options, EXIT_CODES)
         if options.command == "admin" and options.verb == "audit":
             return admin.audit(api, options, EXIT_CODES, printed.table)
         reply = _run(api, options)

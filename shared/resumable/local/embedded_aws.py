@@ -193,8 +193,8 @@ _IN_PROCESS = _InProcess()
 
 
 def create_resources(settings: Settings) -> Settings:
-    """Create the table and bucket (for the embedded AWS, or an empty LocalStack), and the keys the
-    template makes (the decision-link key in KMS, the cursor key in Secrets Manager, each of its own:
+    """Create the table and buckets (for the embedded AWS, or an empty LocalStack), and the keys the
+    template makes (the decision-link and audit digest keys in KMS, the cursor key in Secrets Manager, each of its own:
     moto keeps one backend per process); ``settings`` naming them."""
     import secrets
     import uuid
@@ -208,24 +208,38 @@ def create_resources(settings: Settings) -> Settings:
     dynamodb.create_table(**create_table_request(settings.table_name))
     dynamodb.update_time_to_live(**ttl_request(settings.table_name))
     s3 = boto3.client("s3", **options)
-    if settings.region == "us-east-1":
-        s3.create_bucket(Bucket=settings.bucket_name)
-    else:
-        s3.create_bucket(
-            Bucket=settings.bucket_name,
-            CreateBucketConfiguration={"LocationConstraint": settings.region},  # type: ignore[typeddict-item]
-        )
+    audit_bucket = f"{settings.bucket_name}-audit"
+    for bucket in (settings.bucket_name, audit_bucket):
+        if settings.region == "us-east-1":
+            s3.create_bucket(Bucket=bucket)
+        else:
+            s3.create_bucket(
+                Bucket=bucket,
+                CreateBucketConfiguration={"LocationConstraint": settings.region},  # type: ignore[typeddict-item]
+            )
     s3.put_bucket_lifecycle_configuration(
         Bucket=settings.bucket_name,
         LifecycleConfiguration={"Rules": BUCKET_LIFECYCLE_RULES},  # type: ignore[typeddict-item]
     )
-    link_key = boto3.client("kms", **options).create_key(
+    kms = boto3.client("kms", **options)
+    link_key = kms.create_key(
         KeySpec="HMAC_256", KeyUsage="GENERATE_VERIFY_MAC", Description=f"{settings.table_name}: decision links"
     )["KeyMetadata"]["Arn"]
+    digest_key = kms.create_key(
+        KeySpec="RSA_2048", KeyUsage="SIGN_VERIFY", Description=f"{settings.table_name}: audit trail digests"
+    )["KeyMetadata"]["Arn"]
+    s3.put_bucket_versioning(Bucket=audit_bucket, VersioningConfiguration={"Status": "Enabled"})
     cursor_key = boto3.client("secretsmanager", **options).create_secret(
         Name=f"{settings.table_name}-cursor-key-{uuid.uuid4().hex[:8]}", SecretString=secrets.token_hex(32)
     )["ARN"]
-    return settings.model_copy(update={"decision_links_key": link_key, "cursor_secret_arn": cursor_key})
+    return settings.model_copy(
+        update={
+            "decision_links_key": link_key,
+            "cursor_secret_arn": cursor_key,
+            "audit_bucket": audit_bucket,
+            "audit_digest_key": digest_key,
+        }
+    )
 
 
 def _execute_state_machines(endpoint: str) -> None:

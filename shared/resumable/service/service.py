@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from resumable.aws.keys import Keys
     from resumable.aws.stepfunctions import TaskTokens
     from resumable.service.audit.trail import AuditPage
+    from resumable.service.audit.verification import TrailCheck
     from resumable.service.operating import admin
     from resumable.service.operating.sweep import SweepReport
     from resumable.service.reading.conversation import ConversationPage
@@ -230,6 +231,15 @@ class Service:
         from resumable.service.audit.trail import audit
 
         return audit(self.deps, Caller.of(principal), **query)
+
+    def verify_audit(
+        self, since: str | None = None, until: str | None = None, principal: Caller | str | None = None
+    ) -> TrailCheck:
+        """The delivered audit trail of [``since``, ``until``) (ISO 8601) checked (approvers only): see
+        ``service.audit.verification``."""
+        from resumable.service.audit.verification import verify
+
+        return verify(self.deps, Caller.of(principal), since, until)
 
     def delete_session(self, session_id: str, principal: Caller | str | None = None) -> SessionView:
         from resumable.service.sessions.deletion import delete_session

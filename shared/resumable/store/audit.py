@@ -6,6 +6,7 @@ partition per UTC day of their own, apart from every session (deleting one never
 | audit record | ``AUDIT#<YYYY-MM-DD>[#<shard>]`` | ``<ISO 8601 time, µs>#<requestId>#<n><kind>#<who or what>`` |
 | a refusal's mark | ``AUDIT#<YYYY-MM-DD>[#<shard>]`` | ``REFUSED#<requestId>#<who>#<refusal>`` |
 | a question's refusals of the day | ``AUDIT#<YYYY-MM-DD>[#<shard>]`` | ``REFUSED#<requestId>`` |
+| the delivered trail's head | ``AUDIT#DELIVERY`` | ``HEAD`` |
 
 A refused answer is recorded once a day per question, principal and refusal, and at most so many a
 day per question: its record is written with a mark its put requires be absent and a count its
@@ -142,3 +143,68 @@ class AuditItems(Table):
             (item["sk"]["S"], AuditRecord.model_validate(json.loads(item["record"]["S"]))) for item in merged.items
         ]
         return found, merged.more
+
+    @aws_call
+    def audit_items(self, since: float, until: float) -> list[tuple[str, str, str, float]]:
+        """Every record made in [``since``, ``until``) as stored: its partition key, sort key, record
+        (JSON text) and ``purge_at``, ordered by sort key then partition key (a consistent read)."""
+        found: list[tuple[str, str, str, float]] = []
+        day = since - since % 86_400
+        while day < until:
+            for shard in shards_of(audit_pk(audit_day(day)), self.shards):
+                request: dict[str, Any] = {
+                    "TableName": self.table,
+                    "ConsistentRead": True,
+                    "KeyConditionExpression": "pk = :pk AND sk BETWEEN :since AND :until",
+                    "ExpressionAttributeValues": {
+                        ":pk": value(shard),
+                        ":since": value(audit_time(since)),
+                        ":until": value(audit_time(until)),
+                    },
+                }
+                while True:
+                    page = self.dynamodb.query(**request)
+                    found += [
+                        (i["pk"]["S"], i["sk"]["S"], i["record"]["S"], float(i["purge_at"]["N"]))
+                        for i in page.get("Items", [])
+                        if "record" in i
+                    ]
+                    if "LastEvaluatedKey" not in page:
+                        break
+                    request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+            day += 86_400
+        return sorted(found, key=lambda item: (item[1], item[0]))
+
+    @aws_call
+    def delivery_head(self) -> dict[str, str] | None:
+        """The last hour delivered to the trail's bucket (``hour``), its digest's key and SHA-256, and the
+        first hour delivered (``first_hour``); None: nothing delivered yet."""
+        item = self.dynamodb.get_item(TableName=self.table, Key=_HEAD, ConsistentRead=True).get("Item")
+        held = ("hour", "digest_key", "digest_sha256", "first_hour")
+        return None if item is None else {k: item[k]["S"] for k in held if k in item}
+
+    @aws_call
+    def advance_delivery(self, previous: str | None, head: dict[str, str]) -> bool:
+        """The head is now ``head``, if it was still at the hour ``previous`` (None: none): two deliveries
+        at once cannot both move it. False: another moved it first."""
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "Item": {**_HEAD, "entity": value("audit_delivery"), **{k: value(v) for k, v in head.items()}},
+            "ConditionExpression": "attribute_not_exists(pk)",
+        }
+        if previous is not None:
+            request |= {
+                "ConditionExpression": "#hour = :previous",  # (hour is one of DynamoDB's reserved words)
+                "ExpressionAttributeNames": {"#hour": "hour"},
+                "ExpressionAttributeValues": {":previous": value(previous)},
+            }
+        try:
+            self.dynamodb.put_item(**request)
+        except ClientError as error:
+            if refusal(error) is None:
+                raise
+            return False
+        return True
+
+
+_HEAD = {"pk": value("AUDIT#DELIVERY"), "sk": value("HEAD")}

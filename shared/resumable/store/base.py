@@ -253,6 +253,24 @@ class Listings(ABC):
         """The index and partition a principal's inbox is read from (a page's start must be in it)."""
 
 
+class AuditDelivery(ABC):
+    """The audit trail as delivered to its bucket: the records of an hour, as stored, and how far the
+    delivery got (service.audit.delivery)."""
+
+    @abstractmethod
+    def audit_items(self, since: float, until: float) -> list[tuple[str, str, str, float]]:
+        """Every record made in [``since``, ``until``): partition key, sort key, record (JSON text) and
+        ``purge_at``, by sort key then partition key, read consistently."""
+
+    @abstractmethod
+    def delivery_head(self) -> dict[str, str] | None:
+        """The last hour delivered (``hour``), its digest's ``digest_key`` and ``digest_sha256``; None: none."""
+
+    @abstractmethod
+    def advance_delivery(self, previous: str | None, head: dict[str, str]) -> bool:
+        """Move the head to ``head`` if it is still at the hour ``previous``; False: another moved it."""
+
+
 class ActionJournal(ABC):
     """The action journal: an approved action begun, finished, not run or of unknown outcome."""
 
@@ -307,7 +325,7 @@ class ActionJournal(ABC):
         whose outcome a takeover already reported unknown is recorded ``not_run`` instead."""
 
 
-class Store(TurnRecords, Answers, ActionJournal, SweeperIndex, Deletions, Listings, LinkRecords):
+class Store(TurnRecords, Answers, ActionJournal, SweeperIndex, Deletions, Listings, LinkRecords, AuditDelivery):
     """Durable records of sessions, turns, interactions, the action journal and the outbox: the
     interface of every record family at once (one implementation, ``DynamoDBStore``, made of one part
     per family). A use case needs only its families' methods; the families are the interfaces."""

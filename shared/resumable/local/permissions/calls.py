@@ -40,6 +40,8 @@ TABLE, BUCKET, BUS, QUEUE, FUNCTION, SECRET = (
 )
 # The cursor key (a secret read at run time) and the decision links' KMS key.
 CURSOR_KEY, LINK_KEY = "CURSOR_SECRET_ARN", "DECISION_LINKS_KEY"
+# The audit trail's bucket and the key that signs its digests (service.audit.delivery).
+AUDIT_BUCKET, DIGEST_KEY = "AUDIT_BUCKET", "AUDIT_DIGEST_KEY"
 # The topic NotifyEmail subscribes to (the Publisher tells it of each question).
 TOPIC = "NOTIFY_TOPIC_ARN"
 # The SSM parameter holding the API's URL (the Slack function's).
@@ -182,6 +184,7 @@ def calls_of(
     action = _ACTIONS.get((prefix, operation), f"{prefix}:{operation}")
     if prefix == "s3":
         bucket = named(params["Bucket"], BUCKET)
+        bucket = named(bucket, AUDIT_BUCKET) if bucket == params["Bucket"] else bucket
         if "Key" not in params:
             return [(action, f"s3:{bucket}")]
         # The key's first segment says which of the bucket's objects (a policy may grant a prefix only).
@@ -210,7 +213,8 @@ def calls_of(
     if prefix == "sns" and "TopicArn" in params:
         return [(action, f"sns:{named(params['TopicArn'], TOPIC)}")]
     if prefix == "kms" and "KeyId" in params:
-        return [(action, f"kms:key/{named(params['KeyId'], LINK_KEY)}")]
+        key = named(params["KeyId"], LINK_KEY)
+        return [(action, f"kms:key/{named(key, DIGEST_KEY) if key == params['KeyId'] else key}")]
     if prefix == "ssm" and "Name" in params:
         held = environment.get(API_URL_PARAMETER)
         return [
@@ -287,7 +291,9 @@ class Recorder:
         function, environment = caller
         bucket = (context or {}).get("resumable_bucket")
         if bucket:
-            self._add(function, [("s3:ListBucket", f"s3:{_named(bucket, BUCKET, environment)}")])
+            named = _named(bucket, BUCKET, environment)
+            named = _named(bucket, AUDIT_BUCKET, environment) if named == bucket else named
+            self._add(function, [("s3:ListBucket", f"s3:{named}")])
 
 
 RECORDER = Recorder()

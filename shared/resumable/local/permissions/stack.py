@@ -66,6 +66,7 @@ HARDENED: dict[str, Any] = {
     "AlarmEmail": "ops@example.com",
     "NotifyEmail": "approvers@example.com",
     "FunctionConcurrencyLimit": 20,
+    "AuditObjectLockDays": 2555,
 }
 # The optional Strands layer, created and given to every function.
 STRANDS: dict[str, Any] = {"StrandsAgents": "true"}

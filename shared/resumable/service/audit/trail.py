@@ -167,8 +167,8 @@ def _where(
     deps: Dependencies, since: str | None, until: str | None, after: str | None, query: str, now: float
 ) -> _Page:
     """The range asked, and where in it this page starts (the cursor's place, or the range's start)."""
-    end = _moment("until", until) if until is not None else now + NOW
-    start = _moment("since", since) if since is not None else end - DEFAULT_DAYS * 86400
+    end = moment("until", until) if until is not None else now + NOW
+    start = moment("since", since) if since is not None else end - DEFAULT_DAYS * 86400
     page = _Page(start, end)
     if after is not None:
         held = cursor.read(after, query, deps.keys.cursor(), shapes=[_CURSOR_FIELDS], listing="this listing")
@@ -222,7 +222,7 @@ def _read(
     return records, resume
 
 
-def _moment(name: str, text: str) -> float:
+def moment(name: str, text: str) -> float:
     """An ISO 8601 date (``2026-01-01``: its start, UTC) or time (``2026-01-01T09:30:00Z``; UTC unless
     it says otherwise) as seconds since the epoch."""
     try:

@@ -41,6 +41,7 @@ from resumable.service.advancing.continuation import continue_later
 from resumable.service.advancing.settlement import settle_stalled
 from resumable.service.advancing.stall import SETTLES, Stall, idle, stall
 from resumable.service.answering.escalation import escalate
+from resumable.service.audit.delivery import deliver
 from resumable.service.retention import expire
 from resumable.store.base import DueTurn
 from resumable.store.records import TurnRecord, TurnTree
@@ -76,6 +77,8 @@ class SweepReport:
     """Records whose retention ended, whose snapshots it retired (see service.retention)."""
     escalated: int = 0
     """Questions whose rule's ``escalate_to`` it let answer them (see service.escalation)."""
+    delivered: int = 0
+    """Hours of the audit trail it delivered to the trail's bucket (see service.audit.delivery)."""
 
     @property
     def given_up(self) -> int:
@@ -104,6 +107,10 @@ def sweep(deps: Dependencies, limit: int = DEFAULT_LIMIT) -> SweepReport:
     if report.looked < limit:
         report.expired = expire(deps, now, limit - report.looked)
     try:
+        report.delivered = deliver(deps, now)
+    except AwsError as error:  # (the hours stay undelivered: the next run delivers them, in order)
+        logger.error("the sweeper could not deliver the audit trail (the next run tries again): %s", error)
+    try:
         report.stuck = deps.store.count_stuck(also=report.gave_up_on)
     except AwsError as error:  # (the run's moves stand: the next run counts them)
         report.stuck = None
@@ -114,7 +121,7 @@ def sweep(deps: Dependencies, limit: int = DEFAULT_LIMIT) -> SweepReport:
         count("StuckTurns", report.stuck)
     logger.info(
         "looked=<%d>, moved=<%s>, not_yet=<%d>, given_up=<%d>, stuck=<%s>, failed=<%d>, expired=<%d>, "
-        "escalated=<%d> | swept",
+        "escalated=<%d>, delivered=<%d> | swept",
         report.looked,
         dict(report.moved),
         report.not_yet,
@@ -123,6 +130,7 @@ def sweep(deps: Dependencies, limit: int = DEFAULT_LIMIT) -> SweepReport:
         report.failed,
         report.expired,
         report.escalated,
+        report.delivered,
     )
     return report
 
