@@ -443,7 +443,7 @@ def test_admin_audit_verify_checks_the_delivered_trail_and_names_what_was_touche
 
     intact = resumable(url, "admin", "audit", "verify", "--from", start, "--to", end, profile="approver")
     assert intact.returncode == 0, intact.stderr
-    assert "intact: 1 hours and" in intact.stderr and intact.stdout == ""
+    assert "intact: 1 hour and" in intact.stderr and intact.stdout == ""
     refused = resumable(url, "admin", "audit", "verify", "--from", start, "--to", end)
     assert refused.returncode == 6 and "403 forbidden: the audit trail is for approvers only" in refused.stderr
     files = TrailFiles(handler_environment)
@@ -454,6 +454,33 @@ def test_admin_audit_verify_checks_the_delivered_trail_and_names_what_was_touche
     finally:
         files.s3.put_object(Bucket=files.bucket, Key=records_key(hour), Body=held)
     assert broken.returncode == 1, broken.stderr
-    assert "records_file_changed in s3" in broken.stdout and "NOT INTACT: 1 problems; the first:" in broken.stderr
+    assert broken.stdout.count("\n") == 2 and "records_file_changed in s3" in broken.stdout
+    assert "NOT INTACT: 2 problems; the first: " in broken.stderr and "replaced in s3" in broken.stderr
+    # Over more than a day, from a time within an hour: asked a day of whole hours at a time.
+    day_before = datetime.fromtimestamp(hour - 30 * HOUR + 1800, UTC).isoformat()
+    longer = resumable(url, "admin", "audit", "verify", "--from", day_before, profile="approver")
+    assert longer.returncode == 1 and longer.stderr.count("checked ") == 2, longer.stderr
+    assert "NOT INTACT" in longer.stderr
     unparsed = resumable(url, "admin", "audit", "verify", "--from", "yesterday", profile="approver")
     assert unparsed.returncode == 2 and "is not an ISO 8601 date or time" in unparsed.stderr
+
+
+def test_a_question_asked_before_the_lookup_existed_is_found_in_the_inbox(url: str, handler_environment: Any) -> None:
+    """Its item has no key in the lookup's index (written before there was one): the command finds it
+    in the inbox instead, as it did before."""
+    from resumable.store import DynamoDBStore
+    from resumable.store.codec import interaction_sk, key
+
+    status, turn = call(url, "POST", "/sessions/cli-old/turns", {"prompt": "delete the old-db record"}, APPROVER)
+    assert status == 201 and turn["status"] == "waiting", turn
+    request = turn["interactions"][0]["requestId"]
+    store = DynamoDBStore(handler_environment)
+    store.dynamodb.update_item(
+        TableName=store.table,
+        Key=key("cli-old", interaction_sk(turn["turnId"], request)),
+        UpdateExpression="REMOVE gsi5pk",
+    )
+    assert call(url, "GET", f"/interactions/{request}", None, APPROVER)[0] == 404
+    approved = resumable(url, "approve", "--yes", request, profile="approver")
+    assert approved.returncode == 0, approved.stderr
+    assert "completed" in approved.stdout

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -38,7 +39,9 @@ DENY = {"decision": "deny", "message": "not today"}
 def audited(make_service: Callable[..., Service], aws_server: Settings) -> Callable[[], Service]:
     """Services of a deployment whose trail is delivered to a bucket of this test's own."""
     bucket = f"trail-{uuid.uuid4().hex[:12]}"
-    TrailFiles(aws_server).client.create_bucket(Bucket=bucket)
+    files = TrailFiles(aws_server).client
+    files.create_bucket(Bucket=bucket)
+    files.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})  # (as the template's)
     rules = parse_rules([{"tools": ["delete_*"], "required": 1, "approvers": [APPROVER]}])
     return lambda: make_service(
         "nested",
@@ -192,35 +195,56 @@ def test_a_record_changed_deleted_or_inserted_in_the_delivered_file_is_named(
     files = TrailFiles(service.settings)
     _tamper(files, records_key(hour), change)
     checked = _check(service, hour)
-    assert [(p.kind, p.where) for p in checked.problems] == [(kind, "s3") for kind in kinds]
+    # (the file written again: a second version, or a delete marker, in the versioned bucket)
+    assert [(p.kind, p.where) for p in checked.problems] == [(kind, "s3") for kind in ["replaced", *kinds]]
     if len(kinds) == 2:  # (the record named: the second of the hour's, or the one added after the first)
-        assert checked.problems[1].sort_key is not None and checked.problems[1].request_id is not None
+        assert checked.problems[2].sort_key is not None and checked.problems[2].request_id is not None
 
 
-def test_a_digest_changed_or_removed_breaks_its_signature_or_the_chain(
+def test_a_digest_forged_to_match_a_changed_file_breaks_its_signature(
     audited: Callable[[], Service], clock: FakeClock
 ) -> None:
     service, hour = _decided_hour(audited, clock)
     files = TrailFiles(service.settings)
-    delivered = files.get(digest_key(hour))
-    # Its records file rewritten, and the digest made to match it: the signature no longer does.
-    forged = json.loads(delivered or b"{}")
+    forged = json.loads(files.get(digest_key(hour)) or b"{}")
     forged["records"]["count"] = 2
-    _tamper(files, digest_key(hour), lambda _: json.dumps(forged).encode())
-    assert [(p.kind, p.hour) for p in _check(service, hour).problems] == [("digest_changed", _iso(hour))]
-    # The first hour's digest taken away: it is missing (the table's head says the chain began there),
-    # and the next one's chain is broken.
-    _tamper(files, digest_key(hour), lambda _: delivered)  # (back as delivered)
-    _tamper(files, digest_key(hour - HOUR), lambda _: None)
-    kinds = [(p.kind, p.hour) for p in _check(service, hour).problems]
-    assert kinds == [("digest_missing", _iso(hour - HOUR)), ("chain_broken", _iso(hour))]
-    # Every digest taken away: each hour that should be delivered by now is named, the last only once
-    # the Sweeper is late (till then, it may not have been delivered yet).
-    _tamper(files, digest_key(hour), lambda _: None)
-    assert [p.kind for p in _check(service, hour).problems] == ["digest_missing"]
-    assert _check(service, hour).undelivered_hours == 1
+    _tamper(files, digest_key(hour), lambda _: canonical(forged))
+    at = _iso(hour)
+    assert [(p.kind, p.hour) for p in _check(service, hour).problems] == [("replaced", at), ("digest_changed", at)]
+
+
+def test_another_hours_digest_put_in_its_place_is_named(audited: Callable[[], Service], clock: FakeClock) -> None:
+    service, hour = _decided_hour(audited, clock)
+    files = TrailFiles(service.settings)
+    earlier = files.get(digest_key(hour - HOUR))
+    _tamper(files, digest_key(hour), lambda _: earlier)  # (signed by the key, but for another hour)
+    kinds = [p.kind for p in _check(service, hour).problems]
+    assert kinds == ["replaced", "digest_changed"]
+
+
+@pytest.mark.parametrize("which", ["first", "last"])
+def test_a_digest_taken_away_is_named_at_once_and_breaks_the_chain_after_it(
+    audited: Callable[[], Service], clock: FakeClock, which: str
+) -> None:
+    service, hour = _decided_hour(audited, clock)
+    files = TrailFiles(service.settings)
+    gone = hour - HOUR if which == "first" else hour
+    _tamper(files, digest_key(gone), lambda _: None)
+    named = [(p.kind, p.hour) for p in _check(service, hour).problems]
+    expected = [("replaced", _iso(gone)), ("digest_missing", _iso(gone))]
+    assert named == expected + ([("chain_broken", _iso(hour))] if which == "first" else [])
+
+
+def test_a_digest_never_delivered_is_named_once_the_sweeper_is_late(
+    audited: Callable[[], Service], clock: FakeClock
+) -> None:
+    service, hour = _decided_hour(audited, clock)
+    clock.advance(HOUR)  # (the next hour has ended and settled: not delivered, as no sweep ran)
+    later = service.verify_audit(_iso(hour + HOUR), _iso(hour + 2 * HOUR - 1), APPROVER)
+    assert (later.undelivered_hours, later.problems) == (1, [])
     clock.advance(LATE_SECONDS)
-    assert [p.kind for p in _check(service, hour).problems] == ["digest_missing", "digest_missing"]
+    [missing] = service.verify_audit(_iso(hour + HOUR), _iso(hour + 2 * HOUR - 1), APPROVER).problems
+    assert (missing.kind, missing.hour) == ("digest_missing", _iso(hour + HOUR))
 
 
 def test_a_replaced_previous_digest_breaks_the_chain_of_the_next(
@@ -230,7 +254,8 @@ def test_a_replaced_previous_digest_breaks_the_chain_of_the_next(
     files = TrailFiles(service.settings)
     _tamper(files, digest_key(hour - HOUR), lambda body: body.replace(b'"count":0', b'"count":1'))
     kinds = [(p.kind, p.hour) for p in _check(service, hour).problems]
-    assert kinds == [("digest_changed", _iso(hour - HOUR)), ("chain_broken", _iso(hour))]
+    before = _iso(hour - HOUR)
+    assert kinds == [("replaced", before), ("digest_changed", before), ("chain_broken", _iso(hour))]
 
 
 def test_two_deliveries_at_once_deliver_each_hour_once_and_one_chain(
@@ -252,5 +277,83 @@ def test_only_approvers_check_at_most_a_day_at_a_time(audited: Callable[[], Serv
         service.verify_audit("2027-01-01", "2027-01-01T01:00:00Z", ALICE)
     with pytest.raises(ValidationFailedError, match="1 to 24 hours at a time"):
         service.verify_audit("2027-01-01", "2027-01-02T00:00:01Z", APPROVER)
-    with pytest.raises(ValidationFailedError, match="since before until"):
+    with pytest.raises(ValidationFailedError, match="since before until: this asks for the hours from 2027-01-02"):
         service.verify_audit("2027-01-02", "2027-01-01", APPROVER)
+    with pytest.raises(ValidationFailedError, match=r"ISO 8601 date or time.*; nothing was checked"):
+        service.verify_audit("yesterday", None, APPROVER)
+    # By default the last 24 hours, to the end of the hour until falls in.
+    checked = service.verify_audit(None, "2027-01-02", APPROVER)
+    assert (checked.since, checked.until) == ("2027-01-01T00:00:00.000Z", "2027-01-02T00:00:00.000Z")
+
+
+def test_a_head_rolled_back_over_deleted_files_is_never_signed_again(
+    audited: Callable[[], Service], clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A record changed in the table, the hour's files deleted, the head put back an hour: the next
+    sweep would sign the changed hour anew. It signs nothing, and the check names what was done."""
+    service, hour = _decided_hour(audited, clock)
+    store, files = service.store, TrailFiles(service.settings)
+    assert isinstance(store, DynamoDBStore)
+    denied = _denied(store)
+    record = json.loads(denied["record"]["S"]) | {"outcome": "approved"}
+    store.dynamodb.put_item(TableName=store.table, Item={**denied, "record": {"S": json.dumps(record)}})
+    for key in (digest_key(hour), records_key(hour)):
+        _tamper(files, key, lambda _: None)
+    earlier = files.get(digest_key(hour - HOUR)) or b""
+    rolled_back = {"hour": _iso(hour - HOUR), "digest_key": digest_key(hour - HOUR), "digest_sha256": sha256(earlier)}
+    store.dynamodb.put_item(
+        TableName=store.table,
+        Item={"pk": {"S": "AUDIT#DELIVERY"}, "sk": {"S": "HEAD"}, "entity": {"S": "audit_delivery"}}
+        | {k: {"S": v} for k, v in (rolled_back | {"first_hour": _iso(hour - HOUR)}).items()},
+    )
+    assert service.sweep().delivered == 0
+    assert "was delivered before, and deleted or overwritten since" in caplog.text
+    assert files.get(digest_key(hour)) is None, "nothing signed over the change"
+    kinds = [p.kind for p in _check(service, hour).problems]
+    assert kinds == ["replaced", "replaced", "digest_missing"]
+
+
+def test_a_deleted_head_starts_no_new_chain_beside_the_old(
+    audited: Callable[[], Service], clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    service, hour = _decided_hour(audited, clock)
+    store, files = service.store, TrailFiles(service.settings)
+    assert isinstance(store, DynamoDBStore)
+    store.dynamodb.delete_item(TableName=store.table, Key={"pk": {"S": "AUDIT#DELIVERY"}, "sk": {"S": "HEAD"}})
+    _tamper(files, digest_key(hour), lambda _: None)  # (so that a new chain would sign the hour again)
+    clock.advance(HOUR)
+    assert service.sweep().delivered == 0
+    assert "head item (AUDIT#DELIVERY) is gone from the table while its bucket holds digests" in caplog.text
+    # Even every digest deleted, the first delivered is known from the bucket's versions: each is named.
+    _tamper(files, digest_key(hour - HOUR), lambda _: None)
+    kinds = [(p.kind, p.hour) for p in _check(service, hour).problems]
+    assert [k for k, _ in kinds] == ["replaced", "digest_missing", "replaced", "digest_missing"]
+
+
+def test_a_record_put_in_another_days_partition_is_neither_listed_nor_delivered(
+    audited: Callable[[], Service], clock: FakeClock
+) -> None:
+    service, hour = _decided_hour(audited, clock)
+    store = service.store
+    assert isinstance(store, DynamoDBStore)
+    denied = _denied(store)
+    day, next_day = (datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d") for at in (hour, hour + 86_400))
+    forged = {**denied, "pk": {"S": denied["pk"]["S"].replace(day, next_day)}}
+    store.dynamodb.put_item(TableName=store.table, Item=forged)
+    clock.advance(2 * 86_400)  # (so that the next day is read too)
+    listed = service.audit(APPROVER, since=_iso(hour), until=_iso(hour + 2 * 86_400)).records
+    assert [r.outcome for r in listed] == ["approved", "ran", "denied", "approved", "ran"]
+
+
+def test_first_deliveries_at_once_make_one_chain_and_a_stray_key_breaks_nothing(
+    audited: Callable[[], Service], clock: FakeClock
+) -> None:
+    clock.advance(SETTLE_SECONDS)
+    services = [audited() for _ in range(4)]
+    swept = at_once([s.sweep for s in services])
+    assert sum(r.delivered for r in swept if not isinstance(r, Exception)) == 1, swept
+    files = TrailFiles(services[0].settings)
+    files.s3.put_object(Bucket=files.bucket, Key="audit/digests/0-not-a-digest", Body=b"x")
+    hour = clock.now() // HOUR * HOUR - HOUR
+    checked = services[0].verify_audit(_iso(hour), _iso(hour + HOUR - 1), APPROVER)
+    assert (checked.intact, checked.first_delivered) == (True, _iso(hour))

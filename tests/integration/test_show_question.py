@@ -5,6 +5,7 @@ one else; found through a keys-only index, then read from the table itself."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -30,9 +31,15 @@ def service(make_service: Callable[..., Service]) -> Service:
     return make_service("nested", approver_principals=(APPROVER,), approval_rules=parse_rules([rule]))
 
 
+def settled_record(service: Service, session_id: str, request_id: str) -> Any:
+    [found] = [i for i in service.store.list_interactions(session_id, None) if i.request_id == request_id]
+    return found
+
+
 def test_a_question_shows_by_its_request_id_alone_to_who_may_see_it_and_404s_alike_for_anyone_else(
-    service: Service, session_id: str
+    service: Service, session_id: str, clock: FakeClock
 ) -> None:
+    started_at = clock.now()
     started = service.start_turn(session_id, "delete the prod-db record", principal=ALICE)
     [asked] = started.interactions
     api = build_app(service)
@@ -55,16 +62,20 @@ def test_a_question_shows_by_its_request_id_alone_to_who_may_see_it_and_404s_ali
     assert (status, theirs["startedByYou"]) == (200, False)
 
     unknown = f"r{'0' * 24}"
-    refusals = {
-        request(api, "GET", f"/interactions/{asked.request_id}", principal=BOB)[1]["message"].replace(
-            asked.request_id, "ID"
-        ),
-        request(api, "GET", f"/interactions/{unknown}", principal=BOB)[1]["message"].replace(unknown, "ID"),
-        request(api, "GET", "/interactions/not-an-id", principal=BOB)[1]["message"].replace("not-an-id", "ID"),
-    }
-    assert len(refusals) == 1, "another's question, an unknown one and a malformed id must read the same"
-    [said] = refusals
-    assert "there is no question 'ID' that you may see" in said and "nothing was done" in said
+    refusals = [
+        request(api, "GET", f"/interactions/{asked.request_id}", principal=BOB),
+        request(api, "GET", f"/interactions/{unknown}", principal=BOB),
+        request(api, "GET", f"/interactions/{'r' + 'a' * 5000}", principal=BOB),
+    ]
+    assert refusals[0] == refusals[1] == refusals[2], "another's, an unknown and a malformed id must read the same"
+    status, said = refusals[0]
+    assert (status, said["code"]) == (404, "not_found")
+    assert said["message"].startswith("there is no question with that request id that you may see")
+
+    # Dismissed by the approver: it says so to them alone.
+    service.dismiss(session_id, started.turn_id, asked.request_id, APPROVER)
+    assert request(api, "GET", f"/interactions/{asked.request_id}", principal=APPROVER)[1]["dismissedByYou"] is True
+    assert request(api, "GET", f"/interactions/{asked.request_id}", principal=ALICE)[1]["dismissedByYou"] is False
 
     # Settled, it still shows, as it was decided, with the reader's part in it.
     service.submit_approval(session_id, started.turn_id, asked.request_id, APPROVE, APPROVER)
@@ -76,6 +87,11 @@ def test_a_question_shows_by_its_request_id_alone_to_who_may_see_it_and_404s_ali
         APPROVER,
     )
     assert settled["approvedByYou"] is True and settled["approvals"][0]["by"] == APPROVER
+
+    # Past its retention (DynamoDB's TTL may not have taken it yet), it is gone.
+    clock.current = float(settled_record(service, session_id, asked.request_id).purge_at or 0) + 1
+    assert request(api, "GET", f"/interactions/{asked.request_id}", principal=APPROVER)[0] == 404
+    clock.current = started_at
 
     # A deleted session's questions are gone, as its turns are.
     service.delete_session(session_id, ALICE)

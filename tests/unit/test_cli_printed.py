@@ -40,3 +40,25 @@ def test_the_principal_comes_first_and_a_name_from_the_token_is_shown_as_theirs(
     printed.print_inbox({"interactions": [question("r-1", "The CFO")]})
     [row] = [line for line in capsys.readouterr().out.split("\n") if line.startswith("r-1")]
     assert "sub (who gives their name as \u201cThe CFO\u201d)" in row
+
+
+def test_one_question_shows_how_it_was_settled_and_what_was_said(capsys: pytest.CaptureFixture[str]) -> None:
+    denied = question("r-1", "Bob") | {
+        "status": "answered",
+        "decision": "denied",
+        "response": {"decision": "deny", "message": "not staging\nnot today"},
+        "answeredBy": "arn:aws:iam::1:user/ann",
+        "answeredAt": "2026-12-07T01:00:00.000Z",
+        "answeredVia": "page",
+        "startedByYou": True,
+    }
+    printed.print_question(denied)
+    out = capsys.readouterr().out.split("\n")
+    assert out[0] == "question r-1  denied: delete_record x"
+    assert "    started by: sub (who gives their name as \u201cBob\u201d) (you)" in out
+    assert "    answered by: arn:aws:iam::1:user/ann at 2026-12-07T01:00:00.000Z via page" in out
+    assert "    said: not staging not today" in out and not any(line.startswith("answer it:") for line in out)
+    printed.print_question(question("r-2", "Bob") | {"status": "superseded", "decision": "superseded"})
+    out = capsys.readouterr().out.split("\n")
+    assert out[0] == "question r-2  superseded: delete_record x"
+    assert "    superseded: its turn was canceled, or moved on without it" in out

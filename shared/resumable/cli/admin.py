@@ -124,6 +124,10 @@ def audit(api: Api, options: argparse.Namespace, exit_codes: dict[int, int], tab
     """Write every record of the audit trail the query finds, oldest first, following the pages to the
     end: each as a line of JSON as it comes (``--format jsonl``), or a table once all are read. What
     was written, and why it stopped, go to stderr."""
+    if options.since_ or options.until_:
+        raise ValueError(
+            "--from and --to are resumable admin audit verify's: add verify, or give the export --since and --until"
+        )
     if options.check_separation and (options.principal or options.tool or options.outcome):
         raise ValueError(
             "--check-separation reads every record of the range: it takes no --principal, --tool or --outcome "

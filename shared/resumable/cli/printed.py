@@ -192,6 +192,13 @@ def print_question(interaction: dict[str, Any]) -> None:
     if interaction.get("answeredBy"):
         via = f" via {interaction['answeredVia']}" if interaction.get("answeredVia") else ""
         print(f"    answered by: {interaction['answeredBy']} at {interaction.get('answeredAt')}{via}")
+    response = interaction.get("response")
+    if isinstance(response, dict) and response.get("message"):
+        print(f"    said: {_cut(str(response['message']))}")
+    elif response is not None and not isinstance(response, dict):
+        print(f"    answer: {_cut(json.dumps(response, ensure_ascii=False))}")
+    if interaction.get("decision") == "superseded":
+        print("    superseded: its turn was canceled, or moved on without it")
     if interaction.get("status") == "requested":
         print(f"    expires in: {until(interaction.get('expiresAt'))}")
     for detail in _context(interaction):

@@ -4,7 +4,8 @@ Lock (the template's ``AuditObjectLockDays``) not deletable either, for that lon
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
@@ -45,10 +46,30 @@ class TrailFiles(LazyClient["S3Client"]):
         return body
 
     @aws_call
-    def first_key(self, prefix: str) -> str | None:
-        """The first key under ``prefix`` in key order (None: none)."""
-        listed = self.s3.list_objects_v2(Bucket=self.bucket, Prefix=prefix, MaxKeys=1).get("Contents", [])
-        return str(listed[0]["Key"]) if listed else None
+    def history(self, key: str) -> tuple[int, int]:
+        """How many versions of ``key`` the (versioned) bucket holds, and how many delete markers: an
+        object written once has one version and no marker."""
+        listed = self.s3.list_object_versions(Bucket=self.bucket, Prefix=key)
+        versions = sum(1 for v in listed.get("Versions", []) if v.get("Key") == key)
+        return versions, sum(1 for m in listed.get("DeleteMarkers", []) if m.get("Key") == key)
+
+    @aws_call
+    def first_ever(self, prefix: str, shaped: Callable[[str], bool]) -> str | None:
+        """The first key under ``prefix`` that is ``shaped``, in key order, among every version and delete
+        marker the bucket holds (an object deleted since still counts); None: none."""
+        request: dict[str, Any] = {"Bucket": self.bucket, "Prefix": prefix}
+        while True:
+            listed = self.s3.list_object_versions(**request)
+            keys = sorted(
+                str(item["Key"])
+                for item in [*listed.get("Versions", []), *listed.get("DeleteMarkers", [])]
+                if shaped(str(item.get("Key", "")))
+            )
+            if keys:
+                return keys[0]
+            if not listed.get("IsTruncated"):
+                return None
+            request |= {"KeyMarker": listed["NextKeyMarker"], "VersionIdMarker": listed["NextVersionIdMarker"]}
 
     @aws_call
     def get(self, key: str) -> bytes | None:

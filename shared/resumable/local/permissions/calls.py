@@ -137,6 +137,7 @@ _ACTIONS = {
     ("lambda", "Invoke"): "lambda:InvokeFunction",
     ("s3", "HeadObject"): "s3:GetObject",
     ("s3", "ListObjectsV2"): "s3:ListBucket",
+    ("s3", "ListObjectVersions"): "s3:ListBucketVersions",
     ("bedrock", "Converse"): "bedrock:InvokeModel",
     ("bedrock", "ConverseStream"): "bedrock:InvokeModelWithResponseStream",
     ("sqs", "SendMessageBatch"): "sqs:SendMessage",

@@ -40,7 +40,7 @@ SAID: dict[AnswerRefusal, str] = {
     "self_approval": "they started the turn, and its approval rule does not let them approve their own call",
     "duplicate_vote": "they approved it already, and another approval by them does not count",
     "other_input": "the approvals so far approved another input",
-    "after_settlement": "it was settled, expired or withdrawn already, with another answer",
+    "after_settlement": "it was settled, expired, withdrawn or superseded already, and takes no other answer",
     "turn_canceled": "its turn was being canceled",
 }
 

@@ -26,6 +26,7 @@ import base64
 import hashlib
 import json
 import logging
+import re
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +71,13 @@ def digest_key(hour: float) -> str:
     return f"{DIGESTS}{_path(hour)}.json"
 
 
+def is_digest_key(key: str) -> bool:
+    return bool(_DIGEST_KEY.fullmatch(key))
+
+
+_DIGEST_KEY = re.compile(r"audit/digests/\d{4}/\d\d/\d\d/\d\d\.json")
+
+
 def hour_of_digest(key: str) -> float:
     """The hour a digest's key is of (``audit/digests/YYYY/MM/DD/HH.json``)."""
     return (
@@ -98,16 +106,22 @@ def unsigned(digest: dict[str, Any]) -> bytes:
 def deliver(deps: Dependencies, now: float) -> int:
     """Deliver every hour that ended ``SETTLE_SECONDS`` before ``now`` and is not delivered yet (at most
     ``MOST_HOURS_A_RUN``), oldest first; the first delivery starts with the last such hour. How many
-    were delivered (0 where no bucket or key is configured)."""
+    were delivered (0 where no bucket or key is configured, or where the trail shows tampering: then
+    nothing is signed, and the Sweeper's log says why)."""
     settings = deps.settings
     if not settings.audit_bucket or not settings.audit_digest_key:
         return 0
     files = TrailFiles(settings)
-    head = deps.store.delivery_head()
     last_complete = (now - SETTLE_SECONDS) // HOUR * HOUR - HOUR
-    start = hour_of(head["hour"]) + HOUR if head is not None else last_complete
-    delivered = 0
+    head = deps.store.delivery_head() or _begin(deps, files, last_complete)
+    if head is None:
+        return 0
+    start, delivered = hour_of(head["hour"]) + HOUR, 0
     while start <= last_complete and delivered < MOST_HOURS_A_RUN:
+        refused = _tampered(files, head, start)
+        if refused is not None:
+            logger.error("hour=<%s> | the audit trail is not delivered, nor signed: %s", iso(start), refused)
+            break
         records = files.put_once(
             records_key(start), records_file(deps.store.audit_items(start, start + HOUR)), "application/x-ndjson"
         )
@@ -116,7 +130,7 @@ def deliver(deps: Dependencies, now: float) -> int:
             "hour": iso(start),
             "end": iso(start + HOUR),
             "records": {"key": records_key(start), "sha256": sha256(records), "count": records.count(b"\n")},
-            "previous": None if head is None else {"key": head["digest_key"], "sha256": head["digest_sha256"]},
+            "previous": {"key": head["digest_key"], "sha256": head["digest_sha256"]} if head["digest_key"] else None,
             "keyId": settings.audit_digest_key,
             "algorithm": SIGNING_ALGORITHM,
         }
@@ -124,11 +138,43 @@ def deliver(deps: Dependencies, now: float) -> int:
         digest["signature"] = base64.b64encode(signature).decode()
         stored = files.put_once(digest_key(start), canonical(digest), "application/json")
         moved = {"hour": str(iso(start)), "digest_key": digest_key(start), "digest_sha256": sha256(stored)}
-        moved["first_hour"] = head.get("first_hour", moved["hour"]) if head is not None else moved["hour"]
-        if not deps.store.advance_delivery(None if head is None else head["hour"], moved):
+        moved["first_hour"] = head["first_hour"]
+        if not deps.store.advance_delivery(head["hour"], moved):
             logger.info("hour=<%s> | another delivery moved the trail's head first", iso(start))
             break
         head, start, delivered = moved, start + HOUR, delivered + 1
     if delivered:
         logger.info("hours=<%d>, until=<%s> | audit trail delivered", delivered, iso(start))
     return delivered
+
+
+def _begin(deps: Dependencies, files: TrailFiles, first: float) -> dict[str, str] | None:
+    """The chain's beginning, claimed once (a conditional write: of two first deliveries, both go on from
+    the one that won): its head before the first hour, which has no digest. None where the bucket holds
+    digests already (or held them: deleted ones count): the head item was deleted, and a new chain
+    would hide the old one."""
+    if files.first_ever(DIGESTS, is_digest_key) is not None:
+        logger.error(
+            "the audit trail's head item (AUDIT#DELIVERY) is gone from the table while its bucket holds digests: "
+            "nothing is delivered nor signed until it is put back as it was (docs/audit.md#integrity)"
+        )
+        return None
+    genesis = {"hour": str(iso(first - HOUR)), "digest_key": "", "digest_sha256": "", "first_hour": str(iso(first))}
+    return genesis if deps.store.advance_delivery(None, genesis) else deps.store.delivery_head()
+
+
+def _tampered(files: TrailFiles, head: dict[str, str], hour: float) -> str | None:
+    """Why delivering ``hour`` would sign over tampering (None: it would not): the head's digest is not
+    in the bucket as the head says, or the hour's files were delivered, and deleted or overwritten, before
+    (a head rolled back to have them signed again)."""
+    if head["digest_key"]:
+        held = files.get(head["digest_key"])
+        if held is None or sha256(held) != head["digest_sha256"]:
+            return f"the last digest delivered, {head['digest_key']}, is not in the bucket as the table's head says"
+    for key in (records_key(hour), digest_key(hour)):
+        versions, deleted = files.history(key)
+        if deleted or versions > 1:
+            return (
+                f"{key} was delivered before, and deleted or overwritten since ({versions} versions, {deleted} deleted)"
+            )
+    return None

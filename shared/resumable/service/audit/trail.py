@@ -222,15 +222,15 @@ def _read(
     return records, resume
 
 
-def moment(name: str, text: str) -> float:
+def moment(name: str, text: str, undone: str = "nothing was listed") -> float:
     """An ISO 8601 date (``2026-01-01``: its start, UTC) or time (``2026-01-01T09:30:00Z``; UTC unless
-    it says otherwise) as seconds since the epoch."""
+    it says otherwise) as seconds since the epoch (refused, saying ``undone``, if it is neither)."""
     try:
         moment = datetime.fromisoformat(text.strip().replace("z", "Z"))
     except ValueError:
         raise ValidationFailedError(
             f"query parameter {name!r} is {text[:64]!r}: send an ISO 8601 date or time, like 2026-01-01 or "
-            "2026-01-01T09:30:00Z; nothing was listed"
+            f"2026-01-01T09:30:00Z; {undone}"
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)

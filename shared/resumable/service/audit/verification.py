@@ -1,13 +1,15 @@
 """GET /audit/verify (``resumable admin audit verify``): the delivered trail checked, hour by hour, against
 its signed, chained digests, and the table's records against what was delivered (``delivery``).
 
-For each hour: its digest is there and its signature is the digest key's (else ``digest_missing``,
-``digest_changed``); it names the previous hour's digest by the SHA-256 that digest has now (else
-``chain_broken``: a digest replaced or removed); its records file is there and has the SHA-256 the
-digest gives (else ``records_file_missing``, ``records_file_changed``); then each record: in the table
-and not delivered (``inserted``), delivered and not in the table while its retention lasts
-(``deleted``), or both but not the same (``changed``). ``where`` says which copy was touched: the
-table's (the file matches its digest) or S3's (it does not).
+For each hour from the first delivered (the earliest digest the versioned bucket ever held, or the one
+the table's head names): its digest is there and its signature is the digest key's, for that hour
+(else ``digest_missing``, ``digest_changed``); it names the hour before's digest by the SHA-256 that
+digest has now, and only the first hour names none (else ``chain_broken``); neither of its files was
+deleted or overwritten after delivery, as the bucket's versions show (else ``replaced``); its records
+file is there and has the SHA-256 the digest gives (else ``records_file_missing``,
+``records_file_changed``); then each record: in the table and not delivered (``inserted``), delivered
+and not in the table while its retention lasts (``deleted``), or both but not the same (``changed``).
+``where`` says which copy was touched: the table's (the file matches its digest) or S3's (it does not).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from resumable.service.audit.delivery import (
     digest_key,
     hour_of,
     hour_of_digest,
+    is_digest_key,
+    records_key,
     sha256,
     unsigned,
 )
@@ -51,6 +55,7 @@ ProblemKind = Literal[
     "digest_missing",
     "digest_changed",
     "chain_broken",
+    "replaced",
     "records_file_missing",
     "records_file_changed",
     "inserted",
@@ -94,13 +99,13 @@ def verify(deps: Dependencies, caller: Caller | None, since: str | None, until: 
         raise ForbiddenError(
             "the audit trail is for approvers only (APPROVER_PRINCIPALS, APPROVER_GROUPS); nothing was checked"
         )
-    last_moment = moment("until", until) if until is not None else deps.clock.now()
-    first_moment = moment("since", since) if since is not None else last_moment - (MAX_HOURS - 1) * HOUR
-    first, end = first_moment // HOUR * HOUR, -(-last_moment // HOUR) * HOUR
+    undone = "nothing was checked"
+    end = -(-(moment("until", until, undone) if until is not None else deps.clock.now()) // HOUR) * HOUR
+    first = moment("since", since, undone) // HOUR * HOUR if since is not None else end - MAX_HOURS * HOUR
     if not first < end <= first + MAX_HOURS * HOUR:
         raise ValidationFailedError(
-            f"check 1 to {MAX_HOURS} hours at a time (since before until); this asks for {(end - first) / HOUR:g}: "
-            "nothing was checked"
+            f"check 1 to {MAX_HOURS} hours at a time, since before until: this asks for the hours from {iso(first)} "
+            f"to {iso(end)} (a time before 1970 counts as 1970); {undone}"
         )
     if not deps.settings.audit_bucket or not deps.settings.audit_digest_key:
         raise ValidationFailedError(
@@ -117,11 +122,12 @@ def verify(deps: Dependencies, caller: Caller | None, since: str | None, until: 
             before += 1
             continue
         stored = files.get(digest_key(hour))
-        if stored is None and hour >= due_before:
+        replaced = _replaced(files, hour)
+        if stored is None and hour >= due_before and not replaced:
             undelivered += 1
             continue
-        said, count = _hour(deps, files, hour, now, stored)
-        problems += said
+        said, count = _hour(deps, files, hour, now, stored, start)
+        problems += replaced + said
         checked, records = checked + 1, records + count
     return TrailCheck(
         since=iso(first) or "",
@@ -139,14 +145,28 @@ def verify(deps: Dependencies, caller: Caller | None, since: str | None, until: 
 def _first_delivered(deps: Dependencies, files: TrailFiles) -> float | None:
     """The first hour delivered: the earlier of the bucket's first digest and the one the table's head
     item names (each a witness should the other be deleted); None: nothing was delivered."""
-    found = [hour_of_digest(key)] if (key := files.first_key(DIGESTS)) is not None else []
+    key = files.first_ever(DIGESTS, is_digest_key)  # (a digest deleted since counts: its versions stay)
+    found = [hour_of_digest(key)] if key is not None else []
     head = deps.store.delivery_head()
     found += [hour_of(head["first_hour"])] if head is not None and "first_hour" in head else []
     return min(found) if found else None
 
 
+def _replaced(files: TrailFiles, hour: float) -> list[TrailProblem]:
+    """The hour's files that were deleted or overwritten after delivery: each is written once, so a
+    second version, or a delete marker, is a change (the bucket is versioned; under Object Lock no one
+    can take those versions away)."""
+    problems = []
+    for key in (digest_key(hour), records_key(hour)):
+        versions, deleted = files.history(key)
+        if deleted or versions > 1:
+            detail = f"{key} was deleted or overwritten after delivery ({versions} versions, {deleted} deletions)"
+            problems.append(TrailProblem(kind="replaced", hour=iso(hour) or "", where="s3", detail=detail))
+    return problems
+
+
 def _hour(
-    deps: Dependencies, files: TrailFiles, hour: float, now: float, stored: bytes | None
+    deps: Dependencies, files: TrailFiles, hour: float, now: float, stored: bytes | None, first: float
 ) -> tuple[list[TrailProblem], int]:
     """The problems of one hour that should be delivered (its digest ``stored``), and how many records
     it checked."""
@@ -166,7 +186,7 @@ def _hour(
     if not signed or digest.get("hour") != at:
         detail = f"{digest_key(hour)} is not as the digest key signed it (or is another hour's)"
         return [TrailProblem(kind="digest_changed", hour=at, where="s3", detail=detail)], 0
-    problems = _chain(files, digest, at)
+    problems = _chain(files, digest, hour, first)
     table = {(pk, sk): (record, purge) for pk, sk, record, purge in deps.store.audit_items(hour, hour + HOUR)}
     body = files.get(digest["records"]["key"])
     where: Literal["table", "s3"] = "table"
@@ -193,10 +213,18 @@ def _hour(
     return problems, len(table.keys() | delivered.keys())
 
 
-def _chain(files: TrailFiles, digest: dict[str, Any], at: str) -> list[TrailProblem]:
-    previous = digest.get("previous")
+def _chain(files: TrailFiles, digest: dict[str, Any], hour: float, first: float) -> list[TrailProblem]:
+    """The chain's break at ``hour``: its digest names no previous one though it is not the first hour
+    delivered, names another than the hour before's, or one that is gone or not as it was."""
+    at, previous = iso(hour) or "", digest.get("previous")
     if previous is None:
-        return []
+        if hour == first:
+            return []
+        detail = f"{digest_key(hour)} starts a new chain, though hours were delivered from {iso(first)}"
+        return [TrailProblem(kind="chain_broken", hour=at, where="s3", detail=detail)]
+    if previous.get("key") != digest_key(hour - HOUR):
+        detail = f"{digest_key(hour)} chains to {previous.get('key')}, not to the hour before's digest"
+        return [TrailProblem(kind="chain_broken", hour=at, where="s3", detail=detail)]
     held = files.get(previous["key"])
     if held is not None and sha256(held) == previous["sha256"]:
         return []

@@ -47,9 +47,9 @@ def show_interaction(deps: Dependencies, request_id: str, caller: Caller | None)
     ``startedByYou``, ``approvedByYou`` and ``dismissedByYou``): to its session's principal, an approver,
     and the principal who started its turn. Unknown, not theirs, deleted or past its retention: 404
     alike (the index lists a question a moment after it is asked, so one just asked may 404 once)."""
-    missing = NotFoundError(
-        f"there is no question {request_id!r} that you may see (one asked a moment ago may not be listed yet: "
-        "ask again); nothing was done"
+    missing = NotFoundError(  # (the id is not repeated: a made-up one may be long, and says nothing back)
+        "there is no question with that request id that you may see (one asked a moment ago may not be listed "
+        "yet: ask again); nothing was done"
     )
     if not valid_request_id(request_id):
         raise missing
