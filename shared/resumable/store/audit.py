@@ -127,20 +127,7 @@ class AuditItems(Table):
         if since >= until:
             return [], False
         for shard in shards_of(audit_pk(day), self.shards):
-            request: dict[str, Any] = {
-                "TableName": self.table,
-                # Consistent: a read a moment after a record committed shows it, so a cursor (or an export
-                # chained on its ``until``) never passes it by. Twice the read units of an eventually
-                # consistent read: 1 per 4 KB read instead of 0.5.
-                "ConsistentRead": True,
-                "KeyConditionExpression": "pk = :pk AND sk BETWEEN :since AND :until",
-                "ExpressionAttributeValues": {
-                    ":pk": value(shard),
-                    # (a record made exactly at ``until`` sorts after its bare time: outside)
-                    ":since": value(audit_time(since)),
-                    ":until": value(audit_time(until)),
-                },
-            }
+            request = self._day_query(shard, since, until)
             if after is not None:
                 request["ExclusiveStartKey"] = {"pk": value(shard), "sk": value(after)}
             requests.append(request)
@@ -150,6 +137,23 @@ class AuditItems(Table):
         ]
         return found, merged.more
 
+    def _day_query(self, shard: str, since: float, until: float) -> dict[str, Any]:
+        """The Query of one shard of a day's partition for its records made in [``since``, ``until``)."""
+        return {
+            "TableName": self.table,
+            # Consistent: a read a moment after a record committed shows it, so a cursor (or an export
+            # chained on its ``until``) never passes it by. Twice the read units of an eventually
+            # consistent read: 1 per 4 KB read instead of 0.5.
+            "ConsistentRead": True,
+            "KeyConditionExpression": "pk = :pk AND sk BETWEEN :since AND :until",
+            "ExpressionAttributeValues": {
+                ":pk": value(shard),
+                # (a record made exactly at ``until`` sorts after its bare time: outside)
+                ":since": value(audit_time(since)),
+                ":until": value(audit_time(until)),
+            },
+        }
+
     @aws_call
     def audit_items(self, since: float, until: float) -> list[tuple[str, str, str, float]]:
         """Every record made in [``since``, ``until``) as stored: its partition key, sort key, record
@@ -157,17 +161,8 @@ class AuditItems(Table):
         found: list[tuple[str, str, str, float]] = []
         day = since - since % 86_400
         while day < until:
-            for shard in shards_of(audit_pk(audit_day(day)), self.shards):
-                request: dict[str, Any] = {
-                    "TableName": self.table,
-                    "ConsistentRead": True,
-                    "KeyConditionExpression": "pk = :pk AND sk BETWEEN :since AND :until",
-                    "ExpressionAttributeValues": {
-                        ":pk": value(shard),
-                        ":since": value(audit_time(since)),
-                        ":until": value(audit_time(until)),
-                    },
-                }
+            for shard in shards_of(audit_pk(audit_day(day)), self.shards):  # (a day's own records only)
+                request = self._day_query(shard, max(since, day), min(until, day + 86_400))
                 while True:
                     page = self.dynamodb.query(**request)
                     found += [
