@@ -61,6 +61,7 @@ METRICS: dict[str, tuple[str, tuple[str, ...]] | None] = {
         ("question_expired", "cancel_unsettled", "answered_unresumed", "runner_gone", "checkpointed"),
     ),
     "StuckTurns": None,
+    "AuditDeliveryRefused": None,
     "RecordsExpired": ("Record", ("turn", "session")),
     # the publisher
     "EventsPublished": None,

@@ -463,24 +463,3 @@ def test_admin_audit_verify_checks_the_delivered_trail_and_names_what_was_touche
     assert "NOT INTACT" in longer.stderr
     unparsed = resumable(url, "admin", "audit", "verify", "--from", "yesterday", profile="approver")
     assert unparsed.returncode == 2 and "is not an ISO 8601 date or time" in unparsed.stderr
-
-
-def test_a_question_asked_before_the_lookup_existed_is_found_in_the_inbox(url: str, handler_environment: Any) -> None:
-    """Its item has no key in the lookup's index (written before there was one): the command finds it
-    in the inbox instead, as it did before."""
-    from resumable.store import DynamoDBStore
-    from resumable.store.codec import interaction_sk, key
-
-    status, turn = call(url, "POST", "/sessions/cli-old/turns", {"prompt": "delete the old-db record"}, APPROVER)
-    assert status == 201 and turn["status"] == "waiting", turn
-    request = turn["interactions"][0]["requestId"]
-    store = DynamoDBStore(handler_environment)
-    store.dynamodb.update_item(
-        TableName=store.table,
-        Key=key("cli-old", interaction_sk(turn["turnId"], request)),
-        UpdateExpression="REMOVE gsi5pk",
-    )
-    assert call(url, "GET", f"/interactions/{request}", None, APPROVER)[0] == 404
-    approved = resumable(url, "approve", "--yes", request, profile="approver")
-    assert approved.returncode == 0, approved.stderr
-    assert "completed" in approved.stdout

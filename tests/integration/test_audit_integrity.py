@@ -14,13 +14,16 @@ import pytest
 
 from resumable.config import Settings
 from resumable.exceptions import ForbiddenError, ValidationFailedError
+from resumable.local.permissions.calls import acting_as
 from resumable.runtime.rules import parse_rules
 from resumable.service import Service
 from resumable.service.audit.delivery import (
     HOUR,
     SETTLE_SECONDS,
     canonical,
+    deliver,
     digest_key,
+    records_file,
     records_key,
     sha256,
 )
@@ -103,6 +106,12 @@ def test_each_hour_is_delivered_with_a_signed_digest_chained_to_the_last_and_che
     assert (checked.intact, checked.hours_checked, checked.records_checked, checked.problems) == (True, 2, 5, [])
     later = service.verify_audit(_iso(hour), _iso(hour + 3 * HOUR), APPROVER)
     assert (later.intact, later.hours_checked, later.undelivered_hours) == (False, 1, 2), "not delivered: not vouched"
+    # The Sweeper (its calls recorded as the deployed function's: the sweep of a service that runs turns
+    # itself is not) delivers the next hour, after it reads the last digest back.
+    clock.advance(HOUR)
+    with acting_as("SweeperFunction", service.settings.environment()):
+        assert deliver(service.deps, clock.now()) == 1
+    assert service.verify_audit(_iso(hour), _iso(hour + 2 * HOUR - 1), APPROVER).intact
 
 
 def _records(store: DynamoDBStore) -> list[dict[str, Any]]:
@@ -357,3 +366,46 @@ def test_first_deliveries_at_once_make_one_chain_and_a_stray_key_breaks_nothing(
     hour = clock.now() // HOUR * HOUR - HOUR
     checked = services[0].verify_audit(_iso(hour), _iso(hour + HOUR - 1), APPROVER)
     assert (checked.intact, checked.first_delivered) == (True, _iso(hour))
+
+
+def test_a_file_put_before_the_sweeper_delivers_its_hour_is_never_signed(
+    audited: Callable[[], Service], clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Someone who may put objects (not sign, not write the table) writes the next hour's records file
+    first, with a made-up approval: the Sweeper takes no file it did not write for its own."""
+    service, hour = _decided_hour(audited, clock)
+    store, files = service.store, TrailFiles(service.settings)
+    assert isinstance(store, DynamoDBStore)
+    target = hour + HOUR
+    line = json.loads((files.get(records_key(hour)) or b"").splitlines()[0])
+    made_up = (line["pk"], f"{line['sk'][:27]}#r{'f' * 24}#2decision#0", line["record"], clock.now())
+    files.s3.put_object(Bucket=files.bucket, Key=records_key(target), Body=records_file([made_up]))
+    clock.current = target + HOUR + SETTLE_SECONDS
+    assert service.sweep().delivered == 0
+    assert "holds an object the Sweeper did not write" in caplog.text
+    assert files.get(digest_key(target)) is None
+
+
+@pytest.mark.parametrize(
+    "stray",
+    [
+        ("audit/digests/1999/02/30/00.json", b"{}"),  # (shaped like a digest's key, of no hour there is)
+        ("audit/digests/9/x.json", b"{}"),
+    ],
+)
+def test_stray_or_malformed_objects_are_named_never_a_failure(
+    audited: Callable[[], Service], clock: FakeClock, stray: tuple[str, bytes]
+) -> None:
+    service, hour = _decided_hour(audited, clock)
+    files = TrailFiles(service.settings)
+    files.s3.put_object(Bucket=files.bucket, Key=stray[0], Body=stray[1])
+    assert _check(service, hour).intact
+    # A digest or a records line no parser can take is a changed file, named, not a 500.
+    _tamper(files, digest_key(hour), lambda _: b"[" * 2_000 + b"]" * 2_000)  # (under 4 KB, too deep to parse)
+    _tamper(
+        files,
+        records_key(hour - HOUR),
+        lambda _: b'{"pk": "p", "sk": "s", "record": "r", "purgeAt": 1' + b"0" * 400 + b"}\n",
+    )
+    kinds = [p.kind for p in _check(service, hour).problems]
+    assert kinds == ["replaced", "records_file_changed", "replaced", "digest_changed"]

@@ -44,7 +44,7 @@ KEY_SHAPES = {
     "gsi2pk": r"INBOX(#(?P<shard>\d+))?",
     "gsi3pk": r"PRINCIPAL#(?P<principal>.+)",
     "gsi4pk": r"(UNSETTLED|STUCK|EXPIRING)(#(?P<shard>\d+))?",
-    "gsi5pk": r"r[0-9a-f]{24}",  # (a request id: one partition per question)
+    "request_id": r"r[0-9a-f]{24}",  # (gsi5's: a question's own request id, one partition each)
 }
 
 

@@ -105,14 +105,19 @@ def test_the_index_holds_keys_only_and_what_shows_is_read_from_the_table_even_wh
     started = service.start_turn(session_id, "delete the prod-db record", principal=ALICE)
     [asked] = started.interactions
     [item] = [i for i in session_items(store, session_id) if i.get("entity") == "interaction"]
-    assert item[f"{REQUESTS_INDEX}pk"] == asked.request_id
+    assert "gsi5pk" not in item, "keyed on the item's own request_id: no attribute more"
     listed = store.dynamodb.query(
         TableName=store.table,
         IndexName=REQUESTS_INDEX,
-        KeyConditionExpression=f"{REQUESTS_INDEX}pk = :r",
+        KeyConditionExpression="request_id = :r",
         ExpressionAttributeValues={":r": {"S": asked.request_id}},
     )["Items"]
-    assert [sorted(i) for i in listed] == [["gsi5pk", "pk", "sk"]], "keys only: the index is written once"
+    assert [sorted(i) for i in listed] == [["pk", "request_id", "sk"]], "keys only: the index is written once"
+
+    # A decision link's item holds the question's request_id too (and so is in the index): passed by.
+    link_key = "a" * 32
+    assert store.record_link(session_id, link_key, (started.turn_id, asked.request_id, ALICE), "d", 1e12)
+    assert service.show_interaction(asked.request_id, ALICE).request_id == asked.request_id
 
     with lagging(200, least=200):  # the index lists it late: one just asked is not found (yet) ...
         clock.advance(1)

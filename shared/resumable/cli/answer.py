@@ -104,10 +104,7 @@ def _find(api: Api, ids: list[str]) -> tuple[str, str, str, dict[str, Any] | Non
         raise ValueError(f"give {_IDS_HELP}; got {len(ids)} ids")
     [request] = ids
     reply = question(api, request)
-    if reply.status == 404:  # (asked before the lookup's index existed: in your inbox, or your turns')
-        found = _in_inbox(api, request) or _in_inbox(api, request, "&started=true")
-        if found is not None:
-            return found["sessionId"], found["turnId"], request, found
+    if reply.status == 404:
         raise RefusedError(
             f"question {request} is not one you may see (asked {len(REREADS) + 1} times over {sum(REREADS):g} s: "
             "a wrong id, a session deleted or another's, or its retention over)"
@@ -115,30 +112,6 @@ def _find(api: Api, ids: list[str]) -> tuple[str, str, str, dict[str, Any] | Non
     if reply.status != 200 or not isinstance(reply.body, dict):
         raise UnreadError(reply)
     return reply.body["sessionId"], reply.body["turnId"], request, reply.body
-
-
-INBOX_PAGE = 200
-MAX_INBOX_PAGES = 25
-"""How far the command reads your inbox for a question the lookup does not find (5,000 questions)."""
-
-
-def _in_inbox(api: Api, request: str, listing: str = "&dismissed=true") -> dict[str, Any] | None:
-    """The question ``request`` as your inbox lists it (``listing``: or the questions of the turns you
-    started, ``&started=true``), or None: for a question asked before the lookup by request id existed
-    (its index lists only questions written since)."""
-    cursor: str | None = None
-    for _ in range(MAX_INBOX_PAGES):
-        query = f"?status=requested&limit={INBOX_PAGE}{listing}" + (f"&cursor={part(cursor)}" if cursor else "")
-        reply = api.call("GET", "/interactions" + query)
-        if reply.status != 200 or not isinstance(reply.body, dict):
-            raise UnreadError(reply)
-        found = next((i for i in reply.body.get("interactions", []) if i.get("requestId") == request), None)
-        if found is not None:
-            return found  # type: ignore[no-any-return]
-        cursor = reply.body.get("cursor")
-        if not cursor:
-            return None
-    return None
 
 
 def question(api: Api, request: str) -> Reply:

@@ -166,7 +166,8 @@ class AuditItems(Table):
                 while True:
                     page = self.dynamodb.query(**request)
                     found += [
-                        (i["pk"]["S"], i["sk"]["S"], i["record"]["S"], float(i["purge_at"]["N"]))
+                        # (an item without purge_at, which the service never writes, is kept: never expired)
+                        (i["pk"]["S"], i["sk"]["S"], i["record"]["S"], float(i.get("purge_at", {"N": "1e12"})["N"]))
                         for i in page.get("Items", [])
                         if "record" in i
                     ]

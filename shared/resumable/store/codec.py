@@ -11,7 +11,7 @@ Item layout, all in the session's partition ``pk = SESSION#<sessionId>``:
 | action journal entry | ``TURN#<root>#ACTION#<sha256 of the key>`` |
 | outbox event | ``TURN#<root>#EVENT#...`` |
 
-An interaction is also in GSI1 (the session's, by status), in GSI5 (by its request id alone, keys
+An interaction is also in GSI1 (the session's, by status), in GSI5 (by its ``request_id`` alone, keys
 only) and, while requested, in GSI2 and GSI3 (the inbox: every session's, and its principal's, by
 expiry). An unsettled root turn is in GSI4 (the
 sweeper's, by when it is due a look: ``due``). So a whole turn tree is one Query. Every change to a
@@ -205,7 +205,6 @@ def interaction_item(interaction: InteractionRecord, shards: int) -> dict[str, A
                 "entity": "interaction",
                 "gsi1pk": f"SESSION#{interaction.session_id}#INTERACTIONS",
                 "gsi1sk": f"{interaction.status}#{interaction.request_id}",
-                "gsi5pk": interaction.request_id,
                 **inbox,
                 **interaction.model_dump(),
             }

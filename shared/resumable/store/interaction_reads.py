@@ -34,10 +34,10 @@ class InteractionReads(Table):
         listed = self.dynamodb.query(
             TableName=self.table,
             IndexName=REQUESTS_INDEX,
-            KeyConditionExpression=f"{REQUESTS_INDEX}pk = :request",
+            KeyConditionExpression="request_id = :request",
             ExpressionAttributeValues={":request": value(request_id)},
         ).get("Items", [])
-        for found in listed:  # (one: a request id is derived from its root turn's id, unique)
+        for found in (i for i in listed if "#INTERACTION#" in i["sk"]["S"]):  # (one; a decision link's passed by)
             item = self.dynamodb.get_item(
                 TableName=self.table, Key={"pk": found["pk"], "sk": found["sk"]}, ConsistentRead=True
             ).get("Item")

@@ -24,7 +24,7 @@ TABLE_ATTRIBUTES: list[dict[str, Any]] = [
     {"AttributeName": "gsi3sk", "AttributeType": "S"},
     {"AttributeName": "gsi4pk", "AttributeType": "S"},
     {"AttributeName": "gsi4sk", "AttributeType": "N"},
-    {"AttributeName": "gsi5pk", "AttributeType": "S"},
+    {"AttributeName": "request_id", "AttributeType": "S"},
 ]
 
 # GSI1 lists a session's interactions by status: gsi1pk = "SESSION#<id>#INTERACTIONS",
@@ -39,9 +39,11 @@ PRINCIPAL_INBOX_INDEX = "gsi3"
 # sweeper should next look at each (gsi4sk, seconds since the epoch: "due"). gsi4pk is "UNSETTLED",
 # or "STUCK" for a turn the sweeper gave up on (it tried as often as it may, and the turn did not move).
 UNSETTLED_INDEX = "gsi4"
-# Finds an interaction by its request id alone (Slack, e-mail and the events name only that):
-# gsi5pk = "<requestId>", one partition each. Keys only: the item's own key says where to read it, so
-# the index is written when an interaction is first written and when it goes, never as it changes.
+# Finds an interaction by its request id alone (Slack, e-mail and the events name only that): keyed on
+# the item's own request_id (no attribute more on the table's most written item, and the index was filled
+# from the questions already there when it was made), one partition each. Keys only: the item's own key
+# says where to read it, so the index is written when an interaction is first written and when it goes,
+# never as it changes. (A decision link's item holds its question's request_id too: listed, and passed by.)
 REQUESTS_INDEX = "gsi5"
 
 
@@ -63,7 +65,7 @@ TABLE_INDEXES: list[dict[str, Any]] = [
     _index(UNSETTLED_INDEX),
     {
         "IndexName": REQUESTS_INDEX,
-        "KeySchema": [{"AttributeName": f"{REQUESTS_INDEX}pk", "KeyType": "HASH"}],
+        "KeySchema": [{"AttributeName": "request_id", "KeyType": "HASH"}],
         "Projection": {"ProjectionType": "KEYS_ONLY"},
     },
 ]

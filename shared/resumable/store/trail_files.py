@@ -31,19 +31,17 @@ class TrailFiles(LazyClient["S3Client"]):
         return self.client
 
     @aws_call
-    def put_once(self, key: str, body: bytes, content_type: str) -> bytes:
-        """``body`` under ``key``, unless an object is there already: then what is there (an earlier
-        delivery of the same file, whose content stands). What the key holds after the call."""
+    def put_once(self, key: str, body: bytes, content_type: str) -> bool:
+        """``body`` under ``key``, written once: True when it is there now (written, or written before by
+        an earlier attempt of the same delivery, byte for byte); False when another object holds the key
+        (written by someone else: it is never replaced, nor taken for ours)."""
         try:
             self.s3.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType=content_type, IfNoneMatch="*")
         except ClientError as error:
             if code_of(error) not in ("PreconditionFailed", "ConditionalRequestConflict"):
                 raise
-            held = self.get(key)
-            if held is None:
-                raise
-            return held
-        return body
+            return self.get(key) == body
+        return True
 
     @aws_call
     def history(self, key: str) -> tuple[int, int]:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from resumable.aws.keys import SIGNING_ALGORITHM
 from resumable.clock import iso
+from resumable.metrics import count
 from resumable.store.trail_files import TrailFiles
 
 if TYPE_CHECKING:
@@ -72,7 +73,14 @@ def digest_key(hour: float) -> str:
 
 
 def is_digest_key(key: str) -> bool:
-    return bool(_DIGEST_KEY.fullmatch(key))
+    """Whether ``key`` is a digest's: ``audit/digests/`` and an hour that exists (``YYYY/MM/DD/HH.json``)."""
+    if not _DIGEST_KEY.fullmatch(key):
+        return False
+    try:
+        hour_of_digest(key)
+    except ValueError:
+        return False
+    return True
 
 
 _DIGEST_KEY = re.compile(r"audit/digests/\d{4}/\d\d/\d\d/\d\d\.json")
@@ -120,11 +128,9 @@ def deliver(deps: Dependencies, now: float) -> int:
     while start <= last_complete and delivered < MOST_HOURS_A_RUN:
         refused = _tampered(files, head, start)
         if refused is not None:
-            logger.error("hour=<%s> | the audit trail is not delivered, nor signed: %s", iso(start), refused)
+            _refuse(start, refused)
             break
-        records = files.put_once(
-            records_key(start), records_file(deps.store.audit_items(start, start + HOUR)), "application/x-ndjson"
-        )
+        records = records_file(deps.store.audit_items(start, start + HOUR))
         digest: dict[str, Any] = {
             "version": VERSION,
             "hour": iso(start),
@@ -134,9 +140,19 @@ def deliver(deps: Dependencies, now: float) -> int:
             "keyId": settings.audit_digest_key,
             "algorithm": SIGNING_ALGORITHM,
         }
+        # (RSASSA-PKCS1-v1_5 signs the same bytes the same way: an attempt again writes the same digest)
         _, signature = deps.keys.digest.sign(unsigned(digest))
-        digest["signature"] = base64.b64encode(signature).decode()
-        stored = files.put_once(digest_key(start), canonical(digest), "application/json")
+        stored = canonical(digest | {"signature": base64.b64encode(signature).decode()})
+        for key, body, kind in (
+            (records_key(start), records, "application/x-ndjson"),
+            (digest_key(start), stored, "application/json"),
+        ):
+            if not files.put_once(key, body, kind):
+                refused = f"{key} holds an object the Sweeper did not write (or the table changed since it did)"
+                break
+        if refused is not None:
+            _refuse(start, refused)
+            break
         moved = {"hour": str(iso(start)), "digest_key": digest_key(start), "digest_sha256": sha256(stored)}
         moved["first_hour"] = head["first_hour"]
         if not deps.store.advance_delivery(head["hour"], moved):
@@ -146,6 +162,11 @@ def deliver(deps: Dependencies, now: float) -> int:
     if delivered:
         logger.info("hours=<%d>, until=<%s> | audit trail delivered", delivered, iso(start))
     return delivered
+
+
+def _refuse(hour: float, why: str) -> None:
+    logger.error("hour=<%s> | the audit trail is not delivered, nor signed: %s", iso(hour), why)
+    count("AuditDeliveryRefused")
 
 
 def _begin(deps: Dependencies, files: TrailFiles, first: float) -> dict[str, str] | None:
@@ -158,6 +179,7 @@ def _begin(deps: Dependencies, files: TrailFiles, first: float) -> dict[str, str
             "the audit trail's head item (AUDIT#DELIVERY) is gone from the table while its bucket holds digests: "
             "nothing is delivered nor signed until it is put back as it was (docs/audit.md#integrity)"
         )
+        count("AuditDeliveryRefused")
         return None
     genesis = {"hour": str(iso(first - HOUR)), "digest_key": "", "digest_sha256": "", "first_hour": str(iso(first))}
     return genesis if deps.store.advance_delivery(None, genesis) else deps.store.delivery_head()

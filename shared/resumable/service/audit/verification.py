@@ -36,7 +36,7 @@ from resumable.service.audit.delivery import (
     sha256,
     unsigned,
 )
-from resumable.service.audit.trail import moment
+from resumable.service.audit.trail import LATEST, moment
 from resumable.service.caller import Caller
 from resumable.service.views import View
 from resumable.store.trail_files import TrailFiles
@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 MAX_HOURS = 24
 """The most hours one request checks (the CLI asks a day at a time)."""
 MAX_PROBLEMS = 100
+MAX_DIGEST_BYTES = 4096
+"""What kms:Verify takes as a message; a digest as delivered is well under it (about 600 bytes)."""
 LATE_SECONDS = 3600
 """How late the Sweeper may deliver an hour (it was not running, or catching up) before a missing digest
 is a problem rather than an hour not delivered yet."""
@@ -101,6 +103,7 @@ def verify(deps: Dependencies, caller: Caller | None, since: str | None, until: 
         )
     undone = "nothing was checked"
     end = -(-(moment("until", until, undone) if until is not None else deps.clock.now()) // HOUR) * HOUR
+    end = min(end, LATEST // HOUR * HOUR)  # (no hour ends after 9999)
     first = moment("since", since, undone) // HOUR * HOUR if since is not None else end - MAX_HOURS * HOUR
     if not first < end <= first + MAX_HOURS * HOUR:
         raise ValidationFailedError(
@@ -177,11 +180,13 @@ def _hour(
             "(the Sweeper's log says why)"
         )
         return [TrailProblem(kind="digest_missing", hour=at, where="s3", detail=detail)], 0
-    try:
-        digest: dict[str, Any] = json.loads(stored)
+    digest: dict[str, Any] = {}
+    try:  # (whatever the bytes: one that is not a digest as delivered is a changed one, never a failure)
+        digest = json.loads(stored) if len(stored) <= MAX_DIGEST_BYTES else {}
         signature = base64.b64decode(digest["signature"], validate=True)
-        signed = deps.keys.digest.verified(unsigned(digest), signature)
-    except (ValueError, KeyError, TypeError, binascii.Error):
+        message = unsigned(digest)
+        signed = len(message) <= MAX_DIGEST_BYTES and deps.keys.digest.verified(message, signature)
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError, binascii.Error):
         signed = False
     if not signed or digest.get("hour") != at:
         detail = f"{digest_key(hour)} is not as the digest key signed it (or is another hour's)"
@@ -239,7 +244,7 @@ def _lines(body: bytes) -> dict[tuple[str, str], tuple[str, float]]:
         try:
             item = json.loads(line)
             found[(str(item["pk"]), str(item["sk"]))] = (str(item["record"]), float(item["purgeAt"]))
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, OverflowError, RecursionError):
             continue  # (a line that is not one: the file's hash says it was changed)
     return found
 
