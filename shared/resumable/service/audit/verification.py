@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
@@ -151,7 +152,8 @@ def _first_delivered(deps: Dependencies, files: TrailFiles) -> float | None:
     key = files.first_ever(DIGESTS, is_digest_key)  # (a digest deleted since counts: its versions stay)
     found = [hour_of_digest(key)] if key is not None else []
     head = deps.store.delivery_head()
-    found += [hour_of(head["first_hour"])] if head is not None and "first_hour" in head else []
+    with suppress(ValueError):  # (a head item written by hand: the bucket's witness stands alone)
+        found += [hour_of(head["first_hour"])] if head is not None and "first_hour" in head else []
     return min(found) if found else None
 
 
