@@ -44,7 +44,12 @@ def add_commands(commands: Any) -> None:
         help="verify: check the delivered trail against its signed, chained digests (--from, --to), naming "
         "the first record changed, deleted or inserted (exit 1 if any)",
     )
-    audit.add_argument("--from", dest="since_", metavar="FROM", help="verify: from this ISO 8601 date or time")
+    audit.add_argument(
+        "--from",
+        dest="since_",
+        metavar="FROM",
+        help="verify: from this ISO 8601 date or time (default: 24 hours before --to)",
+    )
     audit.add_argument("--to", dest="until_", metavar="TO", help="verify: to this ISO 8601 date or time (default now)")
     audit.add_argument(
         "--check-separation",

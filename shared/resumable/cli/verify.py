@@ -32,16 +32,14 @@ def verify(api: Api, options: argparse.Namespace, exit_codes: dict[int, int]) ->
     """0: every hour asked for was delivered and is intact; 1: a record or file was changed, deleted or
     inserted (each named, the first first); 3 (``NOT_COVERED``): nothing wrong in the hours checked, but
     some could not be (not delivered yet, or before the first delivery); else the API's refusal."""
-    if not options.since_:
-        raise ValueError("resumable admin audit verify needs --from (an ISO 8601 date or time), and --to (default now)")
     given = [
         f"--{o.replace('_', '-')}" for o in ("since", "until", "principal", "tool", "outcome") if getattr(options, o)
     ]
     given += ["--check-separation"] if options.check_separation else []
     if given:
         raise ValueError(f"resumable admin audit verify takes --from and --to only, not {', '.join(given)}")
-    start = moment("--from", options.since_)
     end = moment("--to", options.until_) if options.until_ else datetime.now(UTC)
+    start = moment("--from", options.since_) if options.since_ else end - STEP
     if start >= end:
         raise ValueError(f"--from {start.isoformat()} is not before --to {end.isoformat()}")
     problems: list[dict[str, Any]] = []
