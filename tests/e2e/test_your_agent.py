@@ -9,7 +9,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import zipfile
@@ -92,14 +91,12 @@ def _shell(root: Path, command: str) -> subprocess.CompletedProcess[str]:
 
 @contextmanager
 def make_run(project: Path) -> Iterator[int]:
-    """``make run`` in the project, on a port of its own, until the block ends; its port."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    """``make run`` in the project, on a free port it picks itself (``PORT=0``: a port probed here and
+    handed over could be taken in between), until the block ends; its port."""
     log = project / "make-run.log"
     with log.open("w") as written:  # (a session of its own: make's child, the server, is stopped with it)
         server = subprocess.Popen(
-            ["make", "run", f"PORT={port}"],
+            ["make", "run", "PORT=0"],
             cwd=project,
             env=_environment(project),
             stdout=written,
@@ -108,14 +105,15 @@ def make_run(project: Path) -> Iterator[int]:
         )
     try:
 
-        def serving() -> bool | None:
+        def serving() -> int | None:
             assert server.poll() is None, log.read_text()[-3000:]
-            return True if "resumable is serving" in log.read_text() else None
+            said = re.search(r"resumable is serving http://127\.0\.0\.1:(\d+)", log.read_text())
+            return int(said.group(1)) if said else None
 
-        eventually(serving, "make run's serving")
-        yield port
+        yield eventually(serving, "make run's serving")
     finally:
-        os.killpg(server.pid, signal.SIGTERM)  # (as Ctrl-C reaches make and the server alike)
+        with contextlib.suppress(ProcessLookupError):  # (when make run had already ended: its log says why)
+            os.killpg(server.pid, signal.SIGTERM)  # (as Ctrl-C reaches make and the server alike)
         try:
             server.wait(HANG_SECONDS)
         finally:
