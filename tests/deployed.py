@@ -37,6 +37,8 @@ SERVED_BY = {
     "show_interaction": "GetTurnFunction",
     "audit": "GetTurnFunction",
     "verify_audit": "GetTurnFunction",
+    "grants": "GetTurnFunction",
+    "revoke_grant": "CancelFunction",
     "stalled": "GetTurnFunction",
     "inspect": "GetTurnFunction",
     "sweep": "SweeperFunction",

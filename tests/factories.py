@@ -462,3 +462,17 @@ def openai_from_settings(context: AgentContext) -> Agent:
 
     model = OpenAIModel("gpt-4.1-mini", base_url=app_setting("OPENAI_BASE_URL"), api_key=app_secret("openai-api-key"))
     return Agent(name="chat", model=model)
+
+
+# -- for tests/integration/test_grants.py -----------------------------------------------------------------
+
+
+def deletes_each_turn(context: AgentContext) -> Agent:
+    """An agent that deletes one record a turn, turn after turn of one session: orders-1, orders-2,
+    users-1, orders-3, then orders-4 and orders-5 in one turn (two calls at once)."""
+    script: list[dict[str, Any]] = []
+    for n, name in enumerate(["orders-1", "orders-2", "users-1", "orders-3"], 1):
+        script += [calls((f"d-{n}", "delete_record", {"name": name})), says(f"{name} is deleted")]
+    script += [calls(("d-5", "delete_record", {"name": "orders-4"}), ("d-6", "delete_record", {"name": "orders-5"}))]
+    script += [says("both are deleted")]
+    return Agent(name="janitor", model=ScriptedModel(script), tools=[delete_record])

@@ -82,6 +82,11 @@ class MCPOutcomeUnknownError(MCPServerError, ActionOutcomeUnknownError):
     """An MCP server gave no answer to a call it may have run: the call's outcome is unknown."""
 
 
+class GrantLapsedError(ResumableError):
+    """The standing grant an approved action was about to run under was revoked or had expired when its
+    journal entry would have begun: nothing was recorded and nothing ran; the call asks a person instead."""
+
+
 class StaleCommitError(ResumableError):
     """A commit whose expectations no longer hold (the lease moved on, or the turn settled): nothing was
     written."""
@@ -110,6 +115,11 @@ class ForbiddenError(ServiceError):
     approver (403)."""
 
     code = "forbidden"
+
+
+class GrantRefusedError(ForbiddenError):
+    """The question's approval rule does not allow the standing grant an approval asked to give (403):
+    nothing was answered, and (not being an answer refused) nothing goes on the audit trail."""
 
 
 class NotFoundError(ServiceError):

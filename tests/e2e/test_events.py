@@ -43,6 +43,8 @@ EXPECTED = {
     "admin_republish": 403,
     "list_audit": 403,  # (approvers only, too)
     "verify_audit": 403,
+    "list_grants": 200,  # (alice's sessions' grants: none)
+    "revoke_grant": 404,
     "restore_session": 404,
     "list_interactions": 404,
     "list_inbox": 200,

@@ -47,6 +47,8 @@ def test_every_route_of_the_template_is_served() -> None:
         ("POST", "/sessions/{sessionId}/restore"),
         ("GET", "/audit"),
         ("GET", "/audit/verify"),
+        ("GET", "/grants"),
+        ("DELETE", "/grants/{grantId}"),
         ("GET", "/admin/stuck"),
         ("GET", "/admin/sessions/{sessionId}/turns/{turnId}"),
         ("POST", "/admin/sessions/{sessionId}/turns/{turnId}/recover"),

@@ -49,6 +49,8 @@ OPERATIONS = [
     "inspectTurn",
     "recoverTurn",
     "republishEvents",
+    "listGrants",
+    "revokeGrant",
 ]
 
 
@@ -71,7 +73,8 @@ def test_the_document_is_valid_openapi_and_declares_every_route_with_its_errors(
         assert {"401", "403", "500"} <= declared, operation["operationId"]
         # Every route that names a session answers 404 for an unknown one (or another principal's).
         named = str(operation.get("parameters"))  # (a route that names a session or a question may not find it)
-        assert ("404" in declared) == ("sessionId" in named or "requestId" in named), operation["operationId"]
+        ided = any(name in named for name in ("sessionId", "requestId", "grantId"))
+        assert ("404" in declared) == ided, operation["operationId"]
         for status, response in operation["responses"].items():
             schema = response["content"]["application/json"]["schema"]["$ref"]
             if status.startswith(("4", "5")) and status not in ("401", "403"):

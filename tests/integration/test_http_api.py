@@ -114,6 +114,8 @@ def test_the_openapi_document_lists_every_route(api: APIGatewayHttpResolver) -> 
         "/sessions/{sessionId}/restore",
         "/audit",
         "/audit/verify",
+        "/grants",
+        "/grants/{grantId}",
         "/admin/stuck",
         "/admin/sessions/{sessionId}/turns/{turnId}",
         "/admin/sessions/{sessionId}/turns/{turnId}/recover",

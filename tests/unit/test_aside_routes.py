@@ -12,6 +12,7 @@ import re
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 
 from resumable.api.app import build_app, include_aside, takes_aside
+from resumable.api.grant_routes import grant_router
 from resumable.api.link_routes import link_router
 from resumable.api.operator_routes import operator_router
 from resumable.api.routes import router
@@ -33,7 +34,7 @@ def route_keys(routes: dict[tuple[object, ...], object]) -> set[str]:
 
 
 ASIDE = route_keys(operator_router._routes) | {"GET /openapi.json"}
-TURNS = route_keys(router._routes) | {"GET /inbox"}
+TURNS = route_keys(router._routes) | route_keys(grant_router._routes) | {"GET /inbox"}
 LINKS = route_keys(link_router._routes)
 
 

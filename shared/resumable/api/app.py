@@ -18,6 +18,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 
 from resumable.api.bodies import read_json_object
 from resumable.api.errors import error_response
+from resumable.api.grant_routes import grant_router
 from resumable.api.observability import logger
 from resumable.api.openapi import document
 from resumable.api.routes import router
@@ -118,6 +119,7 @@ def build_app(service: Service | None = None, *, aside: bool = True, links: bool
         app.include_router(link_router)
     else:
         app.include_router(router)
+        app.include_router(grant_router)
         if aside:
             include_aside(app)
     if service is not None:

@@ -50,7 +50,8 @@ ERRORS: dict[int, str] = {
 FORBIDDEN = (
     "API Gateway refused the request's SigV4 signature or IAM denied it (no function ran); or, on /admin/... and "
     "/audit, forbidden: the caller is not an approver; or, answering, forbidden: the question's approval rule does not "
-    "let the caller answer it (the message names the rule)"
+    "let the caller answer it (the message names the rule); or, revoking a grant, forbidden: the caller neither "
+    "gave it nor approves"
 )
 
 # The path parameters' alphabets (resumable.service.ids): an id outside them is simply not found.
@@ -71,6 +72,11 @@ PATH_PARAMETERS: dict[str, dict[str, Any]] = {
         "type": "string",
         "pattern": "^r[0-9a-f]{24}$",
         "description": "An interaction's id, as the Turn lists it.",
+    },
+    "grantId": {
+        "type": "string",
+        "pattern": "^g[0-9a-f]{24}$",
+        "description": "A standing grant's id, as GET /grants lists it.",
     },
 }
 

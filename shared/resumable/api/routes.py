@@ -31,6 +31,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from resumable.api.openapi import responses
+from resumable.api.schemas import ANSWER_SCHEMA, GRANT_SCHEMA
 from resumable.exceptions import BadRequestError
 from resumable.metrics import count
 from resumable.service import InboxPage, InteractionView, Service, SessionView, TurnView
@@ -59,40 +60,10 @@ class StartTurnBody(BaseModel):
     )
 
 
-# The answer's schema: an approval answer, or any JSON but null for an interrupt of another kind.
-_ANSWER_SCHEMA = {
-    "description": "The answer. To an approval: {'decision': 'approve'} (with 'input' to edit the call, where "
-    "the interaction is editable) or {'decision': 'deny', 'message': '...'}; "
-    "to an interrupt of another kind, any JSON value but null. At most 8,192 bytes of JSON.",
-    "anyOf": [
-        {
-            "title": "ApprovalAnswer",
-            "type": "object",
-            "properties": {
-                "decision": {"type": "string", "enum": ["approve", "deny"]},
-                "message": {"type": "string", "description": "Told to the model: why (deny), or a note (approve)."},
-                "input": {
-                    "type": "object",
-                    "description": "Approve with this input instead (only where the interaction is editable); "
-                    "it must match the tool's input schema.",
-                },
-            },
-            "required": ["decision"],
-            "additionalProperties": False,
-        },
-        {"not": {"type": "null"}},
-    ],
-    "examples": [
-        {"decision": "approve"},
-        {"decision": "deny", "message": "not prod"},
-        {"decision": "approve", "input": {"name": "prod-db-replica"}},
-    ],
-}
-
-
 class AnswerBody(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
-    response: Annotated[Any, WithJsonSchema(_ANSWER_SCHEMA)]
+    response: Annotated[Any, WithJsonSchema(ANSWER_SCHEMA)]
+    grant: Annotated[Any, WithJsonSchema(GRANT_SCHEMA)] = None
 
 
 class InteractionList(BaseModel):
@@ -273,7 +244,7 @@ def submit_approval(
     body: Annotated[AnswerBody, Body()],
 ) -> Response[TurnView]:
     ids = path_param("sessionId", sessionId), path_param("turnId", turnId), path_param("requestId", requestId)
-    turn = service().submit_approval(*ids, body.response, caller())
+    turn = service().submit_approval(*ids, body.response, caller(), body.grant)
     if any(i.request_id == ids[2] and i.status != "requested" for i in turn.interactions):
         count("ApprovalsSettled")  # (not a vote that waits for more approvals)
     if turn.status != "waiting":

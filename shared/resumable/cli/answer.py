@@ -15,6 +15,7 @@ import sys
 import time
 from typing import Any
 
+from resumable.cli import grants
 from resumable.cli.client import Api, Reply, part
 
 REREADS: tuple[float, ...] = (0.5, 1.0, 1.5)
@@ -36,6 +37,7 @@ def add_commands(commands: Any) -> None:
     approve.add_argument(
         "--yes", action="store_true", help="approve without the confirmation a destructive question asks for"
     )
+    grants.add_options(approve)
     deny = commands.add_parser("deny", help="deny a question, saying why")
     deny.add_argument("ids", nargs="+", metavar="ID", help=_IDS_HELP)
     deny.add_argument("--message", required=True)
@@ -52,6 +54,7 @@ COMMANDS = ("approve", "deny", "respond", "dismiss")
 
 def run(api: Api, options: argparse.Namespace) -> Reply:
     """Find the question, check what the command needs of it, then send the answer (or dismissal)."""
+    grant = grants.grant_of(options) if options.command == "approve" else None
     session, turn, request, question = _find(api, options.ids)
     path = f"/sessions/{part(session)}/turns/{part(turn)}/interactions/{part(request)}"
     if options.command == "dismiss":
@@ -61,6 +64,7 @@ def run(api: Api, options: argparse.Namespace) -> Reply:
             raise RefusedError(f"question {request} is an approval: resumable approve or deny it")
         return api.call("POST", path, {"response": options.text})
     response: dict[str, Any] = {"decision": options.command}
+    grants.check_grant(question if question is not None and question.get("status") == "requested" else None, grant)
     if options.command == "deny" and not options.message.strip():
         raise RefusedError("--message is blank: say why (the agent is told it)")
     if question is not None and question.get("status") != "requested":
@@ -86,7 +90,7 @@ def run(api: Api, options: argparse.Namespace) -> Reply:
             _confirm(question, response.get("input"))
     if options.message is not None:
         response["message"] = options.message
-    return api.call("POST", path, {"response": response})
+    return api.call("POST", path, {"response": response} | ({"grant": grant} if grant is not None else {}))
 
 
 def _find(api: Api, ids: list[str]) -> tuple[str, str, str, dict[str, Any] | None]:

@@ -22,7 +22,7 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from resumable.cli import admin, answer, printed, verify
+from resumable.cli import admin, answer, grants, printed, verify
 from resumable.cli.client import LOCAL_URL, Api, Reply, UnreachableError, default_url, part, stack_url
 
 EXIT_CODES = {400: 2, 422: 2, 404: 3, 409: 4, 410: 5, 401: 6, 403: 6}
@@ -83,6 +83,7 @@ def _parser() -> argparse.ArgumentParser:
     restore = commands.add_parser("restore", help="bring a deleted session back, as it was")
     restore.add_argument("session")
     admin.add_commands(commands)
+    grants.add_commands(commands)
     events = commands.add_parser("events", help="follow the local run's events (its queue, found by itself)")
     events.add_argument(
         "--queue",
@@ -282,6 +283,8 @@ def _main(argv: list[str] | None = None) -> int:
         printed.print_conversation(reply.body)
     elif options.command == "admin":
         admin.show(options, reply.body, printed.table, printed.print_turn)
+    elif options.command in ("grants", "revoke"):
+        grants.show(options, reply.body)
     elif options.command == "show" and len(options.ids) == 1:
         printed.print_question(reply.body)
     else:
@@ -322,4 +325,6 @@ def _run(api: Api, options: argparse.Namespace) -> Reply:
         return api.call("POST", f"/sessions/{part(options.session)}/restore")
     if options.command == "admin":
         return admin.call(api, options)
+    if options.command in ("grants", "revoke"):
+        return grants.call(api, options)
     return api.call("POST", f"{turn()}/cancel")

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from resumable.store.outbox import (
+    ACTION_GRANTED,
     ACTION_REPORTED,
     INTERACTION_ANSWERED,
     INTERACTION_CLOSED,
@@ -160,6 +161,23 @@ class ActionReported(EventDetail):
     agent_path: list[str]
 
 
+class ActionGranted(EventDetail):
+    """An approved call began without a question: a standing grant covered it (docs/approval-rules.md#standing-grants).
+    Published once per call, from the transaction that began its journal entry and checked the grant."""
+
+    request_id: str = Field(description="The id its question would have had (the audit trail's action record has it).")
+    child_turn_id: str | None
+    tool: str
+    agent_path: list[str]
+    grant_id: str
+    granted_by: str = Field(description="Who gave the grant, with the approval of request (the trail's decision).")
+    granted_at: str
+    rule: str = Field(description="The approval rule the grant was given under, and the call is under.")
+    scope: Literal["session", "principal"]
+    expires_at: str
+    summary: str
+
+
 class SessionDeleted(EventDetail):
     """The session was deleted by its owner (or an approver): none of its turns, interactions or events
     shows any more. Drop what you keep of it; it may come back (Session Restored) until restorableUntil."""
@@ -184,6 +202,7 @@ MODELS: dict[str, type[EventDetail]] = {
     INTERACTION_VOTED: InteractionVoted,
     TURN_SETTLED: TurnSettled,
     ACTION_REPORTED: ActionReported,
+    ACTION_GRANTED: ActionGranted,
     SESSION_DELETED: SessionDeleted,
     SESSION_RESTORED: SessionRestored,
 }

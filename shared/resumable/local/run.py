@@ -107,6 +107,8 @@ def _said(rule: ApprovalRule) -> str:
     said += "; the input may be edited" if rule.edits else ""
     if rule.escalate_after is not None and rule.escalate_to:
         said += f"; after {rule.escalate_after:g} s unsettled, {', '.join(rule.escalate_to)} too"
+    if rule.grants is not None:
+        said += f"; an approval may grant the tool for up to {rule.grants.max:g} s ({' or '.join(rule.grants.scopes)})"
     return said + ("; denied at its expiry" if rule.on_expiry == "deny" else "")
 
 

@@ -42,7 +42,7 @@ from resumable.exceptions import ResumableError
 from resumable.runtime.hooks import BeforeToolCall, Hook
 from resumable.runtime.interrupts import APPROVAL_INTERRUPT, InterruptException
 from resumable.runtime.invocation import ApprovedAction, FencingToken
-from resumable.runtime.rules import ApprovalRule, matches_any
+from resumable.runtime.rules import ApprovalRule, matches_any, riskier
 
 if TYPE_CHECKING:
     from resumable.runtime.tools import Tool, ToolContext
@@ -243,14 +243,24 @@ def explanation_of(messages: list[dict[str, Any]], tool_input: Any) -> str | Non
 
 class ApprovalHook(Hook):
     """The approval policy as a hook: before a call that needs approval (by this module's rules), ask
-    a person; run it only if approved, with the input they approved; tell the model a denial. Every
-    agent runs it after its own hooks."""
+    a person, unless a standing grant covers it; run it only if approved, with the input they approved;
+    tell the model a denial. Every agent runs it after its own hooks."""
 
     def before_tool_call(self, event: BeforeToolCall) -> None:
-        tool, context = event.tool, event.context
-        approval = approval_for(tool, context)
+        approval = approval_for(event.tool, event.context)
         if approval is None:
             return
+        grant = _granted(event, approval)
+        if grant is not None:
+            event.approved, event.grant = True, grant
+            return
+        self.ask(event, approval)
+
+    def ask(self, event: BeforeToolCall, approval: Approval | None = None) -> None:
+        """Ask for the call's approval (or apply its answer), as if no grant covered it."""
+        tool, context = event.tool, event.context
+        approval = approval or approval_for(tool, context) or Approval(edits=False)
+        event.grant = None
         decision = decide(
             agent=context.agent.name,
             tool=tool.name,
@@ -273,6 +283,28 @@ class ApprovalHook(Hook):
         event.approved = True
 
 
+def _granted(event: BeforeToolCall, approval: Approval) -> str | None:
+    """The standing grant that approves this call without a question (its id), or None: the call asks.
+    Only a journaled call that nobody was asked about yet, under a rule that allows grants (for a
+    destructive call, only where it says so), with a valid input: a person's answer, a deny above all,
+    always stands over a grant, and a grant whose rule changed since no longer applies."""
+    tool, context = event.tool, event.context
+    grants, rule = context.invocation.grants, approval.rule
+    if grants is None or rule is None or rule.grants is None:
+        return None
+    if context.invocation.journal is None or not tool.journals_approved_calls:
+        return None  # (its journal entry is where a revoke is checked, atomically: without one, no grant)
+    state = context.agent.interrupt_state
+    interrupt_id = context.interrupt_id(APPROVAL_INTERRUPT)
+    if state.activated and (interrupt_id in state.pending or interrupt_id in state.answers):
+        return None
+    if riskier(tool.risk, rule.risk) == "destructive" and not rule.grants.destructive:
+        return None
+    if tool.invalid_input(event.tool_input) is not None:
+        return None  # (asking refuses it, naming the problem)
+    return grants.covering(tool.name, event.tool_input, rule)
+
+
 def _asked(context: ToolContext) -> dict[str, Any] | None:
     """The reason a pending approval of this call showed the person (None: not pending)."""
     state = context.agent.interrupt_state
@@ -280,9 +312,10 @@ def _asked(context: ToolContext) -> dict[str, Any] | None:
     return pending.reason if pending is not None and isinstance(pending.reason, dict) else None
 
 
-def run_approved(tool: Tool, tool_input: Any, context: ToolContext) -> dict[str, Any]:
+def run_approved(tool: Tool, tool_input: Any, context: ToolContext, grant: str | None = None) -> dict[str, Any]:
     """Run an approved call once: through the invocation's action journal when there is one (a
-    sub-agent call is not journaled: it may pause; its own approved calls are)."""
+    sub-agent call is not journaled: it may pause; its own approved calls are). ``grant``: the standing
+    grant that approved it (the journal raises ``GrantLapsedError`` when it no longer holds)."""
     from resumable.runtime.tools import tool_result
 
     journal = context.invocation.journal
@@ -306,5 +339,6 @@ def run_approved(tool: Tool, tool_input: Any, context: ToolContext) -> dict[str,
         tool=tool.name,
         input=tool_input,
         agent_path=context.invocation.agent_path,
+        grant=grant,
     )
     return journal.run(action, perform)

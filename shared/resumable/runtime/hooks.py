@@ -74,6 +74,8 @@ class BeforeToolCall:
     approved: bool = False
     notes: list[dict[str, Any]] = field(default_factory=list)
     refusal: str | None = None
+    grant: str | None = None
+    """The standing grant that approved the call without a question (its id), if one did."""
 
     @property
     def tool_use(self) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from resumable.runtime.approval import ApprovalPolicy
+    from resumable.runtime.rules import ApprovalRule
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,20 @@ class ApprovedAction:
     tool: str
     input: Any
     agent_path: tuple[str, ...]
+    grant: str | None = None
+    """The standing grant that approved it instead of a person's answer (its id), if one did."""
+
+
+class StandingGrants(Protocol):
+    """The standing grants a run may apply (the service's, from its records): a call that needs approval
+    under a rule that allows grants, and that nobody was asked about yet, runs without a question when
+    one covers it (see resumable.runtime.approval)."""
+
+    def covering(self, tool: str, tool_input: Any, rule: ApprovalRule) -> str | None:
+        """The id of a grant, live as last read, that covers a call of ``tool`` with ``tool_input`` under
+        ``rule``; None: none does (the call asks). The journal checks it again, atomically, as the
+        action's entry begins."""
+        ...
 
 
 class ActionJournal(Protocol):
@@ -93,6 +108,8 @@ class Invocation:
     checkpoint: Callable[[], bool] | None = None
     default_policy: ApprovalPolicy | None = None
     """The deployment's approval policy, for tools neither their declaration nor the agent's decides."""
+    grants: StandingGrants | None = None
+    """The standing grants this run may apply (None: none; every call that needs approval asks)."""
 
     def should_stop(self) -> bool:
         return self.stop is not None and self.stop()

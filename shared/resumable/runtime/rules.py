@@ -37,6 +37,49 @@ MAX_IMPACT_CHARS = 200
 """The longest ``impact``: one line an approver reads on the question's card."""
 
 
+GrantScope = Literal["session", "principal"]
+"""What a standing grant covers: the session its approval was in, or every session of that session's
+principal (who started it)."""
+MAX_GRANT_SECONDS = 30 * 86400
+"""The longest a rule may let a grant last (30 days): a grant is a standing approval, renewed by a person."""
+
+
+def seconds_of(value: Any) -> Any:
+    """A duration as seconds: a number as it is, or ``'90s'``, ``'30m'``, ``'4h'``, ``'2d'``; anything else
+    as given (the field's own check refuses it)."""
+    if isinstance(value, str):
+        found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd])\s*", value)
+        if found is None:
+            raise ValueError("give a number of seconds, or a duration such as '90s', '30m', '4h' or '2d'")
+        return float(found[1]) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[found[2]]
+    return value
+
+
+class GrantAllowance(BaseModel):
+    """What a rule lets an approver grant with an approval (``ApprovalRule.grants``): the same tool's
+    later calls run without a question, for at most ``max`` (seconds, or ``'8h'``, ``'2d'``), in the
+    ``scopes`` listed (``session``: the session the approval was in; ``principal``: every session of
+    its principal), and for a ``destructive`` call only where ``destructive`` says so."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, allow_inf_nan=False)
+
+    max: float = Field(gt=0, le=MAX_GRANT_SECONDS)
+    scopes: tuple[GrantScope, ...] = Field(default=("session",), min_length=1, max_length=2)
+    destructive: StrictBool = False
+
+    @field_validator("max", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> Any:
+        return seconds_of(value)
+
+    @field_validator("scopes")
+    @classmethod
+    def _distinct(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if len(set(value)) != len(value):
+            raise ValueError("list each scope once")
+        return value
+
+
 def riskier(*levels: str | None) -> Risk | None:
     """The highest of ``levels`` (None when none is given)."""
     known = [level for level in levels if level in RISKS]
@@ -82,7 +125,12 @@ class ApprovalRule(BaseModel):
     out, and the turn goes on).
 
     ``slack_channel``: where the Slack function posts the questions asked under the rule (a channel id
-    or ``#name``), instead of the deployment's ``SlackChannel``."""
+    or ``#name``), instead of the deployment's ``SlackChannel``.
+
+    ``grants`` (``GrantAllowance``; off when unset): an approver who approves a call under the rule may
+    also grant the same tool for a while (docs/approval-rules.md#standing-grants). Only under a rule
+    that one approval settles: with ``required`` of 2 or more a grant would let one person stand for
+    every later call that the rule says takes two, so such a rule refuses ``grants``."""
 
     # (a number JSON cannot hold, such as 1e400 read as infinity, is refused: every reply and event carries it)
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, allow_inf_nan=False)
@@ -100,6 +148,7 @@ class ApprovalRule(BaseModel):
     impact: str | None = None
     confirm: StrictBool = False
     slack_channel: str | None = Field(default=None, pattern=r"^#?[A-Za-z0-9._-]{1,80}$")
+    grants: GrantAllowance | None = None
 
     @field_validator("impact")
     @classmethod
@@ -109,12 +158,7 @@ class ApprovalRule(BaseModel):
     @field_validator("escalate_after", mode="before")
     @classmethod
     def _duration(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd])\s*", value)
-            if found is None:
-                raise ValueError("give a number of seconds, or a duration such as '90s', '30m', '4h' or '2d'")
-            return float(found[1]) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[found[2]]
-        return value
+        return seconds_of(value)
 
     @model_validator(mode="after")
     def _answerable(self) -> ApprovalRule:
@@ -126,6 +170,17 @@ class ApprovalRule(BaseModel):
             raise ValueError(
                 f"it requires {self.required} distinct approvers but names only {len(named)} "
                 f"({', '.join(sorted(named))}): its questions could never be approved"
+            )
+        if self.grants is not None and self.required >= 2:
+            raise ValueError(
+                f"grants: a rule that requires {self.required} approvals cannot allow standing grants: one "
+                "approver's grant would stand for later calls the rule says take several; leave grants out, or "
+                "require 1"
+            )
+        if self.grants is not None and self.risk == "destructive" and not self.grants.destructive:
+            raise ValueError(
+                "grants: the rule's calls are destructive, and its grants leave destructive calls out, so none "
+                "could be granted; say grants.destructive: true, or leave grants out"
             )
         return self
 

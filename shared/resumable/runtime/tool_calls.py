@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from resumable.exceptions import ActionOutcomeUnknownError, ResumableError
+from resumable.exceptions import ActionOutcomeUnknownError, GrantLapsedError, ResumableError
 from resumable.runtime.approval import ApprovalHook, run_approved
 from resumable.runtime.hooks import AfterToolCall, BeforeToolCall
 from resumable.runtime.interrupts import CHECKPOINT_INTERRUPT, TOOL_RESULTS_KEY, Interrupt, InterruptException
@@ -173,7 +173,12 @@ def _hooked(agent: Agent, tool: Tool, context: ToolContext) -> dict[str, Any]:
     if before.refusal is not None:
         result = before.refused_result()
     elif before.approved:
-        result = run_approved(tool, before.tool_input, context)
+        try:
+            result = run_approved(tool, before.tool_input, context, before.grant)
+        except GrantLapsedError:  # (revoked or expired since it was read: the call asks a person instead)
+            _APPROVAL.ask(before)  # (a new question: it pauses the turn here)
+            refused = before.refusal is not None
+            result = before.refused_result() if refused else run_approved(tool, before.tool_input, context)
     else:
         result = tool.invoke(before.tool_input, context)
     if before.notes and before.refusal is None:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from resumable.aws.stepfunctions import TaskTokens
     from resumable.service.audit.trail import AuditPage
     from resumable.service.audit.verification import TrailCheck
+    from resumable.service.grants.managing import GrantList, GrantView
     from resumable.service.operating import admin
     from resumable.service.operating.sweep import SweepReport
     from resumable.service.reading.conversation import ConversationPage
@@ -143,12 +144,31 @@ class Service:
         return dismiss(self.deps, session_id, turn_id, request_id, Caller.of(principal), dismissed)
 
     def submit_approval(
-        self, session_id: str, turn_id: str, request_id: str, response: Any, principal: Caller | str | None = None
+        self,
+        session_id: str,
+        turn_id: str,
+        request_id: str,
+        response: Any,
+        principal: Caller | str | None = None,
+        grant: Any = None,
     ) -> TurnView:
+        """Answer a question (``grant``: the standing grant an approval also gives, where its rule allows)."""
         from resumable.service.answering.answer import submit_approval
 
         self._agents()
-        return submit_approval(self.deps, session_id, turn_id, request_id, response, Caller.of(principal))
+        return submit_approval(self.deps, session_id, turn_id, request_id, response, Caller.of(principal), grant)
+
+    def grants(self, principal: Caller | str | None = None, status: str = "live") -> GrantList:
+        """The standing grants the caller may see (``status``: ``live`` or ``all``)."""
+        from resumable.service.grants.managing import list_grants
+
+        return list_grants(self.deps, Caller.of(principal), "all" if status == "all" else "live")
+
+    def revoke_grant(self, grant_id: str, principal: Caller | str | None = None) -> GrantView:
+        """Revoke a standing grant now (its grantor or an approver)."""
+        from resumable.service.grants.managing import revoke_grant
+
+        return revoke_grant(self.deps, grant_id, Caller.of(principal))
 
     def decision_link(self, token: str) -> tuple[str, InteractionView]:
         """Whom a one-click decision link answers as, and its question as it stands (its page's GET:

@@ -31,6 +31,14 @@ class View(BaseModel):
     )
 
 
+class GrantsView(View):
+    """What an approver may grant with an approval under the rule (docs/approval-rules.md#standing-grants)."""
+
+    max: float = Field(description="The longest a grant may last, in seconds.")
+    scopes: list[str] = Field(description="'session' (this session) and/or 'principal' (its principal's sessions).")
+    destructive: bool = Field(description="Whether a destructive call may be granted.")
+
+
 class RuleView(View):
     """The approval rule a question was asked under."""
 
@@ -44,6 +52,9 @@ class RuleView(View):
     escalate_after: float | None = Field(default=None, description="Seconds after it was asked that it escalates.")
     escalate_to: list[str] | None = Field(default=None, description="Who may answer it too once it escalated.")
     on_expiry: str = Field(default="expire", description="'expire' (the turn settles expired) or 'deny'.")
+    grants: GrantsView | None = Field(
+        default=None, description="What an approval may also grant (null: no grants under this rule)."
+    )
 
     @classmethod
     def of(cls, rule: ApprovalRule) -> RuleView:
@@ -56,6 +67,7 @@ class RuleView(View):
             escalate_after=rule.escalate_after,
             escalate_to=None if rule.escalate_to is None else list(rule.escalate_to),
             on_expiry=rule.on_expiry,
+            grants=GrantsView.model_validate(rule.grants.model_dump()) if rule.grants else None,
         )
 
 

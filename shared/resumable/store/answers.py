@@ -9,7 +9,15 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from resumable.store.records import AuditRecord, InteractionRecord, InteractionStatus, OutboxEvent, TurnRecord, Vote
+from resumable.store.records import (
+    AuditRecord,
+    GrantRecord,
+    InteractionRecord,
+    InteractionStatus,
+    OutboxEvent,
+    TurnRecord,
+    Vote,
+)
 
 
 @dataclass
@@ -97,13 +105,15 @@ class Answers(ABC):
         approval_shaped: bool | None = None,
         audit: AuditRecord | None = None,
         via: str | None = None,
+        grant: GrantRecord | None = None,
     ) -> AnswerOutcome:
         """``requested -> answered`` in one conditional write (with its ``audit`` record, appended in the
         same transaction), if the turn is waiting (and not being canceled), the interaction is requested
         and unexpired, and ``condition`` holds. Without a condition, an answer to a question under no
         rule, in anyone's session: ``approval_shaped`` (true unless said) says whether it is an
         approval's. ``via``: where the answer came from (``cli``, ``page``, ...), kept as
-        ``answered_via``."""
+        ``answered_via``. ``grant``: the standing grant the approval gives, written in the same
+        transaction."""
 
     @abstractmethod
     def set_dismissed(self, interaction: InteractionRecord, dismissed_by: list[str], now: float) -> bool:

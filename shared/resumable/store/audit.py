@@ -33,7 +33,7 @@ from resumable.store.codec import sharded, shards_of, value
 from resumable.store.records import AuditRecord
 from resumable.store.table import Table, aws_call, refusal
 
-_ORDER = {"refused": 0, "vote": 1, "decision": 2, "action": 3}
+_ORDER = {"refused": 0, "vote": 1, "decision": 2, "action": 3, "grant": 4}
 
 
 def audit_day(at: float) -> str:

@@ -10,10 +10,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from resumable.store.answers import Answers
+from resumable.store.grant_records import GrantRecords
 from resumable.store.link_records import LinkRecords
 from resumable.store.records import (
     ActionRecord,
     AuditRecord,
+    GrantRecord,
     InteractionRecord,
     InteractionStatus,
     OutboxEvent,
@@ -276,12 +278,21 @@ class ActionJournal(ABC):
 
     @abstractmethod
     def begin_action(
-        self, session_id: str, root_turn_id: str, action: ActionRecord, lease_owner: str, until: float
+        self,
+        session_id: str,
+        root_turn_id: str,
+        action: ActionRecord,
+        lease_owner: str,
+        until: float,
+        grant: GrantRecord | None = None,
+        granted: OutboxEvent | None = None,
     ) -> ActionRecord | None:
         """Record that an approved action starts (``action``, status ``started``), in the same
         transaction as renewing ``lease_owner``'s lease until ``until``, which requires that it still
         runs the turn and no cancel was requested (else ``LeaseLostError``: nothing starts). None when
-        it was recorded now; otherwise the entry an earlier attempt left."""
+        it was recorded now; otherwise the entry an earlier attempt left. ``grant``: the standing grant
+        that approved it, which must then be neither revoked nor expired (at ``action.started_at``) in
+        the same transaction (else ``GrantLapsedError``: nothing starts), with its ``granted`` event."""
 
     @abstractmethod
     def finish_action(
@@ -325,7 +336,9 @@ class ActionJournal(ABC):
         whose outcome a takeover already reported unknown is recorded ``not_run`` instead."""
 
 
-class Store(TurnRecords, Answers, ActionJournal, SweeperIndex, Deletions, Listings, LinkRecords, AuditDelivery):
+class Store(
+    TurnRecords, Answers, ActionJournal, SweeperIndex, Deletions, Listings, LinkRecords, AuditDelivery, GrantRecords
+):
     """Durable records of sessions, turns, interactions, the action journal and the outbox: the
     interface of every record family at once (one implementation, ``DynamoDBStore``, made of one part
     per family). A use case needs only its families' methods; the families are the interfaces."""

@@ -9,6 +9,7 @@ from resumable.store.base import Store
 from resumable.store.commit import CommitItems
 from resumable.store.decision_links import DecisionLinkItems
 from resumable.store.deletion import DeletionItems
+from resumable.store.grants import GrantItems
 from resumable.store.interaction_reads import InteractionReads
 from resumable.store.interactions import InteractionItems
 from resumable.store.journal import ActionItems
@@ -28,6 +29,7 @@ class DynamoDBStore(
     OutboxItems,
     AuditItems,
     DecisionLinkItems,
+    GrantItems,
     Store,
 ):
     """``Store`` on one DynamoDB table (``Table`` takes the settings and, optionally, a client)."""

@@ -20,8 +20,9 @@ from resumable.store.codec import (
     root_sk,
     value,
 )
+from resumable.store.grants import grant_put
 from resumable.store.outbox import interaction_answered
-from resumable.store.records import AuditRecord, InteractionRecord, OutboxEvent, TurnRecord
+from resumable.store.records import AuditRecord, GrantRecord, InteractionRecord, OutboxEvent, TurnRecord
 from resumable.store.table import (
     Refusal,
     Table,
@@ -45,6 +46,7 @@ class InteractionItems(Table):
         approval_shaped: bool | None = None,
         audit: AuditRecord | None = None,
         via: str | None = None,
+        grant: GrantRecord | None = None,
     ) -> AnswerOutcome:
         if condition is None:
             shaped = True if approval_shaped is None else approval_shaped
@@ -75,6 +77,7 @@ class InteractionItems(Table):
                     self._one_answer_fewer(session_id, root_turn_id, now),
                     event_put(self.table, session_id, sk, answered),
                     *([audit_put(self.table, audit, self.shards)] if audit is not None else []),
+                    *([grant_put(self.table, grant)] if grant is not None else []),
                 ]
             )
         except ClientError as error:

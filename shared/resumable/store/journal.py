@@ -9,11 +9,12 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from resumable.exceptions import LeaseLostError
+from resumable.exceptions import GrantLapsedError, LeaseLostError
 from resumable.store.audit import audit_put
 from resumable.store.codec import action_sk, decode, encode, event_put, key, root_sk, value
+from resumable.store.grants import grant_check
 from resumable.store.outbox import action_reported
-from resumable.store.records import ActionRecord, AuditRecord
+from resumable.store.records import ActionRecord, AuditRecord, GrantRecord, OutboxEvent
 from resumable.store.table import (
     Table,
     aws_call,
@@ -48,7 +49,14 @@ class ActionItems(Table):
 
     @aws_call
     def begin_action(
-        self, session_id: str, root_turn_id: str, action: ActionRecord, lease_owner: str, until: float
+        self,
+        session_id: str,
+        root_turn_id: str,
+        action: ActionRecord,
+        lease_owner: str,
+        until: float,
+        grant: GrantRecord | None = None,
+        granted: OutboxEvent | None = None,
     ) -> ActionRecord | None:
         renewal = self._leased_by(session_id, root_turn_id, lease_owner, uncanceled=True)
         renewal["UpdateExpression"] = "SET lease_expires_at = :until"
@@ -68,8 +76,15 @@ class ActionItems(Table):
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
         }
+        checked: list[dict[str, Any]] = []
+        if grant is not None:  # (the grant must hold as the entry begins: a revoke committed first wins)
+            checked.append(grant_check(self.table, grant, action.started_at))
+            if granted is not None:
+                digest = hashlib.sha256(action.key.encode()).hexdigest()
+                told = f"TURN#{root_turn_id}#EVENT#action#granted#{digest}#{action.lease_generation:08d}"
+                checked.append(event_put(self.table, session_id, told, granted))
         try:
-            self._transact_write([entry, {"Update": renewal}])
+            self._transact_write([entry, {"Update": renewal}, *checked])
         except ClientError as error:
             refused = refusal(error)
             if refused is None:
@@ -77,6 +92,11 @@ class ActionItems(Table):
             earlier = refused.item(0)
             if earlier:
                 return ActionRecord.model_validate(decode(earlier))
+            if refused.transaction and not refused.refused(1) and checked and refused.refused(2):
+                raise GrantLapsedError(
+                    f"the standing grant {grant.grant_id if grant else ''} was revoked or had expired when the "
+                    f"approved action {action.key!r} was about to begin: it did not begin"
+                ) from None
             raise LeaseLostError(
                 f"turn {root_turn_id} was canceled, taken over or settled before the approved action {action.key!r} "
                 "started: it was not started, and this run stops without committing"

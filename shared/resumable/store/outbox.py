@@ -20,7 +20,7 @@ from pydantic.alias_generators import to_camel
 from resumable.clock import iso
 from resumable.runtime.interrupts import APPROVAL_INTERRUPT
 from resumable.store.codec import pk
-from resumable.store.records import ActionRecord, InteractionRecord, OutboxEvent, TurnRecord
+from resumable.store.records import ActionRecord, GrantRecord, InteractionRecord, OutboxEvent, TurnRecord
 
 INTERACTION_REQUESTED = "Interaction Requested"
 INTERACTION_ANSWERED = "Interaction Answered"
@@ -29,6 +29,7 @@ INTERACTION_ESCALATED = "Interaction Escalated"
 INTERACTION_VOTED = "Interaction Voted"
 TURN_SETTLED = "Turn Settled"
 ACTION_REPORTED = "Action Reported"
+ACTION_GRANTED = "Action Granted"
 SESSION_DELETED = "Session Deleted"
 SESSION_RESTORED = "Session Restored"
 DETAIL_TYPES = (
@@ -39,6 +40,7 @@ DETAIL_TYPES = (
     INTERACTION_VOTED,
     TURN_SETTLED,
     ACTION_REPORTED,
+    ACTION_GRANTED,
     SESSION_DELETED,
     SESSION_RESTORED,
 )
@@ -233,6 +235,29 @@ def turn_settled(root: TurnRecord, reason: str | None = None) -> OutboxEvent:
         turn_id=root.turn_id,
         detail={"status": root.status, "output": root.output, "error": root.error, "reason": reason},
         created_at=root.updated_at,
+    )
+
+
+def action_granted(root_turn_id: str, request_id: str, action: ActionRecord, grant: GrantRecord) -> OutboxEvent:
+    """An approved call begins without a question (``request_id``: the one it would have had): the
+    standing ``grant`` approved it."""
+    return OutboxEvent(
+        type=ACTION_GRANTED,
+        turn_id=root_turn_id,
+        detail={
+            "requestId": request_id,
+            "childTurnId": None if action.turn_id in ("", root_turn_id) else action.turn_id,
+            "tool": action.tool,
+            "agentPath": action.agent_path,
+            "grantId": grant.grant_id,
+            "grantedBy": grant.granted_by,
+            "grantedAt": iso(grant.granted_at),
+            "rule": grant.rule,
+            "scope": grant.scope,
+            "expiresAt": iso(grant.expires_at),
+            "summary": f"{action.tool} ran without a question: {grant.granted_by} granted it ({grant.rule})",
+        },
+        created_at=action.started_at,
     )
 
 

@@ -221,10 +221,12 @@ class ActionRecord(Record):
     finished_at: float | None = None
     outcome_unknown_at: float | None = None
     late: bool = False
+    grant_id: str | None = None
+    """The standing grant that approved it without a question, if one did."""
 
 
-AuditKind = Literal["vote", "decision", "action", "refused"]
-AuditOutcome = Literal["voted", "approved", "denied", "ran", "failed", "unknown", "not_run", "refused"]
+AuditKind = Literal["vote", "decision", "action", "refused", "grant"]
+AuditOutcome = Literal["voted", "approved", "denied", "ran", "failed", "unknown", "not_run", "refused", "revoked"]
 AnswerRefusal = Literal[
     "not_an_approver", "self_approval", "duplicate_vote", "other_input", "after_settlement", "turn_canceled"
 ]
@@ -247,8 +249,12 @@ class AuditRecord(Record):
     its result was never recorded), ``not_run``), or an answer refused though its caller may see the
     question (``refused``, ``refusal`` saying why: ``not_an_approver``, ``self_approval``,
     ``duplicate_vote``, ``other_input`` (a vote for another input than the votes so far),
-    ``after_settlement``, ``turn_canceled``). ``request_id`` ties a question's entries together; ``started_by`` is who
-    started its turn, and ``rule`` the approval rule in force (None: none).
+    ``after_settlement``, ``turn_canceled``), or a standing grant revoked (``grant``: ``revoked``, under
+    the request id of the approval that gave it). ``request_id`` ties a question's entries together;
+    ``started_by`` is who started its turn, and ``rule`` the approval rule in force (None: none).
+    ``grant``: the standing grant an approval gave (of a decision), or that approved the call without a
+    question (of an action), or that was revoked: its id, scope, grantor (``by``), when (``at``), rule,
+    ``expiresAt`` and ``inputs``.
 
     ``by`` answered (a principal; ``application`` for the application itself, ``expiry`` for an
     approval rule that denies at expiry), proving who it was as ``authentication`` says:
@@ -281,7 +287,35 @@ class AuditRecord(Record):
     input_approved: Any = None
     inputs_kept: bool = False
     late: bool = False
+    grant: dict[str, Any] | None = None
     purge_at: float
+
+
+class GrantRecord(Record):
+    """A standing grant: ``granted_by`` approved question ``request_id`` and let later calls of ``tool``
+    (whose inputs match ``inputs``: a field name to an ``fnmatch`` pattern of its value, None: any input)
+    under the rule titled ``rule`` run without a question until ``expires_at``, in ``scope``: the session
+    ``session_id``, or every session of ``principal`` (who started that session). ``revoked_by`` and
+    ``revoked_at`` once revoked; ``purge_at``: when the table lets it go."""
+
+    grant_id: str
+    scope: Literal["session", "principal"]
+    session_id: str
+    principal: str | None = None
+    tool: str
+    rule: str
+    inputs: dict[str, str] | None = None
+    granted_by: str
+    granted_at: float
+    expires_at: float
+    root_turn_id: str
+    request_id: str
+    revoked_by: str | None = None
+    revoked_at: float | None = None
+    purge_at: float
+
+    def live(self, now: float) -> bool:
+        return self.revoked_at is None and self.expires_at > now
 
 
 LinkClaim = Literal["claimed", "used", "unissued"]

@@ -127,6 +127,54 @@ async function refresh() {
   tick();
   focusLinked();
   await refreshMine(asked);
+  await refreshGrants(asked);
+}
+
+// ---- standing grants: what runs without a question, and Revoke ----
+
+async function refreshGrants(asked) {
+  const reply = await call("GET", "/grants");
+  if (asked !== generation || reply.status !== 200 || !reply.data || !Array.isArray(reply.data.grants)) return;
+  const list = $("grant-list");
+  const focused = list.contains(document.activeElement) ? document.activeElement.dataset.for : null;
+  list.replaceChildren(...reply.data.grants.map(grantItem));
+  if (focused) { const again = list.querySelector('[data-for="' + focused + '"]'); if (again) again.focus(); }
+  $("grants").hidden = reply.data.grants.length === 0;
+}
+
+function grantItem(grant) {
+  const li = document.createElement("li");
+  li.className = "mine-item";
+  const what = document.createElement("strong");
+  what.textContent = plain(grant.tool + (grant.inputs ? " " + JSON.stringify(grant.inputs) : "") + " · " +
+    (grant.scope === "session" ? "session " + grant.sessionId : "every session of " + grant.principal));
+  const who = document.createElement("div");
+  who.className = "waits";
+  who.textContent = plain("granted by " + grant.grantedBy + (grant.yours ? " (you)" : "") + " under " + grant.rule +
+    ", until " + new Date(grant.expiresAt).toLocaleString());
+  li.append(what, who);
+  if (grant.mayRevoke) {
+    const revoke = document.createElement("button");
+    revoke.type = "button";
+    revoke.className = "danger";
+    revoke.dataset.for = grant.grantId;
+    revoke.textContent = "Revoke";
+    revoke.setAttribute("aria-label", "Revoke the grant of " + grant.tool);
+    revoke.addEventListener("click", async () => {
+      revoke.disabled = true;
+      const reply = await call("DELETE", "/grants/" + encodeURIComponent(grant.grantId));
+      if (reply.status !== 200) {
+        who.textContent = "Not revoked (" + reply.status + "): " + message(reply);
+        revoke.disabled = false;
+        return;
+      }
+      outcome("Revoked: " + grant.tool + " asks again", "its next call waits for a person", false);
+      generation += 1;
+      refreshGrants(generation);
+    });
+    li.append(revoke);
+  }
+  return li;
 }
 
 // ---- the questions of the turns the reader started, waiting for others ----
@@ -327,6 +375,8 @@ function buildCard(item) {
   const countdown = element.querySelector(".countdown");
   if (item.expiresAt) countdown.dateTime = item.expiresAt;
   showApprovals(element, item);
+
+  offerGrants(element, item, tool);
 
   const approve = element.querySelector(".approve");
   const confirmBox = element.querySelector(".confirm");
@@ -601,16 +651,42 @@ function showApprovals(element, item) {
 
 // ---- answering ----
 
+// A question whose rule allows standing grants: the approval may also let the tool run without a
+// question for a while, in this session or in every session of its principal.
+const GRANT_TIMES = [[900, "15 minutes"], [3600, "1 hour"], [28800, "8 hours"], [86400, "1 day"], [604800, "7 days"]];
+
+function offerGrants(element, item, tool) {
+  const grants = item.name === "approval" && item.rule && item.rule.grants;
+  if (!grants || (item.risk === "destructive" && !grants.destructive)) return;
+  const select = element.querySelector(".grant");
+  select.append(new Option("nothing more: just this call", ""));
+  for (const scope of grants.scopes) {
+    const where = scope === "session" ? "in this session" : "in every session of " + (item.principal || "its principal");
+    for (const [seconds, label] of GRANT_TIMES.filter(([seconds]) => seconds <= grants.max)) {
+      select.append(new Option(tool.title + " for " + label + " " + where, JSON.stringify({ scope, for: seconds })));
+    }
+  }
+  select.setAttribute("aria-label", "Also allow " + tool.title + " without a question");
+  element.querySelector(".grant-row").hidden = false;
+}
+
+function grantOf(card, response) {
+  const select = card.element.querySelector(".grant");
+  if (!select || !select.value || typeof response !== "object" || response.decision !== "approve") return null;
+  return JSON.parse(select.value);
+}
+
 async function answer(item, response, errorPlace) {
   const card = cards.get(item.requestId);
   if (!card || card.busy) return;
+  const grant = grantOf(card, response);
   card.busy = true;
   const buttons = card.element.querySelectorAll("button");
   buttons.forEach((button) => { button.disabled = true; });
   const place = errorPlace || card.element.querySelector(".card-error");
   place.hidden = true;
   generation += 1;
-  const reply = await call("POST", interactionPath(item), { response });
+  const reply = await call("POST", interactionPath(item), grant ? { response, grant } : { response });
   generation += 1;
   card.busy = false;
   buttons.forEach((button) => { button.disabled = false; });
@@ -633,7 +709,7 @@ async function answer(item, response, errorPlace) {
     }
   }
   if (reply.status === 403 && reply.data && reply.data.code === "forbidden") { // the question's approval rule
-    place.textContent = "Not yours to answer (403): " + message(reply);
+    place.textContent = (grant ? "Not recorded (403): " : "Not yours to answer (403): ") + message(reply);
     place.hidden = false;
     return;
   }
@@ -643,7 +719,10 @@ async function answer(item, response, errorPlace) {
     const verb = typeof response === "string" ? "Replied" : response.decision === "deny" ? "Denied" :
       response.input ? "Approved with your edit" : "Approved";
     const done = outcome(verb + ": " + title + " in session " + item.sessionId, "the turn is " + turn.status +
-      (turn.output ? ": " + turn.output : turn.error ? ": " + turn.error : ""), false);
+      (turn.output ? ": " + turn.output : turn.error ? ": " + turn.error : "") +
+      (grant ? "; " + title + " now runs without a question " + (grant.scope === "session" ? "in this session" :
+        "in every session of its principal") + " for " + Math.round(grant.for / 60) + " minutes (Standing grants: revoke)" : ""), false);
+    if (grant) refreshGrants(generation);
     removeCard(item.requestId);
     done.focus(); // where the person's focus was is gone: read what happened next
     return;

@@ -27,6 +27,7 @@ from resumable.service.advancing.lease import LeaseGuard
 from resumable.service.advancing.settlement import CANCELED_ON_REQUEST, settle_stalled, settle_tree
 from resumable.service.advancing.stall import SETTLES, stall
 from resumable.service.agent_factory import AgentContext, build
+from resumable.service.grants.applying import LiveGrants
 from resumable.service.retention import retire
 from resumable.store.records import TurnTree
 from resumable.store.s3_session import S3Session
@@ -123,7 +124,8 @@ def _run_built(
     budget = Budget(deps.clock, deps.settings.turn_budget_seconds)
     lease = LeaseGuard(deps, tree.root, lease_owner)
     ruled = {i.request_id: rule.title for i in tree.interactions if (rule := rule_of(i)) is not None}
-    journal = LeasedActionJournal(lease, lambda key: children.turn_id(call_prefix(key)), ruled)
+    grants = LiveGrants(deps, root.session_id, root.principal)
+    journal = LeasedActionJournal(lease, lambda key: children.turn_id(call_prefix(key)), ruled, grants)
     invocation = Invocation(
         stop=lease,
         agent_path=(agent.name,),
@@ -132,6 +134,7 @@ def _run_built(
         # Only a run that another invocation can continue checkpoints when its budget is spent.
         checkpoint=budget if deps.continuation else None,
         default_policy=deps.settings.default_approval_policy,
+        grants=grants,
     )
     try:
         outcome = _run(agent, prompt, invocation, budget)

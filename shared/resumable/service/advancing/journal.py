@@ -29,9 +29,12 @@ from resumable.runtime.invocation import ApprovedAction, FencingToken
 from resumable.runtime.tools import tool_result
 from resumable.service.advancing.lease import LeaseGuard
 from resumable.service.audit.entries import action_entry
+from resumable.service.grants.applying import LiveGrants
+from resumable.service.grants.giving import audited
 from resumable.service.ids import request_id
 from resumable.service.limits import bounded_json
-from resumable.store.records import ActionRecord, AuditOutcome, AuditRecord
+from resumable.store.outbox import action_granted
+from resumable.store.records import ActionRecord, AuditOutcome, AuditRecord, GrantRecord
 
 logger = logging.getLogger(__name__)
 
@@ -50,8 +53,16 @@ class LeasedActionJournal:
     ``turn_of`` names the (root or child) turn an action's key belongs to; ``rules``, the approval rule
     (its name) each question asked under one was, by request id."""
 
-    def __init__(self, lease: LeaseGuard, turn_of: Callable[[str], str], rules: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        lease: LeaseGuard,
+        turn_of: Callable[[str], str],
+        rules: dict[str, str] | None = None,
+        grants: LiveGrants | None = None,
+    ) -> None:
         self.lease = lease
+        self.grants = grants
+        self.granted: dict[str, GrantRecord] = {}
         self.store = lease.deps.store
         self.clock = lease.deps.clock
         self.session_id = lease.root.session_id
@@ -72,11 +83,26 @@ class LeasedActionJournal:
             input=bounded_json(action.input, MAX_INPUT_BYTES),
             lease_generation=self.lease.generation,
             started_at=now,
+            grant_id=action.grant,
         )
         until = now + self.lease.deps.settings.lease_seconds
-        earlier = self.store.begin_action(self.session_id, self.root_turn_id, record, self.lease.lease_owner, until)
+        grant = self.grants.record(action.grant) if action.grant is not None and self.grants is not None else None
+        told = action_granted(self.root_turn_id, self._request_id(record), record, grant) if grant else None
+        earlier = self.store.begin_action(
+            self.session_id, self.root_turn_id, record, self.lease.lease_owner, until, grant, told
+        )
         if earlier is not None:
             return self._from_earlier(action, earlier, perform)
+        if grant is not None:
+            self.granted[record.key] = grant
+            logger.info(
+                "turn_id=<%s>, action=<%s> | approved without a question: grant %s by %s (%s)",
+                self.root_turn_id,
+                action.key,
+                grant.grant_id,
+                grant.granted_by,
+                grant.rule,
+            )
         self.known[record.key] = record
         self.lease.extended(until)
         self._still_leased(record, action.input)
@@ -142,11 +168,21 @@ class LeasedActionJournal:
 
     def _audit(self, record: ActionRecord, outcome: AuditOutcome, now: float, ran_with: Any) -> AuditRecord:
         """The audit trail's record of what became of the action (``ran_with``: the input it was given)."""
-        rule = self.rules.get(request_id(self.root_turn_id, record.key))
+        rule = self.rules.get(self._request_id(record))
         root = self.lease.root  # (who started the turn, as its questions hold it)
         started_by = root.started_by if root.started_by is not None else root.principal
         deps = self.lease.deps
-        return action_entry(deps, self.root_turn_id, self.session_id, record, outcome, now, ran_with, rule, started_by)
+        grant = self.granted.get(record.key)
+        named = audited(grant) if grant is not None else {"id": record.grant_id} if record.grant_id else None
+        if grant is not None:
+            rule = grant.rule
+        return action_entry(
+            deps, self.root_turn_id, self.session_id, record, outcome, now, ran_with, rule, started_by, named
+        )
+
+    def _request_id(self, record: ActionRecord) -> str:
+        """The id of the call's question (the one it would have had, where a grant approved it)."""
+        return request_id(self.root_turn_id, record.key)
 
     def _still_leased(self, record: ActionRecord, ran_with: Any) -> None:
         """Right before the action runs: the run must still hold the turn, else the action never runs."""

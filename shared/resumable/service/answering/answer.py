@@ -13,6 +13,7 @@ from resumable.exceptions import (
     ConflictError,
     ForbiddenError,
     GoneError,
+    GrantRefusedError,
     NotFoundError,
     ServiceError,
     TurnBusyError,
@@ -20,7 +21,7 @@ from resumable.exceptions import (
 )
 from resumable.metrics import count_answer
 from resumable.runtime.tools import APPROVAL_INTERRUPT, ApprovalAnswer
-from resumable.service.access import check_may_answer, is_approver, load, visible
+from resumable.service.access import check_may_answer, is_approver, load, rule_of, visible
 from resumable.service.advancing.advance import advance
 from resumable.service.advancing.settlement import EXPIRY
 from resumable.service.answering.edits import check_edit
@@ -28,6 +29,7 @@ from resumable.service.answering.refusals import record_refusal
 from resumable.service.answering.votes import answer_under_rule
 from resumable.service.audit.entries import authentication_of, decision_entry
 from resumable.service.caller import VIAS, Caller, channel_of, identity_of
+from resumable.service.grants.giving import GrantRequest, given, grant_id, grant_request
 from resumable.service.ids import root_of, valid_request_id, valid_session_id, valid_turn_id
 from resumable.service.limits import json_utf8
 from resumable.service.views import TurnView, decision_of
@@ -45,16 +47,27 @@ def _canonical(value: Any) -> str:
 
 
 def submit_approval(
-    deps: Dependencies, session_id: str, turn_id: str, request_id: str, response: Any, caller: Caller | None
+    deps: Dependencies,
+    session_id: str,
+    turn_id: str,
+    request_id: str,
+    response: Any,
+    caller: Caller | None,
+    grant: Any = None,
 ) -> TurnView:
     """Record ``response`` for the interaction (one read of it, then one conditional write), then resume
-    if nothing else is awaited. The same answer again is idempotent (and drives a resume that a crash interrupted)."""
+    if nothing else is awaited. The same answer again is idempotent (and drives a resume that a crash
+    interrupted). ``grant``: the standing grant an approval also gives (``GrantRequest``'s shape), written
+    in the approval's own transaction."""
     missing = NotFoundError(
         f"there is no interaction {request_id!r} in turn {turn_id!r} of session {session_id!r}; nothing was answered"
     )
     if not (valid_session_id(session_id) and valid_turn_id(turn_id) and valid_request_id(request_id)):
         raise missing
     approval_shaped = _checked(deps, response)
+    wanted = grant_request(grant) if grant is not None else None
+    if wanted is not None and (not approval_shaped or response["decision"] != "approve"):
+        raise GrantRefusedError("a grant goes with an approval ({'decision': 'approve'}); nothing was answered")
     root_id = root_of(turn_id)
     # Read first: an edit is checked against the question's tool, and the audit trail records the
     # question's tool and input asked with the answer (its display detail never changes); the write
@@ -67,9 +80,10 @@ def submit_approval(
     asker = turn_id if turn_id != root_id else None
     now = deps.clock.now()
     try:
-        answer = _answer(deps, asked, response, caller, approval_shaped, turn_id, asker, now, missing)
+        answer = _answer(deps, asked, response, caller, approval_shaped, turn_id, asker, now, missing, wanted)
     except (ForbiddenError, ConflictError, GoneError) as refused:
-        if approval_shaped:  # (the trail is of approvals: a refused one is on it, once a day per reason)
+        # (the trail is of approvals: a refused one is on it, once a day per reason; a grant refused is not one)
+        if approval_shaped and not isinstance(refused, GrantRefusedError):
             record_refusal(deps, asked, response, caller, refused)
         raise
     tree = load(deps, session_id, root_id)
@@ -89,7 +103,7 @@ def submit_approval(
 
 def _answer(
     deps: Dependencies, asked: InteractionRecord, response: Any, caller: Caller | None, approval_shaped: bool,
-    turn_id: str, asker: str | None, now: float, missing: NotFoundError,
+    turn_id: str, asker: str | None, now: float, missing: NotFoundError, wanted: GrantRequest | None = None,
 ) -> AnswerOutcome:  # fmt: skip
     """The answer recorded (or voted, or found replayed); the service error that says why it was not."""
     session_id, root_id, request_id = asked.session_id, asked.root_turn_id, asked.request_id
@@ -98,9 +112,11 @@ def _answer(
     elif _ruled(asked, approval_shaped, now):
         if not visible(deps, asked, turn_id, caller):
             raise missing
-        answer = answer_under_rule(deps, asked, response, caller, child_turn_id=asker)
+        answer = answer_under_rule(deps, asked, response, caller, child_turn_id=asker, grant=wanted)
     else:
         who = identity_of(caller)
+        if wanted is not None and asked.status == "requested" and visible(deps, asked, turn_id, caller):
+            given(deps, asked, rule_of(asked), response, wanted, who, now)  # (a 403: no rule, so no grant)
         answer = deps.store.answer_interaction(
             session_id,
             root_id,
@@ -139,7 +155,21 @@ def _answer(
                 f"interaction {request_id} expired before it was answered; its turn {settled} and nothing was answered"
             )
         _unless_replayed(interaction, response, approval_shaped, caller)
+        if wanted is not None:
+            _grant_replayed(deps, interaction, wanted)
     return answer
+
+
+def _grant_replayed(deps: Dependencies, interaction: InteractionRecord, wanted: GrantRequest) -> None:
+    """An approval sent again with its grant: the grant must be the one it gave (else 409)."""
+    gave = next((g for g in deps.store.all_grants() if g.grant_id == grant_id(interaction.request_id)), None)
+    if gave is None or gave.scope != wanted.scope or gave.inputs != wanted.inputs:
+        what = f"with the grant {gave.grant_id} ({gave.scope})" if gave is not None else "without a grant"
+        raise ConflictError(
+            f"interaction {interaction.request_id} was approved before {what}; that approval stands and this grant "
+            "was not given: grant the tool with its next question",
+            winning=interaction.response,
+        )
 
 
 def _ruled(interaction: InteractionRecord | None, approval_shaped: bool, now: float) -> bool:

@@ -24,6 +24,7 @@ from resumable.runtime.rules import ApprovalRule
 from resumable.service.access import check_may_answer, is_approver, rule_of
 from resumable.service.audit.entries import authentication_of, decision_entry, vote_entry
 from resumable.service.caller import Caller, channel_of, identity_of
+from resumable.service.grants.giving import GrantRequest, audited, given
 from resumable.store.answers import AnswerCondition, AnswerOutcome, Votes
 from resumable.store.outbox import interaction_voted
 from resumable.store.records import InteractionRecord, Vote
@@ -41,15 +42,18 @@ def answer_under_rule(
     caller: Caller | None,
     *,
     child_turn_id: str | None,
+    grant: GrantRequest | None = None,
 ) -> AnswerOutcome:
     """Record ``response`` (approval-shaped) for a question asked under a rule: a deny settles it; an
     approval is a vote, which settles it when it is the ``required``-th. ``refused`` (with the
-    interaction as it is now) when it is no longer open to votes."""
+    interaction as it is now) when it is no longer open to votes. ``grant``: the standing grant the
+    approval also gives, where the rule allows it (else 422), written with the approval."""
     rule = rule_of(interaction)
     assert rule is not None
     check_may_answer(interaction, response, caller)
     who = identity_of(caller)
     now = deps.clock.now()
+    granted = given(deps, interaction, rule, response, grant, who, now) if grant is not None else None
     # Whose question it must be: the asking child turn's, in the caller's session unless they approve.
     whose: dict[str, Any] = {
         "asker": child_turn_id,
@@ -70,11 +74,14 @@ def answer_under_rule(
         else:
             votes = _with_vote(rule, interaction, response, who, now, signed)
             if len(votes.votes) >= rule.required:
+                named = audited(granted) if granted is not None else None
                 entry = decision_entry(
-                    deps, interaction, response, who, signed, now, rule=rule.title, votes=votes.votes
+                    deps, interaction, response, who, signed, now, rule=rule.title, votes=votes.votes, grant=named
                 )
                 settling = AnswerCondition.settling(votes, **whose)
-                outcome = deps.store.answer_interaction(*ids, response, who, now, settling, audit=entry, via=via)
+                outcome = deps.store.answer_interaction(
+                    *ids, response, who, now, settling, audit=entry, via=via, grant=granted
+                )
             else:
                 entry = vote_entry(deps, interaction, who, votes.votes[who], rule.title)
                 told = interaction_voted(interaction, who, len(votes.votes), rule.required, now)

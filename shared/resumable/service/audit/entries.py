@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from resumable.runtime.interrupts import APPROVAL_INTERRUPT
 from resumable.service.access import rule_of
 from resumable.service.caller import Caller, identity_of
+from resumable.service.grants.giving import audited
 from resumable.service.ids import request_id
 from resumable.service.limits import is_preview
 from resumable.store.records import (
@@ -31,6 +32,7 @@ from resumable.store.records import (
     AuditOutcome,
     AuditRecord,
     AuditVote,
+    GrantRecord,
     InteractionRecord,
     Vote,
 )
@@ -103,6 +105,7 @@ def decision_entry(
     *,
     rule: str | None = None,
     votes: dict[str, Vote] | None = None,
+    grant: dict[str, Any] | None = None,
 ) -> AuditRecord | None:
     """The record of ``response`` settling the approval ``interaction`` (None for an interrupt of another
     kind: the trail is of approvals), with the ``votes`` given under its rule (the settling one too)."""
@@ -125,6 +128,28 @@ def decision_entry(
             for who, v in (votes or {}).items()
         ],
         approved=(edited if edited is not None else approved_as_asked(interaction)) if approving else None,
+        grant=grant,
+    )
+
+
+def revoke_entry(
+    deps: Dependencies, grant: GrantRecord, by: str, authentication: dict[str, str], at: float
+) -> AuditRecord:
+    """The record of ``by`` revoking ``grant`` (under the request id of the approval that gave it)."""
+    return AuditRecord(
+        kind="grant",
+        outcome="revoked",
+        at=at,
+        session_id=grant.session_id,
+        root_turn_id=grant.root_turn_id,
+        turn_id=grant.root_turn_id,
+        request_id=grant.request_id,
+        tool=grant.tool or None,
+        rule=grant.rule,
+        by=by,
+        authentication=authentication,
+        grant=audited(grant),
+        purge_at=at + deps.settings.audit_retention_seconds,
     )
 
 
@@ -171,7 +196,7 @@ def refused_entry(
 
 def action_entry(
     deps: Dependencies, root_turn_id: str, session_id: str, action: ActionRecord, outcome: AuditOutcome, at: float,
-    ran_with: Any, rule: str | None = None, started_by: str | None = None,
+    ran_with: Any, rule: str | None = None, started_by: str | None = None, grant: dict[str, Any] | None = None,
 ) -> AuditRecord:  # fmt: skip
     """The record of what became of an approved action (``ran_with``: the input it was given; kept, where
     inputs are, up to ``MAX_KEPT_BYTES`` of JSON: the whole input is in the snapshot; ``rule``: the
@@ -192,5 +217,6 @@ def action_entry(
         input_approved_digest=digest(ran_with),
         input_approved=ran_with if keep else None,
         inputs_kept=keep,
+        grant=grant,
         purge_at=at + deps.settings.audit_retention_seconds,
     )

@@ -51,10 +51,11 @@ class AuditVoteView(View):
 class AuditRecordView(View):
     """One record of the audit trail."""
 
-    kind: Literal["vote", "decision", "action", "refused"] = Field(
+    kind: Literal["vote", "decision", "action", "refused", "grant"] = Field(
         description="'vote': an approval that waits for more under its rule; 'decision': the answer that settled "
         "the question; 'action': what became of the approved action; 'refused': an answer refused though its "
-        "caller may see the question (once a day per question, principal and refusal)."
+        "caller may see the question (once a day per question, principal and refusal); 'grant': a standing grant "
+        "revoked."
     )
     outcome: AuditOutcome = Field(description=f"One of {', '.join(OUTCOMES)}.")
     at: str
@@ -94,6 +95,11 @@ class AuditRecordView(View):
         "('session'), or nowhere: digests only ('digest')."
     )
     late: bool = False
+    grant: dict[str, Any] | None = Field(
+        default=None,
+        description="The standing grant the approval gave (a decision), that approved the call without a question "
+        "(an action), or that was revoked: id, scope, by (who granted), at, rule, expiresAt, inputs.",
+    )
 
 
 class AuditPage(View):
