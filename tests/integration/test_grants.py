@@ -4,19 +4,22 @@ without a question, for a while, in a scope; recorded, listed, revoked, and neve
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from resumable.exceptions import ForbiddenError, NotFoundError, ValidationFailedError
+from resumable import Agent, ScriptedModel, tool
+from resumable.exceptions import ConflictError, ForbiddenError, NotFoundError, ValidationFailedError
 from resumable.runtime.rules import parse_rules
-from resumable.service import Service
+from resumable.service import AgentContext, Service
 from resumable.service.caller import Caller
 from resumable.service.views import TurnView
+from tests.agents import calls, says
 from tests.clock import FakeClock
-from tests.factories import executions
+from tests.factories import LEDGER_ENV, executions
 from tests.integration.helpers import APPROVE, session_items, store_of
 
 OWNER = Caller("arn:aws:iam::123456789012:role/agent-runner")
@@ -239,3 +242,176 @@ def test_a_principal_grant_covers_that_principals_other_sessions_and_nobody_else
     other = Caller("arn:aws:iam::123456789012:role/someone-else")
     assert service.start_turn(session_id + "-3", "delete orders-1", other).status == "waiting"
     assert executions(ledger) == ["delete orders-1", "delete orders-1"]
+
+
+# -- what a grant never covers, and what becomes of a call that began under one ------------------------------
+
+
+class Crash(BaseException):
+    """The process dies here."""
+
+
+def crashing_janitor(crashes: list[str]) -> Callable[[AgentContext], Agent]:
+    """``deletes_each_turn``'s first two turns, whose second call dies after it took effect (once)."""
+
+    @tool(approval=True)
+    def delete_record(name: str) -> str:
+        """Delete a database record."""
+        with open(os.environ[LEDGER_ENV], "a") as ledger:
+            ledger.write(f"delete {name}\n")
+        if name == "orders-2" and crashes:
+            raise Crash(crashes.pop())
+        return f"deleted {name}"
+
+    def factory(context: AgentContext) -> Agent:
+        script: list[dict[str, Any]] = []
+        for n, name in enumerate(["orders-1", "orders-2"], 1):
+            script += [calls((f"d-{n}", "delete_record", {"name": name})), says(f"{name} is deleted")]
+        return Agent(name="janitor", model=ScriptedModel(script), tools=[delete_record])
+
+    return factory
+
+
+@pytest.mark.parametrize("lapsed", ["revoked", "expired", "held"])
+def test_a_granted_call_that_took_effect_before_a_crash_is_never_asked_about_again(
+    make_service: Callable[..., Service], session_id: str, ledger: Path, clock: FakeClock, lapsed: str
+) -> None:
+    """The run dies after the granted call took effect; whatever became of the grant since, the takeover
+    finds the call's journal entry and tells the model its outcome is unknown (never a new question, whose
+    deny would tell it the call did not run), and the trail names the grant."""
+    factory = crashing_janitor(["died after the granted action took effect"])
+
+    def process() -> Service:
+        return make_service(factory, approval_rules=parse_rules([GRANTING]), approver_principals=("alice", "bob"))
+
+    first = process().start_turn(session_id, "delete orders-1", OWNER)
+    approve(process(), first, ALICE, {"for": "1h"})
+    [grant] = process().grants(ALICE).grants
+    with pytest.raises(Crash):
+        process().start_turn(session_id, "delete orders-2", OWNER)
+    if lapsed == "revoked":
+        process().revoke_grant(grant.grant_id, ALICE)
+    clock.advance(process().settings.lease_seconds + (3600 if lapsed == "expired" else 1))
+    assert process().sweep().looked == 1
+    unknown = [r for r in process().audit(ALICE).records if r.kind == "action" and r.outcome == "unknown"]
+    assert len(unknown) == 1 and unknown[0].rule == "deletes"
+    assert unknown[0].grant is not None and (unknown[0].grant["id"], unknown[0].grant["by"]) == (
+        grant.grant_id,
+        "alice",
+    )
+    assert executions(ledger) == ["delete orders-1", "delete orders-2"]
+    asked = {r.request_id for r in process().audit(ALICE).records if r.kind == "decision"}
+    assert asked == {question(first).request_id}  # (no question was asked about the call that ran)
+
+
+def test_a_principal_grant_covers_no_principal_whose_name_its_key_begins_with(
+    make_service: Callable[..., Service], session_id: str, ledger: Path
+) -> None:
+    """A grant in a session of ``victim#evil`` is keyed under a prefix ``victim``'s begins with; it covers
+    only ``victim#evil``'s sessions."""
+    service = granting(make_service, {**GRANTING, "grants": {"max": "1d", "scopes": ["session", "principal"]}})
+    evil, victim = Caller("victim#evil"), Caller("victim")
+    approve(
+        service, service.start_turn(session_id, "delete orders-1", evil), ALICE, {"for": "1h", "scope": "principal"}
+    )
+    assert service.start_turn(session_id + "-v", "delete orders-1", victim).status == "waiting"
+    assert service.start_turn(session_id + "-e", "delete orders-1", evil).status == "completed"
+
+
+def test_narrowing_the_rule_narrows_the_grants_given_under_it(
+    make_service: Callable[..., Service], session_id: str, ledger: Path, clock: FakeClock
+) -> None:
+    wide = granting(make_service, {**GRANTING, "grants": {"max": "2d", "scopes": ["session", "principal"]}})
+    first = wide.start_turn(session_id, "delete orders-1", OWNER)
+    approve(wide, first, ALICE, {"for": "2d", "scope": "principal"})
+    session_only = granting(make_service, {**GRANTING, "grants": {"max": "2d", "scopes": ["session"]}})
+    assert session_only.start_turn(session_id + "-2", "delete orders-1", OWNER).status == "waiting"
+    shorter = granting(make_service, {**GRANTING, "grants": {"max": "1h", "scopes": ["session", "principal"]}})
+    clock.advance(3601)
+    assert shorter.start_turn(session_id + "-3", "delete orders-1", OWNER).status == "waiting"
+    assert wide.start_turn(session_id + "-4", "delete orders-1", OWNER).status == "completed"
+
+
+def test_a_grant_covers_neither_another_tool_under_its_rule_nor_a_destructive_one_the_rule_no_longer_allows(
+    make_service: Callable[..., Service], session_id: str, ledger: Path
+) -> None:
+    @tool(approval=True)
+    def delete_table(name: str) -> str:
+        """Delete a table."""
+        return f"dropped {name}"
+
+    @tool(approval=True, risk="destructive")
+    def delete_record(name: str) -> str:
+        """Delete a record."""
+        with open(os.environ[LEDGER_ENV], "a") as written:
+            written.write(f"delete {name}\n")
+        return f"deleted {name}"
+
+    def factory(context: AgentContext) -> Agent:
+        script = [calls(("d-1", "delete_record", {"name": "orders-1"})), says("done")]
+        script += [calls(("d-2", "delete_table", {"name": "orders"})), says("done")]
+        script += [calls(("d-3", "delete_record", {"name": "orders-2"})), says("done")]
+        return Agent(name="janitor", model=ScriptedModel(script), tools=[delete_record, delete_table])
+
+    def process(destructive: bool) -> Service:
+        rule = {**GRANTING, "grants": {"max": "8h", "destructive": destructive}}
+        return make_service(factory, approval_rules=parse_rules([rule]), approver_principals=("alice", "bob"))
+
+    approve(process(True), process(True).start_turn(session_id, "delete orders-1", OWNER), ALICE, {"for": "1h"})
+    table = process(True).start_turn(session_id, "delete the orders table", OWNER)
+    assert table.status == "waiting" and question(table).reason["tool"] == "delete_table"
+    process(True).submit_approval(session_id, table.turn_id, question(table).request_id, APPROVE, BOB)
+    again = process(False).start_turn(session_id, "delete orders-2", OWNER)  # (redeployed: no destructive grants)
+    assert again.status == "waiting" and executions(ledger) == ["delete orders-1"]
+
+
+def test_a_sub_agent_call_is_never_granted_but_its_own_tools_calls_are(
+    make_service: Callable[..., Service], session_id: str, ledger: Path
+) -> None:
+    """(``nested_twice``: an orchestrator asks db_admin, a sub-agent, to delete prod-db, twice.)"""
+    rule = {"tools": ["db_admin", "delete_*"], "name": "admins", "grants": {"max": "8h"}}
+    service = make_service("nested_twice", approval_rules=parse_rules([rule]), approver_principals=("alice",))
+    first = service.start_turn(session_id, "delete prod-db", OWNER)
+    assert question(first).reason["tool"] == "db_admin"
+    inner = approve(service, first, ALICE, {"for": "1h"})  # (the sub-agent call: no journal entry, so no grant)
+    assert question(inner).reason["tool"] == "delete_record"
+    assert approve(service, inner, ALICE, {"for": "1h"}).status == "completed"
+    second = service.start_turn(session_id, "delete prod-db again", OWNER)
+    assert question(second).reason["tool"] == "db_admin"  # (asked: the sub-agent call's grant applies to none)
+    assert approve(service, second, ALICE).status == "completed"  # (its delete_record: granted)
+    assert executions(ledger) == ["delete prod-db", "delete prod-db"]
+
+
+def test_a_refused_grant_leaves_the_question_unanswered_and_nothing_on_the_trail(
+    make_service: Callable[..., Service], session_id: str, ledger: Path
+) -> None:
+    anywhere = granting(make_service, {**GRANTING, "grants": {"max": "1d", "scopes": ["session", "principal"]}})
+    theirs = anywhere.start_turn(session_id + "-app", "delete orders-1")  # (the application's: no principal)
+    with pytest.raises(ForbiddenError, match="no principal started"):
+        approve(anywhere, theirs, ALICE, {"for": "1h", "scope": "principal"})
+    service = granting(make_service)
+    first = service.start_turn(session_id, "delete orders-1", OWNER)
+    for refused in ({"for": "9h"}, {"for": "1h", "scope": "principal"}):
+        with pytest.raises(ForbiddenError):
+            approve(service, first, ALICE, refused)
+    with pytest.raises(ForbiddenError, match="a grant goes with an approval"):
+        service.submit_approval(
+            session_id, first.turn_id, question(first).request_id, {"decision": "deny"}, ALICE, {"for": "1h"}
+        )
+    assert service.audit(ALICE).records == [] and question(service.get_turn(session_id, first.turn_id, ALICE))
+    assert service.grants(ALICE, "all").grants == [] and executions(ledger) == []
+
+
+def test_an_approval_sent_again_with_another_grant_says_the_first_stands(
+    make_service: Callable[..., Service], session_id: str
+) -> None:
+    service = granting(make_service)
+    first = service.start_turn(session_id, "delete orders-1", OWNER)
+    request = question(first).request_id
+    service.submit_approval(session_id, first.turn_id, request, APPROVE, ALICE, {"for": "1h"})
+    assert (
+        service.submit_approval(session_id, first.turn_id, request, APPROVE, ALICE, {"for": "1h"}).status == "completed"
+    )
+    for other in ({"for": "2h"}, {"for": "1h", "inputs": {"name": "x"}}):
+        with pytest.raises(ConflictError, match=r"approved before with the grant g[0-9a-f]{24} \(session, 1 h\)"):
+            service.submit_approval(session_id, first.turn_id, request, APPROVE, ALICE, other)

@@ -40,18 +40,26 @@ def grant(inputs: dict[str, str] | None = None, tool: str = "delete_record", rul
     ],
 )
 def test_a_grant_covers_only_inputs_whose_named_fields_match(inputs: Any, called_with: Any, covered: bool) -> None:
-    assert covers(grant(inputs), "delete_record", called_with, RULE) is covered
+    assert covers(grant(inputs), "delete_record", called_with, RULE, 60) is covered
 
 
-def test_a_grant_covers_only_its_tool_under_its_rule() -> None:
-    assert not covers(grant(), "delete_table", {}, RULE)
-    renamed = RULE.model_copy(update={"name": "other deletes"})
-    assert not covers(grant(), "delete_record", {}, renamed)
+def test_a_grant_covers_only_its_tool_under_its_rule_while_live_and_as_the_rule_allows_now() -> None:
+    assert covers(grant(), "delete_record", {}, RULE, 60)
+    assert not covers(grant(), "delete_table", {}, RULE, 60)
+    assert not covers(grant(), "delete_record", {}, RULE.model_copy(update={"name": "other deletes"}), 60)
+    assert not covers(grant(), "delete_record", {}, RULE, 3600)  # (expired)
+    assert not covers(grant().model_copy(update={"revoked_at": 30}), "delete_record", {}, RULE, 60)
+    shorter = ApprovalRule(tools=("delete_*",), name="deletes", grants={"max": 30})  # type: ignore[arg-type]
+    assert not covers(grant(), "delete_record", {}, shorter, 60)
+    elsewhere = ApprovalRule(tools=("delete_*",), name="deletes", grants={"max": "8h", "scopes": ["principal"]})  # type: ignore[arg-type]
+    assert not covers(grant(), "delete_record", {}, elsewhere, 60)
+    assert not covers(grant(), "delete_record", {}, RULE.model_copy(update={"grants": None}), 60)
 
 
 @pytest.mark.parametrize(
     "body",
     [{"for": "forever"}, {"for": -1}, {"for": 0}, {"for": float("inf")}, {"for": "1h", "scope": "everyone"},
+     {"for": True}, {"for": "\uff11h"},
      {"for": "1h", "inputs": {}}, {"for": "1h", "inputs": {"name": 5}}, {"for": "1h", "inputs": {"": "x"}},
      {"for": "1h", "why": "x"}, [], "1h", {"scope": "session"}],
 )  # fmt: skip

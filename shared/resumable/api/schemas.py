@@ -46,9 +46,18 @@ GRANT_SCHEMA: dict[str, Any] = {
         "scope": {"enum": ["session", "principal"], "default": "session"},
         "for": {
             "description": "How long: seconds, or '90s', '30m', '8h', '2d' (at most the rule's grants.max).",
-            "anyOf": [{"type": "number", "exclusiveMinimum": 0}, {"type": "string", "pattern": r"^\d+(\.\d+)?[smhd]$"}],
+            "anyOf": [
+                {"type": "number", "exclusiveMinimum": 0},
+                {"type": "string", "pattern": r"^\s*[0-9]+(\.[0-9]+)?\s*[smhd]\s*$"},
+            ],
         },
-        "inputs": {"type": "object", "additionalProperties": {"type": "string", "minLength": 1, "maxLength": 256}},
+        "inputs": {
+            "type": "object",
+            "minProperties": 1,
+            "maxProperties": 20,
+            "propertyNames": {"minLength": 1, "maxLength": 64},
+            "additionalProperties": {"type": "string", "minLength": 1, "maxLength": 256},
+        },
     },
     "required": ["for"],
     "additionalProperties": False,

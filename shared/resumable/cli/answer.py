@@ -87,10 +87,15 @@ def run(api: Api, options: argparse.Namespace) -> Reply:
                 raise RefusedError(f"question {request}'s input may not be edited: approve or deny it as asked")
             _show_edit(question, response["input"], options.yes)
         if question is not None and question.get("confirm") and not options.yes:
-            _confirm(question, response.get("input"))
+            _confirm(question, response.get("input"), grant)
     if options.message is not None:
         response["message"] = options.message
-    return api.call("POST", path, {"response": response} | ({"grant": grant} if grant is not None else {}))
+    if grant is None:
+        return api.call("POST", path, {"response": response})
+    reply = api.call("POST", path, {"response": response, "grant": grant})
+    if reply.status == 200:
+        grants.say_granted(api, request)
+    return reply
 
 
 def _find(api: Api, ids: list[str]) -> tuple[str, str, str, dict[str, Any] | None]:
@@ -139,7 +144,7 @@ class UnreadError(Exception):
         self.reply = reply
 
 
-def _confirm(question: dict[str, Any], edited: Any = None) -> None:
+def _confirm(question: dict[str, Any], edited: Any = None, grant: dict[str, Any] | None = None) -> None:
     """Ask the person at the terminal to type what the approval acts on (the first text of the input
     that runs: ``edited``, else the one asked; else the tool's name); refuse without a terminal."""
     given = question.get("reason")
@@ -151,12 +156,13 @@ def _confirm(question: dict[str, Any], edited: Any = None) -> None:
     )
     impact = f" ({question['impact']})" if question.get("impact") else ""
     risk = question.get("risk") or "marked for confirmation"
+    also = f"; it also {grants.what_it_grants(grant, tool)}" if grant is not None else ""
     if not sys.stdin.isatty():
         raise RefusedError(
-            f"approving runs {what}{impact}, which is {risk}: pass --yes to approve it without a terminal"
+            f"approving runs {what}{impact}, which is {risk}{also}: pass --yes to approve it without a terminal"
         )
     target = next((v.strip() for v in _values(runs) if isinstance(v, str) and v.strip()), tool)
-    print(f"Approving runs {what}{impact}: it is {risk}.", file=sys.stderr)
+    print(f"Approving runs {what}{impact}: it is {risk}{also}.", file=sys.stderr)
     typed = _ask(f"Type {target} to approve it: ")
     if typed.strip() != target:
         raise RefusedError(f"you typed {typed.strip()!r}, not {target!r}: not approved")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 from typing import Any
 
 from resumable.cli.client import Api, Reply, part
@@ -48,9 +49,10 @@ def grant_of(options: argparse.Namespace) -> dict[str, Any] | None:
         if options.grant_inputs is not None or options.grant_scope != "session":
             raise ValueError("--grant-scope and --grant-inputs go with --grant DURATION (--grant 1h)")
         return None
-    if not re.fullmatch(r"\d+(\.\d+)?[smhd]|\d+(\.\d+)?", options.grant):
-        raise ValueError(f"--grant {options.grant!r} is not a duration: give 90s, 30m, 8h or 2d")
-    grant: dict[str, Any] = {"scope": options.grant_scope, "for": options.grant}
+    said = options.grant.strip()
+    if not re.fullmatch(r"\d+(\.\d+)?[smhd]?", said) or not float(said.rstrip("smhd")) > 0:
+        raise ValueError(f"--grant {options.grant!r} is not a duration: give 90s, 30m, 8h or 2d (or seconds)")
+    grant: dict[str, Any] = {"scope": options.grant_scope, "for": said if said[-1] in "smhd" else float(said)}
     if options.grant_inputs is not None:
         try:
             grant["inputs"] = json.loads(options.grant_inputs)
@@ -69,8 +71,36 @@ def check_grant(question: dict[str, Any] | None, grant: dict[str, Any] | None) -
         raise ValueError(f"question {question.get('requestId')} cannot carry a grant: {named}")
 
 
+def what_it_grants(grant: dict[str, Any], tool: str) -> str:
+    """The grant ``approve`` asks for, as its confirmation and its result say it."""
+    where = "in this session" if grant["scope"] == "session" else "in every session of its principal"
+    inputs = f" with inputs matching {json.dumps(grant['inputs'])}" if grant.get("inputs") else ""
+    lasts = grant["for"] if isinstance(grant["for"], str) else f"{grant['for']:g} s"
+    return f"lets {tool}{inputs} run without a question {where} for {lasts}"
+
+
+def say_granted(api: Api, request: str) -> None:
+    """After an approval with a grant: which grant it gave, and how to revoke it (on stderr)."""
+    reply = api.call("GET", "/grants")
+    mine = (
+        [g for g in (reply.body or {}).get("grants", []) if g.get("requestId") == request]
+        if reply.status == 200
+        else []
+    )
+    for grant in mine:
+        print(
+            f"granted {grant['grantId']}: {grant['tool']} runs without a question until {grant['expiresAt']} "
+            f"(resumable revoke {grant['grantId']})",
+            file=sys.stderr,
+        )
+
+
 def call(api: Api, options: argparse.Namespace) -> Reply:
     if options.command == "revoke":
+        if not re.fullmatch(r"g[0-9a-f]{24}", options.grant):
+            raise ValueError(
+                f"{options.grant!r} is not a grant id (g and 24 hex digits, as resumable grants lists them)"
+            )
         return api.call("DELETE", f"/grants/{part(options.grant)}")
     return api.call("GET", "/grants" + ("?status=all" if options.all else ""))
 
@@ -87,7 +117,11 @@ def show(options: argparse.Namespace, body: dict[str, Any]) -> None:
             g["tool"] + (f" {json.dumps(g['inputs'])}" if g.get("inputs") else ""),
             g["scope"] + (f" {g['sessionId']}" if g["scope"] == "session" else f" {g.get('principal')}"),
             f"{g['grantedBy']}{' (you)' if g.get('yours') else ''}",
-            until(g["expiresAt"]) if g["status"] == "live" else g.get("revokedAt") or g["expiresAt"],
+            until(g["expiresAt"])
+            if g["status"] == "live"
+            else f"revoked {g.get('revokedAt')} by {g.get('revokedBy')}"
+            if g["status"] == "revoked"
+            else f"expired {g['expiresAt']}",
             g["rule"],
         ]
         for g in body.get("grants", [])

@@ -285,18 +285,23 @@ class ApprovalHook(Hook):
 
 def _granted(event: BeforeToolCall, approval: Approval) -> str | None:
     """The standing grant that approves this call without a question (its id), or None: the call asks.
-    Only a journaled call that nobody was asked about yet, under a rule that allows grants (for a
-    destructive call, only where it says so), with a valid input: a person's answer, a deny above all,
-    always stands over a grant, and a grant whose rule changed since no longer applies."""
+    Only a journaled call that nobody was asked about yet: one whose journal entry began under a grant
+    (a run that crashed after it) goes back to the journal, which says what became of it; else only
+    under a rule that allows grants (for a destructive call, only where it says so), with a valid
+    input. A person's answer, a deny above all, always stands over a grant, and a grant whose rule
+    changed since no longer applies."""
     tool, context = event.tool, event.context
     grants, rule = context.invocation.grants, approval.rule
-    if grants is None or rule is None or rule.grants is None:
-        return None
-    if context.invocation.journal is None or not tool.journals_approved_calls:
+    if grants is None or context.invocation.journal is None or not tool.journals_approved_calls:
         return None  # (its journal entry is where a revoke is checked, atomically: without one, no grant)
     state = context.agent.interrupt_state
     interrupt_id = context.interrupt_id(APPROVAL_INTERRUPT)
     if state.activated and (interrupt_id in state.pending or interrupt_id in state.answers):
+        return None
+    begun = grants.begun(context.invocation.id_prefix + interrupt_id)
+    if begun is not None:
+        return begun
+    if rule is None or rule.grants is None:
         return None
     if riskier(tool.risk, rule.risk) == "destructive" and not rule.grants.destructive:
         return None

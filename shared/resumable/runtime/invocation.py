@@ -49,6 +49,12 @@ class StandingGrants(Protocol):
     under a rule that allows grants, and that nobody was asked about yet, runs without a question when
     one covers it (see resumable.runtime.approval)."""
 
+    def begun(self, key: str) -> str | None:
+        """The grant the call's journal entry (``key``) already began under, where one did and the call
+        may have taken effect: it goes to the journal again (which gives back what became of it), never
+        to a new question, whatever became of the grant since."""
+        ...
+
     def covering(self, tool: str, tool_input: Any, rule: ApprovalRule) -> str | None:
         """The id of a grant, live as last read, that covers a call of ``tool`` with ``tool_input`` under
         ``rule``; None: none does (the call asks). The journal checks it again, atomically, as the

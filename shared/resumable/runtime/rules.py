@@ -46,9 +46,11 @@ MAX_GRANT_SECONDS = 30 * 86400
 
 def seconds_of(value: Any) -> Any:
     """A duration as seconds: a number as it is, or ``'90s'``, ``'30m'``, ``'4h'``, ``'2d'``; anything else
-    as given (the field's own check refuses it)."""
+    as given (the field's own check refuses it). A boolean is none (Python would read ``true`` as 1 s)."""
+    if isinstance(value, bool):
+        raise ValueError("give a number of seconds, or a duration such as '90s', '30m', '4h' or '2d', not a boolean")
     if isinstance(value, str):
-        found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd])\s*", value)
+        found = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([smhd])\s*", value)
         if found is None:
             raise ValueError("give a number of seconds, or a duration such as '90s', '30m', '4h' or '2d'")
         return float(found[1]) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[found[2]]

@@ -70,7 +70,12 @@ class GrantItems(Table):
                 }
             )
         ]
-        return sorted((g for g in found if g.live(now)), key=lambda g: g.granted_at)
+        mine = [  # (a prefix alone is not enough: a principal may hold '#', and so begin like another's key)
+            g
+            for g in found
+            if (g.session_id == session_id if g.scope == "session" else g.principal == principal) and g.live(now)
+        ]
+        return sorted(mine, key=lambda g: g.granted_at)
 
     @aws_call
     def all_grants(self) -> list[GrantRecord]:

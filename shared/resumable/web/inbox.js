@@ -385,8 +385,12 @@ function buildCard(item) {
   let confirming = null; // the approval the Yes button sends, and where its refusal shows
   const confirmFirst = (what, response, errorPlace) => {
     confirming = { response, errorPlace };
+    const granting = element.querySelector(".grant").value ? JSON.parse(element.querySelector(".grant").value) : null;
     confirmBox.querySelector(".confirm-text").textContent = "Approving runs " + what +
-      (item.impact ? ": " + item.impact : "") + ". It cannot be taken back.";
+      (item.impact ? ": " + item.impact : "") + ". It cannot be taken back." + (granting ? " It also lets " +
+      tool.title + " run without a question " + (granting.scope === "session" ? "in this session" :
+      "in every session of " + (item.principal || "its principal")) + " for " + lasting(granting.for) +
+      ", until revoked." : "");
     confirmBox.querySelector(".confirm-yes").textContent = "Yes, run " + what;
     confirmBox.hidden = false;
     confirmBox.querySelector(".confirm-no").focus();
@@ -670,6 +674,11 @@ function offerGrants(element, item, tool) {
   element.querySelector(".grant-row").hidden = false;
 }
 
+function lasting(seconds) {
+  const label = GRANT_TIMES.find(([s]) => s === seconds);
+  return label ? label[1] : Math.round(seconds / 60) + " minutes";
+}
+
 function grantOf(card, response) {
   const select = card.element.querySelector(".grant");
   if (!select || !select.value || typeof response !== "object" || response.decision !== "approve") return null;
@@ -721,7 +730,7 @@ async function answer(item, response, errorPlace) {
     const done = outcome(verb + ": " + title + " in session " + item.sessionId, "the turn is " + turn.status +
       (turn.output ? ": " + turn.output : turn.error ? ": " + turn.error : "") +
       (grant ? "; " + title + " now runs without a question " + (grant.scope === "session" ? "in this session" :
-        "in every session of its principal") + " for " + Math.round(grant.for / 60) + " minutes (Standing grants: revoke)" : ""), false);
+        "in every session of its principal") + " for " + lasting(grant.for) + " (Standing grants: Revoke)" : ""), false);
     if (grant) refreshGrants(generation);
     removeCard(item.requestId);
     done.focus(); // where the person's focus was is gone: read what happened next

@@ -124,7 +124,7 @@ def _run_built(
     budget = Budget(deps.clock, deps.settings.turn_budget_seconds)
     lease = LeaseGuard(deps, tree.root, lease_owner)
     ruled = {i.request_id: rule.title for i in tree.interactions if (rule := rule_of(i)) is not None}
-    grants = LiveGrants(deps, root.session_id, root.principal)
+    grants = LiveGrants(deps, root.session_id, root.principal, tree.actions)
     journal = LeasedActionJournal(lease, lambda key: children.turn_id(call_prefix(key)), ruled, grants)
     invocation = Invocation(
         stop=lease,

@@ -23,7 +23,13 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from resumable.exceptions import ActionFencedError, ActionOutcomeUnknownError, AwsError, LeaseLostError
+from resumable.exceptions import (
+    ActionFencedError,
+    ActionOutcomeUnknownError,
+    AwsError,
+    GrantLapsedError,
+    LeaseLostError,
+)
 from resumable.runtime.interrupts import InterruptException
 from resumable.runtime.invocation import ApprovedAction, FencingToken
 from resumable.runtime.tools import tool_result
@@ -86,15 +92,18 @@ class LeasedActionJournal:
             grant_id=action.grant,
         )
         until = now + self.lease.deps.settings.lease_seconds
+        if action.grant is not None and self.grants is None:
+            raise GrantLapsedError(f"no grants are read in this run: the approved action {action.key!r} asks instead")
         grant = self.grants.record(action.grant) if action.grant is not None and self.grants is not None else None
         told = action_granted(self.root_turn_id, self._request_id(record), record, grant) if grant else None
         earlier = self.store.begin_action(
             self.session_id, self.root_turn_id, record, self.lease.lease_owner, until, grant, told
         )
+        if grant is not None and grant.granted_by:  # (not one the table let go)
+            self.granted[record.key] = grant  # (an earlier attempt's records name it too)
         if earlier is not None:
             return self._from_earlier(action, earlier, perform)
         if grant is not None:
-            self.granted[record.key] = grant
             logger.info(
                 "turn_id=<%s>, action=<%s> | approved without a question: grant %s by %s (%s)",
                 self.root_turn_id,

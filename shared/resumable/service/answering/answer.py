@@ -29,7 +29,7 @@ from resumable.service.answering.refusals import record_refusal
 from resumable.service.answering.votes import answer_under_rule
 from resumable.service.audit.entries import authentication_of, decision_entry
 from resumable.service.caller import VIAS, Caller, channel_of, identity_of
-from resumable.service.grants.giving import GrantRequest, given, grant_id, grant_request
+from resumable.service.grants.giving import GrantRequest, given, grant_id, grant_request, lasting
 from resumable.service.ids import root_of, valid_request_id, valid_session_id, valid_turn_id
 from resumable.service.limits import json_utf8
 from resumable.service.views import TurnView, decision_of
@@ -163,11 +163,18 @@ def _answer(
 def _grant_replayed(deps: Dependencies, interaction: InteractionRecord, wanted: GrantRequest) -> None:
     """An approval sent again with its grant: the grant must be the one it gave (else 409)."""
     gave = next((g for g in deps.store.all_grants() if g.grant_id == grant_id(interaction.request_id)), None)
-    if gave is None or gave.scope != wanted.scope or gave.inputs != wanted.inputs:
-        what = f"with the grant {gave.grant_id} ({gave.scope})" if gave is not None else "without a grant"
+    lasts = None if gave is None else round(gave.expires_at - gave.granted_at, 3)
+    if gave is None or (gave.scope, gave.inputs, lasts) != (wanted.scope, wanted.inputs, round(wanted.seconds, 3)):
+        what = (
+            f"with the grant {gave.grant_id} ({gave.scope}, {lasting(lasts or 0)}"
+            + (f", inputs {json.dumps(gave.inputs)}" if gave.inputs else "")
+            + ")"
+            if gave is not None
+            else "without a grant"
+        )
         raise ConflictError(
-            f"interaction {interaction.request_id} was approved before {what}; that approval stands and this grant "
-            "was not given: grant the tool with its next question",
+            f"interaction {interaction.request_id} was approved before {what}; that approval and its grant stand, "
+            "unchanged, and this grant was not given: revoke it and grant the tool with its next question",
             winning=interaction.response,
         )
 

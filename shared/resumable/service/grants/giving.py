@@ -36,6 +36,11 @@ class GrantRequest(BaseModel):
     seconds: float = Field(alias="for", gt=0)
     inputs: dict[Field_, Pattern] | None = Field(default=None, min_length=1, max_length=MAX_INPUT_PATTERNS)
 
+    @property
+    def lasts(self) -> str:
+        """How long it lasts, as people say it (``1 h``, ``30 min``, ``90 s``)."""
+        return lasting(self.seconds)
+
     @field_validator("seconds", mode="before")
     @classmethod
     def _duration(cls, value: Any) -> Any:
@@ -49,16 +54,25 @@ def grant_request(body: Any) -> GrantRequest:
     except (ValidationError, ValueError) as error:
         problems = (
             "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'grant'}: {str(e['msg']).removeprefix('Value error, ')}"
+                f"{'.'.join(str(p) for p in e['loc'] if p != '[key]') or 'grant'}: "
+                + str(e["msg"]).removeprefix("Value error, ")
                 for e in error.errors()
             )
             if isinstance(error, ValidationError)
             else str(error)
         )
         raise ValidationFailedError(
-            f"the grant is not one ({problems}): give {{'scope': 'session' or 'principal', 'for': '1h', "
-            "'inputs': {'field': 'pattern'}}} (inputs optional); nothing was answered"
+            f'the grant is not one ({problems}): give {{"scope": "session" (or "principal"), "for": "1h", '
+            '"inputs": {"field": "pattern"}} (inputs optional); nothing was answered'
         ) from None
+
+
+def lasting(seconds: float) -> str:
+    """``seconds`` as people say a grant's length: ``2 d``, ``8 h``, ``30 min``, ``90 s``."""
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g} {unit}"
+    return f"{seconds:g} s"
 
 
 def grant_id(request_id: str) -> str:
@@ -124,11 +138,15 @@ def given(
     )
 
 
-def covers(grant: GrantRecord, tool: str, tool_input: Any, rule: ApprovalRule) -> bool:
-    """Whether ``grant`` covers a call of ``tool`` with ``tool_input`` under ``rule``: the same tool, the
-    same rule (as titled), and every named input field's value (text, or a number or boolean as its
-    JSON) matching its pattern."""
-    if grant.tool != tool or grant.rule != rule.title:
+def covers(grant: GrantRecord, tool: str, tool_input: Any, rule: ApprovalRule, now: float) -> bool:
+    """Whether ``grant`` covers a call of ``tool`` with ``tool_input`` under ``rule`` at ``now``: live, the
+    same tool, the same rule (as titled) as it allows grants now (the scope among its ``scopes``, given
+    no longer ago than its ``max``: narrowing the rule narrows the grants given under it), and every
+    named input field's value (text, or a number or boolean as its JSON) matching its pattern."""
+    allowed = rule.grants
+    if not grant.live(now) or grant.tool != tool or grant.rule != rule.title or allowed is None:
+        return False
+    if grant.scope not in allowed.scopes or grant.granted_at + allowed.max <= now:
         return False
     if not grant.inputs:
         return True
