@@ -69,6 +69,9 @@ def test_a_grant_given_on_the_page_lets_the_next_call_run_and_the_command_lists_
         records = call(url, "GET", "/audit?outcome=ran", principal=APPROVER)[1]["records"]
         granted = [r for r in records if r["sessionId"] == SESSION and r.get("grant")]
         assert len(granted) == 1 and granted[0]["grant"]["by"] == DEFAULT_PRINCIPAL
+        # (who started that turn granted it: separation of duties, from the trail alone, lists the call)
+        checked = cli(url, local_credentials, "admin", "audit", "--check-separation", profile="approver")
+        assert checked.returncode == 1 and granted[0]["requestId"] in checked.stdout, checked.stdout + checked.stderr
 
         # The command lists it and revokes it; the next call asks again
         listed = cli(url, local_credentials, "grants", profile="approver")

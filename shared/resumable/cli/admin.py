@@ -176,12 +176,20 @@ def audit(api: Api, options: argparse.Namespace, exit_codes: dict[int, int], tab
     return 0
 
 
+def _approvers(record: dict[str, Any]) -> set[str]:
+    if record["kind"] == "action":
+        return {record["grant"]["by"]}
+    return {record.get("by"), *(v["by"] for v in record["votes"])}
+
+
 def _separation(records: list[dict[str, Any]], form: str, table: Any, span: str) -> int:
     """Separation of duties, from the records alone: every approved call one of whose approvers (a vote
-    that counted, or the settling answer) started its turn, and every refused attempt to approve one's
-    own call. Exit 1 when an approved call is listed."""
+    that counted, the settling answer, or the grantor of the standing grant that approved it without a
+    question) started its turn, and every refused attempt to approve one's own call. Exit 1 when an
+    approved call is listed."""
     decisions = [r for r in records if r["kind"] == "decision" and r["outcome"] == "approved"]
-    own = [r for r in decisions if r.get("startedBy") in {r.get("by"), *(v["by"] for v in r["votes"])}]
+    decisions += [r for r in records if r["kind"] == "action" and (r.get("grant") or {}).get("by")]  # (granted)
+    own = [r for r in decisions if r.get("startedBy") in _approvers(r)]
     unknown = [r for r in decisions if not r.get("startedBy")]
     tried = [r for r in records if r["kind"] == "refused" and r.get("refusal") == "self_approval"]
     if form == "jsonl":  # (each flagged approval, then each refused attempt: their kind tells them apart)
