@@ -108,7 +108,8 @@ def _said(rule: ApprovalRule) -> str:
     if rule.escalate_after is not None and rule.escalate_to:
         said += f"; after {rule.escalate_after:g} s unsettled, {', '.join(rule.escalate_to)} too"
     if rule.grants is not None:
-        said += f"; an approval may grant the tool for up to {rule.grants.max:g} s ({' or '.join(rule.grants.scopes)})"
+        said += f"; an approval may grant the tool for up to {rule.grants.max:g} s ({' or '.join(rule.grants.scopes)}"
+        said += ", destructive calls too)" if rule.grants.destructive else ")"
     return said + ("; denied at its expiry" if rule.on_expiry == "deny" else "")
 
 
