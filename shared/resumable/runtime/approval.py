@@ -128,6 +128,9 @@ def approval_for(tool: Tool, context: ToolContext) -> Approval | None:
     interrupt_id = context.interrupt_id(APPROVAL_INTERRUPT)
     state = context.agent.interrupt_state
     asked = state.activated and (interrupt_id in state.pending or interrupt_id in state.answers)
+    # (a call whose journal entry began under a standing grant was approved, as an answered one was)
+    grants = context.invocation.grants
+    asked = asked or (grants is not None and grants.begun(context.invocation.id_prefix + interrupt_id) is not None)
     if not asked and (not required or (state.activated and tool.paused_inside(context))):
         return None
     edits = (

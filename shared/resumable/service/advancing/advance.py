@@ -84,6 +84,8 @@ def _advance_once(deps: Dependencies, tree: TurnTree) -> TurnTree | None:
         logger.info("turn_id=<%s> | continuing the checkpointed turn", root.turn_id)
     elif why == "runner_gone":
         logger.warning("turn_id=<%s> | lease expired mid-run: taken over", root.turn_id)
+    if why == "runner_gone":  # (the runner taken over may have begun an action since the tree was read)
+        tree = deps.store.load_tree(root.session_id, root.turn_id) or tree
     return run_leased(deps, tree.model_copy(update={"root": leased}), lease_owner)
 
 

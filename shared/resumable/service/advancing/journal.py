@@ -69,6 +69,7 @@ class LeasedActionJournal:
         self.lease = lease
         self.grants = grants
         self.granted: dict[str, GrantRecord] = {}
+        self.resuming: set[str] = set()  # (the entries begun under a grant by an earlier run, resumed)
         self.store = lease.deps.store
         self.clock = lease.deps.clock
         self.session_id = lease.root.session_id
@@ -95,12 +96,20 @@ class LeasedActionJournal:
         if action.grant is not None and self.grants is None:
             raise GrantLapsedError(f"no grants are read in this run: the approved action {action.key!r} asks instead")
         grant = self.grants.record(action.grant) if action.grant is not None and self.grants is not None else None
+        if grant is not None and grant.granted_by:  # (not one the table let go)
+            self.granted[record.key] = grant  # (an earlier attempt's records name it too)
+        if action.grant is not None and self.grants is not None and action.key in self.resuming:
+            raise GrantLapsedError(  # (the entry it began under a grant never ran: a person decides now)
+                f"the approved action {action.key!r} began under a grant and never ran: it asks instead"
+            )
+        resumed = self.grants.resumed(action.key) if self.grants is not None else None
+        if resumed is not None:  # (begun under a grant by an earlier run: what became of it, never anew)
+            self.resuming.add(action.key)
+            return self._from_earlier(action, resumed, perform)
         told = action_granted(self.root_turn_id, self._request_id(record), record, grant) if grant else None
         earlier = self.store.begin_action(
             self.session_id, self.root_turn_id, record, self.lease.lease_owner, until, grant, told
         )
-        if grant is not None and grant.granted_by:  # (not one the table let go)
-            self.granted[record.key] = grant  # (an earlier attempt's records name it too)
         if earlier is not None:
             return self._from_earlier(action, earlier, perform)
         if grant is not None:

@@ -26,13 +26,20 @@ class LiveGrants:
         self.deps = deps
         self.session_id = session_id
         self.principal = principal
-        # The journal entries begun under a grant that may have taken effect, as the run's tree holds them.
-        self._begun = {a.key: a.grant_id for a in journal or [] if a.grant_id and a.status != "not_run"}
+        # The journal entries begun under a grant that may have taken effect, as the run's tree holds them
+        # (read after the run took the lease: no other runner can begin one since).
+        self._entries = {a.key: a for a in journal or [] if a.grant_id and a.status != "not_run"}
+        self._begun = {key: str(a.grant_id) for key, a in self._entries.items()}
         self._read: dict[str, GrantRecord] | None = None
         self._lock = threading.Lock()  # (tools may run on several threads: one read)
 
     def begun(self, key: str) -> str | None:
         return self._begun.get(key)
+
+    def resumed(self, key: str) -> ActionRecord | None:
+        """The entry ``begun`` sent its call back to the journal for, once: the journal gives back what
+        became of it, and never begins it anew under the grant (a run that finds it ``not_run`` asks)."""
+        return self._entries.pop(key, None)
 
     def covering(self, tool: str, tool_input: Any, rule: ApprovalRule) -> str | None:
         now = self.deps.clock.now()
