@@ -45,6 +45,11 @@ def _turn(url: str, prompt: str) -> dict[str, Any]:
     return dict(turn)
 
 
+def revoked_at(url: str) -> str:
+    [ended] = call(url, "GET", "/grants?status=all", principal=APPROVER)[1]["grants"]
+    return str(ended["revokedAt"])
+
+
 def test_a_grant_given_on_the_page_lets_the_next_call_run_and_the_command_lists_and_revokes_it(
     granting: str, local_credentials: Path, browser: Any
 ) -> None:
@@ -80,6 +85,10 @@ def test_a_grant_given_on_the_page_lets_the_next_call_run_and_the_command_lists_
         [grant] = call(url, "GET", "/grants", principal=APPROVER)[1]["grants"]
         revoked = cli(url, local_credentials, "revoke", grant["grantId"], profile="approver")
         assert revoked.returncode == 0 and "revoked by " + APPROVER in revoked.stdout, revoked
+        ended = cli(url, local_credentials, "grants", "--all", profile="approver")
+        assert f"revoked {revoked_at(url)} by {APPROVER}" in ended.stdout, ended.stdout
+        junk = cli(url, local_credentials, "revoke", "../x", profile="approver")
+        assert junk.returncode == 2 and "is not a grant id" in junk.stderr, junk.stderr
         third = _turn(url, "delete the staging-db record")
         assert third["status"] == "waiting"
 

@@ -251,14 +251,15 @@ class Crash(BaseException):
     """The process dies here."""
 
 
-def crashing_janitor(crashes: list[str]) -> Callable[[AgentContext], Agent]:
-    """``deletes_each_turn``'s first two turns, whose second call dies after it took effect (once)."""
+def crashing_janitor(crashes: list[str], *, declared: bool = True) -> Callable[[AgentContext], Agent]:
+    """``deletes_each_turn``'s first two turns, whose second call dies after it took effect (once);
+    ``declared``: the tool asks for approval itself (else only a rule makes it ask)."""
 
-    @tool(approval=True)
+    @tool(approval=declared)
     def delete_record(name: str) -> str:
         """Delete a database record."""
-        with open(os.environ[LEDGER_ENV], "a") as ledger:
-            ledger.write(f"delete {name}\n")
+        with open(os.environ[LEDGER_ENV], "a") as written:
+            written.write(f"delete {name}\n")
         if name == "orders-2" and crashes:
             raise Crash(crashes.pop())
         return f"deleted {name}"

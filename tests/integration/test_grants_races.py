@@ -15,7 +15,7 @@ from resumable.service import Service
 from tests.clock import FakeClock
 from tests.factories import executions
 from tests.integration.helpers import store_of
-from tests.integration.test_grants import ALICE, GRANTING, OWNER, Crash, approve, granting
+from tests.integration.test_grants import ALICE, GRANTING, OWNER, Crash, approve, crashing_janitor, granting
 
 
 def test_a_call_begun_under_a_grant_between_the_takeovers_tree_read_and_its_lease_is_not_asked_about(
@@ -109,29 +109,7 @@ def test_a_granted_call_that_took_effect_is_not_run_again_when_the_takeovers_pol
     """The tool needs approval only by the deployment's rule; the run dies after the granted call took
     effect; the takeover is deployed without the rule: the call's entry, begun under a grant, counts as
     its approval, so it goes back to the journal (its outcome unknown), never runs again outside it."""
-    import os
-
-    from resumable import Agent, ScriptedModel, tool
-    from resumable.service import AgentContext
-    from tests.agents import calls, says
-    from tests.factories import LEDGER_ENV
-
-    crashes = ["died after it took effect"]
-
-    @tool
-    def delete_record(name: str) -> str:
-        """Delete a database record."""
-        with open(os.environ[LEDGER_ENV], "a") as written:
-            written.write(f"delete {name}\n")
-        if name == "orders-2" and crashes:
-            raise Crash(crashes.pop())
-        return f"deleted {name}"
-
-    def factory(context: AgentContext) -> Agent:
-        script: list[dict[str, Any]] = []
-        for n, name in enumerate(["orders-1", "orders-2"], 1):
-            script += [calls((f"d-{n}", "delete_record", {"name": name})), says(f"{name} is deleted")]
-        return Agent(name="janitor", model=ScriptedModel(script), tools=[delete_record])
+    factory = crashing_janitor(["died after it took effect"], declared=False)
 
     def process(rules: list[dict[str, Any]]) -> Service:
         return make_service(factory, approval_rules=parse_rules(rules), approver_principals=("alice", "bob"))

@@ -36,11 +36,6 @@ class GrantRequest(BaseModel):
     seconds: float = Field(alias="for", gt=0)
     inputs: dict[Field_, Pattern] | None = Field(default=None, min_length=1, max_length=MAX_INPUT_PATTERNS)
 
-    @property
-    def lasts(self) -> str:
-        """How long it lasts, as people say it (``1 h``, ``30 min``, ``90 s``)."""
-        return lasting(self.seconds)
-
     @field_validator("seconds", mode="before")
     @classmethod
     def _duration(cls, value: Any) -> Any:
