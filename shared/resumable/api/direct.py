@@ -2,9 +2,13 @@
 
 | function | event |
 |---|---|
-| StartTurn | ``{"sessionId", "prompt", "principal", "workflow": bool}`` (``workflow``: a state machine waits on it) |
+| StartTurn | ``{"sessionId", "prompt", "principal", "workflow": bool, "callbackId": str}`` (see below) |
 | GetTurn | ``{"sessionId", "turnId"}`` (settles it first if it is overdue, and requests a continuation if it stalled) |
 | Sweeper | the schedule's event (``"detail-type": "Scheduled Event"``): one run of the sweeper |
+
+``workflow``: a state machine waits on the turn. ``callbackId``: a Lambda durable function does, on that
+callback (``resumable.durable``); the turn is started once per callback, and a start again with the same
+callback replies with that turn as it is now.
 
 The state machine's functions reply ``{"turn": Turn, "waitSeconds": int}``: the Turn in the API's
 JSON shape (cut to fit a Step Functions payload if it must be: ``"truncated": true``), and how long
@@ -44,6 +48,10 @@ class StartTurnEvent(_Event):
     prompt: str
     principal: str = Field(min_length=1)
     workflow: bool = False
+    # (Lambda's form of a callback id: SendDurableExecutionCallback* refuse any other)
+    callback_id: str | None = Field(
+        None, alias="callbackId", min_length=1, max_length=1024, pattern=r"^[A-Za-z0-9+/]+={0,2}$"
+    )
 
 
 class TurnEvent(_Event):
@@ -79,7 +87,8 @@ def _reply(service: Service, turn: TurnView) -> dict[str, Any]:
 
 def start_turn(service: Service, event: dict[str, Any]) -> dict[str, Any]:
     e = _parse(StartTurnEvent, event)
-    return _reply(service, service.start_turn(e.session_id, e.prompt, e.principal, workflow=e.workflow))
+    turn = service.start_turn(e.session_id, e.prompt, e.principal, workflow=e.workflow, callback_id=e.callback_id)
+    return _reply(service, turn)
 
 
 def get_turn(service: Service, event: dict[str, Any]) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """Ids the service makes, and the checks of ids callers send.
 
-A root turn id is 32 hex digits; a child turn's id is its root's id, ``~`` and 16 hex digits derived
+A root turn id is 32 hex digits (random; derived from the callback id for a turn a durable function
+waits on); a child turn's id is its root's id, ``~`` and 16 hex digits derived
 from the sub-agent call, so any turn id names its root. A request id is derived from the root turn
 and the interrupt id, so the same pause always maps to the same interaction.
 """
@@ -18,6 +19,12 @@ _REQUEST_ID = re.compile(r"^r[0-9a-f]{24}$")
 
 def new_root_turn_id() -> str:
     return uuid.uuid4().hex
+
+
+def callback_turn_id(callback_id: str) -> str:
+    """The root turn a durable function's callback starts: derived from the callback id (unique to one
+    callback of one execution), so however often its submitter runs, it names the same turn."""
+    return hashlib.sha256(f"durable callback\n{callback_id}".encode()).hexdigest()[:32]
 
 
 def child_turn_id(root_turn_id: str, call_prefix: str) -> str:

@@ -111,13 +111,20 @@ class Service:
         return self.deps.clock
 
     def start_turn(
-        self, session_id: str, prompt: Any, principal: Caller | str | None = None, *, workflow: bool = False
+        self,
+        session_id: str,
+        prompt: Any,
+        principal: Caller | str | None = None,
+        *,
+        workflow: bool = False,
+        callback_id: str | None = None,
     ) -> TurnView:
-        """``workflow``: a Step Functions workflow starts the turn and will wait for it to settle."""
+        """``workflow``: a Step Functions workflow starts the turn and will wait for it to settle.
+        ``callback_id``: a Lambda durable function's callback waits for it (started once per callback)."""
         from resumable.service.advancing.start import start_turn
 
         self._agents()
-        return start_turn(self.deps, session_id, prompt, Caller.of(principal), workflow)
+        return start_turn(self.deps, session_id, prompt, Caller.of(principal), workflow, callback_id)
 
     def conversation(
         self,

@@ -127,7 +127,9 @@ def action_sk(root_turn_id: str, action_key: str) -> str:
 
 def turn_item(turn: TurnRecord, shards: int) -> dict[str, Any]:
     index = sweeper_keys(turn, shards) or {}
-    return {**key(turn.session_id, turn_sk(turn)), **encode({"entity": "turn", **index, **turn.model_dump()})}
+    # (a callback id only where a durable function waits: the rest are written as often as before)
+    fields = turn.model_dump(exclude={"callback_id"} if turn.callback_id is None else None)
+    return {**key(turn.session_id, turn_sk(turn)), **encode({"entity": "turn", **index, **fields})}
 
 
 UNSETTLED = "UNSETTLED"

@@ -67,7 +67,9 @@ class TurnRecord(Record):
     snapshots of the context-preserving agents this turn has reached (``base_agent_snapshots``: the
     session's, when it began; None for a turn begun before resumable recorded them). ``workflow``: a
     Step Functions workflow started the turn and waits for it to settle on ``task_token``, which the
-    workflow writes itself (no commit touches it). ``sweeps``: how many times the sweeper moved the
+    workflow writes itself (no commit touches it). ``callback_id``: a Lambda durable function waits for the
+    turn to settle on this callback (given at its start; its turn id is derived from it, and it is never
+    shown: it is the callback's only credential). ``sweeps``: how many times the sweeper moved the
     root on since its last commit (see service.operating.sweep). ``purge_at``: once settled, when its retention
     ends (see service.retention). ``deleted_generation``: its session was deleted (service.sessions.deletion).
     ``principal`` is the session's (who owns it); ``started_by``, the principal that started this turn
@@ -101,6 +103,7 @@ class TurnRecord(Record):
     started_by_name: str | None = None
     workflow: bool = False
     task_token: str | None = None
+    callback_id: str | None = None
     sweeps: int = 0
     purge_at: float | None = None
     deleted_generation: int | None = None
