@@ -1,4 +1,5 @@
-"""Invoking a Lambda function asynchronously: how a checkpointed turn is continued."""
+"""Invoking a Lambda function: asynchronously, how a checkpointed turn is continued; and waiting for its
+reply, how a durable function's submitter starts the turn it waits for (resumable.integrations.durable)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ if TYPE_CHECKING:
 
 
 class Lambdas(LazyClient["LambdaClient"]):
-    """``Invoke`` with ``InvocationType=Event``. The client is made on first use."""
+    """``Invoke``, asynchronously or for the reply. The client is made on first use."""
 
     service = "lambda"
 
@@ -23,3 +24,27 @@ class Lambdas(LazyClient["LambdaClient"]):
             self.client.invoke(FunctionName=function, InvocationType="Event", Payload=json.dumps(event).encode())
         except Exception as error:
             raise AwsError(f"invoking {function} asynchronously failed: {error}") from error
+
+    def invoke(self, function: str, event: dict[str, Any]) -> dict[str, Any]:
+        """``function``'s reply to ``event`` (``RequestResponse``). A function that raised raises
+        ``FunctionError`` with its error type and message; a call Lambda refused, ``AwsError``."""
+        try:
+            reply = self.client.invoke(FunctionName=function, Payload=json.dumps(event).encode())
+            payload: Any = json.loads(reply["Payload"].read() or b"null")
+        except Exception as error:
+            raise AwsError(f"invoking {function} failed: {error}") from error
+        if reply.get("FunctionError"):
+            said = payload if isinstance(payload, dict) else {}
+            raise FunctionError(str(said.get("errorType", "Error")), str(said.get("errorMessage", payload)))
+        if not isinstance(payload, dict):
+            raise AwsError(f"{function} replied {str(payload)[:200]!r}, not a JSON object")
+        return payload
+
+
+class FunctionError(Exception):
+    """A function invoked for its reply raised ``error_type`` (its class name) saying ``message``."""
+
+    def __init__(self, error_type: str, message: str) -> None:
+        super().__init__(f"{error_type}: {message}")
+        self.error_type = error_type
+        self.message = message

@@ -1,0 +1,155 @@
+"""Waiting for a turn from a Lambda durable function (AWS's durable execution SDK), as a Step Functions
+state machine waits for one.
+
+    from resumable.integrations.durable import TurnNotCompleted, wait_for_turn
+
+    @durable_execution
+    def handler(event, context):
+        claim = context.step(intake(event))
+        turn = wait_for_turn(context, claim["sessionId"], f"Settle claim {claim['id']}")
+        context.step(pay(claim, turn["output"]))
+
+``wait_for_turn`` waits through the SDK's ``wait_for_callback``: its submitter starts the turn by
+invoking the StartTurn function directly (``RESUMABLE_START_TURN_FUNCTION``, or ``function``) with the
+callback's id, and the workflow waits, without running, until the turn settles. Whatever settles it
+completes the callback with the Turn (the API's JSON shape, as the state machine is sent): the
+completed Turn is returned; a turn canceled, failed, expired or interrupted raises ``TurnCanceled``,
+``TurnFailed``, ``TurnExpired`` or ``TurnInterrupted`` (each a ``TurnNotCompleted``, with the Turn),
+which the workflow catches by name. The SDK's own ``CallbackTimeoutError`` (the wait's ``timeout``)
+passes through.
+
+The submitter is run at least once (a replay of its step, a retry of it, a process that died after it
+started the turn): each run names the same turn, whose id is derived from the callback's, so one turn
+is started for one callback, and a run again replies with it (resumable.service.advancing.start).
+
+The turn is started as ``principal``: by default the durable function itself (its ARN, without a
+version), as a state machine starts turns as its own ARN. Questions the turn asks carry it as who
+started the turn, and approval rules and the audit trail treat it as they treat the state machine.
+
+Imports the SDK only when called: ``import resumable`` never does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from typing import Any
+
+START_TURN_FUNCTION = "RESUMABLE_START_TURN_FUNCTION"
+DEFAULT_TIMEOUT_SECONDS = 7 * 24 * 3600
+
+Start = Callable[[dict[str, Any]], dict[str, Any]]
+"""Starts a turn from StartTurn's direct event (``{"sessionId", "prompt", "principal", "callbackId"}``)
+and returns its reply; by default, the StartTurn function invoked directly."""
+
+
+class TurnNotCompleted(Exception):  # noqa: N818 (what the workflow catches: the turn did not complete)
+    """The turn the workflow waited for settled without completing: ``status`` and the Turn."""
+
+    error = "Turn.NotCompleted"
+
+    def __init__(self, turn: dict[str, Any] | None, message: str | None = None) -> None:
+        self.turn = turn or {}
+        self.status = str(self.turn.get("status", ""))
+        said = f"turn {self.turn.get('turnId', '?')} of session {self.turn.get('sessionId', '?')} ended {self.status}"
+        super().__init__(message or said)
+
+
+class TurnCanceled(TurnNotCompleted):
+    error = "Turn.Canceled"
+
+
+class TurnFailed(TurnNotCompleted):
+    error = "Turn.Failed"
+
+
+class TurnExpired(TurnNotCompleted):
+    error = "Turn.Expired"
+
+
+class TurnInterrupted(TurnNotCompleted):
+    error = "Turn.Interrupted"
+
+
+NOT_COMPLETED: dict[str, type[TurnNotCompleted]] = {
+    kind.error: kind for kind in (TurnCanceled, TurnFailed, TurnExpired, TurnInterrupted)
+}
+
+
+def wait_for_turn(
+    context: Any,
+    session_id: str,
+    prompt: str,
+    *,
+    name: str = "turn",
+    principal: str | None = None,
+    function: str | None = None,
+    start: Start | None = None,
+    timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS,
+    heartbeat_seconds: int | None = None,
+) -> dict[str, Any]:
+    """Start a turn of ``prompt`` in ``session_id`` and wait until it settles (see the module); the
+    completed Turn. ``name`` names the wait in the execution's history (one per wait in a workflow);
+    ``heartbeat_seconds``: the callback fails unless it hears from the service that often while the
+    turn waits for people."""
+    from aws_durable_execution_sdk_python.config import Duration, WaitForCallbackConfig
+    from aws_durable_execution_sdk_python.exceptions import CallbackExternalError
+
+    starting = start or invoking(function or os.environ.get(START_TURN_FUNCTION, ""))
+    who = principal or workflow_of(context)
+
+    def submit(callback_id: str, _: Any) -> None:
+        starting({"sessionId": session_id, "prompt": prompt, "principal": who, "callbackId": callback_id})
+
+    config = WaitForCallbackConfig(
+        timeout=Duration.from_seconds(timeout_seconds),
+        heartbeat_timeout=Duration.from_seconds(heartbeat_seconds or 0),
+    )
+    try:
+        said = context.wait_for_callback(submit, name=name, config=config)
+    except CallbackExternalError as error:
+        # (the SDK keeps the failure's own type, Turn.Canceled, off the error it raises: the Turn it
+        # carries says how the turn ended)
+        turn = _turn(error.data)
+        kind = NOT_COMPLETED.get(f"Turn.{str(turn.get('status', '')).capitalize()}")
+        if kind is None:
+            raise
+        raise kind(turn, error.message) from error
+    turn = _turn(said)
+    if turn.get("status") != "completed":  # (never sent so: the service completes the callback on settling)
+        raise TurnNotCompleted(turn)
+    return turn
+
+
+def _turn(said: Any) -> dict[str, Any]:
+    """The Turn a callback carried (JSON, as text or bytes)."""
+    if isinstance(said, bytes | bytearray):
+        said = said.decode()
+    turn = json.loads(said) if isinstance(said, str) and said else said
+    return turn if isinstance(turn, dict) else {}
+
+
+def workflow_of(context: Any) -> str:
+    """The durable function's ARN without its version or alias: who starts the turn by default."""
+    arn = str(getattr(getattr(context, "lambda_context", None), "invoked_function_arn", "") or "")
+    if not arn:
+        raise ValueError("wait_for_turn: this context names no function; pass principal= (who starts the turn)")
+    return ":".join(arn.split(":")[:7])
+
+
+def invoking(function: str) -> Start:
+    """A start that invokes ``function`` (StartTurn) directly and returns its reply."""
+    if not function:
+        raise ValueError(
+            f"wait_for_turn: no StartTurn function to start the turn with: set {START_TURN_FUNCTION} (the stack's "
+            "StartTurnFunction) or pass function="
+        )
+
+    def start(event: dict[str, Any]) -> dict[str, Any]:
+        from resumable.aws.lambdas import Lambdas
+        from resumable.config import Settings
+
+        return Lambdas(Settings.from_env()).invoke(function, event)
+
+    return start
