@@ -21,16 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from resumable.local.permissions.stack import (
-    APP,
-    AUTH_MODES,
-    HARDENED,
-    SLACK,
-    STRANDS,
-    conditions,
-    read_template,
-    translate,
-)
+from resumable.local.permissions.configurations import APP, AUTH_MODES, HARDENED, SLACK, STRANDS
+from resumable.local.permissions.stack import conditions, read_template, translate
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "template.yaml"
 TRANSLATIONS: dict[str, dict[str, object]] = {

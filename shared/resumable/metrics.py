@@ -62,6 +62,8 @@ METRICS: dict[str, tuple[str, tuple[str, ...]] | None] = {
     ),
     "StuckTurns": None,
     "AuditDeliveryRefused": None,
+    # a Lambda durable function waiting on a turn that Lambda no longer lets the service tell
+    "UndeliveredCallbacks": None,
     "RecordsExpired": ("Record", ("turn", "session")),
     # the publisher
     "EventsPublished": None,

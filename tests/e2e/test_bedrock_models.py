@@ -16,7 +16,7 @@ import pytest
 from resumable.api.app import forget
 from resumable.local.embedded_aws import embedded_aws
 from resumable.local.functions import function_arn
-from resumable.local.permissions.stack import BEDROCK
+from resumable.local.permissions.configurations import BEDROCK
 from resumable.local.server import make_server
 from resumable.runtime.models import bedrock
 from tests.e2e.local_api import call

@@ -366,7 +366,8 @@ def _made_if(condition: str, value: Any) -> Any:
 
 
 def test_the_slack_function_is_made_only_with_a_channel_and_hears_the_questions_on_the_bus() -> None:
-    from resumable.local.permissions.stack import SLACK, Stack
+    from resumable.local.permissions.configurations import SLACK
+    from resumable.local.permissions.stack import Stack
 
     translated = _translated(SLACK)["Resources"]
     slack = [name for name, r in translated.items() if name.startswith("Slack")]
@@ -416,7 +417,7 @@ def test_no_functions_environment_holds_a_key_or_a_secrets_value() -> None:
 def test_every_route_without_an_authorizer_has_a_throttle_of_its_own_and_no_other_does() -> None:
     """A flood of anonymous requests (the page, Slack's route, decision links) is refused at its route's
     own limit, leaving the stage's to the signed routes: whichever of them the configuration makes."""
-    from resumable.local.permissions.stack import SLACK
+    from resumable.local.permissions.configurations import SLACK
 
     links = {k: SLACK[k] for k in ("DecisionLinksAnswerAs", "NotifyEmail")}
     slack_only = {k: v for k, v in SLACK.items() if k not in links}

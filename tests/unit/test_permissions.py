@@ -9,8 +9,10 @@ import inspect
 import pytest
 
 from resumable.local.permissions.calls import Call, read_calls
-from resumable.local.permissions.check import ALLOWANCES, BROAD, MANAGED, check, report
-from resumable.local.permissions.stack import CONFIGURATIONS, Stack, template
+from resumable.local.permissions.check import ALLOWANCES, BROAD, check, report
+from resumable.local.permissions.configurations import CONFIGURATIONS
+from resumable.local.permissions.managed import MANAGED
+from resumable.local.permissions.stack import Stack, template
 from resumable.service.service import Service
 from tests.deployed import SERVED_BY
 
@@ -226,8 +228,8 @@ def test_every_model_of_bedrock_model_ids_is_granted_and_no_other() -> None:
     it routes to but only through it; an unlisted model not at all. Negative control: the grant through the
     profiles taken away."""
     from resumable.local.permissions.check import _documents
+    from resumable.local.permissions.configurations import BEDROCK
     from resumable.local.permissions.policy import evaluate
-    from resumable.local.permissions.stack import BEDROCK
 
     stack = Stack.of("Bedrock models")
     inline, _ = _documents(stack, stack.role_of("StartTurnFunction"))
@@ -293,3 +295,38 @@ def test_only_the_sweeper_may_sign_the_audit_trails_digests() -> None:
     unsigned = without("Action: [kms:Sign]", "Action: [kms:GetPublicKey]")
     problems = report(check(read_calls(), ["AuthMode=IAM"], unsigned))
     assert any(p.startswith("SweeperFunction (AuthMode=IAM): calls kms:Sign on ") for p in problems), problems
+
+
+def test_the_callbacks_of_the_durable_functions_named_and_no_others_may_be_completed() -> None:
+    """Each of DurableWorkflowFunctionArns, unqualified and as a version or alias runs it; no other
+    function; nothing where none is named. Negative control: the versions' half of the grant taken away."""
+    from resumable.local.permissions.check import _documents
+    from resumable.local.permissions.configurations import APP
+    from resumable.local.permissions.policy import evaluate
+
+    configuration = "an application's agents"
+    stack = Stack.of(configuration)
+    inline, _ = _documents(stack, stack.role_of("SubmitApprovalFunction"))
+    documents = [document for _, document in inline]
+
+    def allowed(arn: str) -> bool:
+        return evaluate(documents, "lambda:SendDurableExecutionCallbackSuccess", arn).allowed
+
+    for function in APP["DurableWorkflowFunctionArns"]:
+        assert allowed(function) and allowed(f"{function}:7") and allowed(f"{function}:live"), function
+    assert not allowed("arn:aws:lambda:us-east-1:123456789012:function:someone-elses")
+    assert not allowed("arn:aws:lambda:us-east-1:123456789012:function:claims-pipeline-2")
+    plain = Stack.of("AuthMode=IAM")
+    inline, _ = _documents(plain, plain.role_of("SubmitApprovalFunction"))
+    assert not any("lambda:SendDurableExecution" in str(document) for _, document in inline), "none named: none"
+
+    versions = '- !Join [":*,", !Ref DurableWorkflowFunctionArns]\n                      - ":*"\n'
+    assert template().count(versions) == 6  # StartTurn, SubmitApproval, Cancel, GetTurn, Slack, Sweeper
+    unversioned = '- !Join [",", !Ref DurableWorkflowFunctionArns]\n                      - ""\n'
+    unqualified_only = template().replace(versions, unversioned)
+    problems = report(check(read_calls(), [configuration], unqualified_only))
+    assert any(
+        line.startswith(f"SubmitApprovalFunction ({configuration}): calls lambda:SendDurableExecutionCallbackSuccess")
+        and "function:claims-pipeline:live, which its role" in line
+        for line in problems
+    ), problems

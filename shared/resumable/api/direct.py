@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from resumable.exceptions import ValidationFailedError
 from resumable.service import Service, TurnView
-from resumable.service.advancing.workflow import MAX_OUTPUT_BYTES, fitted
+from resumable.service.advancing.outcome import MAX_OUTPUT_BYTES, fitted
 
 
 class _Event(BaseModel):

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from resumable.config import Settings
-from resumable.local import moto_patches
+from resumable.local import durable_callbacks, moto_patches
 from resumable.store.resources import BUCKET_LIFECYCLE_RULES, create_table_request, ttl_request
 
 _log = logging.getLogger(__name__)
@@ -37,6 +37,10 @@ class _OneRequestAtATime:
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
         if LAMBDA_INVOCATIONS and _INVOKE_PATH.match(environ.get("PATH_INFO", "")):
             return _invoke(environ, start_response)  # (not under the lock: the function calls this AWS too)
+        if (answered := _callback(environ)) is not None:
+            status, headers, body = answered
+            start_response(f"{status} {'OK' if status < 400 else 'Error'}", list(headers.items()))
+            return [body]
         with moto_patches.REQUESTS.held():
             return list(self.app(environ, start_response))
 
@@ -46,6 +50,8 @@ class _OneRequestAtATime:
         from botocore.exceptions import ClientError
         from werkzeug.exceptions import InternalServerError
 
+        if (answered := _callback(environ)) is not None:
+            return answered
         with moto_patches.REQUESTS.held():
             backend = self.app.get_application(environ)
             endpoint, _ = backend.url_map.bind_to_environ(environ).match()
@@ -99,6 +105,16 @@ def _invoke(environ: dict[str, Any], start_response: Callable[..., Any]) -> list
     headers += [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
     start_response(f"{status} {'OK' if status < 400 else 'Error'}", headers)
     return [body]
+
+
+def _callback(environ: dict[str, Any]) -> tuple[int, dict[str, Any], bytes] | None:
+    """A durable-callback operation's reply (resumable.local.durable_callbacks; not under the lock: the
+    execution it completes runs on and calls this AWS too); None for any other request."""
+    path = environ.get("PATH_INFO", "")
+    if not durable_callbacks.PATH.match(path):
+        return None
+    size = int(environ.get("CONTENT_LENGTH") or 0)
+    return durable_callbacks.answer(path, environ["wsgi.input"].read(size) if size else b"")
 
 
 def _start_server() -> tuple[Any, str]:

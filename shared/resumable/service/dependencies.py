@@ -12,6 +12,7 @@ from resumable.service.agent_factory import AgentFactory
 from resumable.store.base import Snapshots, Store
 
 if TYPE_CHECKING:
+    from resumable.aws.callbacks import DurableCallbacks
     from resumable.aws.keys import Keys
     from resumable.aws.stepfunctions import TaskTokens
 
@@ -23,7 +24,8 @@ Continuation = Callable[[str, str], None]
 class Dependencies:
     """``store``: the records (DynamoDB). ``snapshots``: agent state (S3). ``factory``: builds the
     agents afresh for every run. ``workflow``: tells a Step Functions workflow that waits on a turn
-    how it went (None: nobody to tell). ``continuation``: how a checkpointed turn is continued
+    how it went (None: nobody to tell); ``callbacks``, a Lambda durable function (None: nobody to tell).
+    ``continuation``: how a checkpointed turn is continued
     (None: runs never checkpoint). ``keys``: the cursor key and the decision-link key (none in the
     environment). ``runs_agents``: False where this function hands every run of agents to
     ``continuation`` (the DecisionLinks function, which holds no model's or application's grants)."""
@@ -35,6 +37,7 @@ class Dependencies:
     factory: AgentFactory
     keys: Keys
     workflow: TaskTokens | None = None
+    callbacks: DurableCallbacks | None = None
     continuation: Continuation | None = None
     runs_agents: bool = True
 

@@ -18,6 +18,7 @@ from resumable.service.reading.inbox import DEFAULT_PAGE
 from resumable.store.base import Snapshots, Store
 
 if TYPE_CHECKING:
+    from resumable.aws.callbacks import DurableCallbacks
     from resumable.aws.keys import Keys
     from resumable.aws.stepfunctions import TaskTokens
     from resumable.service.audit.trail import AuditPage
@@ -46,7 +47,12 @@ class Service:
         continuation: Continuation | None = None,
         snapshots: Snapshots | None = None,
         keys: Keys | None = None,
+        callbacks: DurableCallbacks | None = None,
     ) -> None:
+        if callbacks is None:
+            from resumable.aws.callbacks import DurableCallbacks
+
+            callbacks = DurableCallbacks(settings)
         if keys is None:
             from resumable.aws.keys import Keys
 
@@ -62,6 +68,7 @@ class Service:
             clock=clock or SystemClock(),
             factory=factory or LazyFactory(settings.agent_factory),
             workflow=task_tokens,
+            callbacks=callbacks,
             continuation=continuation,
             keys=keys,
         )

@@ -7,7 +7,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from resumable.store.answers import Answers
 from resumable.store.grant_records import GrantRecords
@@ -123,6 +123,12 @@ class TurnRecords(ABC):
     def get_task_token(self, session_id: str, root_turn_id: str) -> str | None:
         """The task token a Step Functions workflow stored on the root turn to wait for it to settle
         (read strongly consistent: a workflow may have stored it a moment ago)."""
+
+    @abstractmethod
+    def callback_told(self, root: TurnRecord, told: Literal["delivered", "closed"]) -> bool:
+        """Record on settled root turn ``root`` that the durable function waiting on its callback was
+        told (or could no longer be), taking the turn out of the sweeper's due looks; False where that
+        was recorded already."""
 
     @abstractmethod
     def acquire_lease(

@@ -127,12 +127,15 @@ def action_sk(root_turn_id: str, action_key: str) -> str:
 
 def turn_item(turn: TurnRecord, shards: int) -> dict[str, Any]:
     index = sweeper_keys(turn, shards) or {}
-    # (a callback id only where a durable function waits: the rest are written as often as before)
-    fields = turn.model_dump(exclude={"callback_id"} if turn.callback_id is None else None)
+    # (a callback's fields only where a durable function waits: the rest are written as before)
+    fields = turn.model_dump(exclude={"callback_id", "callback_told"} if turn.callback_id is None else None)
     return {**key(turn.session_id, turn_sk(turn)), **encode({"entity": "turn", **index, **fields})}
 
 
 UNSETTLED = "UNSETTLED"
+CALLBACK_GRACE = 60.0
+"""How long after a turn settled the sweeper first looks whether the durable function that waits on it was
+told (the settling invocation tells it at once; this is for one that died first)."""
 STUCK = "STUCK"
 EXPIRING = "EXPIRING"
 DUE_KEYS = ("gsi4pk", "gsi4sk")
@@ -145,6 +148,9 @@ def sweeper_keys(turn: TurnRecord, shards: int, asked: Iterable[InteractionRecor
     if turn.parent_turn_id is not None:
         return None
     if turn.settled:
+        if turn.callback_id is not None and turn.callback_told is None:
+            # (a durable function waits to be told: due a look once its settling had time to tell it)
+            return {"gsi4pk": sharded(UNSETTLED, turn.session_id, shards), "gsi4sk": turn.updated_at + CALLBACK_GRACE}
         if turn.purge_at is None:
             return None
         return {"gsi4pk": sharded(EXPIRING, turn.session_id, shards), "gsi4sk": turn.purge_at}

@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from botocore.exceptions import ClientError
 
 from resumable.exceptions import LeaseLostError
-from resumable.store.codec import UNSETTLED, decode, encode, key, pk, python, root_sk, turn_item, turn_sk, value
+from resumable.store.codec import (
+    UNSETTLED,
+    decode,
+    encode,
+    key,
+    pk,
+    python,
+    root_sk,
+    sweeper_keys,
+    turn_item,
+    turn_sk,
+    value,
+)
 from resumable.store.records import (
     ActionRecord,
     InteractionRecord,
@@ -131,6 +143,30 @@ class TurnItems(Table):
         ).get("Item", {})
         token = python(dict(item["task_token"])) if "task_token" in item else None
         return token if isinstance(token, str) else None
+
+    @aws_call
+    def callback_told(self, root: TurnRecord, told: Literal["delivered", "closed"]) -> bool:
+        index = sweeper_keys(root.model_copy(update={"callback_told": told}), self.shards)
+        update, values = "SET callback_told = :told", {":told": value(told), ":null": {"S": "NULL"}}
+        if index is None:
+            update += " REMOVE gsi4pk, gsi4sk"
+        else:
+            update += ", gsi4pk = :partition, gsi4sk = :at"
+            values |= {":partition": value(index["gsi4pk"]), ":at": value(index["gsi4sk"])}
+        try:
+            self.dynamodb.update_item(
+                TableName=self.table,
+                Key=key(root.session_id, turn_sk(root)),
+                UpdateExpression=update,
+                ConditionExpression="attribute_exists(pk) AND "
+                "(attribute_not_exists(callback_told) OR attribute_type(callback_told, :null))",
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as error:
+            if refusal(error) is None:
+                raise
+            return False
+        return True
 
     # -- leases ---------------------------------------------------------------------------------------
 

@@ -52,6 +52,9 @@ ITSELF = "SLACK_FUNCTION"
 APP_SETTINGS, APP_SECRETS = "APP_SETTINGS_PATH", "APP_SECRETS"
 # The Bedrock models the functions may call, by id (a list; an id is matched whole: it holds colons).
 BEDROCK_MODELS = "BEDROCK_MODEL_IDS"
+# The durable functions whose callbacks the functions that settle turns complete (a list of ARNs). A
+# callback's id names its function to Lambda alone: every callback call is recorded as reaching them.
+DURABLE_WORKFLOWS = "DURABLE_WORKFLOWS"
 
 
 @dataclass(frozen=True, order=True)
@@ -202,6 +205,8 @@ def calls_of(
         return [(action, f"events:event-bus/{named(bus, BUS)}") for bus in sorted(buses)]
     if prefix == "sqs" and "QueueUrl" in params:
         return [(action, f"sqs:{named(params['QueueUrl'], QUEUE)}")]
+    if prefix == "lambda" and operation.startswith("SendDurableExecutionCallback"):
+        return [(action, "lambda:function/${" + DURABLE_WORKFLOWS + "}")]
     if prefix == "lambda" and "FunctionName" in params:
         function = named(params["FunctionName"], FUNCTION)
         function = named(function, ITSELF) if function == params["FunctionName"] else function

@@ -18,81 +18,18 @@ from resumable.local.permissions.calls import (
     APP_SECRETS,
     APP_SETTINGS,
     BEDROCK_MODELS,
+    DURABLE_WORKFLOWS,
     LINK_KEY,
     STATE_MACHINE,
     TOPIC,
     Call,
     read_calls,
 )
+from resumable.local.permissions.configurations import CONFIGURATIONS
 from resumable.local.permissions.grants import implied, unused
+from resumable.local.permissions.managed import MANAGED
 from resumable.local.permissions.policy import evaluate
-from resumable.local.permissions.stack import ACCOUNT, CONFIGURATIONS, PARTITION, REGION, Stack
-
-# The AWS managed policies SAM attaches, as AWS publishes them (the IAM managed policy reference):
-# what Lambda itself needs (logs, traces, a VPC's network interfaces, a stream's records for the
-# event source mapping). Their actions are AWS's to use, so they are not held to "used by a call".
-MANAGED: dict[str, dict[str, Any]] = {
-    f"arn:{PARTITION}:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole": {
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Action": ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"],
-                "Resource": "*",
-            }
-        ]
-    },
-    f"arn:{PARTITION}:iam::aws:policy/AWSXrayWriteOnlyAccess": {
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Action": [
-                    "xray:PutTraceSegments",
-                    "xray:PutTelemetryRecords",
-                    "xray:GetSamplingRules",
-                    "xray:GetSamplingTargets",
-                    "xray:GetSamplingStatisticSummaries",
-                ],
-                "Resource": "*",
-            }
-        ]
-    },
-    f"arn:{PARTITION}:iam::aws:policy/service-role/AWSLambdaDynamoDBExecutionRole": {
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Action": [
-                    "dynamodb:DescribeStream",
-                    "dynamodb:GetRecords",
-                    "dynamodb:GetShardIterator",
-                    "dynamodb:ListStreams",
-                    "logs:CreateLogGroup",
-                    "logs:CreateLogStream",
-                    "logs:PutLogEvents",
-                ],
-                "Resource": "*",
-            }
-        ]
-    },
-    f"arn:{PARTITION}:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole": {
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Action": [
-                    "logs:CreateLogGroup",
-                    "logs:CreateLogStream",
-                    "logs:PutLogEvents",
-                    "ec2:CreateNetworkInterface",
-                    "ec2:DescribeNetworkInterfaces",
-                    "ec2:DescribeSubnets",
-                    "ec2:DeleteNetworkInterface",
-                    "ec2:AssignPrivateIpAddresses",
-                    "ec2:UnassignPrivateIpAddresses",
-                ],
-                "Resource": "*",
-            }
-        ]
-    },
-}
+from resumable.local.permissions.stack import ACCOUNT, PARTITION, REGION, Stack
 
 # Granted, yet no call the tests record uses it: (caller, or "*" for every one; action) -> why.
 ALLOWANCES: dict[tuple[str, str], str] = {
@@ -103,6 +40,10 @@ ALLOWANCES: dict[tuple[str, str], str] = {
     ("*", "states:SendTaskSuccess"): "whichever function settles a turn a workflow waits on tells it, "
     "success or failure by how it settled; the tests reach some of the pairs, every one can happen",
     ("*", "states:SendTaskFailure"): "as SendTaskSuccess",
+    ("*", "lambda:SendDurableExecutionCallbackSuccess"): "whichever function settles a turn a durable function "
+    "waits on tells it, success or failure by how it settled (the Sweeper where that could not); the tests reach "
+    "some of the pairs, every one can happen",
+    ("*", "lambda:SendDurableExecutionCallbackFailure"): "as SendDurableExecutionCallbackSuccess",
     ("SubmitApprovalFunction", "sqs:SendMessage"): "Lambda sends a continuation that failed every "
     "attempt to ContinuationDeadLetterQueue (the EventInvokeConfig's OnFailure) with the function's role",
     # The Slack function answers a click as SubmitApproval answers a request, and so may resume the turn:
@@ -221,8 +162,9 @@ def resource_arn(stack: Stack, call: Call, sample: str = SAMPLES[0]) -> str:
 
 # What a stack may leave unset: where it does, the calls that reach what they name are never made (the app's
 # settings and secrets, which resumable.aws.app_settings asks for only where configured; the decision links'
-# key, without DecisionLinksAnswerAs; NotifyEmail's topic, without which nobody is mailed).
-OPTIONAL = (APP_SETTINGS, APP_SECRETS, BEDROCK_MODELS, LINK_KEY, TOPIC)
+# key, without DecisionLinksAnswerAs; NotifyEmail's topic, without which nobody is mailed; durable functions'
+# callbacks, none of which any turn then keeps).
+OPTIONAL = (APP_SETTINGS, APP_SECRETS, BEDROCK_MODELS, DURABLE_WORKFLOWS, LINK_KEY, TOPIC)
 
 
 def _made_in(stack: Stack, call: Call) -> bool:
@@ -250,7 +192,9 @@ def requests(stack: Stack, call: Call, sample: str = SAMPLES[0]) -> list[tuple[s
     the application's (``${APP_SECRETS}``: a call reaches one of them, so each must be allowed), or each
     model of BedrockModelIds (``${BEDROCK_MODEL_IDS}``): a foundation model, or an inference profile and
     the foundation model it routes to in each Region it spans, through it."""
-    variable = next((v for v in (APP_SECRETS, BEDROCK_MODELS) if call.resource.endswith("${" + v + "}")), None)
+    variable = next(
+        (v for v in (APP_SECRETS, BEDROCK_MODELS, DURABLE_WORKFLOWS) if call.resource.endswith(f"${{{v}}}")), None
+    )
     if variable is None:
         return [(resource_arn(stack, call, sample), {})]
     listed = [one for one in _environment(stack, call.function).get(variable, "").split(",") if one]
@@ -258,6 +202,8 @@ def requests(stack: Stack, call: Call, sample: str = SAMPLES[0]) -> list[tuple[s
         raise ValueError(f"reaches what {variable} names, and its environment does not set {variable}")
     if variable == APP_SECRETS:
         return [(arn, {}) for arn in listed]
+    if variable == DURABLE_WORKFLOWS:  # (each function, unqualified and as a version or alias runs it)
+        return [(arn, {}) for function in listed for arn in (function, f"{function}:live")]
     found: list[tuple[str, dict[str, str]]] = []
     for model in listed:
         geography, _, rest = model.partition(".")

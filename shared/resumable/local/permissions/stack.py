@@ -27,6 +27,7 @@ from samtranslator.translator.transform import transform  # type: ignore[import-
 from samtranslator.yaml_helper import intrinsics_multi_constructor  # type: ignore[import-untyped]
 
 from resumable.local.functions import FastSafeLoader
+from resumable.local.permissions.configurations import CONFIGURATIONS
 from resumable.local.permissions.kept import kept
 
 TEMPLATE = Path(__file__).resolve().parents[4] / "template.yaml"
@@ -51,47 +52,6 @@ def read_template(text: str) -> dict[str, Any]:
 class _NoManagedPolicies:
     def load(self) -> dict[str, str]:
         return {}
-
-
-# The parameters each translation is made with (beside the defaults): both ways people are authorized.
-AUTH_MODES: dict[str, dict[str, Any]] = {
-    "IAM": {"AuthMode": "IAM"},
-    "JWT": {"AuthMode": "JWT", "JwtIssuer": "https://issuer.example.com", "JwtAudience": ["inbox-client"]},
-}
-HARDENED: dict[str, Any] = {
-    "KmsKeyArn": "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
-    "SubnetIds": ["subnet-0a", "subnet-0b"],
-    "SecurityGroupIds": ["sg-0a"],
-    "AccessLogBucket": "access-logs-bucket",
-    "AlarmEmail": "ops@example.com",
-    "NotifyEmail": "approvers@example.com",
-    "FunctionConcurrencyLimit": 20,
-    "AuditObjectLockDays": 2555,
-}
-# The optional Strands layer, created and given to every function.
-STRANDS: dict[str, Any] = {"StrandsAgents": "true"}
-# Bedrock models: a foundation model, and a cross-Region inference profile (which routes to another).
-BEDROCK: list[str] = ["anthropic.claude-3-5-haiku-20241022-v1:0", "us.anthropic.claude-3-5-sonnet-20241022-v2:0"]
-# An application's own agents (app/): their factory (the app layer the functions that build agents get),
-# their settings, secrets and models.
-APP: dict[str, Any] = {
-    "AgentFactory": "orders.agents:build_agents",
-    "AppSettingsPath": "/team/orders",
-    "AppSecretArns": [
-        "arn:aws:secretsmanager:us-east-1:123456789012:secret:orders-api-token-AbCdEf",
-        "arn:aws:secretsmanager:us-east-1:123456789012:secret:team/orders/webhook-GhIjKl",
-    ],
-    "BedrockModelIds": BEDROCK,
-}
-# The ways in from chat and mail: the Slack function (made only when a channel is set), and
-# one-click decision links.
-SLACK: dict[str, Any] = {
-    "DecisionLinksAnswerAs": "arn:aws:iam::123456789012:user/approver",
-    "NotifyEmail": "approvers@example.com",
-    "SlackChannel": "C0APPROVALS",
-    "SlackTokenSecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:resumable-slack-AbCdEf",
-    "SlackTeams": ["T0TEAM"],
-}
 
 
 def _condition(template: dict[str, Any], value: Any, parameters: dict[str, Any]) -> Any:
@@ -183,21 +143,6 @@ def translate(template: dict[str, Any], parameters: dict[str, Any] | None = None
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
     translated: dict[str, Any] = transform(template, parameters or {}, _NoManagedPolicies())
     return translated
-
-
-# The parameters beside the defaults each configuration is translated with; together they take every
-# condition of the template both ways.
-CONFIGURATIONS: dict[str, dict[str, Any]] = {
-    "AuthMode=IAM": AUTH_MODES["IAM"],
-    "AuthMode=JWT": AUTH_MODES["JWT"],
-    "every hardening parameter": HARDENED,
-    "Bedrock models": {"BedrockModelIds": BEDROCK},
-    "Strands": STRANDS,
-    "an application's agents": APP,
-    "Slack and decision links": SLACK,
-    "Slack and decision links, hardened": {**HARDENED, **SLACK},
-    "Slack, with an application's agents": {**SLACK, **APP},
-}
 
 
 @functools.cache

@@ -1,4 +1,5 @@
-"""Telling the Step Functions workflow that waits on a turn how the turn settled.
+"""Telling the Step Functions workflow that waits on a turn how the turn settled (and a Lambda durable
+function: service.advancing.callback).
 
 A workflow started the turn (``workflow``) and waits on a task token it stored on the root turn
 itself. Whatever settles the turn (a resume, cancel, expiry, recovery) tells it: ``SendTaskSuccess``
@@ -15,11 +16,12 @@ settled either way, the workflow's wait times out and reads it, and ``recover`` 
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import TYPE_CHECKING
 
 from resumable.exceptions import AwsError
+from resumable.service.advancing.callback import owed, tell_callback
+from resumable.service.advancing.outcome import MAX_CAUSE_BYTES, MAX_OUTPUT_BYTES, WORKFLOW_ERRORS, fitted
 from resumable.service.views import TurnView
 from resumable.store.records import SETTLED, TurnTree
 
@@ -28,23 +30,22 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-WORKFLOW_ERRORS = {
-    "canceled": "Turn.Canceled",
-    "failed": "Turn.Failed",
-    "expired": "Turn.Expired",
-    "interrupted": "Turn.Interrupted",
-}
-# Step Functions' limits: a task's output (SendTaskSuccess, a Lambda task's result) 256 KiB of UTF-8,
-# SendTaskFailure's cause 32,768 characters (kept in bytes here too, which is stricter).
-MAX_OUTPUT_BYTES = 256 * 1024
-MAX_CAUSE_BYTES = 32_768
-
 
 def tell_workflow(deps: Dependencies, tree: TurnTree) -> None:
     """If a workflow waits on ``tree``, send it the outcome (see the module). Called when the turn
     settled, and when it paused on new questions (so the workflow re-reads it and waits until the
     new questions' expiry): the workflow takes what it is sent as a wake-up and reads the turn."""
     root = tree.root
+    if owed(tree):  # (a durable function waits on it: service.advancing.callback)
+        try:
+            tell_callback(deps, tree)
+        except AwsError as error:
+            logger.error(
+                "turn_id=<%s> | the durable function was not told that the turn settled %s: %s. The sweeper tells it",
+                root.turn_id,
+                root.status,
+                error,
+            )
     if not root.workflow or root.status not in (*SETTLED, "waiting") or deps.workflow is None:
         return
     try:
@@ -67,17 +68,3 @@ def tell_workflow(deps: Dependencies, tree: TurnTree) -> None:
         )
         return
     logger.info("turn_id=<%s>, status=<%s>, delivery=<%s> | workflow told", root.turn_id, root.status, delivery)
-
-
-def fitted(view: TurnView, limit: int) -> str:
-    """The Turn as JSON; if more than ``limit`` bytes, the Turn without its interactions and children
-    and with its text cut (``"truncated": true``): the whole turn is one get-turn away."""
-    text = view.model_dump_json()
-    if len(text.encode()) <= limit:
-        return text
-    budget = limit // 16  # characters: at most 4 bytes each, two fields
-    brief = view.model_dump(mode="json", include={"session_id", "turn_id", "status", "created_at", "updated_at"})
-    for field in ("output", "error"):
-        value = getattr(view, field)
-        brief[field] = value[:budget] if isinstance(value, str) else value
-    return json.dumps({**brief, "interactions": [], "children": [], "truncated": True}, ensure_ascii=False)

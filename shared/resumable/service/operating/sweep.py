@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 from resumable.exceptions import AwsError, StaleCommitError
 from resumable.metrics import count
 from resumable.service.advancing.advance import advance
+from resumable.service.advancing.callback import owed, tell_callback
 from resumable.service.advancing.continuation import continue_later
 from resumable.service.advancing.settlement import settle_stalled
 from resumable.service.advancing.stall import SETTLES, Stall, idle, stall
@@ -77,6 +78,9 @@ class SweepReport:
     """Records whose retention ended, whose snapshots it retired (see service.retention)."""
     escalated: int = 0
     """Questions whose rule's ``escalate_to`` it let answer them (see service.escalation)."""
+    told: int = 0
+    """Durable functions it told how the turn they wait on settled (their settling could not: see
+    service.advancing.callback)."""
     delivered: int = 0
     """Hours of the audit trail it delivered to the trail's bucket (see service.audit.delivery)."""
 
@@ -121,7 +125,7 @@ def sweep(deps: Dependencies, limit: int = DEFAULT_LIMIT) -> SweepReport:
         count("StuckTurns", report.stuck)
     logger.info(
         "looked=<%d>, moved=<%s>, not_yet=<%d>, given_up=<%d>, stuck=<%s>, failed=<%d>, expired=<%d>, "
-        "escalated=<%d>, delivered=<%d> | swept",
+        "escalated=<%d>, told=<%d>, delivered=<%d> | swept",
         report.looked,
         dict(report.moved),
         report.not_yet,
@@ -130,6 +134,7 @@ def sweep(deps: Dependencies, limit: int = DEFAULT_LIMIT) -> SweepReport:
         report.failed,
         report.expired,
         report.escalated,
+        report.told,
         report.delivered,
     )
     return report
@@ -138,6 +143,9 @@ def sweep(deps: Dependencies, limit: int = DEFAULT_LIMIT) -> SweepReport:
 def _look(deps: Dependencies, found: DueTurn, now: float, report: SweepReport) -> None:
     root = found.root
     tree = deps.store.load_tree(root.session_id, root.turn_id)
+    if tree is not None and owed(tree):  # (settled: the durable function waiting on it was not told)
+        report.told += tell_callback(deps, tree)
+        return
     if tree is None or tree.root.settled:
         return  # it settled since it was found (settling takes it out of the index)
     escalated = escalate(deps, tree, now)
