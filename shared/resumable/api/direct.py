@@ -2,13 +2,14 @@
 
 | function | event |
 |---|---|
-| StartTurn | ``{"sessionId", "prompt", "principal", "workflow": bool, "callbackId": str}`` (see below) |
+| StartTurn | ``{"sessionId", "prompt", "principal", "workflow": bool, "callbackId": str, "heartbeatSeconds": int}`` |
 | GetTurn | ``{"sessionId", "turnId"}`` (settles it first if it is overdue, and requests a continuation if it stalled) |
 | Sweeper | the schedule's event (``"detail-type": "Scheduled Event"``): one run of the sweeper |
 
 ``workflow``: a state machine waits on the turn. ``callbackId``: a Lambda durable function does, on that
-callback (``resumable.durable``); the turn is started once per callback, and a start again with the same
-callback replies with that turn as it is now.
+callback (``resumable.integrations.durable``); the turn is started once per callback, and a start again
+with the same callback replies with that turn as it is now. ``heartbeatSeconds``: the callback's heartbeat
+timeout, which the sweeper keeps while the turn waits.
 
 The state machine's functions reply ``{"turn": Turn, "waitSeconds": int}``: the Turn in the API's
 JSON shape (cut to fit a Step Functions payload if it must be: ``"truncated": true``), and how long
@@ -52,6 +53,7 @@ class StartTurnEvent(_Event):
     callback_id: str | None = Field(
         None, alias="callbackId", min_length=1, max_length=1024, pattern=r"^[A-Za-z0-9+/]+={0,2}$"
     )
+    heartbeat_seconds: int | None = Field(None, alias="heartbeatSeconds", gt=0, le=366 * 24 * 3600, strict=True)
 
 
 class TurnEvent(_Event):
@@ -87,7 +89,14 @@ def _reply(service: Service, turn: TurnView) -> dict[str, Any]:
 
 def start_turn(service: Service, event: dict[str, Any]) -> dict[str, Any]:
     e = _parse(StartTurnEvent, event)
-    turn = service.start_turn(e.session_id, e.prompt, e.principal, workflow=e.workflow, callback_id=e.callback_id)
+    turn = service.start_turn(
+        e.session_id,
+        e.prompt,
+        e.principal,
+        workflow=e.workflow,
+        callback_id=e.callback_id,
+        heartbeat_seconds=e.heartbeat_seconds,
+    )
     return _reply(service, turn)
 
 

@@ -31,6 +31,7 @@ Imports the SDK only when called: ``import resumable`` never does.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Callable
@@ -79,7 +80,7 @@ NOT_COMPLETED: dict[str, type[TurnNotCompleted]] = {
 
 def wait_for_turn(
     context: Any,
-    session_id: str,
+    session_id: str | None,
     prompt: str,
     *,
     name: str = "turn",
@@ -90,9 +91,11 @@ def wait_for_turn(
     heartbeat_seconds: int | None = None,
 ) -> dict[str, Any]:
     """Start a turn of ``prompt`` in ``session_id`` and wait until it settles (see the module); the
-    completed Turn. ``name`` names the wait in the execution's history (one per wait in a workflow);
-    ``heartbeat_seconds``: the callback fails unless it hears from the service that often while the
-    turn waits for people."""
+    completed Turn. ``session_id`` must be the same at every replay (from the event, or a step's result:
+    never made anew, as a random id would be); None: a session of the turn's own, named after the
+    callback. ``name`` names the wait in the execution's history (one per wait in a workflow).
+    ``heartbeat_seconds`` (at least 180): the callback fails unless it hears from the service that
+    often while the turn waits for people; the service's sweeper sends a heartbeat every third of it."""
     from aws_durable_execution_sdk_python.config import Duration, WaitForCallbackConfig
     from aws_durable_execution_sdk_python.exceptions import CallbackExternalError
 
@@ -100,7 +103,9 @@ def wait_for_turn(
     who = principal or workflow_of(context)
 
     def submit(callback_id: str, _: Any) -> None:
-        starting({"sessionId": session_id, "prompt": prompt, "principal": who, "callbackId": callback_id})
+        session = session_id or callback_session_id(callback_id)
+        event = {"sessionId": session, "prompt": prompt, "principal": who, "callbackId": callback_id}
+        starting(event | ({"heartbeatSeconds": heartbeat_seconds} if heartbeat_seconds else {}))
 
     config = WaitForCallbackConfig(
         timeout=Duration.from_seconds(timeout_seconds),
@@ -120,6 +125,11 @@ def wait_for_turn(
     if turn.get("status") != "completed":  # (never sent so: the service completes the callback on settling)
         raise TurnNotCompleted(turn)
     return turn
+
+
+def callback_session_id(callback_id: str) -> str:
+    """The session of a turn whose workflow named none: the same for every run of the callback's submitter."""
+    return "durable-" + hashlib.sha256(callback_id.encode()).hexdigest()[:32]
 
 
 def _turn(said: Any) -> dict[str, Any]:

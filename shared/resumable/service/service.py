@@ -125,13 +125,16 @@ class Service:
         *,
         workflow: bool = False,
         callback_id: str | None = None,
+        heartbeat_seconds: int | None = None,
     ) -> TurnView:
         """``workflow``: a Step Functions workflow starts the turn and will wait for it to settle.
-        ``callback_id``: a Lambda durable function's callback waits for it (started once per callback)."""
+        ``callback_id``: a Lambda durable function's callback waits for it (started once per callback),
+        kept alive every third of ``heartbeat_seconds`` while it waits."""
         from resumable.service.advancing.start import start_turn
 
         self._agents()
-        return start_turn(self.deps, session_id, prompt, Caller.of(principal), workflow, callback_id)
+        caller = Caller.of(principal)
+        return start_turn(self.deps, session_id, prompt, caller, workflow, callback_id, heartbeat_seconds)
 
     def conversation(
         self,

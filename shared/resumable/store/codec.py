@@ -128,7 +128,8 @@ def action_sk(root_turn_id: str, action_key: str) -> str:
 def turn_item(turn: TurnRecord, shards: int) -> dict[str, Any]:
     index = sweeper_keys(turn, shards) or {}
     # (a callback's fields only where a durable function waits: the rest are written as before)
-    fields = turn.model_dump(exclude={"callback_id", "callback_told"} if turn.callback_id is None else None)
+    callback = {"callback_id", "callback_told", "callback_heartbeat"}
+    fields = turn.model_dump(exclude=callback if turn.callback_id is None else None)
     return {**key(turn.session_id, turn_sk(turn)), **encode({"entity": "turn", **index, **fields})}
 
 
@@ -160,8 +161,23 @@ def sweeper_keys(turn: TurnRecord, shards: int, asked: Iterable[InteractionRecor
 def due(turn: TurnRecord, asked: Iterable[InteractionRecord] = ()) -> float:
     """When the sweeper should look at unsettled root turn ``turn`` next if nothing else writes it: the
     earliest moment it could need moving on (its lease's expiry; its first question's expiry or
-    escalation, of those just ``asked``; otherwise at once, and the sweeper finds out when). Never
-    later than that: a look that comes early costs one look, and the sweeper sets the next."""
+    escalation, of those just ``asked``; otherwise at once, and the sweeper finds out when), or its
+    durable function's next heartbeat. Never later than that: a look that comes early costs one look,
+    and the sweeper sets the next."""
+    moved = _moved(turn, asked)
+    beat = heartbeat_due(turn, turn.updated_at)
+    return moved if beat is None else min(moved, beat)
+
+
+def heartbeat_due(turn: TurnRecord, since: float) -> float | None:
+    """When the durable function waiting on unsettled ``turn`` should next hear from the sweeper, last
+    heard from at ``since``: a third of its heartbeat timeout on (None: it asked for no heartbeat)."""
+    if turn.callback_heartbeat is None or turn.callback_told is not None:
+        return None
+    return since + turn.callback_heartbeat / 3
+
+
+def _moved(turn: TurnRecord, asked: Iterable[InteractionRecord]) -> float:
     if turn.status == "running" and turn.lease_owner is not None and turn.lease_expires_at is not None:
         return turn.lease_expires_at
     if turn.status == "waiting" and not turn.cancel_requested:

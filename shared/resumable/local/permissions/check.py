@@ -44,6 +44,9 @@ ALLOWANCES: dict[tuple[str, str], str] = {
     "waits on tells it, success or failure by how it settled (the Sweeper where that could not); the tests reach "
     "some of the pairs, every one can happen",
     ("*", "lambda:SendDurableExecutionCallbackFailure"): "as SendDurableExecutionCallbackSuccess",
+    ("SweeperFunction", "lambda:SendDurableExecutionCallbackHeartbeat"): "the Sweeper keeps a durable function "
+    "that waits with a heartbeat timeout alive; the tests reach it from a service that runs turns itself, whose "
+    "calls are not the Sweeper's (tests/deployed.py's CONTINUE_OR_RUN)",
     ("SubmitApprovalFunction", "sqs:SendMessage"): "Lambda sends a continuation that failed every "
     "attempt to ContinuationDeadLetterQueue (the EventInvokeConfig's OnFailure) with the function's role",
     # The Slack function answers a click as SubmitApproval answers a request, and so may resume the turn:

@@ -73,3 +73,28 @@ def tell_callback(deps: Dependencies, tree: TurnTree) -> bool:
     recorded = deps.store.callback_told(root, "closed" if told == "closed" else "delivered")
     logger.info("turn_id=<%s>, status=<%s>, callback=<%s> | durable function told", root.turn_id, root.status, told)
     return recorded
+
+
+def keep_alive(deps: Dependencies, tree: TurnTree) -> bool:
+    """If a durable function waits on unsettled ``tree`` with a heartbeat timeout, send it a heartbeat;
+    whether one was sent. One Lambda no longer takes is recorded ``closed`` and counted, as at settling:
+    nothing is sent to it again. An AWS failure is raised (the next look sends the next)."""
+    root = tree.root
+    if root.settled or root.callback_id is None or root.callback_heartbeat is None or root.callback_told is not None:
+        return False
+    if deps.callbacks is None:
+        return False
+    try:
+        deps.callbacks.heartbeat(root.callback_id)
+    except CallbackClosedError as closed:
+        count("UndeliveredCallbacks", 1)
+        logger.error(
+            "session_id=<%s>, turn_id=<%s> | the durable function waiting on this turn no longer takes heartbeats "
+            "(%s): its execution stopped or timed out. Recorded; it is not told how the turn settles",
+            root.session_id,
+            root.turn_id,
+            closed,
+        )
+        deps.store.callback_told(root, "closed")
+        return False
+    return True

@@ -19,6 +19,10 @@ from resumable.store.records import SessionRecord, TurnRecord, TurnTree
 if TYPE_CHECKING:
     from resumable.service.dependencies import Dependencies
 
+MIN_HEARTBEAT_SECONDS = 180
+"""The shortest heartbeat timeout a durable function may ask for: the sweeper sends a heartbeat every
+third of it, and runs every minute."""
+
 
 def start_turn(
     deps: Dependencies,
@@ -27,12 +31,14 @@ def start_turn(
     caller: Caller | None,
     workflow: bool,
     callback_id: str | None = None,
+    heartbeat_seconds: int | None = None,
 ) -> TurnView:
     """Create the root turn (refused while the session has an unsettled one), run it, commit.
 
     With ``callback_id`` (a Lambda durable function's callback, which the function waits on), the turn's
     id is derived from it: a start that finds that turn already begun (the function's submitter run
-    again, after a replay or a retry, or two of it at once) returns it as it is now, and starts nothing."""
+    again, after a replay or a retry, or two of it at once) returns it as it is now, and starts nothing.
+    ``heartbeat_seconds``: the function's heartbeat timeout, which the sweeper keeps while the turn waits."""
     if not valid_session_id(session_id):
         raise ValidationFailedError(
             f"session id {session_id!r} is not valid: use 1-128 letters, digits, '.', '_', ':' or '-', starting "
@@ -48,6 +54,12 @@ def start_turn(
             f"the prompt has {len(prompt)} characters, the limit is {limit}; nothing was started"
         )
     text_utf8(prompt, "the prompt", "nothing was started")
+    if heartbeat_seconds is not None and (callback_id is None or heartbeat_seconds < MIN_HEARTBEAT_SECONDS):
+        raise ValidationFailedError(
+            f"a heartbeat of {heartbeat_seconds} s cannot be kept: heartbeats are for a durable function's callback, "
+            f"at least {MIN_HEARTBEAT_SECONDS} s apart (the sweeper, which sends them, runs every minute); "
+            "nothing was started"
+        )
 
     store, now = deps.store, deps.clock.now()
     turn_id = new_root_turn_id() if callback_id is None else callback_turn_id(callback_id)
@@ -93,6 +105,7 @@ def start_turn(
         started_by_name=caller.shown_name if caller is not None else None,
         workflow=workflow,
         callback_id=callback_id,
+        callback_heartbeat=heartbeat_seconds,
         created_at=now,
         updated_at=now,
     )

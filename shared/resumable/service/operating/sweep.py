@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 from resumable.exceptions import AwsError, StaleCommitError
 from resumable.metrics import count
 from resumable.service.advancing.advance import advance
-from resumable.service.advancing.callback import owed, tell_callback
+from resumable.service.advancing.callback import keep_alive, owed, tell_callback
 from resumable.service.advancing.continuation import continue_later
 from resumable.service.advancing.settlement import settle_stalled
 from resumable.service.advancing.stall import SETTLES, Stall, idle, stall
@@ -45,6 +45,7 @@ from resumable.service.answering.escalation import escalate
 from resumable.service.audit.delivery import deliver
 from resumable.service.retention import expire
 from resumable.store.base import DueTurn
+from resumable.store.codec import heartbeat_due
 from resumable.store.records import TurnRecord, TurnTree
 
 if TYPE_CHECKING:
@@ -79,6 +80,8 @@ class SweepReport:
     escalated: int = 0
     """Questions whose rule's ``escalate_to`` it let answer them (see service.escalation)."""
     told: int = 0
+    heartbeats: int = 0
+    """Heartbeats it sent to durable functions waiting on unsettled turns."""
     """Durable functions it told how the turn they wait on settled (their settling could not: see
     service.advancing.callback)."""
     delivered: int = 0
@@ -125,7 +128,7 @@ def sweep(deps: Dependencies, limit: int = DEFAULT_LIMIT) -> SweepReport:
         count("StuckTurns", report.stuck)
     logger.info(
         "looked=<%d>, moved=<%s>, not_yet=<%d>, given_up=<%d>, stuck=<%s>, failed=<%d>, expired=<%d>, "
-        "escalated=<%d>, told=<%d>, delivered=<%d> | swept",
+        "escalated=<%d>, told=<%d>, heartbeats=<%d>, delivered=<%d> | swept",
         report.looked,
         dict(report.moved),
         report.not_yet,
@@ -135,6 +138,7 @@ def sweep(deps: Dependencies, limit: int = DEFAULT_LIMIT) -> SweepReport:
         report.expired,
         report.escalated,
         report.told,
+        report.heartbeats,
         report.delivered,
     )
     return report
@@ -148,6 +152,12 @@ def _look(deps: Dependencies, found: DueTurn, now: float, report: SweepReport) -
         return
     if tree is None or tree.root.settled:
         return  # it settled since it was found (settling takes it out of the index)
+    try:
+        report.heartbeats += keep_alive(deps, tree)
+    except AwsError as error:  # (the turn is moved on all the same; the next look sends the next)
+        logger.error(
+            "turn_id=<%s> | the sweeper could not send the durable function a heartbeat: %s", root.turn_id, error
+        )
     escalated = escalate(deps, tree, now)
     if escalated:
         report.escalated += escalated
@@ -196,7 +206,13 @@ def _look(deps: Dependencies, found: DueTurn, now: float, report: SweepReport) -
 def _next_look(deps: Dependencies, tree: TurnTree, now: float) -> float:
     """When a turn found not stalled could next be: its lease's expiry, its first question's expiry or
     escalation, or (checkpointed, or answered, and taken up by nobody yet) once it has been idle long
-    enough."""
+    enough; sooner if its durable function is due a heartbeat."""
+    moved = _moved_next(deps, tree, now)
+    beat = heartbeat_due(tree.root, now)
+    return moved if beat is None else min(moved, beat)
+
+
+def _moved_next(deps: Dependencies, tree: TurnTree, now: float) -> float:
     root = tree.root
     if root.status == "running" and root.lease_owner is not None and (root.lease_expires_at or 0) > now:
         return float(root.lease_expires_at or now)
