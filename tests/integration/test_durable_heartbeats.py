@@ -53,7 +53,7 @@ def test_the_sweeper_sends_a_heartbeat_every_third_of_the_timeout_while_the_turn
 ) -> None:
     arn = runner.run_async(input=json.dumps({"sessionId": session_id}), execution_timeout=HANG_SECONDS)
     callback = runner.wait_for_callback(arn, timeout=HANG_SECONDS)
-    turn_id = callback_turn_id(callback)
+    turn_id = callback_turn_id(session_id, callback)
 
     def waiting() -> Any:
         tree = store_of(make_service()).load_tree(session_id, turn_id)
@@ -102,7 +102,7 @@ def test_a_heartbeat_lambda_refuses_is_recorded_counted_and_the_settling_sends_n
 
 
 @pytest.mark.parametrize(
-    ("heartbeat", "callback"), [(179, "YQ=="), (300, None)], ids=["shorter_than_the_sweeper_keeps", "no_callback"]
+    ("heartbeat", "callback"), [(299, "YQ=="), (300, None)], ids=["shorter_than_the_sweeper_keeps", "no_callback"]
 )
 def test_a_heartbeat_that_cannot_be_kept_starts_nothing(
     make_service: Callable[..., Service], session_id: str, heartbeat: int, callback: str | None

@@ -42,7 +42,7 @@ def test_a_start_again_with_the_same_callback_returns_its_turn_as_it_is_now_and_
 ) -> None:
     callback = a_callback_id()
     first = make_service().start_turn(session_id, PROMPT, WORKFLOW, callback_id=callback)
-    assert first.status == "waiting" and first.turn_id == callback_turn_id(callback)
+    assert first.status == "waiting" and first.turn_id == callback_turn_id(session_id, callback)
     again = make_service().start_turn(session_id, PROMPT, WORKFLOW, callback_id=callback)
     assert again.model_dump() == first.model_dump()
 
@@ -66,8 +66,16 @@ def test_the_callback_id_is_stored_on_its_turn_alone_and_never_shown(
     items = {i["turn_id"]: i for i in session_items(store_of(make_service()), session_id) if i.get("entity") == "turn"}
     assert items[view.turn_id]["callback_id"] == callback
     assert all("callback_id" not in i for t, i in items.items() if t != view.turn_id), "child turns hold none"
-    assert callback not in view.model_dump_json() and callback not in plain.model_dump_json()
-    assert "callback_id" not in session_items(store_of(make_service()), plain.session_id)[-1]
+    [plain_root] = [
+        i
+        for i in session_items(store_of(make_service()), plain.session_id)
+        if i.get("entity") == "turn" and i["turn_id"] == plain.turn_id
+    ]
+    assert not {"callback_id", "callback_told", "callback_heartbeat"} & plain_root.keys(), "nothing where none waits"
+    approver = "arn:aws:iam::111122223333:user/operator"
+    inspected = make_service(approver_principals=(approver,)).inspect(session_id, view.turn_id, approver)
+    for shown in (view.model_dump_json(), plain.model_dump_json(), inspected.model_dump_json()):
+        assert callback not in shown
 
 
 def test_the_same_callback_with_another_prompt_or_from_someone_else_starts_nothing_and_says_so(
@@ -91,7 +99,7 @@ def test_two_starts_of_one_callback_at_once_start_one_turn(
     callback = a_callback_id()
     services = [make_service(), make_service()]
     if overlap == "both_look_before_either_begins":
-        meet_after_first(services, "Query")
+        meet_after_first(services, "GetItem")  # (both read the session as it was: both begin, one is refused)
     else:
         began = threading.Event()
         store_of(services[0]).dynamodb.meta.events.register(
@@ -102,8 +110,8 @@ def test_two_starts_of_one_callback_at_once_start_one_turn(
         )
     outcomes = at_once([lambda s=s: s.start_turn(session_id, PROMPT, WORKFLOW, callback_id=callback) for s in services])
     assert not [o for o in outcomes if isinstance(o, Exception)], outcomes
-    assert {o.turn_id for o in outcomes if not isinstance(o, Exception)} == {callback_turn_id(callback)}
-    assert root_turns(make_service(), session_id) == [callback_turn_id(callback)]
+    assert {o.turn_id for o in outcomes if not isinstance(o, Exception)} == {callback_turn_id(session_id, callback)}
+    assert root_turns(make_service(), session_id) == [callback_turn_id(session_id, callback)]
 
 
 @pytest.mark.parametrize("phase", ["before", "after"])
@@ -127,7 +135,7 @@ def test_a_submitter_run_again_after_each_aws_call_of_its_start_starts_one_turn_
         assert faults.fired, f"k={k}: no fault fired"
         clock.advance(3600)  # (past any lease the dead start held)
         again = make_service().start_turn(session_id, PROMPT, WORKFLOW, callback_id=callback)
-        assert again.turn_id == callback_turn_id(callback), faults.fired
+        assert again.turn_id == callback_turn_id(session_id, callback), faults.fired
         if again.status == "running":  # (the dead start began it and held its lease: it is taken over)
             again = make_service().recover(session_id, again.turn_id)
         assert again.status == "waiting", (faults.fired, again)
@@ -145,7 +153,9 @@ def test_the_direct_start_takes_a_callback_id_in_lambdas_form_only(
     callback = a_callback_id()
     event = {"sessionId": session_id, "prompt": PROMPT, "principal": WORKFLOW, "callbackId": callback}
     first, again = direct_start(service, event), direct_start(service, event)
-    assert first["turn"]["turnId"] == again["turn"]["turnId"] == callback_turn_id(callback)
-    for bad in ("", "not a callback!", "a" * 1025, "ab==c"):
+    assert first["turn"]["turnId"] == again["turn"]["turnId"] == callback_turn_id(session_id, callback)
+    for bad in ("", "not a callback!", "a" * 1025, "ab==c", "YQ==\n"):
         with pytest.raises(ValidationFailedError, match="callbackId"):
             direct_start(service, {**event, "callbackId": bad})
+    with pytest.raises(ValidationFailedError, match="not both"):
+        direct_start(service, {**event, "sessionId": "s-" + uuid.uuid4().hex[:12], "workflow": True})

@@ -78,14 +78,14 @@ class Workflow:
 
 def settled(service: Service, session_id: str, callback: str) -> TurnView:
     """The callback's turn once it settled."""
-    view = eventually(lambda: service.get_turn(session_id, callback_turn_id(callback)), "the turn")
+    view = eventually(lambda: service.get_turn(session_id, callback_turn_id(session_id, callback)), "the turn")
     assert view.status not in ("running", "waiting"), view
     return view
 
 
 def waiting(service: Service, session_id: str, callback: str) -> TurnView:
     def asked() -> TurnView | None:
-        tree = store_of(service).load_tree(session_id, callback_turn_id(callback))
+        tree = store_of(service).load_tree(session_id, callback_turn_id(session_id, callback))
         return service.get_turn(session_id, tree.root.turn_id) if tree and tree.root.status == "waiting" else None
 
     return eventually(asked, "the turn waiting for its approval")
@@ -108,7 +108,7 @@ def workflow(make_service: Callable[..., Service], tmp_path: Path) -> Workflow:
 
 
 def begun(runner: DurableFunctionTestRunner, session_id: str) -> str:
-    """The workflow started; the callback its turn waits on."""
+    """The workflow started; its execution's ARN."""
     arn = runner.run_async(input=json.dumps({"sessionId": session_id}), execution_timeout=HANG_SECONDS)
     return arn
 

@@ -12,7 +12,7 @@ from botocore.stub import Stubber
 from resumable.aws.lambdas import FunctionError, Lambdas
 from resumable.config import Settings
 from resumable.exceptions import AwsError
-from resumable.integrations.durable import invoking
+from resumable.integrations.durable import wait_for_turn
 
 EVENT = {"sessionId": "s-1", "prompt": "p", "principal": "arn:aws:lambda:us-east-1:1:function:w", "callbackId": "YQ=="}
 
@@ -47,4 +47,6 @@ def test_a_reply_that_is_not_an_object_is_an_aws_error() -> None:
 def test_without_a_start_turn_function_wait_for_turn_says_what_to_set(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RESUMABLE_START_TURN_FUNCTION", raising=False)
     with pytest.raises(ValueError, match="set RESUMABLE_START_TURN_FUNCTION"):
-        invoking("")
+        wait_for_turn(object(), "s-1", "p", principal=EVENT["principal"])
+    with pytest.raises(ValueError, match="heartbeat_seconds is at least 300, not 60"):
+        wait_for_turn(object(), "s-1", "p", principal=EVENT["principal"], function="StartTurn", heartbeat_seconds=60)

@@ -314,6 +314,17 @@ def test_the_callbacks_of_the_durable_functions_named_and_no_others_may_be_compl
 
     for function in APP["DurableWorkflowFunctionArns"]:
         assert allowed(function) and allowed(f"{function}:7") and allowed(f"{function}:live"), function
+    # Every function that settles turns may complete them (the Sweeper's calls are not recorded: it
+    # tells what a settling could not); only the Sweeper keeps them alive.
+    settling = ("StartTurn", "SubmitApproval", "Cancel", "GetTurn", "Slack", "Sweeper")
+    with_slack = Stack.of("Slack, with an application's agents")
+    for name in (*settling, "Publisher"):
+        role = [document for _, document in _documents(with_slack, with_slack.role_of(f"{name}Function"))[0]]
+        arn = APP["DurableWorkflowFunctionArns"][0]
+        for action in ("Success", "Failure", "Heartbeat"):
+            expected = name in settling and (action != "Heartbeat" or name == "Sweeper")
+            got = evaluate(role, f"lambda:SendDurableExecutionCallback{action}", arn).allowed
+            assert got == expected, (name, action)
     assert not allowed("arn:aws:lambda:us-east-1:123456789012:function:someone-elses")
     assert not allowed("arn:aws:lambda:us-east-1:123456789012:function:claims-pipeline-2")
     plain = Stack.of("AuthMode=IAM")

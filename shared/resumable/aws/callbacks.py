@@ -8,11 +8,11 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from resumable.aws.clients import LazyClient
+from resumable.aws.clients import LazyClient, client
 from resumable.exceptions import AwsError
 
 if TYPE_CHECKING:
-    from mypy_boto3_lambda import LambdaClient  # noqa: F401 (the string type argument of LazyClient below)
+    from mypy_boto3_lambda import LambdaClient
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +38,14 @@ class DurableCallbacks(LazyClient["LambdaClient"]):
 
     service = "lambda"
 
+    @property
+    def client(self) -> LambdaClient:
+        # Quick to give up: a send that ran long could still be under way when the sweeper sends again
+        # (a minute after the settling), and Lambda would refuse that second one as a callback closed.
+        if self._client is None:
+            self._client = client(self.service, self.settings, attempts=2, timeout=5)
+        return self._client
+
     def succeed(self, callback_id: str, result: str) -> None:
         self._send(
             lambda: self.client.send_durable_execution_callback_success(CallbackId=callback_id, Result=result.encode())
@@ -58,10 +66,11 @@ class DurableCallbacks(LazyClient["LambdaClient"]):
 
         try:
             call()
+        # (what is raised names the failure, never the request: its URL holds the callback id, a credential)
         except ClientError as error:
             code = error.response.get("Error", {}).get("Code", "")
             if code in _CLOSED:
-                raise CallbackClosedError(code, error.response.get("Error", {}).get("Message", "")) from error
-            raise AwsError(f"telling the durable function failed: {error}. The turn itself is settled") from error
+                raise CallbackClosedError(code, "") from None
+            raise AwsError(f"telling the durable function failed: Lambda answered {code or 'an error'}") from None
         except Exception as error:
-            raise AwsError(f"telling the durable function failed: {error}. The turn itself is settled") from error
+            raise AwsError(f"telling the durable function failed: {error.__class__.__name__}") from None

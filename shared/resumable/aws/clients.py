@@ -44,9 +44,10 @@ def hook(event: str, handler: Any) -> None:
             _session.register(event, handler)
 
 
-def client(service: str, settings: Settings) -> Any:
+def client(service: str, settings: Settings, *, attempts: int = 5, timeout: float | None = None) -> Any:
     """A client for ``service``. Throttling and transient errors are retried by botocore (standard
-    mode, 5 attempts) before they reach resumable."""
+    mode, ``attempts`` in all) before they reach resumable; ``timeout``: seconds to connect and to read
+    (botocore's 60 by default)."""
     from botocore.config import Config
 
     options: dict[str, Any] = {"region_name": settings.region}
@@ -56,7 +57,10 @@ def client(service: str, settings: Settings) -> Any:
         options["aws_access_key_id"] = settings.access_key_id
         options["aws_secret_access_key"] = settings.secret_access_key
     # (as many connections as calls made at once: a sharded read's first Queries)
-    options["config"] = Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=MOST_AT_ONCE)
+    config = Config(retries={"mode": "standard", "max_attempts": attempts}, max_pool_connections=MOST_AT_ONCE)
+    if timeout is not None:
+        config = config.merge(Config(connect_timeout=timeout, read_timeout=timeout))
+    options["config"] = config
     made = session()
     with _lock:
         return made.create_client(service, **options)

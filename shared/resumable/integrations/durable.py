@@ -39,6 +39,7 @@ from typing import Any
 
 START_TURN_FUNCTION = "RESUMABLE_START_TURN_FUNCTION"
 DEFAULT_TIMEOUT_SECONDS = 7 * 24 * 3600
+MIN_HEARTBEAT_SECONDS = 300  # (resumable.service.advancing.start's: the sweeper sends them)
 
 Start = Callable[[dict[str, Any]], dict[str, Any]]
 """Starts a turn from StartTurn's direct event (``{"sessionId", "prompt", "principal", "callbackId"}``)
@@ -94,11 +95,15 @@ def wait_for_turn(
     completed Turn. ``session_id`` must be the same at every replay (from the event, or a step's result:
     never made anew, as a random id would be); None: a session of the turn's own, named after the
     callback. ``name`` names the wait in the execution's history (one per wait in a workflow).
-    ``heartbeat_seconds`` (at least 180): the callback fails unless it hears from the service that
+    ``heartbeat_seconds`` (at least 300): the callback fails unless it hears from the service that
     often while the turn waits for people; the service's sweeper sends a heartbeat every third of it."""
     from aws_durable_execution_sdk_python.config import Duration, WaitForCallbackConfig
     from aws_durable_execution_sdk_python.exceptions import CallbackExternalError
 
+    if heartbeat_seconds is not None and heartbeat_seconds < MIN_HEARTBEAT_SECONDS:  # (StartTurn would refuse it)
+        raise ValueError(
+            f"wait_for_turn: heartbeat_seconds is at least {MIN_HEARTBEAT_SECONDS}, not {heartbeat_seconds}"
+        )
     starting = start or invoking(function or os.environ.get(START_TURN_FUNCTION, ""))
     who = principal or workflow_of(context)
 

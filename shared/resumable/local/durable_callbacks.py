@@ -12,7 +12,8 @@ import re
 from typing import Any
 from urllib.parse import unquote
 
-PATH = re.compile(r"^/2025-12-01/durable-execution-callbacks/([^/]+)/(succeed|fail|heartbeat)$")
+# (the id is base64, whose "/" the request's path carries encoded, and the server hands on decoded)
+PATH = re.compile(r"^/2025-12-01/durable-execution-callbacks/(.+)/(succeed|fail|heartbeat)$")
 
 RUNNERS: list[Any] = []
 """The local runners of durable executions in this process, the latest first to be asked."""

@@ -21,10 +21,11 @@ def new_root_turn_id() -> str:
     return uuid.uuid4().hex
 
 
-def callback_turn_id(callback_id: str) -> str:
-    """The root turn a durable function's callback starts: derived from the callback id (unique to one
-    callback of one execution), so however often its submitter runs, it names the same turn."""
-    return hashlib.sha256(f"durable callback\n{callback_id}".encode()).hexdigest()[:32]
+def callback_turn_id(session_id: str, callback_id: str) -> str:
+    """The root turn a durable function's callback starts in ``session_id``: derived from both (the
+    callback id is unique to one callback of one execution), so however often its submitter runs, it
+    names the same turn, and no other session's turn has its id."""
+    return hashlib.sha256(f"durable callback\n{session_id}\n{callback_id}".encode()).hexdigest()[:32]
 
 
 def child_turn_id(root_turn_id: str, call_prefix: str) -> str:

@@ -131,6 +131,11 @@ class TurnRecords(ABC):
         was recorded already."""
 
     @abstractmethod
+    def reindex_settled(self, root: TurnRecord) -> bool:
+        """Put settled root turn ``root`` where its state says in the sweeper's index (by its retention),
+        if it is still at ``root.version``: one a stale write left among the due turns."""
+
+    @abstractmethod
     def acquire_lease(
         self, session_id: str, root_turn_id: str, lease_owner: str, now: float, until: float, *, takeover: bool
     ) -> TurnRecord | None:

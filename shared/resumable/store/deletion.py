@@ -81,7 +81,7 @@ class DeletionItems(Table):
                 "ExpressionAttributeValues": {":generation": value(generation)},
             }
         }
-        writes = [self._mark(session_id, str(f["sk"]), generation, deleted, purge_at, now) for f in items]
+        writes = [self._mark(session_id, f, generation, deleted, purge_at, now) for f in items]
         try:
             for start in range(0, len(writes), MAX_TRANSACTION_ITEMS - 1):
                 self._transact_write([guard, *writes[start : start + MAX_TRANSACTION_ITEMS - 1]])
@@ -155,7 +155,7 @@ class DeletionItems(Table):
             "TableName": self.table,
             "KeyConditionExpression": "pk = :pk AND begins_with(sk, :turn)",
             "FilterExpression": "entity IN (:turn_entity, :interaction, :action)",
-            "ProjectionExpression": "sk, deleted_generation, #purge",
+            "ProjectionExpression": "sk, deleted_generation, #purge, callback_id, callback_told",
             "ExpressionAttributeNames": {"#purge": TTL_ATTRIBUTE},
             "ExpressionAttributeValues": {
                 ":pk": value(pk(session_id)),
@@ -169,14 +169,18 @@ class DeletionItems(Table):
         return [decode(item) for item in self._query_items(request)]
 
     def _mark(
-        self, session_id: str, sk: str, generation: int, deleted: bool, purge_at: float, now: float
+        self, session_id: str, fields: dict[str, Any], generation: int, deleted: bool, purge_at: float, now: float
     ) -> dict[str, Any]:
+        sk = str(fields["sk"])
+        # (a root whose durable function is still owed its callback stays due in the sweeper's index: the
+        # sweeper tells it, and its record then puts it under its retention)
+        owed = fields.get("callback_id") is not None and fields.get("callback_told") is None
         sets = ["#purge = :purge"]
         values: dict[str, Any] = {":purge": value(purge_at), ":now": value(now), ":null": {"S": "NULL"}}
         if deleted:
             sets.append("deleted_generation = :generation")
             values[":generation"] = value(generation)
-        if sk.count("#") == 1:  # a root turn ("TURN#<id>"), settled: in the sweeper's index by its retention
+        if sk.count("#") == 1 and not owed:  # a root turn ("TURN#<id>"), settled: indexed by its retention
             sets += ["gsi4pk = :expiring", "gsi4sk = :purge"]
             values[":expiring"] = value(self.sharded(EXPIRING, session_id))
         return {

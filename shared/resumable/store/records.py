@@ -61,24 +61,24 @@ def expired(purge_at: float | None, now: float) -> bool:
 class TurnRecord(Record):
     """A root turn (``parent_turn_id`` None) or a child turn (one sub-agent call inside another turn).
 
-            Relations are immutable. Only the root turn is leased and versioned: the whole tree advances
-            through the root's commits. ``snapshot_key`` is the root agent's state at the turn's last commit;
-            ``base_snapshot_key`` the session's conversation when the turn began; ``agent_snapshots`` the
-            snapshots of the context-preserving agents this turn has reached (``base_agent_snapshots``: the
-            session's, when it began; None for a turn begun before resumable recorded them). ``workflow``: a
-            Step Functions workflow started the turn and waits for it to settle on ``task_token``, which the
-            workflow writes itself (no commit touches it). ``callback_id``: a Lambda durable function waits for the
-            turn to settle on this callback (given at its start; its turn id is derived from it, and it is never
-            shown: it is the callback's only credential); ``callback_told``, once the settled turn was sent to it
-        (``delivered``) or Lambda refused it for good (``closed``): until then the sweeper's index holds the
-        turn as due (service.advancing.callback); ``callback_heartbeat``, the seconds within which the function
+    Relations are immutable. Only the root turn is leased and versioned: the whole tree advances
+    through the root's commits. ``snapshot_key`` is the root agent's state at the turn's last commit;
+    ``base_snapshot_key`` the session's conversation when the turn began; ``agent_snapshots`` the
+    snapshots of the context-preserving agents this turn has reached (``base_agent_snapshots``: the
+    session's, when it began; None for a turn begun before resumable recorded them). ``workflow``: a
+    Step Functions workflow started the turn and waits for it to settle on ``task_token``, which the
+    workflow writes itself (no commit touches it). ``callback_id``: a Lambda durable function waits for
+    the turn to settle on this callback (given at its start; the turn's id is derived from it; never
+    shown: it is the callback's only credential); ``callback_told``, once the settled turn was sent to
+    it (``delivered``) or could no longer be (``closed``): until then the sweeper's index holds the turn
+    as due (service.advancing.callback); ``callback_heartbeat``, the seconds within which the function
     must hear from the service while the turn waits (the sweeper sends a heartbeat every third of it).
-    ``sweeps``: how many times the sweeper moved the
-            root on since its last commit (see service.operating.sweep). ``purge_at``: once settled, when its retention
-            ends (see service.retention). ``deleted_generation``: its session was deleted (service.sessions.deletion).
-            ``principal`` is the session's (who owns it); ``started_by``, the principal that started this turn
-            (an approver may start one in another's session; None: the application, or a turn begun before
-            resumable recorded it).
+    ``sweeps``: how many times the sweeper moved the root on since its last commit (see
+    service.operating.sweep). ``purge_at``: once settled, when its retention ends (see
+    service.retention). ``deleted_generation``: its session was deleted (service.sessions.deletion).
+    ``principal`` is the session's (who owns it); ``started_by``, the principal that started this turn
+    (an approver may start one in another's session; None: the application, or a turn begun before
+    resumable recorded it).
     """
 
     session_id: str

@@ -158,8 +158,30 @@ class TurnItems(Table):
                 TableName=self.table,
                 Key=key(root.session_id, turn_sk(root)),
                 UpdateExpression=update,
-                ConditionExpression="attribute_exists(pk) AND "
+                # (as read: a record made from a turn that has moved on since would index it as it was)
+                ConditionExpression="version = :version AND "
                 "(attribute_not_exists(callback_told) OR attribute_type(callback_told, :null))",
+                ExpressionAttributeValues={**values, ":version": value(root.version)},
+            )
+        except ClientError as error:
+            if refusal(error) is None:
+                raise
+            return False
+        return True
+
+    @aws_call
+    def reindex_settled(self, root: TurnRecord) -> bool:
+        index = sweeper_keys(root, self.shards)
+        update, values = "REMOVE gsi4pk, gsi4sk", {":version": value(root.version)}
+        if index is not None:
+            update = "SET gsi4pk = :partition, gsi4sk = :at"
+            values |= {":partition": value(index["gsi4pk"]), ":at": value(index["gsi4sk"])}
+        try:
+            self.dynamodb.update_item(
+                TableName=self.table,
+                Key=key(root.session_id, turn_sk(root)),
+                UpdateExpression=update,
+                ConditionExpression="version = :version",
                 ExpressionAttributeValues=values,
             )
         except ClientError as error:

@@ -34,8 +34,28 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# A callback's result, and a failure's data: 256 KiB, as a Step Functions task's output.
-MAX_RESULT_BYTES = 256 * 1024
+# A callback's result, and a failure's data: 256 KiB in all (a failure's message and type beside its data).
+MAX_RESULT_BYTES = 256 * 1024 - 4096
+
+
+CALLBACK_ATTEMPTS = 10
+"""How many times the sweeper tries to tell a durable function that AWS keeps failing for (a minute
+apart, then twice as long each time: about 17 hours in all) before it gives up on it."""
+
+
+def give_up(deps: Dependencies, tree: TurnTree, why: str) -> None:
+    """Record that the durable function waiting on ``tree`` can no longer be told; counted and logged."""
+    root = tree.root
+    count("UndeliveredCallbacks", 1)
+    logger.error(
+        "session_id=<%s>, turn_id=<%s>, status=<%s> | the durable function waiting on this turn can no longer be "
+        "told (%s). Recorded, not sent again",
+        root.session_id,
+        root.turn_id,
+        root.status,
+        why,
+    )
+    deps.store.callback_told(root, "closed")
 
 
 def owed(tree: TurnTree) -> bool:
@@ -51,7 +71,6 @@ def tell_callback(deps: Dependencies, tree: TurnTree) -> bool:
     if not owed(tree) or deps.callbacks is None or root.callback_id is None:
         return False
     said = fitted(TurnView.of(tree), MAX_RESULT_BYTES)
-    told: str = "delivered"
     try:
         if root.status == "completed":
             deps.callbacks.succeed(root.callback_id, said)
@@ -59,19 +78,10 @@ def tell_callback(deps: Dependencies, tree: TurnTree) -> bool:
             message = f"turn {root.turn_id} of session {root.session_id} ended {root.status}"
             deps.callbacks.fail(root.callback_id, WORKFLOW_ERRORS[root.status], message, said)
     except CallbackClosedError as closed:
-        told = "closed"
-        count("UndeliveredCallbacks", 1)
-        logger.error(
-            "session_id=<%s>, turn_id=<%s>, status=<%s> | the durable function waiting on this turn can no longer be "
-            "told (%s): its execution stopped or timed out, or its wait's own timeout passed. Recorded, not sent "
-            "again",
-            root.session_id,
-            root.turn_id,
-            root.status,
-            closed,
-        )
-    recorded = deps.store.callback_told(root, "closed" if told == "closed" else "delivered")
-    logger.info("turn_id=<%s>, status=<%s>, callback=<%s> | durable function told", root.turn_id, root.status, told)
+        give_up(deps, tree, f"{closed.code}: its execution stopped or timed out, or its wait's own timeout passed")
+        return True
+    recorded = deps.store.callback_told(root, "delivered")
+    logger.info("turn_id=<%s>, status=<%s> | durable function told", root.turn_id, root.status)
     return recorded
 
 
@@ -87,14 +97,6 @@ def keep_alive(deps: Dependencies, tree: TurnTree) -> bool:
     try:
         deps.callbacks.heartbeat(root.callback_id)
     except CallbackClosedError as closed:
-        count("UndeliveredCallbacks", 1)
-        logger.error(
-            "session_id=<%s>, turn_id=<%s> | the durable function waiting on this turn no longer takes heartbeats "
-            "(%s): its execution stopped or timed out. Recorded; it is not told how the turn settles",
-            root.session_id,
-            root.turn_id,
-            closed,
-        )
-        deps.store.callback_told(root, "closed")
+        give_up(deps, tree, f"a heartbeat refused, {closed.code}: its execution stopped or timed out")
         return False
     return True

@@ -19,9 +19,10 @@ from resumable.store.records import SessionRecord, TurnRecord, TurnTree
 if TYPE_CHECKING:
     from resumable.service.dependencies import Dependencies
 
-MIN_HEARTBEAT_SECONDS = 180
+MIN_HEARTBEAT_SECONDS = 300
 """The shortest heartbeat timeout a durable function may ask for: the sweeper sends a heartbeat every
-third of it, and runs every minute."""
+third of it and runs every minute, and a run holding the turn's lease (90 s deployed, 120 by default)
+puts its next look off until the lease ends."""
 
 
 def start_turn(
@@ -54,15 +55,20 @@ def start_turn(
             f"the prompt has {len(prompt)} characters, the limit is {limit}; nothing was started"
         )
     text_utf8(prompt, "the prompt", "nothing was started")
+    if workflow and callback_id is not None:
+        raise ValidationFailedError(
+            "a turn is waited on by a state machine (workflow) or a durable function (callbackId), not both; "
+            "nothing was started"
+        )
     if heartbeat_seconds is not None and (callback_id is None or heartbeat_seconds < MIN_HEARTBEAT_SECONDS):
         raise ValidationFailedError(
             f"a heartbeat of {heartbeat_seconds} s cannot be kept: heartbeats are for a durable function's callback, "
-            f"at least {MIN_HEARTBEAT_SECONDS} s apart (the sweeper, which sends them, runs every minute); "
-            "nothing was started"
+            f"at least {MIN_HEARTBEAT_SECONDS} s apart (the sweeper, which sends them, runs every minute and waits "
+            "out a run's lease); nothing was started"
         )
 
     store, now = deps.store, deps.clock.now()
-    turn_id = new_root_turn_id() if callback_id is None else callback_turn_id(callback_id)
+    turn_id = new_root_turn_id() if callback_id is None else callback_turn_id(session_id, callback_id)
     if callback_id is not None and (begun := _begun(deps, session_id, turn_id, prompt, caller)) is not None:
         return begun
     seen = store.get_session(session_id)

@@ -119,7 +119,8 @@ def inspect(deps: Dependencies, session_id: str, turn_id: str, caller: Caller | 
     items = deps.store.tree_items(session_id, root.turn_id)
     by_entity: dict[str, list[dict[str, Any]]] = {}
     for item in items:
-        shown = {k: v for k, v in item.items() if k != "pk"}
+        # (a workflow's task token and a durable function's callback id are credentials: never shown)
+        shown = {k: v for k, v in item.items() if k not in ("pk", "task_token", "callback_id")}
         by_entity.setdefault(str(item.get("entity")), []).append(shown)
     pointers: dict[str, list[str]] = {}
     fields = {"snapshot_key": [root.snapshot_key], "base_snapshot_key": [root.base_snapshot_key]}

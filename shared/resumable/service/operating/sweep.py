@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 from resumable.exceptions import AwsError, StaleCommitError
 from resumable.metrics import count
 from resumable.service.advancing.advance import advance
-from resumable.service.advancing.callback import keep_alive, owed, tell_callback
+from resumable.service.advancing.callback import CALLBACK_ATTEMPTS, give_up, keep_alive, owed, tell_callback
 from resumable.service.advancing.continuation import continue_later
 from resumable.service.advancing.settlement import settle_stalled
 from resumable.service.advancing.stall import SETTLES, Stall, idle, stall
@@ -80,10 +80,10 @@ class SweepReport:
     escalated: int = 0
     """Questions whose rule's ``escalate_to`` it let answer them (see service.escalation)."""
     told: int = 0
-    heartbeats: int = 0
-    """Heartbeats it sent to durable functions waiting on unsettled turns."""
     """Durable functions it told how the turn they wait on settled (their settling could not: see
     service.advancing.callback)."""
+    heartbeats: int = 0
+    """Heartbeats it sent to durable functions waiting on unsettled turns."""
     delivered: int = 0
     """Hours of the audit trail it delivered to the trail's bucket (see service.audit.delivery)."""
 
@@ -148,7 +148,10 @@ def _look(deps: Dependencies, found: DueTurn, now: float, report: SweepReport) -
     root = found.root
     tree = deps.store.load_tree(root.session_id, root.turn_id)
     if tree is not None and owed(tree):  # (settled: the durable function waiting on it was not told)
-        report.told += tell_callback(deps, tree)
+        _tell(deps, found, tree, now, report)
+        return
+    if tree is not None and tree.root.settled and tree.root.version == root.version:
+        deps.store.reindex_settled(tree.root)  # (a write made from a stale read left it among the due)
         return
     if tree is None or tree.root.settled:
         return  # it settled since it was found (settling takes it out of the index)
@@ -201,6 +204,23 @@ def _look(deps: Dependencies, found: DueTurn, now: float, report: SweepReport) -
         continue_later(deps, tree.root)
     else:
         advance(deps, tree)
+
+
+def _tell(deps: Dependencies, found: DueTurn, tree: TurnTree, now: float, report: SweepReport) -> None:
+    """Tell the durable function how its turn settled. Where AWS fails (Lambda, or a grant missing), try
+    again later and later (a minute, then twice as long each time), and after ``CALLBACK_ATTEMPTS`` give
+    up: recorded ``closed`` and counted, as a callback Lambda refuses, so it never blocks the sweep."""
+    try:
+        report.told += tell_callback(deps, tree)
+        return
+    except AwsError as error:
+        failed = error
+    attempts = tree.root.sweeps + 1
+    if attempts >= CALLBACK_ATTEMPTS:
+        give_up(deps, tree, f"{CALLBACK_ATTEMPTS} attempts failed, the last: {failed.__class__.__name__}")
+        return
+    deps.store.reschedule(found, now + 60 * 2**attempts, swept=True)
+    raise failed
 
 
 def _next_look(deps: Dependencies, tree: TurnTree, now: float) -> float:

@@ -1,0 +1,121 @@
+"""A callback the service still owes a durable function is never lost and never blocks the sweep: it
+outlives its session's deletion, it is tried later and later while AWS keeps failing and then given up
+on (counted), and a turn a stale write left among the sweeper's due turns is put back where it belongs."""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from resumable.local import durable_callbacks
+from resumable.service import Service
+from resumable.service.advancing.callback import CALLBACK_ATTEMPTS
+from resumable.store.codec import CALLBACK_GRACE, UNSETTLED, value
+from tests.clock import FakeClock
+from tests.integration.helpers import session_items, store_of
+from tests.metrics import forget_metrics, printed_metrics
+
+PROMPT = "delete the prod-db record"
+WORKFLOW = "arn:aws:lambda:us-west-2:123456789012:function:claims-pipeline"
+
+
+class ServiceException(Exception):  # noqa: N818 (named as Lambda names it: the embedded AWS answers so)
+    """Lambda failing, again and again."""
+
+
+class Failing:
+    """Lambda, as the embedded AWS plays it, failing every callback operation (a ServiceException)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def _fail(self, *_: Any) -> None:
+        self.calls += 1
+        raise ServiceException("Lambda failed")
+
+    send_callback_success = send_callback_failure = send_callback_heartbeat = _fail
+
+
+@pytest.fixture
+def failing() -> Iterator[Failing]:
+    lambda_ = Failing()
+    durable_callbacks.RUNNERS.append(lambda_)
+    try:
+        yield lambda_
+    finally:
+        durable_callbacks.RUNNERS.remove(lambda_)
+
+
+def a_callback() -> str:
+    return base64.b64encode(uuid.uuid4().bytes).decode()
+
+
+def _root(service: Service, session_id: str) -> dict[str, Any]:
+    return next(i for i in session_items(store_of(service), session_id) if i.get("sk", "").count("#") == 1)
+
+
+def test_a_callback_owed_when_its_session_is_deleted_is_still_told_by_the_sweeper(
+    make_service: Callable[..., Service], session_id: str, clock: FakeClock, failing: Failing
+) -> None:
+    view = make_service().start_turn(session_id, PROMPT, WORKFLOW, callback_id=a_callback())
+    make_service().delete_session(session_id, WORKFLOW)  # (cancels the turn; Lambda fails the settling's send)
+    assert failing.calls >= 1 and _root(make_service(), session_id)["callback_told"] is None
+    assert _root(make_service(), session_id)["gsi4pk"].startswith(UNSETTLED), "still due in the sweeper's index"
+    durable_callbacks.RUNNERS.remove(failing)
+    durable_callbacks.RUNNERS.append(failing)  # (kept for the fixture; it no longer fails:)
+    failing.send_callback_failure = lambda *_: None  # type: ignore[method-assign]
+    clock.advance(CALLBACK_GRACE + 1)
+    assert make_service().sweep().told == 1
+    stored = _root(make_service(), session_id)
+    assert stored["callback_told"] == "delivered" and not stored["gsi4pk"].startswith(UNSETTLED), view.turn_id
+
+
+def test_a_callback_aws_keeps_failing_is_tried_later_and_later_then_given_up_and_counted(
+    make_service: Callable[..., Service],
+    session_id: str,
+    clock: FakeClock,
+    failing: Failing,
+    counting: None,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    view = make_service().start_turn(session_id, PROMPT, WORKFLOW, callback_id=a_callback())
+    make_service().cancel(session_id, view.turn_id, WORKFLOW)
+    forget_metrics(capsys)
+    waits = []
+    for _ in range(CALLBACK_ATTEMPTS):
+        due = float(_root(make_service(), session_id)["gsi4sk"])
+        waits.append(round(due - clock.now()))
+        clock.advance(due - clock.now() + 1)
+        report = make_service().sweep()
+        assert report.looked == 1 and report.told == 0
+        assert make_service().sweep().looked == 0, "not due again at once: it does not hold up the sweep"
+    assert waits[1:] == [60 * 2**n for n in range(1, CALLBACK_ATTEMPTS)], waits
+    stored = _root(make_service(), session_id)
+    assert stored["callback_told"] == "closed" and not stored["gsi4pk"].startswith(UNSETTLED)
+    assert printed_metrics(capsys).get("UndeliveredCallbacks") == [1]
+
+
+def test_a_settled_turn_a_stale_write_left_among_the_due_is_put_back_under_its_retention(
+    make_service: Callable[..., Service], session_id: str, clock: FakeClock
+) -> None:
+    view = make_service().start_turn(session_id, PROMPT, WORKFLOW, callback_id=a_callback())
+    make_service().cancel(session_id, view.turn_id, WORKFLOW)  # (no execution has the callback: closed)
+    settled = _root(make_service(), session_id)
+    assert settled["callback_told"] == "closed"
+    store = store_of(make_service())
+    store.dynamodb.update_item(  # (what a commit computed from a read older than that record writes)
+        TableName=store.table,
+        Key={"pk": value(settled["pk"]), "sk": value(settled["sk"])},
+        UpdateExpression="SET gsi4pk = :due, gsi4sk = :now",
+        ExpressionAttributeValues={
+            ":due": value(f"{UNSETTLED}#{settled['gsi4pk'].split('#', 1)[1]}"),
+            ":now": value(clock.now()),
+        },
+    )
+    assert make_service().sweep().looked == 1
+    assert _root(make_service(), session_id)["gsi4pk"] == settled["gsi4pk"]
+    assert make_service().sweep().looked == 0
