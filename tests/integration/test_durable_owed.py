@@ -119,3 +119,52 @@ def test_a_settled_turn_a_stale_write_left_among_the_due_is_put_back_under_its_r
     assert make_service().sweep().looked == 1
     assert _root(make_service(), session_id)["gsi4pk"] == settled["gsi4pk"]
     assert make_service().sweep().looked == 0
+
+
+def test_the_sweeper_leaves_a_callback_to_its_settling_for_a_minute_and_sends_no_more_in_a_run_once_one_failed(
+    make_service: Callable[..., Service], clock: FakeClock, failing: Failing
+) -> None:
+    sessions = [f"s-{uuid.uuid4().hex[:12]}" for _ in range(2)]
+    for session_id in sessions:
+        view = make_service().start_turn(session_id, PROMPT, WORKFLOW, callback_id=a_callback())
+        make_service().cancel(session_id, view.turn_id, WORKFLOW)  # (its send fails: owed)
+    sent = failing.calls
+    store = store_of(make_service())
+    for session_id in sessions:  # (due at once, as an answer or a cancel makes a turn due)
+        root = _root(make_service(), session_id)
+        store.dynamodb.update_item(
+            TableName=store.table,
+            Key={"pk": value(root["pk"]), "sk": value(root["sk"])},
+            UpdateExpression="SET gsi4sk = :now",
+            ExpressionAttributeValues={":now": value(clock.now())},
+        )
+    report = make_service().sweep()
+    assert report.looked == 2 and failing.calls == sent, "settled a moment ago: its settling may still be sending"
+    clock.advance(CALLBACK_GRACE + 1)
+    report = make_service().sweep()
+    assert report.looked == 2 and report.failed == 1 and failing.calls == sent + 1, "one failed: no more this run"
+    clock.advance(CALLBACK_GRACE * 2 + 1)
+    assert make_service().sweep().looked >= 1 and failing.calls >= sent + 2, "the next run tries again"
+
+
+def test_a_callback_refused_twice_is_counted_once(
+    make_service: Callable[..., Service],
+    session_id: str,
+    clock: FakeClock,
+    counting: None,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A heartbeat refused while a run holds the turn, then the run's settling (from what it read before)
+    sends again and is refused again: one undelivered callback, counted once."""
+    from resumable.service.advancing.callback import tell_callback
+
+    forget_metrics(capsys)
+    service = make_service()
+    view = service.start_turn(session_id, PROMPT, WORKFLOW, callback_id=a_callback(), heartbeat_seconds=300)
+    read = store_of(service).load_tree(session_id, view.turn_id)
+    assert read is not None and read.root.callback_told is None
+    clock.advance(101)
+    make_service().sweep()  # (the heartbeat is refused: recorded closed)
+    settled = read.model_copy(update={"root": read.root.model_copy(update={"status": "canceled"})})
+    assert tell_callback(service.deps, settled) is False
+    assert printed_metrics(capsys).get("UndeliveredCallbacks") == [1]

@@ -107,7 +107,7 @@ class TurnRecord(Record):
     started_by_name: str | None = None
     workflow: bool = False
     task_token: str | None = None
-    callback_id: str | None = None
+    callback_id: str | None = Field(default=None, repr=False)  # (a credential: never in a log line)
     callback_told: Literal["delivered", "closed"] | None = None
     callback_heartbeat: int | None = None
     sweeps: int = 0

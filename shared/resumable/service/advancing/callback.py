@@ -44,8 +44,12 @@ apart, then twice as long each time: about 17 hours in all) before it gives up o
 
 
 def give_up(deps: Dependencies, tree: TurnTree, why: str) -> None:
-    """Record that the durable function waiting on ``tree`` can no longer be told; counted and logged."""
+    """Record that the durable function waiting on ``tree`` can no longer be told; counted and logged
+    where this call recorded it (not where it was recorded already, or the turn has moved on since)."""
     root = tree.root
+    if not deps.store.callback_told(root, "closed"):
+        logger.info("turn_id=<%s> | the durable function's callback was recorded already (%s)", root.turn_id, why)
+        return
     count("UndeliveredCallbacks", 1)
     logger.error(
         "session_id=<%s>, turn_id=<%s>, status=<%s> | the durable function waiting on this turn can no longer be "
@@ -55,7 +59,6 @@ def give_up(deps: Dependencies, tree: TurnTree, why: str) -> None:
         root.status,
         why,
     )
-    deps.store.callback_told(root, "closed")
 
 
 def owed(tree: TurnTree) -> bool:
@@ -79,7 +82,7 @@ def tell_callback(deps: Dependencies, tree: TurnTree) -> bool:
             deps.callbacks.fail(root.callback_id, WORKFLOW_ERRORS[root.status], message, said)
     except CallbackClosedError as closed:
         give_up(deps, tree, f"{closed.code}: its execution stopped or timed out, or its wait's own timeout passed")
-        return True
+        return False
     recorded = deps.store.callback_told(root, "delivered")
     logger.info("turn_id=<%s>, status=<%s> | durable function told", root.turn_id, root.status)
     return recorded

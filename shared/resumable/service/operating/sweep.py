@@ -14,7 +14,8 @@ It escalates the questions whose approval rule says to, once nobody settled them
 ``on_expiry: deny`` (service.settlement).
 
 It also ends the retention of records whose time has come (service.retention): it retires the
-snapshots only they pointed at.
+snapshots only they pointed at; tells a durable function how its turn settled where the settling could
+not, and sends heartbeats to those that wait with a heartbeat timeout (service.advancing.callback).
 
 Bounded: at most ``limit`` turns (and then records whose retention ended) a run, the earliest due
 first. Safe to run twice at once: before it
@@ -45,7 +46,7 @@ from resumable.service.answering.escalation import escalate
 from resumable.service.audit.delivery import deliver
 from resumable.service.retention import expire
 from resumable.store.base import DueTurn
-from resumable.store.codec import heartbeat_due
+from resumable.store.codec import CALLBACK_GRACE, heartbeat_due
 from resumable.store.records import TurnRecord, TurnTree
 
 if TYPE_CHECKING:
@@ -84,6 +85,8 @@ class SweepReport:
     service.advancing.callback)."""
     heartbeats: int = 0
     """Heartbeats it sent to durable functions waiting on unsettled turns."""
+    callbacks_failing: bool = False
+    """Whether a send to a durable function failed in this run (it sends no more until the next)."""
     delivered: int = 0
     """Hours of the audit trail it delivered to the trail's bucket (see service.audit.delivery)."""
 
@@ -156,8 +159,9 @@ def _look(deps: Dependencies, found: DueTurn, now: float, report: SweepReport) -
     if tree is None or tree.root.settled:
         return  # it settled since it was found (settling takes it out of the index)
     try:
-        report.heartbeats += keep_alive(deps, tree)
+        report.heartbeats += 0 if report.callbacks_failing else keep_alive(deps, tree)
     except AwsError as error:  # (the turn is moved on all the same; the next look sends the next)
+        report.callbacks_failing = True
         logger.error(
             "turn_id=<%s> | the sweeper could not send the durable function a heartbeat: %s", root.turn_id, error
         )
@@ -207,20 +211,27 @@ def _look(deps: Dependencies, found: DueTurn, now: float, report: SweepReport) -
 
 
 def _tell(deps: Dependencies, found: DueTurn, tree: TurnTree, now: float, report: SweepReport) -> None:
-    """Tell the durable function how its turn settled. Where AWS fails (Lambda, or a grant missing), try
-    again later and later (a minute, then twice as long each time), and after ``CALLBACK_ATTEMPTS`` give
-    up: recorded ``closed`` and counted, as a callback Lambda refuses, so it never blocks the sweep."""
+    """Tell the durable function how its turn settled, once its settling had its minute to, having set
+    the next look first (of two sweepers that found it, one sends). Where AWS fails (Lambda, or a grant
+    missing), try again later and later (2, 4, 8 ... minutes), and after ``CALLBACK_ATTEMPTS`` give up:
+    recorded ``closed`` and counted, as a callback Lambda refuses. After one such failure a run sends no
+    more: they wait for the next run, so a Lambda failing slowly never holds up the sweep."""
+    grace_ends = tree.root.updated_at + CALLBACK_GRACE
+    if now < grace_ends:  # (settled a moment ago, perhaps still sending: its settling tells it)
+        deps.store.reschedule(found, grace_ends)
+        return
+    if report.callbacks_failing:
+        return
+    attempts = tree.root.sweeps + 1
+    if not deps.store.reschedule(found, now + 60 * 2**attempts, swept=True):
+        return  # another sweeper found it too, and goes on
     try:
         report.told += tell_callback(deps, tree)
-        return
-    except AwsError as error:
-        failed = error
-    attempts = tree.root.sweeps + 1
-    if attempts >= CALLBACK_ATTEMPTS:
-        give_up(deps, tree, f"{CALLBACK_ATTEMPTS} attempts failed, the last: {failed.__class__.__name__}")
-        return
-    deps.store.reschedule(found, now + 60 * 2**attempts, swept=True)
-    raise failed
+    except AwsError:
+        report.callbacks_failing = True
+        if attempts < CALLBACK_ATTEMPTS:
+            raise
+        give_up(deps, tree, f"{CALLBACK_ATTEMPTS} attempts failed")
 
 
 def _next_look(deps: Dependencies, tree: TurnTree, now: float) -> float:
