@@ -40,12 +40,8 @@ def runner(make_service: Callable[..., Service]) -> Iterator[DurableFunctionTest
         )
         return {"status": turn["status"]}
 
-    with DurableFunctionTestRunner(handler=claims) as running:
-        durable_callbacks.RUNNERS.append(running)
-        try:
-            yield running
-        finally:
-            durable_callbacks.RUNNERS.remove(running)
+    with DurableFunctionTestRunner(handler=claims) as running, durable_callbacks.answering(running):
+        yield running
 
 
 def test_the_sweeper_sends_a_heartbeat_every_third_of_the_timeout_while_the_turn_waits_and_none_after(

@@ -42,12 +42,8 @@ class Failing:
 
 @pytest.fixture
 def failing() -> Iterator[Failing]:
-    lambda_ = Failing()
-    durable_callbacks.RUNNERS.append(lambda_)
-    try:
+    with durable_callbacks.answering(Failing()) as lambda_:
         yield lambda_
-    finally:
-        durable_callbacks.RUNNERS.remove(lambda_)
 
 
 def a_callback() -> str:
@@ -65,9 +61,7 @@ def test_a_callback_owed_when_its_session_is_deleted_is_still_told_by_the_sweepe
     make_service().delete_session(session_id, WORKFLOW)  # (cancels the turn; Lambda fails the settling's send)
     assert failing.calls >= 1 and _root(make_service(), session_id)["callback_told"] is None
     assert _root(make_service(), session_id)["gsi4pk"].startswith(UNSETTLED), "still due in the sweeper's index"
-    durable_callbacks.RUNNERS.remove(failing)
-    durable_callbacks.RUNNERS.append(failing)  # (kept for the fixture; it no longer fails:)
-    failing.send_callback_failure = lambda *_: None  # type: ignore[method-assign]
+    failing.send_callback_failure = lambda *_: None  # type: ignore[method-assign]  # (Lambda is back)
     clock.advance(CALLBACK_GRACE + 1)
     assert make_service().sweep().told == 1
     stored = _root(make_service(), session_id)

@@ -73,14 +73,10 @@ def _ids(reply: dict[str, Any]) -> dict[str, str]:
 
 
 def _run(handler: Callable[..., Any], drive: Callable[[DurableFunctionTestRunner, str], None]) -> Any:
-    with DurableFunctionTestRunner(handler=handler) as runner:
-        durable_callbacks.RUNNERS.append(runner)
-        try:
-            arn = runner.run_async(input=json.dumps({}), execution_timeout=HANG_SECONDS)
-            drive(runner, arn)
-            result = runner.wait_for_result(arn, timeout=HANG_SECONDS)
-        finally:
-            durable_callbacks.RUNNERS.remove(runner)
+    with DurableFunctionTestRunner(handler=handler) as runner, durable_callbacks.answering(runner):
+        arn = runner.run_async(input=json.dumps({}), execution_timeout=HANG_SECONDS)
+        drive(runner, arn)
+        result = runner.wait_for_result(arn, timeout=HANG_SECONDS)
     assert result.status is InvocationStatus.SUCCEEDED, result.error
     return result
 

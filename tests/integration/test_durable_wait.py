@@ -94,12 +94,8 @@ def waiting(service: Service, session_id: str, callback: str) -> TurnView:
 @pytest.fixture
 def runner(workflow: Workflow) -> Iterator[DurableFunctionTestRunner]:
     """The SDK's local runner of the workflow, which the embedded AWS hands its callbacks to."""
-    with DurableFunctionTestRunner(handler=workflow.handler()) as running:
-        durable_callbacks.RUNNERS.append(running)
-        try:
-            yield running
-        finally:
-            durable_callbacks.RUNNERS.remove(running)
+    with DurableFunctionTestRunner(handler=workflow.handler()) as running, durable_callbacks.answering(running):
+        yield running
 
 
 @pytest.fixture

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import unquote
 
@@ -19,6 +21,17 @@ RUNNERS: list[Any] = []
 """The local runners of durable executions in this process, the latest first to be asked."""
 
 Answer = tuple[int, dict[str, str], bytes]
+
+
+@contextmanager
+def answering(runner: Any) -> Iterator[Any]:
+    """``runner`` (a local runner of durable executions) is handed the callback operations sent to the
+    embedded AWS of this process until the block ends."""
+    RUNNERS.append(runner)
+    try:
+        yield runner
+    finally:
+        RUNNERS.remove(runner)
 
 
 def answer(path: str, body: bytes) -> Answer | None:
