@@ -10,8 +10,9 @@ BIN := $(VENV)/bin
 UV_VERSION := 0.13.9
 UV := $(VENV)/bin/uv
 INSTALL := UV_CACHE_DIR=$(VENV)/uv-cache UV_COMPILE_BYTECODE=1 $(UV) pip install --quiet
-# What make run needs (the package, the embedded AWS, and the Strands Agents SDK so that a factory of Strands
-# agents runs too), and what make test needs besides (the dev tools).
+# What make run needs (the package, the embedded AWS, the Strands Agents SDK so that a factory of Strands
+# agents runs too, and the durable execution SDK for the sample durable workflow), and what make test needs
+# besides (the dev tools).
 RUNNABLE := $(VENV)/.installed-run
 INSTALLED := $(VENV)/.installed-dev
 
@@ -35,7 +36,7 @@ $(UV): | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 
 $(RUNNABLE): pyproject.toml constraints.txt | $(UV)
-	$(INSTALL) --python $(BIN)/python -c constraints.txt -e '.[local,strands]'
+	$(INSTALL) --python $(BIN)/python -c constraints.txt -e '.[local,strands,durable]'
 	touch $(RUNNABLE)
 
 $(INSTALLED): pyproject.toml constraints.txt | $(UV)

@@ -21,13 +21,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from resumable.local.permissions.configurations import APP, AUTH_MODES, HARDENED, SLACK, STRANDS
+from resumable.local.permissions.configurations import APP, AUTH_MODES, HARDENED, SAMPLE, SLACK, STRANDS
 from resumable.local.permissions.stack import conditions, read_template, translate
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "template.yaml"
 TRANSLATIONS: dict[str, dict[str, object]] = {
     "AuthMode=IAM, every option off": AUTH_MODES["IAM"],
-    "AuthMode=JWT, with Strands": {**AUTH_MODES["JWT"], **STRANDS},
+    "AuthMode=JWT, with Strands and the sample durable workflow": {**AUTH_MODES["JWT"], **STRANDS, **SAMPLE},
     "AuthMode=IAM, with an application's agents": APP,
     "AuthMode=IAM, hardened, with Slack and decision links": {**HARDENED, **SLACK},
 }

@@ -26,6 +26,10 @@ from resumable.store.resources import (
 )
 from tools.validate_template import translate
 
+# The sample durable workflow (SampleDurableWorkflow): not one of the service's functions, and none of their
+# Globals (IgnoreGlobals); what it is is checked on its own (test_the_sample_durable_workflow_...).
+SAMPLE = "ApprovalDurableFunction"
+
 
 def _translated(parameters: dict[str, Any] | None = None) -> dict[str, Any]:
     """template.yaml as the deploy makes it with ``parameters`` (beside the defaults), offline."""
@@ -205,7 +209,7 @@ def test_a_continuation_that_fails_every_attempt_goes_to_a_dead_letter_queue() -
 
 
 def test_every_function_logs_to_a_group_of_its_own_kept_log_retention_days(resources: dict[str, Any]) -> None:
-    functions = [name for name, r in resources.items() if r["Type"] == "AWS::Serverless::Function"]
+    functions = [name for name, r in resources.items() if r["Type"] == "AWS::Serverless::Function" and name != SAMPLE]
     groups = [resources[name]["Properties"]["LoggingConfig"]["LogGroup"] for name in functions]
     assert len(set(groups)) == len(functions) == 8
     for group in groups:
@@ -217,7 +221,7 @@ def test_alarms_watch_every_function_both_dead_letter_queues_and_the_table(resou
     alarms = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::CloudWatch::Alarm"]
     # What each watches, as this reader keeps the template's !Ref and !GetAtt: the name they point at.
     watched = {(a["Namespace"], a["MetricName"], a["Dimensions"][0]["Value"]) for a in alarms}
-    functions = [name for name, r in resources.items() if r["Type"] == "AWS::Serverless::Function"]
+    functions = [name for name, r in resources.items() if r["Type"] == "AWS::Serverless::Function" and name != SAMPLE]
     for function in functions:
         assert ("AWS/Lambda", "Errors", function) in watched and ("AWS/Lambda", "Throttles", function) in watched
     for queue in ("PublisherDeadLetterQueue", "ContinuationDeadLetterQueue", "SlackDeadLetterQueue"):
@@ -259,7 +263,7 @@ def test_the_dashboard_shows_every_metric_resumable_writes(resources: dict[str, 
     for name, dimension in METRICS.items():
         expected = {(name,)} if dimension is None else {(name, dimension[0], v) for v in dimension[1]}
         assert expected <= ours, f"the dashboard does not show {name}"
-    functions = {name for name, r in resources.items() if r["Type"] == "AWS::Serverless::Function"}
+    functions = {name for name, r in resources.items() if r["Type"] == "AWS::Serverless::Function" and name != SAMPLE}
     assert functions - {"SlackFunction", "DecisionLinksFunction"} <= referenced
     # (made only with a channel: named as its FunctionName names it, which holds whether or not it is made)
     assert resources["SlackFunction"]["Properties"]["FunctionName"] == "${AWS::StackName}-Slack"
@@ -277,7 +281,7 @@ def test_the_api_is_throttled_and_logs_who_called_and_functions_can_be_capped() 
     logged = json.loads(stage["AccessLogSettings"]["Format"])
     assert {"requestId", "route", "status", "principal", "subject"} <= set(logged)
     assert stage["AccessLogSettings"]["DestinationArn"] == {"Fn::GetAtt": ["ApiAccessLogGroup", "Arn"]}
-    functions = [r["Properties"] for r in translated.values() if r["Type"] == "AWS::Lambda::Function"]
+    functions = [r["Properties"] for n, r in translated.items() if r["Type"] == "AWS::Lambda::Function" and n != SAMPLE]
     assert len(functions) == 8
     assert all(f["ReservedConcurrentExecutions"] == {"Ref": "FunctionConcurrencyLimit"} for f in functions)
     uncapped = _translated()["Resources"]
@@ -304,7 +308,9 @@ def test_the_hardening_parameters_encrypt_everything_with_the_key_and_put_the_fu
 
     translated = _translated(HARDENED)["Resources"]
     key = {"Ref": "KmsKeyArn"}
-    functions = {n: r["Properties"] for n, r in translated.items() if r["Type"] == "AWS::Lambda::Function"}
+    functions = {
+        n: r["Properties"] for n, r in translated.items() if r["Type"] == "AWS::Lambda::Function" and n != SAMPLE
+    }
     assert len(functions) == 8
     for name, function in functions.items():
         assert function["KmsKeyArn"] == key
@@ -348,7 +354,9 @@ def test_the_strands_layer_is_made_and_given_to_every_function_only_when_strands
     assert resources["StrandsLayer"]["Metadata"] == resources["SharedLayer"]["Metadata"], "built by layers/Makefile"
     for parameters, layers in [({}, ["SharedLayer"]), (STRANDS, ["SharedLayer", "StrandsLayer"])]:
         translated = _translated(parameters)["Resources"]
-        functions = {n: r["Properties"] for n, r in translated.items() if r["Type"] == "AWS::Lambda::Function"}
+        functions = {
+            n: r["Properties"] for n, r in translated.items() if r["Type"] == "AWS::Lambda::Function" and n != SAMPLE
+        }
         assert len(functions) == 8
         for name, function in functions.items():
             given = [translated[layer["Ref"]]["Properties"]["LayerName"] for layer in function["Layers"]]
@@ -490,3 +498,25 @@ def test_make_validates_stamp_covers_every_file_of_this_project_its_check_import
         f"tools/checked.py's READS['validate'] leaves out what make validate reads: {uncovered[:20]}"
     )
     assert any(f.endswith("shared/resumable/local/template.py") for f in files), files
+
+
+def test_the_sample_durable_workflow_is_made_only_when_asked_and_runs_as_a_durable_function(
+    resources: dict[str, Any],
+) -> None:
+    from resumable.local.permissions.configurations import SAMPLE as WITH_SAMPLE
+
+    template = read_template(stack_template())
+    assert template["Parameters"]["SampleDurableWorkflow"]["Default"] == "false"
+    sample = resources[SAMPLE]
+    assert sample["Condition"] == "HasSampleDurableWorkflow" and sample["IgnoreGlobals"] == "*"
+    assert sample["Metadata"]["BuildMethod"] == "makefile"  # (workflows/durable_approval/Makefile)
+    translated = _translated(WITH_SAMPLE)["Resources"]
+    function = translated[SAMPLE]["Properties"]
+    assert function["Runtime"] in ("python3.13", "python3.14"), "a runtime durable functions run on"
+    assert function["DurableConfig"]["ExecutionTimeout"] > 7 * 24 * 3600, "longer than wait_for_turn's own wait"
+    assert "Layers" not in function, "the layers are python3.11's: the sample carries what it imports"
+    assert function["Environment"]["Variables"] == {
+        "RESUMABLE_START_TURN_FUNCTION": {"Fn::GetAtt": ["StartTurnFunction", "Arn"]}
+    }
+    aliases = [r["Properties"] for r in translated.values() if r["Type"] == "AWS::Lambda::Alias"]
+    assert {"Ref": SAMPLE} in [a["FunctionName"] for a in aliases], "invoked by a qualified ARN, as it must be"

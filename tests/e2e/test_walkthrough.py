@@ -88,6 +88,9 @@ def test_every_step_of_the_printed_walkthrough_works_when_followed_literally(pri
         '"message": "not staging"',
         "approved  delete_record",
         'button asks first: \\"Run it? Approving runs delete_record (risk: destructive). Deletes',  # 8: Slack's dialog
+        '"Status": "SUCCEEDED"',  # 9: the durable workflow went on with the turn's outcome
+        '\\"outcome\\": \\"completed\\"',
+        "record test-db deleted",
     ]
     for step in said:
         assert step.replace(": ", ":").replace(", ", ",") in out.replace(": ", ":").replace(", ", ","), step
@@ -99,6 +102,7 @@ def test_every_step_of_the_printed_walkthrough_works_when_followed_literally(pri
     )
     assert again.returncode == 0, again.stdout + again.stderr
     assert again.stdout.count('"status": "SUCCEEDED"') == 1 and "there is no record named dev-db" in again.stdout
+    assert again.stdout.count('"Status": "SUCCEEDED"') == 1 and "there is no record named test-db" in again.stdout
     assert '"code"' not in again.stdout, "a step pasted again got an error: " + again.stdout
 
 

@@ -23,7 +23,9 @@ def test_every_recorded_call_is_allowed_and_every_grant_is_used() -> None:
 
 def test_the_recording_covers_every_function_and_the_state_machine() -> None:
     callers = {c.function for c in read_calls()}
-    assert callers == set(Stack.of("Slack and decision links").callers())  # (every function: the Slack function too)
+    # (every function: the Slack function, and the sample durable workflow, too)
+    stacks = [Stack.of("Slack and decision links"), Stack.of("the sample durable workflow")]
+    assert callers == {caller for stack in stacks for caller in stack.callers()}
 
 
 def test_a_call_the_role_does_not_grant_is_named_with_its_function_and_missing_action() -> None:
@@ -339,5 +341,36 @@ def test_the_callbacks_of_the_durable_functions_named_and_no_others_may_be_compl
     assert any(
         line.startswith(f"SubmitApprovalFunction ({configuration}): calls lambda:SendDurableExecutionCallbackSuccess")
         and "function:claims-pipeline:live, which its role" in line
+        for line in problems
+    ), problems
+
+
+def test_the_sample_durable_workflows_callbacks_may_be_completed_where_the_stack_carries_it() -> None:
+    """SampleDurableWorkflow true: every function that settles turns may complete the sample's callbacks
+    (the function and its alias), only the Sweeper keep it alive, and the sample may start turns on
+    StartTurn and nothing else. Negative control: SubmitApproval's grant taken away is named."""
+    from resumable.local.permissions.check import _documents
+    from resumable.local.permissions.policy import evaluate
+
+    stack = Stack.of("the sample durable workflow")
+    sample = stack.arn("ApprovalDurableFunction")
+    assert sample.endswith("-ApprovalDurable"), sample
+    for name in ("StartTurn", "SubmitApproval", "Cancel", "GetTurn", "Sweeper", "Publisher"):
+        role = [document for _, document in _documents(stack, stack.role_of(f"{name}Function"))[0]]
+        for action in ("Success", "Failure", "Heartbeat"):
+            expected = name != "Publisher" and (action != "Heartbeat" or name == "Sweeper")
+            for arn in (sample, f"{sample}:live"):
+                assert evaluate(role, f"lambda:SendDurableExecutionCallback{action}", arn).allowed == expected
+    own = [document for _, document in _documents(stack, stack.role_of("ApprovalDurableFunction"))[0]]
+    assert evaluate(own, "lambda:InvokeFunction", stack.arn("StartTurnFunction")).allowed
+    assert not evaluate(own, "lambda:InvokeFunction", stack.arn("SubmitApprovalFunction")).allowed
+
+    # SubmitApproval's grant taken away (made to rest on another condition, false here).
+    at = template().index("  SubmitApprovalFunction:")
+    taken = template()[:at] + template()[at:].replace("- HasSampleDurableWorkflow", "- UseSlack", 1)
+    problems = report(check(read_calls(), ["the sample durable workflow"], taken))
+    assert any(
+        line.startswith("SubmitApprovalFunction (the sample durable workflow): calls lambda:SendDurableExecution")
+        and "-ApprovalDurable" in line
         for line in problems
     ), problems

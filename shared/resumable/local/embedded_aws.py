@@ -13,9 +13,10 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import parse_qsl
 
 from resumable.config import Settings
-from resumable.local import durable_callbacks, moto_patches
+from resumable.local import durable_callbacks, durable_workflows, moto_patches
 from resumable.store.resources import BUCKET_LIFECYCLE_RULES, create_table_request, ttl_request
 
 _log = logging.getLogger(__name__)
@@ -86,9 +87,12 @@ def _invoke(environ: dict[str, Any], start_response: Callable[..., Any]) -> list
     size = int(environ.get("CONTENT_LENGTH") or 0)
     params = {
         "url_path": environ["PATH_INFO"],
+        "query_string": dict(parse_qsl(environ.get("QUERY_STRING", ""))),
         "body": environ["wsgi.input"].read(size) if size else b"",
         "headers": {"X-Amz-Invocation-Type": environ.get("HTTP_X_AMZ_INVOCATION_TYPE", "RequestResponse")},
     }
+    if "HTTP_X_AMZ_DURABLE_EXECUTION_NAME" in environ:  # (a durable function's: resumable.local.durable_workflows)
+        params["headers"]["X-Amz-Durable-Execution-Name"] = environ["HTTP_X_AMZ_DURABLE_EXECUTION_NAME"]
     answered = LAMBDA_INVOCATIONS[-1](params)
     status: int = answered[0].status_code if answered is not None else 404
     response: dict[str, Any] = answered[1] if answered is not None else {}
@@ -102,6 +106,11 @@ def _invoke(environ: dict[str, Any], start_response: Callable[..., Any]) -> list
         body = payload.read() if payload is not None else b""
         headers = [("X-Amz-Executed-Version", "$LATEST")]
         headers += [("X-Amz-Function-Error", response["FunctionError"])] if "FunctionError" in response else []
+        headers += (
+            [("X-Amz-Durable-Execution-Arn", response["DurableExecutionArn"])]
+            if "DurableExecutionArn" in response
+            else []
+        )
     headers += [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
     start_response(f"{status} {'OK' if status < 400 else 'Error'}", headers)
     return [body]
@@ -111,6 +120,8 @@ def _callback(environ: dict[str, Any]) -> tuple[int, dict[str, Any], bytes] | No
     """A durable-callback operation's reply (resumable.local.durable_callbacks; not under the lock: the
     execution it completes runs on and calls this AWS too); None for any other request."""
     path = environ.get("PATH_INFO", "")
+    if (described := durable_workflows.described(environ.get("REQUEST_METHOD", ""), path)) is not None:
+        return described
     if not durable_callbacks.PATH.match(path):
         return None
     size = int(environ.get("CONTENT_LENGTH") or 0)

@@ -80,7 +80,21 @@ class Route:
 
 
 def functions(template: dict[str, Any]) -> dict[str, Function]:
-    """Every function the template declares, by logical id."""
+    """Every function of the service the template declares, by logical id: not a durable function (the
+    sample durable workflow, which waits for turns as a team's own would: ``durable_functions``)."""
+    return {name: f for name, f in _declared(template).items() if not _durable(template, name)}
+
+
+def durable_functions(template: dict[str, Any]) -> dict[str, Function]:
+    """The durable functions the template declares (those with a ``DurableConfig``), by logical id."""
+    return {name: f for name, f in _declared(template).items() if _durable(template, name)}
+
+
+def _durable(template: dict[str, Any], name: str) -> bool:
+    return "DurableConfig" in template["Resources"][name]["Properties"]
+
+
+def _declared(template: dict[str, Any]) -> dict[str, Function]:
     handler_default = template.get("Globals", {}).get("Function", {}).get("Handler", "app.lambda_handler")
     return {
         name: Function(name, resource["Properties"]["CodeUri"], resource["Properties"].get("Handler", handler_default))
@@ -112,12 +126,13 @@ def routes(template: dict[str, Any]) -> list[Route]:
 RUNNERS: list[Callable[[Function], Callable[[dict[str, Any], Any], Any]]] = []
 
 
-def load_handler(function: Function | Route) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+def load_handler(function: Function | Route, *, here: bool = False) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     """The function's handler, imported from its CodeUri like Lambda would (one module per function); the
     AWS calls it makes are recorded as the function's. While a runner is in ``RUNNERS`` (functions run
-    from their layers: resumable.local.execution), what that runner makes of the function instead."""
+    from their layers: resumable.local.execution), what that runner makes of the function instead, unless
+    ``here`` (a durable workflow: not the service's, and run by the durable execution SDK's runner here)."""
     spec_of = function.target if isinstance(function, Route) else function
-    if RUNNERS:  # (make run of an application: the function runs from its layers)
+    if RUNNERS and not here:  # (make run of an application: the function runs from its layers)
         return RUNNERS[-1](spec_of)
     module_name, _, attribute = spec_of.handler.rpartition(".")
     source = ROOT / spec_of.code_uri / f"{module_name}.py"

@@ -18,10 +18,13 @@ import errno
 import os
 import signal
 import sys
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING
 
 from resumable.config import Settings
+from resumable.integrations.durable import START_TURN_FUNCTION
+from resumable.local import durable_workflows
 from resumable.local.app_values import LocalValues, put
 from resumable.local.application import APP, DEMO, Application, application, layers_build
 from resumable.local.authorizers import JwtVerifier, LocalCredentials
@@ -208,6 +211,17 @@ def _app_values(app: Application | None, layout: Layout | None, settings: Settin
     return named
 
 
+@contextmanager
+def _functions_here() -> Iterator[None]:
+    """The template's functions run in this process (a turn's continuations on SubmitApproval), and the
+    sample durable workflow (walkthrough step 9) by the durable execution SDK's local runner, starting
+    its turns on the StartTurn function run here."""
+    os.environ.setdefault("CONTINUE_FUNCTION", function_arn("SubmitApprovalFunction"))
+    os.environ.setdefault(START_TURN_FUNCTION, function_arn("StartTurnFunction"))
+    with functions_in_process(), durable_workflows.running():
+        yield
+
+
 def main() -> None:
     _stop_on_sigterm()
     _log_level()
@@ -231,8 +245,7 @@ def main() -> None:
         settings = stack.enter_context(embedded_aws())
         # (before the handlers are imported: each checks its settings then, the decision-link key too)
         os.environ.update(settings.environment() | _app_values(app, layout, settings))
-        stack.enter_context(functions_in_process())
-        os.environ.setdefault("CONTINUE_FUNCTION", function_arn("SubmitApprovalFunction"))
+        stack.enter_context(_functions_here())
         machine = create_state_machine(settings)
         credentials, verifier = None, None
         if auth == "jwt":

@@ -26,6 +26,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from resumable.config import Settings
+from resumable.local import durable_workflows
 from resumable.local.embedded_aws import LAMBDA_INVOCATIONS
 from resumable.local.functions import ACCOUNT, ROOT, LambdaContext, function_arn, functions, load_handler, load_template
 
@@ -55,6 +56,9 @@ class InProcessLambda:
         match = re.search(r"/functions/([^/]+)/invocations", params["url_path"])
         name = unquote(match.group(1)) if match else ""
         name = name.rsplit(":function:", 1)[-1].split(":", 1)[0]
+        if (durable := durable_workflows.invoked(params)) is not None:  # (an execution started)
+            status, started = durable
+            return _Reply(status), started | {"Payload": io.BytesIO(started.get("Payload", b""))}
         handler = self.handlers.get(name)
         if handler is None:
             message = f"Function not found: {name} (template.yaml declares {sorted(self.handlers)})"

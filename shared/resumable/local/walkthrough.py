@@ -80,6 +80,24 @@ plays Slack's Web API, and you at the Slack client: it signs each press as Slack
   wait_for '[[ $(curl -s "@SLACK/local/messages?request=$REQ") == *Approved* ]]' "the message's update"
   curl -s "@SLACK/local/messages?request=$REQ"; echo      # updated in place: "Approved by ... UTC", no buttons
 
+9. A Lambda durable function that waits for the approval: the sample durable workflow
+(workflows/durable_approval/app.py, run by the durable execution SDK's local runner) starts a turn with
+wait_for_turn, waits without running until it settles, and goes on with its outcome. Each paste starts
+a new execution, DF, with a session of its own; approve it here or on the page (@URL/inbox):
+  SIG='Authorization: AWS4-HMAC-SHA256 Credential=x/20260101/us-east-1/lambda/aws4_request, Signature=x'
+  lam() { curl -s "@AWS$1" -H "$SIG" "${@:2}"; }      # Lambda's API, as the AWS CLI would call it
+  DF=df-$RANDOM$RANDOM; DURABLE=$(lam /2015-03-31/functions/ApprovalDurableFunction:live/invocations \
+       -H 'X-Amz-Invocation-Type: Event' -H "X-Amz-Durable-Execution-Name: $DF" -D - -o /dev/null \
+       --json '{"sessionId": "'$DF'", "prompt": "delete the test-db record"}' \
+       | tr -d '\r' | sed -n 's/^x-amz-durable-execution-arn: //Ip'); echo "$DURABLE"      # its execution
+  EXECUTION=/2025-12-01/durable-executions/$(python3 -c \
+       'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$DURABLE")
+  wait_for 'Q=$(curl -sf "@URL/sessions/$DF/interactions?status=requested") && [[ $Q == *requestId* ]]' "its question"
+  TURN=$(echo "$Q" | field '["interactions"][0]["turnId"]'); REQ=$(echo "$Q" | field '["interactions"][0]["requestId"]')
+  curl -s -X POST @URL/sessions/$DF/turns/$TURN/interactions/$REQ --json '{"response": {"decision": "approve"}}'; echo
+  wait_for '[[ $(lam "$EXECUTION") != *\"RUNNING\"* ]]' "the workflow to finish"
+  lam "$EXECUTION"; echo      # "Status": "SUCCEEDED", its "Result": "completed", "record test-db deleted"
+
 The resumable command (docs/desk.md) is @RESUMABLE: put its folder on your PATH to call it by name. It
 finds this run by itself; RESUMABLE_URL names the one it calls where several serve:
   export PATH="@BIN:$PATH"

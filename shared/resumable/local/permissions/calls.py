@@ -55,6 +55,8 @@ BEDROCK_MODELS = "BEDROCK_MODEL_IDS"
 # The durable functions whose callbacks the functions that settle turns complete (a list of ARNs). A
 # callback's id names its function to Lambda alone: every callback call is recorded as reaching them.
 DURABLE_WORKFLOWS = "DURABLE_WORKFLOWS"
+# The StartTurn function a durable function starts the turn it waits for with (resumable.integrations.durable).
+START_TURN = "RESUMABLE_START_TURN_FUNCTION"
 
 
 @dataclass(frozen=True, order=True)
@@ -210,6 +212,7 @@ def calls_of(
     if prefix == "lambda" and "FunctionName" in params:
         function = named(params["FunctionName"], FUNCTION)
         function = named(function, ITSELF) if function == params["FunctionName"] else function
+        function = named(function, START_TURN) if function == params["FunctionName"] else function
         return [(action, f"lambda:function/{function}")]
     if prefix == "secretsmanager" and "SecretId" in params:
         secret = named(params["SecretId"], SECRET)

@@ -49,6 +49,9 @@ SLACK: dict[str, Any] = {
     "SlackTeams": ["T0TEAM"],
 }
 
+# The sample durable workflow (ApprovalDurableFunction), whose callbacks the functions that settle turns complete.
+SAMPLE: dict[str, Any] = {"SampleDurableWorkflow": "true"}
+
 
 # The parameters beside the defaults each configuration is translated with; together they take every
 # condition of the template both ways.
@@ -62,4 +65,6 @@ CONFIGURATIONS: dict[str, dict[str, Any]] = {
     "Slack and decision links": SLACK,
     "Slack and decision links, hardened": {**HARDENED, **SLACK},
     "Slack, with an application's agents": {**SLACK, **APP},
+    "the sample durable workflow": SAMPLE,
+    "the sample durable workflow, with an application's": {**APP, **SAMPLE},
 }

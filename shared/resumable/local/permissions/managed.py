@@ -70,4 +70,20 @@ MANAGED: dict[str, dict[str, Any]] = {
             }
         ]
     },
+    # A durable function's (the sample durable workflow's): its SDK checkpoints and reads its execution.
+    f"arn:{PARTITION}:iam::aws:policy/service-role/AWSLambdaBasicDurableExecutionRolePolicy": {
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Action": [
+                    "logs:CreateLogGroup",
+                    "logs:CreateLogStream",
+                    "logs:PutLogEvents",
+                    "lambda:CheckpointDurableExecution",
+                    "lambda:GetDurableExecutionState",
+                ],
+                "Resource": "*",
+            }
+        ]
+    },
 }

@@ -1,0 +1,187 @@
+"""The template's durable functions (the sample durable workflow, ApprovalDurableFunction) on the laptop:
+each run by the durable execution SDK's local runner (its testing SDK's ``DurableFunctionTestRunner``) in
+this process, which replays the workflow from its start at every invocation, as Lambda does.
+
+While ``running()`` is active the embedded AWS answers, for those functions, what Lambda would:
+
+- ``Invoke`` of the function by a qualified name or ARN (``:live``, ``:$LATEST``, or ``Qualifier``; an
+  unqualified one is refused, as Lambda refuses it for a durable function) starts a durable execution,
+  named by the ``X-Amz-Durable-Execution-Name`` header (the same name again starts nothing new: its
+  execution's ARN again). ``InvocationType=Event`` replies 202 at once; otherwise the reply waits for
+  the execution's end. Either way the ``X-Amz-Durable-Execution-Arn`` header names the execution.
+- ``GetDurableExecution`` of one of its executions: its status (``RUNNING``, ``SUCCEEDED``, ``FAILED``,
+  ...), input, and result or error.
+- the callback operations the service sends its executions (resumable.local.durable_callbacks).
+
+The function's AWS calls (StartTurn, invoked directly) are recorded as the function's, as any template
+function's (resumable.local.permissions)."""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import re
+import threading
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from urllib.parse import unquote
+
+from resumable.local import durable_callbacks
+from resumable.local.functions import ACCOUNT, durable_functions, load_handler, load_template
+
+REGION = "us-east-1"
+# How long an invocation for the reply waits for its execution (Lambda's own limit for a durable function).
+SYNCHRONOUS_SECONDS = 900
+EXECUTION_PATH = re.compile(r"^/2025-12-01/durable-executions/(.+)$")
+
+Answer = tuple[int, dict[str, Any]]
+"""A status and the response as botocore parses it (``Payload``, ``DurableExecutionArn`` or ``Error``)."""
+
+
+@dataclass
+class DurableFunction:
+    """A durable function of the template, its runner, and the executions started by name."""
+
+    name: str
+    runner: Any
+    timeout: int
+    executions: dict[str, str] = field(default_factory=dict)  # name -> ARN
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def start(self, name: str, payload: str) -> str:
+        """The ARN of the execution called ``name``: started now with ``payload``, unless it was before."""
+        with self.lock:
+            if name in self.executions:
+                return self.executions[name]
+            arn: str = self.runner.run_async(
+                input=payload,
+                execution_timeout=self.timeout,
+                function_name=self.name,
+                execution_name=name,
+                account_id=ACCOUNT,
+            )
+            self.executions[name] = arn
+            return arn
+
+    def described(self, arn: str) -> dict[str, Any]:
+        """GetDurableExecution's reply for ``arn``, as the testing SDK's own web runner answers it (from
+        the runner's executor: its public waits cannot see an execution that has ended)."""
+        said: dict[str, Any] = self.runner._executor.get_execution_details(arn).to_dict()
+        for moment in ("StartTimestamp", "EndTimestamp"):
+            if isinstance(said.get(moment), datetime):
+                said[moment] = said[moment].timestamp()
+        return said
+
+
+RUNNING: dict[str, DurableFunction] = {}
+"""The durable functions run in this process, by name."""
+
+
+@contextmanager
+def running(overrides: dict[str, Any] | None = None) -> Iterator[dict[str, DurableFunction]]:
+    """Run the template's durable functions here (``overrides``: handlers by name instead of theirs)
+    until the block ends."""
+    from aws_durable_execution_sdk_python_testing.runner import DurableFunctionTestRunner
+
+    template = load_template()
+    with ExitStack() as stack:
+        stack.enter_context(_carrying_who_calls())
+        for name, function in durable_functions(template).items():
+            handler = (overrides or {}).get(name) or load_handler(function, here=True)
+            runner = stack.enter_context(DurableFunctionTestRunner(handler=handler, skip_time=False, region=REGION))
+            stack.enter_context(durable_callbacks.answering(runner))
+            timeout = int(template["Resources"][name]["Properties"]["DurableConfig"]["ExecutionTimeout"])
+            RUNNING[name] = DurableFunction(name, runner, timeout)
+            stack.callback(RUNNING.pop, name, None)
+        yield dict(RUNNING)
+
+
+class _CarryingContext(ThreadPoolExecutor):
+    """The SDK's pool for a handler's invocation, whose work runs in the context of whoever submits it."""
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        return super().submit(contextvars.copy_context().run, fn, *args, **kwargs)
+
+
+@contextmanager
+def _carrying_who_calls() -> Iterator[None]:
+    """The SDK runs a handler's invocation on a worker thread of a fresh context, where the record of
+    whose AWS calls these are (resumable.local.permissions.calls.acting_as, a context variable) would be
+    lost: in Lambda the function has its process to itself. Here its worker carries its caller's context."""
+    from aws_durable_execution_sdk_python import execution
+
+    execution.ThreadPoolExecutor = _CarryingContext  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        execution.ThreadPoolExecutor = ThreadPoolExecutor  # type: ignore[attr-defined]
+
+
+def invoked(params: dict[str, Any]) -> Answer | None:
+    """Lambda's reply to an ``Invoke`` of a durable function run here (None: it names no such function);
+    ``params``: botocore's request (``url_path``, ``query_string``, ``headers``, ``body``)."""
+    matched = re.search(r"/functions/([^/]+)/invocations", params["url_path"])
+    named = unquote(matched.group(1)) if matched else ""
+    function, _, qualifier = named.rsplit(":function:", 1)[-1].partition(":")
+    durable = RUNNING.get(function)
+    if durable is None:
+        return None
+    query = params.get("query_string") or {}
+    qualifier = qualifier or str(query.get("Qualifier", "") if isinstance(query, dict) else "")
+    headers: dict[str, str] = params.get("headers") or {}
+    if not qualifier:
+        return 400, _error(
+            "InvalidParameterValueException",
+            f"{function} is a durable function: invoke it by a qualified ARN or name ({function}:live, or "
+            f"{function}:$LATEST). Nothing was started",
+        )
+    name = headers.get("X-Amz-Durable-Execution-Name") or str(uuid.uuid4())
+    if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name):
+        return 400, _error(
+            "InvalidParameterValueException",
+            f"the durable execution name {name[:80]!r} is not 1 to 64 letters, digits, - or _: nothing was started",
+        )
+    body = params.get("body") or b"{}"
+    payload = body.decode() if isinstance(body, bytes) else str(body)
+    arn = durable.start(name, payload)
+    if headers.get("X-Amz-Invocation-Type") == "Event":
+        return 202, {"StatusCode": 202, "DurableExecutionArn": arn, "Payload": b""}
+    try:
+        result = durable.runner.wait_for_result(arn, timeout=SYNCHRONOUS_SECONDS)
+    except TimeoutError:
+        return 200, {"StatusCode": 200, "DurableExecutionArn": arn, "FunctionError": "Unhandled", "Payload": b"{}"}
+    reply: dict[str, Any] = {"StatusCode": 200, "DurableExecutionArn": arn}
+    if result.error is not None:
+        error = result.error.to_dict()
+        said = {"errorType": error.get("ErrorType", "Error"), "errorMessage": error.get("ErrorMessage", "")}
+        return 200, reply | {"FunctionError": "Unhandled", "Payload": json.dumps(said).encode()}
+    return 200, reply | {"Payload": (result.result or "null").encode()}
+
+
+def described(method: str, path: str) -> tuple[int, dict[str, str], bytes] | None:
+    """GetDurableExecution's reply (status, headers, body) for ``path``; None: not such a request."""
+    matched = EXECUTION_PATH.match(path)
+    if method != "GET" or matched is None:
+        return None
+    arn = unquote(matched.group(1))
+    for durable in RUNNING.values():
+        if arn in durable.executions.values():
+            return _json(200, durable.described(arn))
+    return _json(
+        404, {"Type": "User", "message": f"no durable execution {arn[:200]} here"}, "ResourceNotFoundException"
+    )
+
+
+def _error(code: str, message: str) -> dict[str, Any]:
+    return {"Error": {"Code": code, "Message": message}}
+
+
+def _json(status: int, said: dict[str, Any], error: str | None = None) -> tuple[int, dict[str, str], bytes]:
+    body = json.dumps(said).encode()
+    headers = {"Content-Type": "application/json", "Content-Length": str(len(body))}
+    return status, headers | ({"x-amzn-errortype": error} if error else {}), body
