@@ -32,8 +32,9 @@ calls with bench/aws_calls.py.
     at once, ``strands.RACES`` times: with Strands alone, and under the service.
 12. The bill (bench/cost.py): the cost per million approval turns (start, pause, approve, complete, their
     events published) and per million turns with no approval, at on-demand list prices, from this run's
-    own counts of billed units (bench/capacity.py); beside them, the same work as Step Functions
-    Standard's human-approval pattern and as plain Lambda and DynamoDB with no guarantees.
+    own counts of billed units (bench/capacity.py); beside them, approval turns a Lambda durable function
+    waits for (bench/durable.py), and the same work as Step Functions Standard's human-approval pattern
+    and as plain Lambda and DynamoDB with no guarantees.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 complete, and their events published), and a million turns that need no approval, at on-demand list
 prices, from this run's own counts: the billed units of every AWS call (bench/capacity.py), the
 handlers' and the publisher's time, the API requests and Lambda invocations each turn takes. Beside
-them, the same work as Step Functions Standard's human-approval pattern and as plain Lambda and
-DynamoDB with no guarantees, counted the same way (docs/scale.md says what each counts).
+them, approval turns a Lambda durable function waits for (bench/durable.py), and the same work as Step
+Functions Standard's human-approval pattern and as plain Lambda and DynamoDB with no guarantees,
+counted the same way (docs/scale.md says what each counts).
 
 On the embedded AWS only (it measures on a table and bus of its own, as section 8 does).
 ``python -m bench.cost`` runs this section alone.
@@ -17,10 +18,12 @@ import sys
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from bench.capacity import Meter
+from bench.durable import Waiting
 from bench.events import own_table
 from resumable.aws.clients import client
 from resumable.clock import SystemClock
@@ -34,6 +37,7 @@ from tests.stream import outbox_records
 from tests.trees import Shape, factory
 
 APPROVE = {"decision": "approve"}
+DURABLE = "a durable function waiting with wait_for_turn"
 # Every request through the API names who makes it: the turns here are started and answered by one.
 OWNER = "arn:aws:iam::123456789012:user/bench-owner"
 
@@ -63,6 +67,7 @@ PRICES = {
     "state_transitions": Price(
         0.025, 1e3, "Step Functions Standard state transitions", "aws.amazon.com/step-functions/pricing/"
     ),
+    "durable_operations": Price(8.00, 1e6, "Lambda durable functions operations", "aws.amazon.com/lambda/pricing/"),
 }
 SERVICES = {
     "DynamoDB": ("write_units", "read_units"),
@@ -71,6 +76,7 @@ SERVICES = {
     "EventBridge": ("events",),
     "API Gateway": ("api_requests",),
     "Step Functions": ("state_transitions",),
+    "durable functions": ("durable_operations",),
 }
 # Default quotas a deployment meets (per account and region unless said): docs/scale.md cites each.
 LAMBDA_CONCURRENCY = 1_000  # concurrent executions
@@ -123,6 +129,9 @@ class Turns:
         return sum(self.units.values(), Counter())
 
 
+Run = Callable[[Service, str, bool, Meter, dict[str, Counter[str]]], dict[str, float]]
+
+
 def _run(
     service: Service, session: str, approve: bool, meter: Meter, units: dict[str, Counter[str]]
 ) -> dict[str, float]:
@@ -151,7 +160,8 @@ def _publish(publishing: Publishing, records: list[dict[str, Any]], batch: int) 
     return time.perf_counter() - began
 
 
-def _turns(settings: Settings, meter: Meter, approve: bool, turns: int) -> Turns:
+def _turns(settings: Settings, meter: Meter, approve: bool, turns: int, run: Run = _run) -> Turns:
+    """``turns`` turns, each run by ``run`` (the start and approval themselves, by default)."""
     store, snapshots = DynamoDBStore(settings), S3Snapshots(settings)
     meter.attach(store.dynamodb, snapshots.s3)
     service = Service(store, settings, SystemClock(), factory(Shape(1, 1, guarded=approve)), snapshots=snapshots)
@@ -162,10 +172,10 @@ def _turns(settings: Settings, meter: Meter, approve: bool, turns: int) -> Turns
 
     meter.on = False  # timed: the meter's own reads would be inside the time
     warm = f"warm-{kind}-{uuid.uuid4().hex[:8]}"
-    _run(service, warm, approve, meter, {})
+    run(service, warm, approve, meter, {})
     _publish(publishing, outbox_records(store, [warm]), batch)
     timed = [f"t{kind}-{n}-{uuid.uuid4().hex[:8]}" for n in range(turns)]
-    steps = [_run(service, session, approve, meter, {}) for session in timed]
+    steps = [run(service, session, approve, meter, {}) for session in timed]
     publisher_seconds = _publish(publishing, outbox_records(store, timed), batch)
 
     metered = [f"m{kind}-{n}-{uuid.uuid4().hex[:8]}" for n in range(turns)]
@@ -173,7 +183,7 @@ def _turns(settings: Settings, meter: Meter, approve: bool, turns: int) -> Turns
     meter.take()
     meter.on = True
     for session in metered:
-        _run(service, session, approve, meter, units)
+        run(service, session, approve, meter, units)
     meter.on = False  # the stream's records, as Lambda's mapping reads them (a read not billed)
     records = outbox_records(store, metered)
     meter.on = True
@@ -282,12 +292,15 @@ def bill(settings: Settings, turns: int = 20) -> dict[str, Any]:
     memory_gb, batch = _memory_gb(), Mapping.of_template().batch_size
     approval = _turns(own, meter, True, turns)
     no_approval = _turns(own, meter, False, turns)
+    durable = _turns(own, meter, True, turns, Waiting(OWNER, APPROVE).run)
     approval_usage = usage(approval, memory_gb, batch)
     total = approval.total()
     state_bytes = total["s3_object_bytes"] / total["s3_objects"] if total["s3_objects"] else 0
     rows = {
         "approval turn": approval_usage,
         "turn with no approval": usage(no_approval, memory_gb, batch),
+        # (its start is StartTurn invoked directly by the durable function: only the approval is an API request)
+        DURABLE: usage(durable, memory_gb, batch) | {"api_requests": 1},
         "Step Functions Standard, human-approval pattern": step_functions(approval.steps, memory_gb),
         "plain Lambda + DynamoDB, no guarantees": plain_lambda(approval.steps, memory_gb, state_bytes),
     }
@@ -313,15 +326,19 @@ def bill(settings: Settings, turns: int = 20) -> dict[str, Any]:
         "turns": turns,
         "steps_ms": {
             kind: {s: t * 1000 for s, t in m.steps.items()}
-            for kind, m in (("approval turn", approval), ("turn with no approval", no_approval))
+            for kind, m in (("approval turn", approval), ("turn with no approval", no_approval), (DURABLE, durable))
         },
         "events_per_turn": {
             "approval turn": approval.records / turns,
             "turn with no approval": no_approval.records / turns,
+            DURABLE: durable.records / turns,
         },
         "snapshot_bytes": state_bytes,
         "approval_turn_write_units_by_item": {
             unit.removeprefix("item:"): n / turns for unit, n in total.most_common() if unit.startswith("item:")
+        },
+        "durable_operations_by_kind": {
+            unit.removeprefix("durable:"): n / turns for unit, n in durable.units["durable"].items() if ":" in unit
         },
         "usage": rows,
         "per_million": {kind: dollars_per_million(u) for kind, u in rows.items()},
@@ -345,6 +362,8 @@ def report(results: dict[str, Any]) -> list[str]:
         lines.append("   " + " " * 58 + ", ".join(f"{unit} {units[unit]:.3g}" for unit in PRICES if units.get(unit)))
     by_item = ", ".join(f"{kind} {n:.0f}" for kind, n in results["approval_turn_write_units_by_item"].items())
     lines.append(f"   an approval turn's write units by item written (table and indexes): {by_item}")
+    waited = ", ".join(f"{kind} {n:.0f}" for kind, n in results["durable_operations_by_kind"].items())
+    lines.append(f"   a durable function's operations an approval turn, from its execution's history: {waited}")
     first = next(iter(results["limits"].values()))
     lines.append("   requests a second a route takes before each limit, at the template's defaults (the lowest *):")
     lines.append("   " + " " * 32 + "".join(f"{name:>22}" for name in first))

@@ -1,17 +1,24 @@
 """The bill's meter counts DynamoDB's units as DynamoDB's rules do (item sizes, transactions twice,
 index writes, reads by 4 KB, strongly or eventually consistent), and what the bill is made of adds
-up to its total."""
+up to its total; the durable row's operations are those a durable function's execution records, and
+docs/scale.md shows the row bench/results.json holds."""
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bench.capacity import Meter, index_writes, item_size, value_size
-from bench.cost import PRICES, dollars_per_million
+from bench.cost import DURABLE, PRICES, dollars_per_million
 from resumable.aws.clients import client
 from resumable.config import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+SCALE = ROOT / "docs" / "scale.md"
 
 
 def _item(sk: str, filler: int, **more: str) -> dict[str, Any]:
@@ -212,3 +219,33 @@ def test_the_bill_counts_every_step_of_a_turn_and_its_events_published(aws: Sett
     assert {"turn", "interaction", "event", "session", "action", "audit"} <= set(by_item)
     # the plain row stores the turn's state as large as the snapshot the turns here wrote
     assert 0 < measured["snapshot_bytes"] < 4096
+    # the durable row: the same turn started by StartTurn invoked directly (no API request), the durable
+    # function invoked twice, and the operations its execution's history records, as docs/scale.md says
+    durable = measured["usage"][DURABLE]
+    assert (durable["api_requests"], durable["lambda_requests"]) == (1, 4 + 3 / 100)
+    assert (durable["s3_put"], durable["s3_get"], durable["events"]) == (3, 1, 3)
+    kinds = {"execution": 1, "context": 1, "callback": 1, "step": 1, "callback completed": 1}
+    assert measured["durable_operations_by_kind"] == kinds
+    assert durable["durable_operations"] == sum(kinds.values()) == _stated_durable_operations()
+
+
+def _stated_durable_operations() -> int:
+    """The durable operations a turn that docs/scale.md says the bill counted."""
+    stated = re.search(r"\*\*(\d+) durable operations\*\* a turn", SCALE.read_text())
+    assert stated, "docs/scale.md no longer says how many durable operations a turn takes"
+    return int(stated.group(1))
+
+
+def test_docs_scale_md_shows_the_durable_row_bench_results_hold() -> None:
+    cost = json.loads((ROOT / "bench" / "results.json").read_text())["cost"]
+    text = SCALE.read_text()
+    header = re.search(r"^\| a million \|.*$", text, re.MULTILINE)
+    row = re.search(r"^\| approval turns a durable function waits for .*$", text, re.MULTILINE)
+    assert header and row, "docs/scale.md's bill has no durable row"
+    shown = {
+        service.strip(): float(cell.strip().strip("*"))
+        for service, cell in zip(header.group(0).split("|")[2:-1], row.group(0).split("|")[2:-1], strict=True)
+        if cell.strip()
+    }
+    assert shown == pytest.approx(cost["per_million"][DURABLE], abs=0.005)
+    assert cost["usage"][DURABLE]["durable_operations"] == _stated_durable_operations()
