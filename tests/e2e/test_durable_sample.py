@@ -138,3 +138,54 @@ def test_what_lambda_refuses_of_a_durable_function_is_refused(
     with pytest.raises(ClientError) as unknown:
         client("lambda", handler_environment).get_durable_execution(DurableExecutionArn="nowhere/1")
     assert unknown.value.response["Error"]["Code"] == "ResourceNotFoundException"
+
+
+@pytest.mark.parametrize("dies", [{1}, {2}, {1, 2}, {0}])
+def test_the_workflow_replayed_after_each_invocation_died_starts_one_turn_and_goes_on_once(
+    handler_environment: Settings, url: str, record: str, dies: set[int]
+) -> None:
+    """The first (1) or second (2) invocation of the workflow to run (the start, to its wait; then a
+    replay, to its wait or its end) dies after its checkpoints, before Lambda heard it; or (0) the first
+    dies before the workflow's code ran. Lambda runs the invocation again, which replays the workflow
+    from its checkpoints: one turn, the approved action once, the step after the turn once."""
+    from resumable.local.functions import durable_functions, load_handler, load_template
+
+    sample = load_handler(durable_functions(load_template())[SAMPLE], here=True)
+    invocations: list[str] = []
+
+    def dying(event: dict[str, Any], context: Any) -> Any:
+        invocations.append("invoked")
+        if 0 in dies and len(invocations) == 1:
+            raise ConnectionError("the sandbox died before the workflow's code ran")
+        said = sample(event, context)
+        ended = len([i for i in invocations if i == "ran"]) + 1
+        invocations.append("ran")
+        if ended in dies and invocations.count(f"died {ended}") == 0:
+            invocations.append(f"died {ended}")
+            raise ConnectionError(f"invocation {ended} died after its checkpoints, before Lambda heard it")
+        return said
+
+    with pytest.MonkeyPatch.context() as env, functions_in_process():
+        env.setenv("CONTINUE_FUNCTION", function_arn("SubmitApprovalFunction"))
+        env.setenv("RESUMABLE_START_TURN_FUNCTION", function_arn("StartTurnFunction"))
+        with durable_workflows.running({SAMPLE: dying}) as running:
+            runner = running[SAMPLE].runner
+            runner._executor.RETRY_BACKOFF_SECONDS = 0  # (Lambda's retry of a failed invocation, at once)
+            session = f"df-{uuid.uuid4().hex[:10]}"
+            arn = invoke(handler_environment, {"sessionId": session, "prompt": f"delete the {record} record"}, session)
+            tree = waiting(handler_environment, session)
+            [asked] = tree.interactions
+            path = f"/sessions/{session}/turns/{tree.root.turn_id}/interactions/{asked.request_id}"
+            assert call(url, "POST", path, {"response": {"decision": "approve"}}, principal=APPROVER)[0] == 200
+            done = finished(handler_environment, arn)
+            history = runner.get_execution_history(arn).events
+
+    assert done["Status"] == "SUCCEEDED", done
+    assert json.loads(done["Result"])["output"] == f"record {record} deleted"
+    assert demo_agents.DELETIONS.count(record) == 1, "the approved action ran once"
+    turns = [i for i in session_items(DynamoDBStore(handler_environment), session) if i.get("entity") == "turn"]
+    assert len([t for t in turns if t.get("parent_turn_id") is None]) == 1, "one turn"
+    after = [e.event_type for e in history if getattr(e, "name", None) == "after the turn"]
+    assert after == ["StepStarted", "StepSucceeded"], "the step after the turn ran once"
+    died = {int(i.split()[1]) for i in invocations if i.startswith("died")} | ({0} if 0 in dies else set())
+    assert died == dies, invocations
