@@ -90,6 +90,10 @@ def test_approved_the_workflow_goes_on_once_with_the_completed_turn(
     assert tree.root.principal == function_arn(SAMPLE), "the turn is the durable function's own"
     again = invoke(handler_environment, payload, session)  # (a retried Invoke with the same name)
     assert again == arn, "the same execution name starts nothing new"
+    assert arn.startswith(f"{function_arn(SAMPLE)}:1/durable-execution/{session}/"), arn  # (Lambda's shape)
+    with pytest.raises(ClientError) as other:
+        invoke(handler_environment, payload | {"prompt": "delete the prod-db record"}, session)
+    assert other.value.response["Error"]["Code"] == "DurableExecutionAlreadyStartedException"
 
     [asked] = tree.interactions
     path = f"/sessions/{session}/turns/{tree.root.turn_id}/interactions/{asked.request_id}"
@@ -131,6 +135,12 @@ def test_what_lambda_refuses_of_a_durable_function_is_refused(
     with pytest.raises(ClientError) as named:
         invoke(handler_environment, {"prompt": "x"}, "not a name!")
     assert named.value.response["Error"]["Code"] == "InvalidParameterValueException"
+
+    with pytest.raises(ClientError) as unparsed:
+        client("lambda", handler_environment).invoke(
+            FunctionName=f"{SAMPLE}:live", InvocationType="Event", DurableExecutionName=name, Payload=b"{not json"
+        )
+    assert unparsed.value.response["Error"]["Code"] == "InvalidRequestContentException"
 
     arn = invoke(handler_environment, {"sessionId": name}, name)  # (no prompt: the workflow fails, saying so)
     done = finished(handler_environment, arn)
@@ -178,7 +188,7 @@ def test_the_workflow_replayed_after_each_invocation_died_starts_one_turn_and_go
             path = f"/sessions/{session}/turns/{tree.root.turn_id}/interactions/{asked.request_id}"
             assert call(url, "POST", path, {"response": {"decision": "approve"}}, principal=APPROVER)[0] == 200
             done = finished(handler_environment, arn)
-            history = runner.get_execution_history(arn).events
+            history = runner.get_execution_history(running[SAMPLE].runs[arn]).events
 
     assert done["Status"] == "SUCCEEDED", done
     assert json.loads(done["Result"])["output"] == f"record {record} deleted"

@@ -6,9 +6,11 @@ While ``running()`` is active the embedded AWS answers, for those functions, wha
 
 - ``Invoke`` of the function by a qualified name or ARN (``:live``, ``:$LATEST``, or ``Qualifier``; an
   unqualified one is refused, as Lambda refuses it for a durable function) starts a durable execution,
-  named by the ``X-Amz-Durable-Execution-Name`` header (the same name again starts nothing new: its
-  execution's ARN again). ``InvocationType=Event`` replies 202 at once; otherwise the reply waits for
-  the execution's end. Either way the ``X-Amz-Durable-Execution-Arn`` header names the execution.
+  named by the ``X-Amz-Durable-Execution-Name`` header (the same name and payload again start nothing
+  new: its execution's ARN again; another payload is refused, ``DurableExecutionAlreadyStartedException``).
+  ``InvocationType=Event`` replies 202 at once; otherwise the reply waits for the execution's end.
+  Either way the ``X-Amz-Durable-Execution-Arn`` header names the execution. A payload that is not
+  JSON is refused, as Lambda refuses it.
 - ``GetDurableExecution`` of one of its executions: its status (``RUNNING``, ``SUCCEEDED``, ``FAILED``,
   ...), input, and result or error.
 - the callback operations the service sends its executions (resumable.local.durable_callbacks).
@@ -32,11 +34,12 @@ from typing import Any
 from urllib.parse import unquote
 
 from resumable.local import durable_callbacks
-from resumable.local.functions import ACCOUNT, durable_functions, load_handler, load_template
+from resumable.local.functions import ACCOUNT, durable_functions, function_arn, load_handler, load_template
 
 REGION = "us-east-1"
 # How long an invocation for the reply waits for its execution (Lambda's own limit for a durable function).
 SYNCHRONOUS_SECONDS = 900
+MAX_PAYLOAD = 6 * 1024 * 1024  # (Lambda's, for an invocation's request)
 EXECUTION_PATH = re.compile(r"^/2025-12-01/durable-executions/(.+)$")
 
 Answer = tuple[int, dict[str, Any]]
@@ -45,33 +48,41 @@ Answer = tuple[int, dict[str, Any]]
 
 @dataclass
 class DurableFunction:
-    """A durable function of the template, its runner, and the executions started by name."""
+    """A durable function of the template, its runner, and the executions started by name: each known by
+    an ARN shaped as Lambda's (``...:function:NAME:VERSION/durable-execution/EXECUTION/ID``), which
+    stands for the runner's own."""
 
     name: str
     runner: Any
     timeout: int
-    executions: dict[str, str] = field(default_factory=dict)  # name -> ARN
+    executions: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (ARN, payload)
+    runs: dict[str, str] = field(default_factory=dict)  # ARN -> the runner's ARN
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def start(self, name: str, payload: str) -> str:
-        """The ARN of the execution called ``name``: started now with ``payload``, unless it was before."""
+    def start(self, name: str, payload: str, version: str) -> str | None:
+        """The ARN of the execution called ``name``: started now with ``payload``, or started before
+        with the same payload; None: it was started before with another payload."""
         with self.lock:
             if name in self.executions:
-                return self.executions[name]
-            arn: str = self.runner.run_async(
+                arn, started_with = self.executions[name]
+                return arn if started_with == payload else None
+            run: str = self.runner.run_async(
                 input=payload,
                 execution_timeout=self.timeout,
                 function_name=self.name,
                 execution_name=name,
                 account_id=ACCOUNT,
             )
-            self.executions[name] = arn
+            arn = f"{function_arn(self.name, REGION)}:{version}/durable-execution/{name}/{uuid.uuid4().hex}"
+            self.executions[name], self.runs[arn] = (arn, payload), run
             return arn
 
     def described(self, arn: str) -> dict[str, Any]:
         """GetDurableExecution's reply for ``arn``, as the testing SDK's own web runner answers it (from
         the runner's executor: its public waits cannot see an execution that has ended)."""
-        said: dict[str, Any] = self.runner._executor.get_execution_details(arn).to_dict()
+        said: dict[str, Any] = self.runner._executor.get_execution_details(self.runs[arn]).to_dict()
+        said["DurableExecutionArn"] = arn
+        said["FunctionArn"] = function_arn(self.name, REGION)
         for moment in ("StartTimestamp", "EndTimestamp"):
             if isinstance(said.get(moment), datetime):
                 said[moment] = said[moment].timestamp()
@@ -147,12 +158,26 @@ def invoked(params: dict[str, Any]) -> Answer | None:
             f"the durable execution name {name[:80]!r} is not 1 to 64 letters, digits, - or _: nothing was started",
         )
     body = params.get("body") or b"{}"
-    payload = body.decode() if isinstance(body, bytes) else str(body)
-    arn = durable.start(name, payload)
+    payload = body.decode(errors="replace") if isinstance(body, bytes) else str(body)
+    if len(payload) > MAX_PAYLOAD:
+        return 413, _error("RequestTooLargeException", f"the payload is over {MAX_PAYLOAD} bytes: nothing was started")
+    try:
+        json.loads(payload)
+    except ValueError:
+        return 400, _error("InvalidRequestContentException", "the payload is not JSON: nothing was started")
+    version = qualifier if qualifier == "$LATEST" or qualifier.isdigit() else "1"  # (an alias: its version)
+    arn = durable.start(name, payload, version)
+    if arn is None:
+        return 409, _error(
+            "DurableExecutionAlreadyStartedException",
+            f"the durable execution {name} was started with another payload: use another name, or read the "
+            "execution with GetDurableExecution. Nothing was started",
+        )
+    run = durable.runs[arn]
     if headers.get("X-Amz-Invocation-Type") == "Event":
         return 202, {"StatusCode": 202, "DurableExecutionArn": arn, "Payload": b""}
     try:
-        result = durable.runner.wait_for_result(arn, timeout=SYNCHRONOUS_SECONDS)
+        result = durable.runner.wait_for_result(run, timeout=SYNCHRONOUS_SECONDS)
     except TimeoutError:
         return 200, {"StatusCode": 200, "DurableExecutionArn": arn, "FunctionError": "Unhandled", "Payload": b"{}"}
     reply: dict[str, Any] = {"StatusCode": 200, "DurableExecutionArn": arn}
@@ -170,7 +195,7 @@ def described(method: str, path: str) -> tuple[int, dict[str, str], bytes] | Non
         return None
     arn = unquote(matched.group(1))
     for durable in RUNNING.values():
-        if arn in durable.executions.values():
+        if arn in durable.runs:
             return _json(200, durable.described(arn))
     return _json(
         404, {"Type": "User", "message": f"no durable execution {arn[:200]} here"}, "ResourceNotFoundException"
