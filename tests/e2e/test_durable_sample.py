@@ -199,3 +199,37 @@ def test_the_workflow_replayed_after_each_invocation_died_starts_one_turn_and_go
     assert after == ["StepStarted", "StepSucceeded"], "the step after the turn ran once"
     died = {int(i.split()[1]) for i in invocations if i.startswith("died")} | ({0} if 0 in dies else set())
     assert died == dies, invocations
+
+
+def test_a_start_that_start_turn_refuses_for_good_is_not_tried_again_and_the_workflow_fails_saying_why(
+    handler_environment: Settings, lambdas: InProcessLambda
+) -> None:
+    name = f"df-{uuid.uuid4().hex[:10]}"
+    arn = invoke(handler_environment, {"sessionId": "a/b c", "prompt": "delete the prod-db record"}, name)
+    done = finished(handler_environment, arn)
+    assert done["Status"] == "FAILED" and "session id" in done["Error"]["ErrorMessage"], done
+    runner = durable_workflows.RUNNING[SAMPLE][-1]
+    history = runner.runner.get_execution_history(runner.runs[arn]).events
+    tries = [e.event_type for e in history if getattr(e, "name", None) == "approval submitter"]
+    assert tries.count("StepStarted") == 1, tries
+
+
+def test_a_dry_run_starts_nothing_an_unknown_alias_is_not_found_and_an_inner_run_leaves_the_outer_answering(
+    handler_environment: Settings, lambdas: InProcessLambda
+) -> None:
+    lam = client("lambda", handler_environment)
+    dry = lam.invoke(FunctionName=f"{SAMPLE}:live", InvocationType="DryRun", Payload=b'{"prompt": "x"}')
+    assert dry["StatusCode"] == 204 and "DurableExecutionArn" not in dry
+    with pytest.raises(ClientError) as unknown:
+        invoke(handler_environment, {"prompt": "x"}, f"df-{uuid.uuid4().hex[:10]}", function=f"{SAMPLE}:prod")
+    assert unknown.value.response["Error"]["Code"] == "ResourceNotFoundException"
+    outer = durable_workflows.RUNNING[SAMPLE][-1]
+    with durable_workflows.running() as inner:
+        assert durable_workflows.RUNNING[SAMPLE][-1] is inner[SAMPLE]
+    assert durable_workflows.RUNNING[SAMPLE][-1] is outer, "the outer run answers again"
+    name = f"df-{uuid.uuid4().hex[:10]}"
+    arn = invoke(handler_environment, {"sessionId": name, "prompt": "hello"}, name)
+    assert finished(handler_environment, arn)["Status"] == "SUCCEEDED" and arn in outer.runs
+    with pytest.raises(ClientError) as unserved:
+        lam.get_durable_execution_history(DurableExecutionArn=arn)
+    assert unserved.value.response["Error"]["Code"] == "NotImplementedException"

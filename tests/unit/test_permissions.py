@@ -314,21 +314,25 @@ def test_the_callbacks_of_the_durable_functions_named_and_no_others_may_be_compl
     def allowed(arn: str) -> bool:
         return evaluate(documents, "lambda:SendDurableExecutionCallbackSuccess", arn).allowed
 
+    # (Lambda authorizes a callback against its execution's ARN: a version's, never an alias's or the function's)
     for function in APP["DurableWorkflowFunctionArns"]:
-        assert allowed(function) and allowed(f"{function}:7") and allowed(f"{function}:live"), function
+        assert allowed(f"{function}:7/durable-execution/claim-17/0a1b") and allowed(
+            f"{function}:$LATEST/durable-execution/c/1"
+        )
+        assert not allowed(function), function
     # Every function that settles turns may complete them (the Sweeper's calls are not recorded: it
     # tells what a settling could not); only the Sweeper keeps them alive.
     settling = ("StartTurn", "SubmitApproval", "Cancel", "GetTurn", "Slack", "Sweeper")
     with_slack = Stack.of("Slack, with an application's agents")
     for name in (*settling, "Publisher"):
         role = [document for _, document in _documents(with_slack, with_slack.role_of(f"{name}Function"))[0]]
-        arn = APP["DurableWorkflowFunctionArns"][0]
+        arn = APP["DurableWorkflowFunctionArns"][0] + ":3/durable-execution/claim-17/0a1b"
         for action in ("Success", "Failure", "Heartbeat"):
             expected = name in settling and (action != "Heartbeat" or name == "Sweeper")
             got = evaluate(role, f"lambda:SendDurableExecutionCallback{action}", arn).allowed
             assert got == expected, (name, action)
-    assert not allowed("arn:aws:lambda:us-east-1:123456789012:function:someone-elses")
-    assert not allowed("arn:aws:lambda:us-east-1:123456789012:function:claims-pipeline-2")
+    assert not allowed("arn:aws:lambda:us-east-1:123456789012:function:someone-elses:1/durable-execution/c/1")
+    assert not allowed("arn:aws:lambda:us-east-1:123456789012:function:claims-pipeline-2:1/durable-execution/c/1")
     plain = Stack.of("AuthMode=IAM")
     inline, _ = _documents(plain, plain.role_of("SubmitApprovalFunction"))
     assert not any("lambda:SendDurableExecution" in str(document) for _, document in inline), "none named: none"
@@ -340,14 +344,14 @@ def test_the_callbacks_of_the_durable_functions_named_and_no_others_may_be_compl
     problems = report(check(read_calls(), [configuration], unqualified_only))
     assert any(
         line.startswith(f"SubmitApprovalFunction ({configuration}): calls lambda:SendDurableExecutionCallbackSuccess")
-        and "function:claims-pipeline:live, which its role" in line
+        and "function:claims-pipeline:1/durable-execution/claim-17/0a1b2c, which its role" in line
         for line in problems
     ), problems
 
 
 def test_the_sample_durable_workflows_callbacks_may_be_completed_where_the_stack_carries_it() -> None:
     """SampleDurableWorkflow true: every function that settles turns may complete the sample's callbacks
-    (the function and its alias), only the Sweeper keep it alive, and the sample may start turns on
+    (its executions' ARNs, a version's), only the Sweeper keep it alive, and the sample may start turns on
     StartTurn and nothing else. Negative control: SubmitApproval's grant taken away is named."""
     from resumable.local.permissions.check import _documents
     from resumable.local.permissions.policy import evaluate
@@ -359,7 +363,7 @@ def test_the_sample_durable_workflows_callbacks_may_be_completed_where_the_stack
         role = [document for _, document in _documents(stack, stack.role_of(f"{name}Function"))[0]]
         for action in ("Success", "Failure", "Heartbeat"):
             expected = name != "Publisher" and (action != "Heartbeat" or name == "Sweeper")
-            for arn in (sample, f"{sample}:live"):
+            for arn in (f"{sample}:1/durable-execution/claim-17/0a1b", f"{sample}:$LATEST/durable-execution/c/1"):
                 assert evaluate(role, f"lambda:SendDurableExecutionCallback{action}", arn).allowed == expected
     own = [document for _, document in _documents(stack, stack.role_of("ApprovalDurableFunction"))[0]]
     assert evaluate(own, "lambda:InvokeFunction", stack.arn("StartTurnFunction")).allowed

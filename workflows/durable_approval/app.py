@@ -1,7 +1,9 @@
 """A sample durable workflow (template.yaml's ApprovalDurableFunction, with SampleDurableWorkflow=true;
 ``make run`` runs it on the laptop): it starts a turn of the agents with ``wait_for_turn``, waits for
 the turn to settle without running (and without being billed), and goes on with the outcome in a
-step of its own, which runs once however often the workflow replays.
+step of its own. A replay after the step ended never runs it again; an invocation that dies inside it
+does (the SDK's steps run at least once per retry by default): a step that pays or deploys takes
+``StepConfig(step_semantics=StepSemantics.AT_MOST_ONCE_PER_RETRY)``, or an idempotency key of its own.
 
 Input: ``{"prompt": "...", "sessionId": "..."}`` (``sessionId`` optional: without it the turn gets a
 session of its own, named after the callback). Result: ``{"outcome": "completed", "turnId", "output"}``,
@@ -22,10 +24,10 @@ from resumable.integrations.durable import TurnNotCompleted, wait_for_turn
 
 @durable_execution
 def lambda_handler(event: dict[str, Any], context: DurableContext) -> dict[str, Any]:
-    prompt = event.get("prompt")
+    prompt = event.get("prompt") if isinstance(event, dict) else None
     if not isinstance(prompt, str) or not prompt.strip():
         raise ValueError('the workflow needs {"prompt": "..."} (and may name a "sessionId"): nothing was started')
-    session = event.get("sessionId")
+    session = event.get("sessionId")  # (a dict: it has a prompt)
     try:
         turn = wait_for_turn(
             context, session if isinstance(session, str) and session else None, prompt, name="approval"

@@ -115,6 +115,7 @@ def wait_for_turn(
     config = WaitForCallbackConfig(
         timeout=Duration.from_seconds(timeout_seconds),
         heartbeat_timeout=Duration.from_seconds(heartbeat_seconds or 0),
+        retry_strategy=_retried,
     )
     try:
         said = context.wait_for_callback(submit, name=name, config=config)
@@ -130,6 +131,25 @@ def wait_for_turn(
     if turn.get("status") != "completed":  # (never sent so: the service completes the callback on settling)
         raise TurnNotCompleted(turn)
     return turn
+
+
+# What StartTurn refuses for good (a bad session id or prompt, a session the workflow may not use, the same
+# callback with another prompt): its submitter is not run again for these. Anything else (Lambda
+# throttled or failed, the session busy with another turn) is retried as the SDK retries a step.
+REFUSED = frozenset(
+    {"BadRequestError", "ValidationFailedError", "ForbiddenError", "GrantRefusedError", "NotFoundError"}
+    | {"ConflictError", "GoneError", "InvalidInvocationError"}
+)
+
+
+def _retried(error: Exception, attempts: int) -> Any:
+    """The submitter's retry decision: never for a start StartTurn refused for good (see ``REFUSED``)."""
+    from aws_durable_execution_sdk_python.retries import RetryDecision, RetryPresets
+
+    said = getattr(error, "error_type", None) or type(error).__name__  # (invoked: FunctionError names it)
+    if said in REFUSED:
+        return RetryDecision.no_retry()
+    return RetryPresets.default()(error, attempts)  # (what the SDK retries a step by)
 
 
 def callback_session_id(callback_id: str) -> str:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import logging
 import re
 import threading
 import uuid
@@ -36,10 +37,14 @@ from urllib.parse import unquote
 from resumable.local import durable_callbacks
 from resumable.local.functions import ACCOUNT, durable_functions, function_arn, load_handler, load_template
 
+logger = logging.getLogger(__name__)
+
 REGION = "us-east-1"
 # How long an invocation for the reply waits for its execution (Lambda's own limit for a durable function).
 SYNCHRONOUS_SECONDS = 900
-MAX_PAYLOAD = 6 * 1024 * 1024  # (Lambda's, for an invocation's request)
+MAX_PAYLOAD = 6 * 1024 * 1024  # (Lambda's, for a request waited for; for an asynchronous one:)
+MAX_EVENT_PAYLOAD = 1024 * 1024
+QUALIFIERS = ("live", "$LATEST")  # (the template's alias, and the unpublished version)
 EXECUTION_PATH = re.compile(r"^/2025-12-01/durable-executions/(.+)$")
 
 Answer = tuple[int, dict[str, Any]]
@@ -89,17 +94,18 @@ class DurableFunction:
         return said
 
 
-RUNNING: dict[str, DurableFunction] = {}
-"""The durable functions run in this process, by name."""
+RUNNING: dict[str, list[DurableFunction]] = {}
+"""The durable functions run in this process, by name (the innermost ``running()`` block's last)."""
 
 
 @contextmanager
 def running(overrides: dict[str, Any] | None = None) -> Iterator[dict[str, DurableFunction]]:
     """Run the template's durable functions here (``overrides``: handlers by name instead of theirs)
-    until the block ends."""
+    until the block ends; within another such block, these answer until this one ends, then those again."""
     from aws_durable_execution_sdk_python_testing.runner import DurableFunctionTestRunner
 
     template = load_template()
+    mine: dict[str, DurableFunction] = {}
     with ExitStack() as stack:
         stack.enter_context(_carrying_who_calls())
         for name, function in durable_functions(template).items():
@@ -107,9 +113,16 @@ def running(overrides: dict[str, Any] | None = None) -> Iterator[dict[str, Durab
             runner = stack.enter_context(DurableFunctionTestRunner(handler=handler, skip_time=False, region=REGION))
             stack.enter_context(durable_callbacks.answering(runner))
             timeout = int(template["Resources"][name]["Properties"]["DurableConfig"]["ExecutionTimeout"])
-            RUNNING[name] = DurableFunction(name, runner, timeout)
-            stack.callback(RUNNING.pop, name, None)
-        yield dict(RUNNING)
+            mine[name] = DurableFunction(name, runner, timeout)
+            RUNNING.setdefault(name, []).append(mine[name])
+            stack.callback(RUNNING[name].remove, mine[name])
+        yield mine
+
+
+def _innermost(name: str) -> DurableFunction | None:
+    """The durable function ``name`` run by the innermost ``running()`` block."""
+    found = RUNNING.get(name)
+    return found[-1] if found else None
 
 
 class _CarryingContext(ThreadPoolExecutor):
@@ -119,6 +132,9 @@ class _CarryingContext(ThreadPoolExecutor):
         return super().submit(contextvars.copy_context().run, fn, *args, **kwargs)
 
 
+_CARRYING = [0]  # (how many running() blocks carry it: the SDK's own pool is put back after the last)
+
+
 @contextmanager
 def _carrying_who_calls() -> Iterator[None]:
     """The SDK runs a handler's invocation on a worker thread of a fresh context, where the record of
@@ -126,25 +142,44 @@ def _carrying_who_calls() -> Iterator[None]:
     lost: in Lambda the function has its process to itself. Here its worker carries its caller's context."""
     from aws_durable_execution_sdk_python import execution
 
+    _CARRYING[0] += 1
     execution.ThreadPoolExecutor = _CarryingContext  # type: ignore[attr-defined]
     try:
         yield
     finally:
-        execution.ThreadPoolExecutor = ThreadPoolExecutor  # type: ignore[attr-defined]
+        _CARRYING[0] -= 1
+        if not _CARRYING[0]:
+            execution.ThreadPoolExecutor = ThreadPoolExecutor  # type: ignore[attr-defined]
 
 
 def invoked(params: dict[str, Any]) -> Answer | None:
     """Lambda's reply to an ``Invoke`` of a durable function run here (None: it names no such function);
-    ``params``: botocore's request (``url_path``, ``query_string``, ``headers``, ``body``)."""
+    ``params``: botocore's request (``url_path``, ``query_string``, ``headers``, ``body``). Whatever
+    fails in answering is a ``ServiceException``, never a traceback."""
     matched = re.search(r"/functions/([^/]+)/invocations", params["url_path"])
     named = unquote(matched.group(1)) if matched else ""
     function, _, qualifier = named.rsplit(":function:", 1)[-1].partition(":")
-    durable = RUNNING.get(function)
+    durable = _innermost(function)
     if durable is None:
         return None
+    try:
+        return _invoked(durable, qualifier, params)
+    except Exception as error:  # (the runner failed to start it: said, as Lambda says its own failures)
+        logger.exception("the local durable function %s failed to answer an Invoke", function)
+        return 500, _error("ServiceException", f"the local runner failed ({type(error).__name__}): nothing was started")
+
+
+def _invoked(durable: DurableFunction, qualifier: str, params: dict[str, Any]) -> Answer:
+    function = durable.name
     query = params.get("query_string") or {}
     qualifier = qualifier or str(query.get("Qualifier", "") if isinstance(query, dict) else "")
     headers: dict[str, str] = params.get("headers") or {}
+    if qualifier and qualifier not in QUALIFIERS and not qualifier.isdigit():
+        return 404, _error(
+            "ResourceNotFoundException", f"Function not found: {function}:{qualifier} (its alias is live)"
+        )
+    if headers.get("X-Amz-Invocation-Type") == "DryRun":
+        return 204, {"StatusCode": 204, "Payload": b""}
     if not qualifier:
         return 400, _error(
             "InvalidParameterValueException",
@@ -159,8 +194,9 @@ def invoked(params: dict[str, Any]) -> Answer | None:
         )
     body = params.get("body") or b"{}"
     payload = body.decode(errors="replace") if isinstance(body, bytes) else str(body)
-    if len(payload) > MAX_PAYLOAD:
-        return 413, _error("RequestTooLargeException", f"the payload is over {MAX_PAYLOAD} bytes: nothing was started")
+    most = MAX_EVENT_PAYLOAD if headers.get("X-Amz-Invocation-Type") == "Event" else MAX_PAYLOAD
+    if len(body) > most:
+        return 413, _error("RequestTooLargeException", f"the payload is over {most} bytes: nothing was started")
     try:
         json.loads(payload)
     except ValueError:
@@ -191,10 +227,17 @@ def invoked(params: dict[str, Any]) -> Answer | None:
 def described(method: str, path: str) -> tuple[int, dict[str, str], bytes] | None:
     """GetDurableExecution's reply (status, headers, body) for ``path``; None: not such a request."""
     matched = EXECUTION_PATH.match(path)
-    if method != "GET" or matched is None:
+    if matched is None:
         return None
     arn = unquote(matched.group(1))
-    for durable in RUNNING.values():
+    last = arn.rsplit("/", 1)[-1]
+    if method != "GET" or last in ("history", "state", "checkpoint", "stop"):
+        said = {
+            "Type": "Server",
+            "message": f"make run serves Invoke and GetDurableExecution of a durable function, not {last}",
+        }
+        return _json(501, said, "NotImplementedException")
+    for durable in (d for stacked in RUNNING.values() for d in stacked):
         if arn in durable.runs:
             return _json(200, durable.described(arn))
     return _json(

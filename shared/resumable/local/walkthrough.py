@@ -97,6 +97,7 @@ a new execution, DF, with a session of its own; approve it here or on the page (
   curl -s -X POST @URL/sessions/$DF/turns/$TURN/interactions/$REQ --json '{"response": {"decision": "approve"}}'; echo
   wait_for '[[ $(lam "$EXECUTION") != *\"RUNNING\"* ]]' "the workflow to finish"
   lam "$EXECUTION"; echo      # "Status": "SUCCEEDED", its "Result": "completed", "record test-db deleted"
+      # (pasted again: "there is no record named test-db", the demo's records are gone by then)
 
 The resumable command (docs/desk.md) is @RESUMABLE: put its folder on your PATH to call it by name. It
 finds this run by itself; RESUMABLE_URL names the one it calls where several serve:

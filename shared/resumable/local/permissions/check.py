@@ -205,8 +205,9 @@ def requests(stack: Stack, call: Call, sample: str = SAMPLES[0]) -> list[tuple[s
         raise ValueError(f"reaches what {variable} names, and its environment does not set {variable}")
     if variable == APP_SECRETS:
         return [(arn, {}) for arn in listed]
-    if variable == DURABLE_WORKFLOWS:  # (each function, unqualified and as a version or alias runs it)
-        return [(arn, {}) for function in listed for arn in (function, f"{function}:live")]
+    if variable == DURABLE_WORKFLOWS:  # (Lambda authorizes a callback against its execution's ARN, a version's)
+        executions = ("1/durable-execution/claim-17/0a1b2c", "$LATEST/durable-execution/claim-17/0a1b2c")
+        return [(f"{function}:{execution}", {}) for function in listed for execution in executions]
     found: list[tuple[str, dict[str, str]]] = []
     for model in listed:
         geography, _, rest = model.partition(".")
