@@ -101,7 +101,7 @@ def test_approved_the_workflow_goes_on_once_with_the_completed_turn(
     assert (status, turn["status"]) == (200, "completed")
 
     done = finished(handler_environment, arn)
-    assert done["Status"] == "SUCCEEDED", done
+    assert done["Status"] == "SUCCEEDED" and done["Version"] == "1", done  # (the alias live's version)
     outcome = {"outcome": "completed", "turnId": tree.root.turn_id, "output": f"record {record} deleted"}
     assert json.loads(done["Result"]) == outcome
     assert demo_agents.DELETIONS.count(record) == 1, "the approved action ran once"

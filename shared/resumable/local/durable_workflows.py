@@ -88,6 +88,7 @@ class DurableFunction:
         said: dict[str, Any] = self.runner._executor.get_execution_details(self.runs[arn]).to_dict()
         said["DurableExecutionArn"] = arn
         said["FunctionArn"] = function_arn(self.name, REGION)
+        said["Version"] = arn.split(":function:", 1)[1].split("/", 1)[0].split(":", 1)[1]  # (the one it runs)
         for moment in ("StartTimestamp", "EndTimestamp"):
             if isinstance(said.get(moment), datetime):
                 said[moment] = said[moment].timestamp()
@@ -211,12 +212,12 @@ def _invoked(durable: DurableFunction, qualifier: str, params: dict[str, Any]) -
         )
     run = durable.runs[arn]
     if headers.get("X-Amz-Invocation-Type") == "Event":
-        return 202, {"StatusCode": 202, "DurableExecutionArn": arn, "Payload": b""}
+        return 202, {"StatusCode": 202, "DurableExecutionArn": arn, "ExecutedVersion": version, "Payload": b""}
     try:
         result = durable.runner.wait_for_result(run, timeout=SYNCHRONOUS_SECONDS)
     except TimeoutError:
         return 200, {"StatusCode": 200, "DurableExecutionArn": arn, "FunctionError": "Unhandled", "Payload": b"{}"}
-    reply: dict[str, Any] = {"StatusCode": 200, "DurableExecutionArn": arn}
+    reply: dict[str, Any] = {"StatusCode": 200, "DurableExecutionArn": arn, "ExecutedVersion": version}
     if result.error is not None:
         error = result.error.to_dict()
         said = {"errorType": error.get("ErrorType", "Error"), "errorMessage": error.get("ErrorMessage", "")}

@@ -92,7 +92,8 @@ def _invoke(environ: dict[str, Any], start_response: Callable[..., Any]) -> list
         "headers": {"X-Amz-Invocation-Type": environ.get("HTTP_X_AMZ_INVOCATION_TYPE", "RequestResponse")},
     }
     if "HTTP_X_AMZ_DURABLE_EXECUTION_NAME" in environ:  # (a durable function's: resumable.local.durable_workflows)
-        params["headers"]["X-Amz-Durable-Execution-Name"] = environ["HTTP_X_AMZ_DURABLE_EXECUTION_NAME"]
+        said = environ["HTTP_X_AMZ_DURABLE_EXECUTION_NAME"]  # (WSGI hands a header on as latin-1: as sent)
+        params["headers"]["X-Amz-Durable-Execution-Name"] = said.encode("latin-1", "replace").decode("utf-8", "replace")
     answered = LAMBDA_INVOCATIONS[-1](params)
     status: int = answered[0].status_code if answered is not None else 404
     response: dict[str, Any] = answered[1] if answered is not None else {}
@@ -104,7 +105,7 @@ def _invoke(environ: dict[str, Any], start_response: Callable[..., Any]) -> list
     else:
         payload = response.get("Payload")
         body = payload.read() if payload is not None else b""
-        headers = [("X-Amz-Executed-Version", "$LATEST")]
+        headers = [("X-Amz-Executed-Version", str(response.get("ExecutedVersion", "$LATEST")))]
         headers += [("X-Amz-Function-Error", response["FunctionError"])] if "FunctionError" in response else []
         headers += (
             [("X-Amz-Durable-Execution-Arn", response["DurableExecutionArn"])]
