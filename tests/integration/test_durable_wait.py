@@ -23,10 +23,10 @@ from aws_durable_execution_sdk_python.execution import InvocationStatus, durable
 from aws_durable_execution_sdk_python_testing.runner import DurableFunctionTestRunner
 
 from resumable.api.direct import start_turn as direct_start
-from resumable.integrations.durable import TurnCanceled, wait_for_turn, workflow_of
+from resumable.integrations.durable import TurnCanceled, callback_session_id, wait_for_turn, workflow_of
 from resumable.local import durable_callbacks
 from resumable.service import Service
-from resumable.service.ids import callback_turn_id
+from resumable.service.ids import callback_turn_id, valid_session_id
 from resumable.service.views import TurnView
 from resumable.store.codec import CALLBACK_GRACE
 from tests.clock import FakeClock
@@ -140,6 +140,15 @@ def test_a_workflow_waits_for_its_turn_and_goes_on_once_with_its_outcome_though_
         assert json.loads(result.result or "{}") == {"reopened": turn.turn_id}
         assert workflow.ran() == ["reopened after canceled"] and executions(ledger) == []
     assert turns[0]["started_by"] == WORKFLOW
+
+
+def test_a_session_named_for_a_callback_says_which_execution_asks_and_is_the_same_at_every_replay() -> None:
+    execution = f"{WORKFLOW}:3/durable-execution/claim-17/4e9a1c"
+    named = callback_session_id("Y2FsbGJhY2s=", execution)
+    assert named.startswith("durable-claim-17-") and named == callback_session_id("Y2FsbGJhY2s=", execution)
+    assert callback_session_id("b3RoZXI=", execution) != named, "another callback, another session"
+    assert valid_session_id(named) and valid_session_id(callback_session_id("Y2FsbGJhY2s=", "uuid/inv-1"))
+    assert callback_session_id("Y2FsbGJhY2s=", "uuid/inv-1").startswith("durable-") and "inv" not in named
 
 
 def test_by_default_the_turn_is_started_as_the_durable_function_itself() -> None:

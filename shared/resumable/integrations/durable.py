@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -108,7 +109,7 @@ def wait_for_turn(
     who = principal or workflow_of(context)
 
     def submit(callback_id: str, _: Any) -> None:
-        session = session_id or callback_session_id(callback_id)
+        session = session_id or callback_session_id(callback_id, execution_of(context))
         event = {"sessionId": session, "prompt": prompt, "principal": who, "callbackId": callback_id}
         starting(event | ({"heartbeatSeconds": heartbeat_seconds} if heartbeat_seconds else {}))
 
@@ -152,9 +153,22 @@ def _retried(error: Exception, attempts: int) -> Any:
     return RetryPresets.default()(error, attempts)  # (what the SDK retries a step by)
 
 
-def callback_session_id(callback_id: str) -> str:
-    """The session of a turn whose workflow named none: the same for every run of the callback's submitter."""
-    return "durable-" + hashlib.sha256(callback_id.encode()).hexdigest()[:32]
+def callback_session_id(callback_id: str, execution_arn: str = "") -> str:
+    """The session of a turn whose workflow named none: the same for every run of the callback's
+    submitter, and named after its execution where the execution's ARN names it (Lambda's do:
+    ``...:function:NAME:VERSION/durable-execution/EXECUTION/ID``), so that people answering the question
+    see which execution asks (``durable-claim-17-3f2a9c1d0e4b5a6f``)."""
+    digest = hashlib.sha256(callback_id.encode()).hexdigest()
+    parts = execution_arn.split("/")
+    named = parts[-2] if len(parts) >= 3 and parts[-3] == "durable-execution" else ""
+    if re.fullmatch(r"[A-Za-z0-9_-]{1,64}", named):
+        return f"durable-{named}-{digest[:16]}"
+    return f"durable-{digest[:32]}"
+
+
+def execution_of(context: Any) -> str:
+    """The ARN of the durable execution ``context`` runs in ("" where it says none)."""
+    return str(getattr(getattr(context, "state", None), "durable_execution_arn", "") or "")
 
 
 def _turn(said: Any) -> dict[str, Any]:
