@@ -9,10 +9,12 @@ While ``running()`` is active the embedded AWS answers, for those functions, wha
   named by the ``X-Amz-Durable-Execution-Name`` header (the same name and payload again start nothing
   new: its execution's ARN again; another payload is refused, ``DurableExecutionAlreadyStartedException``).
   ``InvocationType=Event`` replies 202 at once; otherwise the reply waits for the execution's end.
-  Either way the ``X-Amz-Durable-Execution-Arn`` header names the execution. A payload that is not
-  JSON is refused, as Lambda refuses it.
+  Either way the ``X-Amz-Durable-Execution-Arn`` header names the execution. As Lambda does, it
+  refuses a payload that is not JSON or is too large, and an alias the template does not make (only
+  ``live``); a ``DryRun`` starts nothing.
 - ``GetDurableExecution`` of one of its executions: its status (``RUNNING``, ``SUCCEEDED``, ``FAILED``,
-  ...), input, and result or error.
+  ...), input, version, and result or error. Any other durable-execution call (its history, a stop)
+  is answered 501, saying what make run serves.
 - the callback operations the service sends its executions (resumable.local.durable_callbacks).
 
 The function's AWS calls (StartTurn, invoked directly) are recorded as the function's, as any template
