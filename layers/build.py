@@ -141,7 +141,7 @@ NOT_SHIPPED = frozenset({"local", "local_runs.py", "cli"})
 APP_NOT_SHIPPED = frozenset({"requirements.txt", "tests", "local.json"})
 
 
-def _not_shipped(directory: str, names: list[str]) -> set[str]:
+def not_shipped(directory: str, names: list[str]) -> set[str]:
     package = Path(directory) == SHARED.package
     return {n for n in names if n == "__pycache__" or (package and n in NOT_SHIPPED)}
 
@@ -262,7 +262,7 @@ def _assemble(built: Path, layer: Layer, platform: Platform) -> None:
     target.mkdir(parents=True, exist_ok=True)
     copied = []
     if layer.package is not None:
-        shutil.copytree(layer.package, target / "resumable", ignore=_not_shipped)
+        shutil.copytree(layer.package, target / "resumable", ignore=not_shipped)
         copied.append(target / "resumable")
     if layer.app is not None:
         for source in sorted(layer.app.iterdir()):

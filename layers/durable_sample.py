@@ -14,18 +14,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from layers.build import NOT_SHIPPED, ROOT, SHARED
+from layers.build import ROOT, SHARED, not_shipped
 from layers.checks import check_limit, size
 from layers.provided import shown
 
 SAMPLE = ROOT / "workflows" / "durable_approval"
 REQUIREMENTS = SAMPLE / "requirements.txt"
 RUNTIME = "3.13"
-
-
-def _not_shipped(directory: str, names: list[str]) -> set[str]:
-    package = Path(directory) == SHARED.package
-    return {n for n in names if n == "__pycache__" or (package and n in NOT_SHIPPED)}
 
 
 def build(artifacts: Path) -> None:
@@ -38,7 +33,7 @@ def build(artifacts: Path) -> None:
             f"pip could not install {shown(REQUIREMENTS)} for Lambda's python{RUNTIME} on arm64 (it said why above): "
             "the sample durable workflow was not built"
         )
-    shutil.copytree(SHARED.package, artifacts / "resumable", ignore=_not_shipped, dirs_exist_ok=True)
+    shutil.copytree(SHARED.package, artifacts / "resumable", ignore=not_shipped, dirs_exist_ok=True)
     shutil.copy2(SAMPLE / "app.py", artifacts / "app.py")
     check_limit({"the sample durable workflow": size(artifacts)})
 
