@@ -106,7 +106,7 @@ def test_a_settled_turn_a_stale_write_left_among_the_due_is_put_back_under_its_r
         Key={"pk": value(settled["pk"]), "sk": value(settled["sk"])},
         UpdateExpression="SET gsi4pk = :due, gsi4sk = :now",
         ExpressionAttributeValues={
-            ":due": value(f"{UNSETTLED}#{settled['gsi4pk'].split('#', 1)[1]}"),
+            ":due": value(store.sharded(UNSETTLED, session_id)),  # (its shard's: no "#n" for shard 0)
             ":now": value(clock.now()),
         },
     )
