@@ -27,11 +27,9 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from resumable.store.codec import sharded, shards_of, value
 from resumable.store.records import AuditRecord
-from resumable.store.table import Table, aws_call, refusal
+from resumable.store.table import Table, aws_call
 
 _ORDER = {"refused": 0, "vote": 1, "decision": 2, "action": 3, "grant": 4}
 
@@ -105,13 +103,7 @@ class AuditItems(Table):
                 "ConditionExpression": "attribute_not_exists(pk)",
             }
         }
-        try:
-            self._transact_write([counted, mark, audit_put(self.table, audit, self.shards)])
-        except ClientError as error:
-            if refusal(error) is None:
-                raise
-            return False
-        return True
+        return self.written(self._transact_write, [counted, mark, audit_put(self.table, audit, self.shards)])
 
     @aws_call
     def list_audit(
@@ -200,13 +192,7 @@ class AuditItems(Table):
                 "ExpressionAttributeNames": {"#hour": "hour"},
                 "ExpressionAttributeValues": {":previous": value(previous)},
             }
-        try:
-            self.dynamodb.put_item(**request)
-        except ClientError as error:
-            if refusal(error) is None:
-                raise
-            return False
-        return True
+        return self.written(self.dynamodb.put_item, **request)
 
 
 _HEAD = {"pk": value("AUDIT#DELIVERY"), "sk": value("HEAD")}

@@ -34,29 +34,24 @@ class DecisionLinkItems(Table):
         delivered, and mailed, again) adds its secret: every e-mail's link works, and the first used
         spends them all."""
         turn_id, request_id, principal = question
-        try:
-            self.dynamodb.update_item(
-                TableName=self.table,
-                Key=key(session_id, link_sk(link_id)),
-                UpdateExpression=(
-                    "SET entity = :entity, turn_id = :turn, request_id = :request, principal = :principal, "
-                    f"{TTL_ATTRIBUTE} = if_not_exists({TTL_ATTRIBUTE}, :purge) ADD digests :digest"
-                ),
-                ConditionExpression="attribute_not_exists(used_at)",
-                ExpressionAttributeValues={
-                    ":entity": value("decision_link"),
-                    ":turn": value(turn_id),
-                    ":request": value(request_id),
-                    ":principal": value(principal),
-                    ":purge": value(int(purge_at)),
-                    ":digest": {"SS": [digest]},
-                },
-            )
-        except ClientError as error:
-            if refusal(error) is None:
-                raise
-            return False
-        return True
+        return self.written(
+            self.dynamodb.update_item,
+            TableName=self.table,
+            Key=key(session_id, link_sk(link_id)),
+            UpdateExpression=(
+                "SET entity = :entity, turn_id = :turn, request_id = :request, principal = :principal, "
+                f"{TTL_ATTRIBUTE} = if_not_exists({TTL_ATTRIBUTE}, :purge) ADD digests :digest"
+            ),
+            ConditionExpression="attribute_not_exists(used_at)",
+            ExpressionAttributeValues={
+                ":entity": value("decision_link"),
+                ":turn": value(turn_id),
+                ":request": value(request_id),
+                ":principal": value(principal),
+                ":purge": value(int(purge_at)),
+                ":digest": {"SS": [digest]},
+            },
+        )
 
     @aws_call
     def issued_link(self, session_id: str, link_id: str) -> IssuedLink | None:

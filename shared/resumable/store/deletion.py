@@ -42,28 +42,23 @@ def session_event_sk(session: SessionRecord, kind: str, generation: int) -> str:
 class DeletionItems(Table):
     @aws_call
     def begin_deletion(self, session: SessionRecord, generation: int, now: float, by: str) -> bool:
-        try:
-            self.dynamodb.update_item(
-                TableName=self.table,
-                Key=key(session.session_id, "SESSION"),
-                UpdateExpression="SET deleted_generation = :generation, deletions = :generation, deleted_at = :now, "
-                "deleted_by = :by, deleting = :true, updated_at = :now",
-                ConditionExpression=f"updated_at = :seen AND attribute_not_exists(active_turn_id) AND {LIVE}",
-                ExpressionAttributeNames={"#purge": TTL_ATTRIBUTE},
-                ExpressionAttributeValues={
-                    ":generation": value(generation),
-                    ":now": value(now),
-                    ":by": value(by),
-                    ":true": value(True),
-                    ":seen": value(session.updated_at),
-                    ":null": {"S": "NULL"},
-                },
-            )
-        except ClientError as error:
-            if refusal(error) is None:
-                raise
-            return False
-        return True
+        return self.written(
+            self.dynamodb.update_item,
+            TableName=self.table,
+            Key=key(session.session_id, "SESSION"),
+            UpdateExpression="SET deleted_generation = :generation, deletions = :generation, deleted_at = :now, "
+            "deleted_by = :by, deleting = :true, updated_at = :now",
+            ConditionExpression=f"updated_at = :seen AND attribute_not_exists(active_turn_id) AND {LIVE}",
+            ExpressionAttributeNames={"#purge": TTL_ATTRIBUTE},
+            ExpressionAttributeValues={
+                ":generation": value(generation),
+                ":now": value(now),
+                ":by": value(by),
+                ":true": value(True),
+                ":seen": value(session.updated_at),
+                ":null": {"S": "NULL"},
+            },
+        )
 
     @aws_call
     def mark_items(self, session_id: str, generation: int, deleted: bool, purge_at: float, now: float) -> bool:
@@ -140,13 +135,7 @@ class DeletionItems(Table):
                 },
             }
         }
-        try:
-            self._transact_write([session_write, event])
-        except ClientError as error:
-            if refusal(error) is None:
-                raise
-            return False
-        return True
+        return self.written(self._transact_write, [session_write, event])
 
     def _items_of(self, session_id: str) -> list[dict[str, Any]]:
         """The session's turns, child turns, interactions and journal entries: their keys, marks and

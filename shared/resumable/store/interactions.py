@@ -120,36 +120,31 @@ class InteractionItems(Table):
     @aws_call
     def escalate_interaction(self, interaction: InteractionRecord, now: float, event: OutboxEvent) -> bool:
         sk = f"TURN#{interaction.root_turn_id}#EVENT#escalated#{interaction.request_id}"
-        try:
-            self._transact_write(
-                [
-                    {
-                        "Update": {
-                            "TableName": self.table,
-                            "Key": key(
-                                interaction.session_id, interaction_sk(interaction.root_turn_id, interaction.request_id)
-                            ),
-                            "UpdateExpression": "SET escalated_at = :now, updated_at = :now",
-                            "ConditionExpression": "#status = :requested AND expires_at > :now AND "
-                            "(attribute_not_exists(escalated_at) OR attribute_type(escalated_at, :null_type))",
-                            "ExpressionAttributeNames": {"#status": "status"},
-                            "ExpressionAttributeValues": {
-                                ":now": value(now),
-                                ":requested": value("requested"),
-                                ":null_type": {"S": "NULL"},
-                            },
-                        }
-                    },
-                    event_put(self.table, interaction.session_id, sk, event),
-                    # (a turn being canceled, whose cancel died before it settled it, escalates nothing)
-                    self._waiting(interaction.session_id, interaction.root_turn_id),
-                ]
-            )
-        except ClientError as error:
-            if refusal(error) is None:
-                raise
-            return False
-        return True
+        return self.written(
+            self._transact_write,
+            [
+                {
+                    "Update": {
+                        "TableName": self.table,
+                        "Key": key(
+                            interaction.session_id, interaction_sk(interaction.root_turn_id, interaction.request_id)
+                        ),
+                        "UpdateExpression": "SET escalated_at = :now, updated_at = :now",
+                        "ConditionExpression": "#status = :requested AND expires_at > :now AND "
+                        "(attribute_not_exists(escalated_at) OR attribute_type(escalated_at, :null_type))",
+                        "ExpressionAttributeNames": {"#status": "status"},
+                        "ExpressionAttributeValues": {
+                            ":now": value(now),
+                            ":requested": value("requested"),
+                            ":null_type": {"S": "NULL"},
+                        },
+                    }
+                },
+                event_put(self.table, interaction.session_id, sk, event),
+                # (a turn being canceled, whose cancel died before it settled it, escalates nothing)
+                self._waiting(interaction.session_id, interaction.root_turn_id),
+            ],
+        )
 
     @aws_call
     def set_dismissed(self, interaction: InteractionRecord, dismissed_by: list[str], now: float) -> bool:
@@ -164,20 +159,15 @@ class InteractionItems(Table):
             ":list": value(dismissed_by),
             ":held": value(interaction.dismissed_by),
         }
-        try:
-            self.dynamodb.update_item(
-                TableName=self.table,
-                Key=key(interaction.session_id, interaction_sk(interaction.root_turn_id, interaction.request_id)),
-                UpdateExpression="SET dismissed_by = :list, updated_at = :now",
-                ConditionExpression=f"#status = :requested AND {held}",
-                ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues=values,
-            )
-        except ClientError as error:
-            if refusal(error) is None:
-                raise
-            return False
-        return True
+        return self.written(
+            self.dynamodb.update_item,
+            TableName=self.table,
+            Key=key(interaction.session_id, interaction_sk(interaction.root_turn_id, interaction.request_id)),
+            UpdateExpression="SET dismissed_by = :list, updated_at = :now",
+            ConditionExpression=f"#status = :requested AND {held}",
+            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeValues=values,
+        )
 
     def _waiting(self, session_id: str, root_turn_id: str) -> dict[str, Any]:
         """A transaction's check that the root turn waits for answers and is not being canceled."""

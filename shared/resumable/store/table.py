@@ -201,6 +201,17 @@ class Table:
                 return
             request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
+    def written(self, write: Callable[..., Any], /, *args: Any, **request: Any) -> bool:
+        """Whether the conditional write ``write(*args, **request)`` landed: False where its condition
+        refused it (``refusal``); any other failure raises."""
+        try:
+            write(*args, **request)
+        except ClientError as error:
+            if refusal(error) is None:
+                raise
+            return False
+        return True
+
     def _transact_write(self, items: list[dict[str, Any]]) -> None:
         """TransactWriteItems, retried with backoff while DynamoDB cancels it only for a conflict with
         another transaction on the same items (never when a condition failed: that is an answer)."""

@@ -52,13 +52,7 @@ class TurnItems(Table):
                 "ConditionExpression": "attribute_not_exists(pk)",
             }
         }
-        try:
-            self._transact_write([self._session_write(seen, session, turn), turn_write])
-        except ClientError as error:
-            if refusal(error) is None:
-                raise
-            return False
-        return True
+        return self.written(self._transact_write, [self._session_write(seen, session, turn), turn_write])
 
     def _session_write(self, seen: SessionRecord | None, session: SessionRecord, turn: TurnRecord) -> dict[str, Any]:
         """Create the session (in place of one whose retention ended), or make ``turn`` its active turn
@@ -146,49 +140,38 @@ class TurnItems(Table):
 
     @aws_call
     def callback_told(self, root: TurnRecord, told: Literal["delivered", "closed"]) -> bool:
-        index = sweeper_keys(root.model_copy(update={"callback_told": told}), self.shards)
-        update, values = "SET callback_told = :told", {":told": value(told), ":null": {"S": "NULL"}}
-        if index is None:
-            update += " REMOVE gsi4pk, gsi4sk"
-        else:
-            update += ", gsi4pk = :partition, gsi4sk = :at"
-            values |= {":partition": value(index["gsi4pk"]), ":at": value(index["gsi4sk"])}
-        try:
-            self.dynamodb.update_item(
-                TableName=self.table,
-                Key=key(root.session_id, turn_sk(root)),
-                UpdateExpression=update,
-                # (as read: a record made from a turn that has moved on since would index it as it was)
-                ConditionExpression="version = :version AND "
-                "(attribute_not_exists(callback_told) OR attribute_type(callback_told, :null))",
-                ExpressionAttributeValues={**values, ":version": value(root.version)},
-            )
-        except ClientError as error:
-            if refusal(error) is None:
-                raise
-            return False
-        return True
+        return self._reindexed(
+            root.model_copy(update={"callback_told": told}),
+            "callback_told = :told",
+            {":told": value(told), ":null": {"S": "NULL"}},
+            # (once: a record made from a turn that has moved on since would index it as it was)
+            " AND (attribute_not_exists(callback_told) OR attribute_type(callback_told, :null))",
+        )
 
     @aws_call
     def reindex_settled(self, root: TurnRecord) -> bool:
+        return self._reindexed(root)
+
+    def _reindexed(
+        self, root: TurnRecord, sets: str = "", values: dict[str, Any] | None = None, also: str = ""
+    ) -> bool:
+        """Root turn ``root`` in the sweeper's index where its record says (``sets`` with it), on condition
+        that its version is as read (``also``: and more); whether it was."""
         index = sweeper_keys(root, self.shards)
-        update, values = "REMOVE gsi4pk, gsi4sk", {":version": value(root.version)}
+        said = [sets] if sets else []
+        given = {**(values or {}), ":version": value(root.version)}
         if index is not None:
-            update = "SET gsi4pk = :partition, gsi4sk = :at"
-            values |= {":partition": value(index["gsi4pk"]), ":at": value(index["gsi4sk"])}
-        try:
-            self.dynamodb.update_item(
-                TableName=self.table,
-                Key=key(root.session_id, turn_sk(root)),
-                UpdateExpression=update,
-                ConditionExpression="version = :version",
-                ExpressionAttributeValues=values,
-            )
-        except ClientError as error:
-            if refusal(error) is None:
-                raise
-            return False
-        return True
+            said.append("gsi4pk = :partition, gsi4sk = :at")
+            given |= {":partition": value(index["gsi4pk"]), ":at": value(index["gsi4sk"])}
+        update = (f"SET {', '.join(said)}" if said else "") + ("" if index is not None else " REMOVE gsi4pk, gsi4sk")
+        return self.written(
+            self.dynamodb.update_item,
+            TableName=self.table,
+            Key=key(root.session_id, turn_sk(root)),
+            UpdateExpression=update.strip(),
+            ConditionExpression="version = :version" + also,
+            ExpressionAttributeValues=given,
+        )
 
     # -- leases ---------------------------------------------------------------------------------------
 

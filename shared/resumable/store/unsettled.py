@@ -14,14 +14,13 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from botocore.exceptions import ClientError
 from pydantic import ValidationError
 
 from resumable.store.base import DueTurn, Expiring
 from resumable.store.codec import EXPIRING, STUCK, UNSETTLED, decode, key, pk, root_sk, shards_of, value
 from resumable.store.records import SessionRecord, TurnRecord
 from resumable.store.resources import UNSETTLED_INDEX
-from resumable.store.table import MAX_TRANSACTION_ITEMS, Table, aws_call, refusal
+from resumable.store.table import MAX_TRANSACTION_ITEMS, Table, aws_call
 
 logger = logging.getLogger(__name__)
 
@@ -77,26 +76,21 @@ class UnsettledTurns(Table):
     @aws_call
     def reschedule(self, found: DueTurn, due_at: float, *, swept: bool = False, stuck: bool = False) -> bool:
         root = found.root
-        try:
-            self.dynamodb.update_item(
-                TableName=self.table,
-                Key=key(root.session_id, root_sk(root.turn_id)),
-                UpdateExpression="SET gsi4pk = :partition, gsi4sk = :due" + (" ADD sweeps :one" if swept else ""),
-                # Only as it was found: any other write since set its own due time, which stands.
-                ConditionExpression="gsi4pk = :seen_partition AND gsi4sk = :seen_due",
-                ExpressionAttributeValues={
-                    ":partition": value(self.sharded(STUCK if stuck else UNSETTLED, root.session_id)),
-                    ":due": value(due_at),
-                    ":seen_partition": value(found.partition),
-                    ":seen_due": value(found.due_at),
-                    **({":one": value(1)} if swept else {}),
-                },
-            )
-        except ClientError as error:
-            if refusal(error) is None:
-                raise
-            return False
-        return True
+        return self.written(
+            self.dynamodb.update_item,
+            TableName=self.table,
+            Key=key(root.session_id, root_sk(root.turn_id)),
+            UpdateExpression="SET gsi4pk = :partition, gsi4sk = :due" + (" ADD sweeps :one" if swept else ""),
+            # Only as it was found: any other write since set its own due time, which stands.
+            ConditionExpression="gsi4pk = :seen_partition AND gsi4sk = :seen_due",
+            ExpressionAttributeValues={
+                ":partition": value(self.sharded(STUCK if stuck else UNSETTLED, root.session_id)),
+                ":due": value(due_at),
+                ":seen_partition": value(found.partition),
+                ":seen_due": value(found.due_at),
+                **({":one": value(1)} if swept else {}),
+            },
+        )
 
     @aws_call
     def due_expiries(self, now: float, limit: int) -> list[Expiring]:
@@ -144,23 +138,18 @@ class UnsettledTurns(Table):
 
     @aws_call
     def claim_expiry(self, expiring: Expiring, now: float) -> bool:
-        try:
-            self.dynamodb.update_item(
-                TableName=self.table,
-                Key=key(expiring.session_id, _sk(expiring)),
-                UpdateExpression="SET retiring = if_not_exists(retiring, :now)",
-                ConditionExpression="gsi4pk = :expiring AND gsi4sk = :purge AND purge_at <= :now",
-                ExpressionAttributeValues={
-                    ":expiring": value(expiring.partition),
-                    ":purge": value(expiring.purge_at),
-                    ":now": value(now),
-                },
-            )
-        except ClientError as error:
-            if refusal(error) is None:
-                raise
-            return False
-        return True
+        return self.written(
+            self.dynamodb.update_item,
+            TableName=self.table,
+            Key=key(expiring.session_id, _sk(expiring)),
+            UpdateExpression="SET retiring = if_not_exists(retiring, :now)",
+            ConditionExpression="gsi4pk = :expiring AND gsi4sk = :purge AND purge_at <= :now",
+            ExpressionAttributeValues={
+                ":expiring": value(expiring.partition),
+                ":purge": value(expiring.purge_at),
+                ":now": value(now),
+            },
+        )
 
     @aws_call
     def expire_tree(self, expiring: Expiring) -> int:
@@ -204,19 +193,14 @@ class UnsettledTurns(Table):
 
     @aws_call
     def forget_expiry(self, expiring: Expiring) -> bool:
-        try:
-            self.dynamodb.update_item(
-                TableName=self.table,
-                Key=key(expiring.session_id, _sk(expiring)),
-                UpdateExpression="REMOVE gsi4pk, gsi4sk",
-                ConditionExpression="gsi4pk = :expiring AND gsi4sk = :purge",
-                ExpressionAttributeValues={":expiring": value(expiring.partition), ":purge": value(expiring.purge_at)},
-            )
-        except ClientError as error:
-            if refusal(error) is None:
-                raise
-            return False
-        return True
+        return self.written(
+            self.dynamodb.update_item,
+            TableName=self.table,
+            Key=key(expiring.session_id, _sk(expiring)),
+            UpdateExpression="REMOVE gsi4pk, gsi4sk",
+            ConditionExpression="gsi4pk = :expiring AND gsi4sk = :purge",
+            ExpressionAttributeValues={":expiring": value(expiring.partition), ":purge": value(expiring.purge_at)},
+        )
 
 
 def _sk(expiring: Expiring) -> str:
