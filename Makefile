@@ -3,13 +3,16 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 # Installs go through uv (pinned, put into .venv by pip first): the dev tools, the SAM CLI and Checkov in
-# about 25 s instead of pip's 200 s. Its cache is kept inside .venv, like everything make installs. What
-# it installs is compiled to bytecode once, there: every interpreter the tests start (workers, the
-# command, servers) would otherwise compile what it imports again (where PYTHONDONTWRITEBYTECODE is set,
-# nothing is ever kept), about 1 s of each one's start.
+# about 15 s instead of pip's 200 s. Its cache is kept inside .venv, like everything make installs. What
+# it installs into .venv itself is compiled to bytecode once, there: every interpreter the tests start
+# (workers, the command, servers) would otherwise compile what it imports again (where
+# PYTHONDONTWRITEBYTECODE is set, nothing is ever kept), about 1 s of each one's start. The tools' own
+# environments (the SAM CLI, Checkov, Locust: 13,000 modules, most never imported) are not: the few
+# interpreters that run them keep what they compile as they import it (KEEP_BYTECODE, below).
 UV_VERSION := 0.13.9
 UV := $(VENV)/bin/uv
-INSTALL := UV_CACHE_DIR=$(VENV)/uv-cache UV_COMPILE_BYTECODE=1 $(UV) pip install --quiet
+INSTALL := UV_CACHE_DIR=$(VENV)/uv-cache $(UV) pip install --quiet
+COMPILED := UV_COMPILE_BYTECODE=1
 # What make run needs (the package, the embedded AWS, the Strands Agents SDK so that a factory of Strands
 # agents runs too, and the durable execution SDK for the sample durable workflow), and what make test needs
 # besides (the dev tools).
@@ -22,9 +25,10 @@ INSTALLED := $(VENV)/.installed-dev
 # 330 to 400 s with 3). The unit tier waits on nothing: one more than the cores.
 PYTEST_WORKERS ?= $(shell echo $$(( 2 * $$(nproc) + 1 )))
 UNIT_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
-# Test runs keep what they compile, in __pycache__ folders git ignores, even where PYTHONDONTWRITEBYTECODE
-# is set: pytest rewrites the asserts of every test module and of its plugins' packages (all of Hypothesis),
-# and without its cache each worker does it again at each run, about 1 s of every worker's start.
+# Test runs and the tools keep what they compile, in __pycache__ folders git ignores, even where
+# PYTHONDONTWRITEBYTECODE is set: the tools' modules (compiled by the first run that imports each), and
+# pytest's rewrite of the asserts of every test module and of its plugins' packages (all of Hypothesis),
+# which without its cache each worker does again at each run, about 1 s of its start.
 KEEP_BYTECODE := env -u PYTHONDONTWRITEBYTECODE
 
 .PHONY: run new-agent test-app demo invoke layer bench soak load test test-fast checks lint typecheck validate scan pytest clean constraints browser deploy predeploy sam-build permissions calls smoke
@@ -36,11 +40,11 @@ $(UV): | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 
 $(RUNNABLE): pyproject.toml constraints.txt | $(UV)
-	$(INSTALL) --python $(BIN)/python -c constraints.txt -e '.[local,strands,durable]'
+	$(COMPILED) $(INSTALL) --python $(BIN)/python -c constraints.txt -e '.[local,strands,durable]'
 	touch $(RUNNABLE)
 
 $(INSTALLED): pyproject.toml constraints.txt | $(UV)
-	$(INSTALL) --python $(BIN)/python -c constraints.txt -e '.[dev]'
+	$(COMPILED) $(INSTALL) --python $(BIN)/python -c constraints.txt -e '.[dev]'
 	touch $(INSTALLED) $(RUNNABLE)
 
 ## run: the embedded AWS and the local HTTP API on 127.0.0.1:3000 (PORT=n for another; AUTH=jwt for sign-in; Ctrl-C stops)
@@ -135,7 +139,7 @@ $(CHECKOV): tools/checkov-requirements.txt | $(UV)
 ## scan: Checkov's security scan of template.yaml (pinned, offline): every finding fixed, or skipped with its reason
 ## (again only once the template or Checkov's pin changed: tools/checked.py)
 scan: $(CHECKOV)
-	@$(BIN)/python tools/checked.py scan -- $(CHECKOV) --file template.yaml --framework cloudformation --compact --quiet --skip-download
+	@$(KEEP_BYTECODE) $(BIN)/python tools/checked.py scan -- $(CHECKOV) --file template.yaml --framework cloudformation --compact --quiet --skip-download
 
 # The inbox page's browser tests run in Debian's chromium (Playwright's own download cannot reach the internet).
 CHROMIUM := /usr/bin/chromium
@@ -161,7 +165,7 @@ predeploy: $(INSTALLED) $(CHECKOV) $(SAM)
 	@$(BIN)/python tools/predeploy.py
 
 sam-build: $(SAM)
-	$(SAM) build
+	$(KEEP_BYTECODE) $(SAM) build
 
 ## permissions: the permission check alone: each function's recorded AWS calls (tests/aws_calls.txt) against its role in template.yaml
 permissions: $(INSTALLED)
