@@ -410,3 +410,21 @@ def test_an_sqs_message_over_1_mib_is_refused_as_sqs_refuses_it(aws: Settings) -
     with pytest.raises(ClientError, match="must be shorter than 1048576"):
         sqs.send_message(QueueUrl=queue, MessageBody="x" * (1024 * 1024 + 1))
     sqs.send_message(QueueUrl=queue, MessageBody="x" * (1024 * 1024))
+
+
+def test_each_signing_key_signs_with_its_own_private_key_and_a_mac_key_still_macs(aws: Settings) -> None:
+    """moto's private keys that nothing reads are made once (resumable.local.moto_keys); a signing key's
+    is its own: what one signs does not verify with another."""
+    from resumable.aws.clients import client
+
+    kms = client("kms", aws)
+    signers = [kms.create_key(KeySpec="RSA_2048", KeyUsage="SIGN_VERIFY")["KeyMetadata"]["KeyId"] for _ in range(2)]
+    signed = {"Message": b"digest", "SigningAlgorithm": "RSASSA_PSS_SHA_256"}
+    signature = kms.sign(KeyId=signers[0], **signed)["Signature"]
+    assert kms.verify(KeyId=signers[0], Signature=signature, **signed)["SignatureValid"]
+    assert not kms.verify(KeyId=signers[1], Signature=signature, **signed)["SignatureValid"]
+    macs = [
+        kms.create_key(KeySpec="HMAC_256", KeyUsage="GENERATE_VERIFY_MAC")["KeyMetadata"]["KeyId"] for _ in range(2)
+    ]
+    mac = kms.generate_mac(KeyId=macs[0], Message=b"link", MacAlgorithm="HMAC_SHA_256")["Mac"]
+    assert mac != kms.generate_mac(KeyId=macs[1], Message=b"link", MacAlgorithm="HMAC_SHA_256")["Mac"]

@@ -2,8 +2,9 @@
 Functions), AWS's hard limits moto does not apply (so every test meets them: ``LIMITS``), and
 shortcuts that give the same result as moto's own code at a fraction of its cost (a transaction's
 rollback, routing, responses; what it parses, in moto_parsing.py; what it imports only when used, in
-moto_imports.py). Each is applied once per process, before the server serves its first request, and
-each is pinned to this moto version by the constraints."""
+moto_imports.py; the keys it makes that nothing reads, in moto_keys.py). Each is applied once per
+process, before the server serves its first request, and each is pinned to this moto version by the
+constraints."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from resumable.local import lag, moto_imports, moto_parsing
+from resumable.local import lag, moto_imports, moto_keys, moto_parsing
 
 
 class OneRequestAtATime:
@@ -71,6 +72,7 @@ def apply() -> None:
         return
     moto_imports.apply()
     moto_parsing.apply()
+    moto_keys.apply()
     _query_only_the_partition_asked()
     _keep_the_cause_of_task_failures()
     _refuse_what_aws_refuses()
