@@ -3,12 +3,12 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 # Installs go through uv (pinned, put into .venv by pip first): the dev tools, the SAM CLI and Checkov in
-# about 15 s instead of pip's 200 s. Its cache is kept inside .venv, like everything make installs. What
-# it installs into .venv itself is compiled to bytecode once, there: every interpreter the tests start
-# (workers, the command, servers) would otherwise compile what it imports again (where
-# PYTHONDONTWRITEBYTECODE is set, nothing is ever kept), about 1 s of each one's start. The tools' own
-# environments (the SAM CLI, Checkov, Locust: 13,000 modules, most never imported) are not: the few
-# interpreters that run them keep what they compile as they import it (KEEP_BYTECODE, below).
+# 15 to 30 s (as the network allows) instead of pip's 200 s. Its cache is kept inside .venv, like
+# everything make installs. What it installs into .venv itself is compiled to bytecode once, there: every
+# interpreter the tests start (workers, the command, servers) would otherwise compile what it imports
+# again (where PYTHONDONTWRITEBYTECODE is set, nothing is ever kept), about 1 s of each one's start. The
+# tools' own environments (the SAM CLI, Checkov, Locust: 13,000 modules, most never imported) are not:
+# the few interpreters that run them keep what they compile as they import it (KEEP_BYTECODE, below).
 UV_VERSION := 0.13.9
 UV := $(VENV)/bin/uv
 INSTALL := UV_CACHE_DIR=$(VENV)/uv-cache $(UV) pip install --quiet
