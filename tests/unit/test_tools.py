@@ -141,6 +141,41 @@ def test_no_title_keys_leak_into_the_schema() -> None:
     assert all("title" not in prop for prop in search.input_schema["properties"].values())
 
 
+def _decorated_again(default: Any) -> FunctionTool:
+    """The same function decorated again, as a factory that builds its agents per request does."""
+
+    @tool
+    def act(name: str, times: Any = default) -> str:
+        """Act.
+
+        Args:
+            name: What on.
+        """
+        return name
+
+    return act
+
+
+def test_a_function_decorated_again_gets_its_own_schema_and_the_same_inputs_still_checked() -> None:
+    first, second = _decorated_again(1), _decorated_again(1)
+    assert first.input_schema == second.input_schema
+    first.input_schema["properties"]["name"]["description"] = "changed by a caller"
+    assert second.input_schema["properties"]["name"]["description"] == "What on."
+    assert _decorated_again(1).input_schema["properties"]["name"]["description"] == "What on."
+    assert second.invalid_input({"name": "x", "extra": 1}) is not None
+    assert second.invalid_input({"name": "x"}) is None
+
+
+@pytest.mark.parametrize("defaults", [(1, True), (1, 1.0), ([1], [2])])
+def test_tools_whose_defaults_differ_keep_their_own_defaults(defaults: tuple[Any, Any]) -> None:
+    """Equal keys (1, 1.0 and True) and defaults that cannot be keys (lists) alike."""
+    one, other = (_decorated_again(d) for d in defaults)
+    for made, default in ((one, defaults[0]), (other, defaults[1])):
+        assert made.input_schema["properties"]["times"]["default"] == default
+        validated = made.input_model.model_validate({"name": "x"})
+        assert validated.times == default and type(validated.times) is type(default)
+
+
 def test_a_returns_section_after_args_stays_out_of_the_description() -> None:
     @tool
     def add(a: int, b: int) -> int:

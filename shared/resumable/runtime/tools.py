@@ -11,6 +11,8 @@ its own.
 
 from __future__ import annotations
 
+import copy
+import functools
 import inspect
 import re
 from collections.abc import Callable
@@ -152,6 +154,25 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     return "\n".join(description).strip(), params
 
 
+@functools.lru_cache(maxsize=256)
+def _input_model(
+    name: str, fields: tuple[tuple[str, Any, Any, type, str | None], ...]
+) -> tuple[type[BaseModel], dict[str, Any]]:
+    """A tool's input model and its JSON Schema, from its inputs (name, annotation, default, its type,
+    described as). Made once for the same inputs: a factory that builds its agents for every request
+    decorates the same functions again each time, and making a pydantic model and its schema is most
+    of a small tool's cost (about half a millisecond)."""
+    defined: dict[str, Any] = {
+        field: (annotation, Field(default, description=about)) for field, annotation, default, _, about in fields
+    }
+    model: type[BaseModel] = create_model(f"{name}_input", __config__=ConfigDict(extra="forbid"), **defined)
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    return model, schema
+
+
 class FunctionTool(Tool):
     """A tool made from a Python function by ``@tool``."""
 
@@ -185,23 +206,20 @@ class FunctionTool(Tool):
                 "add `context: ToolContext` to its signature or drop context=True"
             )
         hints = inspect.get_annotations(function, eval_str=True)
-        fields: dict[str, Any] = {}
+        fields: list[tuple[str, Any, Any, type, str | None]] = []
         for param in signature.parameters.values():
             if context and param.name == "context":
                 continue
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 raise ValueError(f"tool '{self.name}' cannot take *args or **kwargs: name every input")
-            annotation = hints.get(param.name, Any)
             default = ... if param.default is param.empty else param.default
-            fields[param.name] = (annotation, Field(default, description=param_docs.get(param.name)))
-        self.input_model: type[BaseModel] = create_model(
-            f"{self.name}_input", __config__=ConfigDict(extra="forbid"), **fields
-        )
-        schema = self.input_model.model_json_schema()
-        schema.pop("title", None)
-        for prop in schema.get("properties", {}).values():
-            prop.pop("title", None)
-        self.input_schema = schema
+            # (the default's type too: 1, 1.0 and True are equal keys)
+            fields.append((param.name, hints.get(param.name, Any), default, type(default), param_docs.get(param.name)))
+        try:
+            self.input_model, schema = _input_model(self.name, tuple(fields))
+        except TypeError:  # an annotation or default that cannot be a key (a list, say): made for this tool alone
+            self.input_model, schema = _input_model.__wrapped__(self.name, tuple(fields))
+        self.input_schema = copy.deepcopy(schema)  # (the tool's own: a caller may change what it is given)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the undecorated function directly (no approval, no schema check)."""
