@@ -12,6 +12,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.latency import Latency
 from resumable.aws.clients import client
 from resumable.clock import SystemClock
 from resumable.config import Settings
@@ -30,26 +31,53 @@ class Call:
 @dataclass
 class Recorder:
     """Every AWS call of a service's clients, as botocore is about to send it, and the time spent
-    inside them (from the request being sent to its reply being parsed)."""
+    inside them (from the request being sent to its reply being parsed: signing it and reading the
+    reply are botocore's, the rest is the embedded AWS's own, where AWS's would be).
+
+    With ``latency``, the embedded AWS's part of each call is held until its kind's median has passed,
+    and ``modeled`` adds the calls' times up under that model: botocore's part as measured, AWS's as
+    the longer of its median and the emulator's time (the sleep's own overshoot is not counted)."""
 
     calls: list[Call] = field(default_factory=list)
     on: bool = True
+    latency: Latency | None = None
     in_calls: float = 0.0
+    modeled: float = 0.0
     _started: dict[int, float] = field(default_factory=dict)
+    _sent: dict[int, float] = field(default_factory=dict)
+    _overshot: dict[int, float] = field(default_factory=dict)
 
     def attach(self, *clients: Any) -> None:
         for aws in clients:
             aws.meta.events.register("before-call.*.*", self._record)
             aws.meta.events.register("before-call.*.*", self._start)
+            aws.meta.events.register_first("before-send.*.*", self._send)
+            aws.meta.events.register("before-parse.*.*", self._answered)
             aws.meta.events.register("after-call.*.*", self._stop)
 
     def _start(self, **_: Any) -> None:
         self._started[threading.get_ident()] = time.perf_counter()
 
+    def _send(self, **_: Any) -> None:
+        self._sent[threading.get_ident()] = time.perf_counter()
+
+    def _answered(self, operation_model: Any, **_: Any) -> None:
+        sent = self._sent.pop(threading.get_ident(), None)
+        if sent is None or self.latency is None or not self.on:
+            return
+        median = self.latency.of(f"{operation_model.service_model.service_name}.{operation_model.name}")
+        if (wait := median - (time.perf_counter() - sent)) > 0:
+            time.sleep(wait)
+            self._overshot[threading.get_ident()] = time.perf_counter() - sent - median
+
     def _stop(self, **_: Any) -> None:
-        started = self._started.pop(threading.get_ident(), None)
-        if started is not None and self.on:
-            self.in_calls += time.perf_counter() - started
+        ident = threading.get_ident()
+        started, overshot = self._started.pop(ident, None), self._overshot.pop(ident, 0.0)
+        if started is None or not self.on:
+            return
+        took = time.perf_counter() - started
+        self.in_calls += took
+        self.modeled += took - overshot
 
     def _record(self, model: Any, params: dict[str, Any], **_: Any) -> None:
         if not self.on:
@@ -66,7 +94,7 @@ class Recorder:
 
     def take(self) -> list[Call]:
         taken, self.calls = self.calls, []
-        self.in_calls = 0.0
+        self.in_calls = self.modeled = 0.0
         return taken
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.aws_calls import Baseline, Call, Recorder, forget_session, service_for
+from bench.latency import Latency
 from resumable.config import Settings
 from resumable.service import Service, TurnView
 from tests.trees import Shape, actions_of, factory
@@ -97,38 +98,13 @@ OPERATIONS = [
 
 
 def measure(settings: Settings, operation: Operation, baseline: Baseline, runs: int) -> dict[str, Any]:
-    recorder = Recorder()
-    service = service_for(settings, factory(operation.shape), recorder)
-    times: list[float] = []
-    raw: list[float] = []
-    own: list[float] = []  # time outside the operation's own AWS calls: resumable's code (and boto3's)
-    calls: list[Call] = []
-    for n in range(runs + 1):
-        session = f"b-{uuid.uuid4().hex[:12]}"
-        recorder.on = False
-        prepared = operation.prepare(service, session)
-        recorder.on = True
-        recorder.take()
-        started = time.perf_counter()
-        turn = operation.run(service, session, prepared)
-        elapsed = time.perf_counter() - started
-        inside = recorder.in_calls
-        made = recorder.take()
-        if turn.status != operation.expect:
-            raise AssertionError(f"{operation.name}: expected {operation.expect}, got {turn.status}")
-        replayed = baseline.replay(made)
-        if not os.environ.get("BENCH_AWS"):
-            forget_session(settings, session)
-        if n == 0:
-            calls = made  # the first run warms the clients up and is not counted
-            continue
-        times.append(elapsed)
-        raw.append(replayed)
-        own.append(elapsed - inside)
+    """``runs`` of ``operation`` (after one that warms up) beside the baseline's replay of each."""
+    timed = _timed_runs(settings, operation, runs, Recorder(), baseline)
+    times, own, raw = timed["times"], timed["own"], timed["raw"]
     return {
         "operation": operation.name,
-        "calls": len(calls),
-        "which": [c.name for c in calls],
+        "calls": len(timed["calls"]),
+        "which": [c.name for c in timed["calls"]],
         "p50_ms": statistics.median(times) * 1000,
         "p95_ms": percentile(times, 0.95) * 1000,
         "baseline_p50_ms": statistics.median(raw) * 1000,
@@ -140,6 +116,60 @@ def measure(settings: Settings, operation: Operation, baseline: Baseline, runs: 
         "in_calls_ratio_p50": statistics.median(t / (t - o) for t, o in zip(times, own, strict=True)),
         "runs": runs,
     }
+
+
+def measure_under(settings: Settings, operation: Operation, latency: Latency, runs: int) -> dict[str, Any]:
+    """``runs`` of ``operation`` with every call taking at least its median under ``latency``: the
+    operation's time under that model (its own time plus its calls' modeled times), and that over the
+    time inside its calls."""
+    timed = _timed_runs(settings, operation, runs, Recorder(latency=latency), None)
+    own, inside = timed["own"], timed["modeled"]
+    totals = [o + i for o, i in zip(own, inside, strict=True)]
+    ratios = [t / i for t, i in zip(totals, inside, strict=True)]
+    return {
+        "operation": operation.name,
+        "calls": len(timed["calls"]),
+        "p50_ms": statistics.median(totals) * 1000,
+        "in_calls_p50_ms": statistics.median(inside) * 1000,
+        "own_p50_ms": statistics.median(own) * 1000,
+        "own_p95_ms": percentile(own, 0.95) * 1000,
+        "in_calls_ratio_p50": statistics.median(ratios),
+        "in_calls_ratio_p95": percentile(ratios, 0.95),
+        "runs": runs,
+    }
+
+
+def _timed_runs(
+    settings: Settings, operation: Operation, runs: int, recorder: Recorder, baseline: Baseline | None
+) -> dict[str, Any]:
+    """Each run's whole time, time outside its AWS calls ("own": resumable's code, and boto3's request
+    building), modeled time inside them, and the baseline's replay; and the calls of one run."""
+    service = service_for(settings, factory(operation.shape), recorder)
+    timed: dict[str, Any] = {"times": [], "own": [], "modeled": [], "raw": [], "calls": []}
+    for n in range(runs + 1):
+        session = f"b-{uuid.uuid4().hex[:12]}"
+        recorder.on = False
+        prepared = operation.prepare(service, session)
+        recorder.on = True
+        recorder.take()
+        started = time.perf_counter()
+        turn = operation.run(service, session, prepared)
+        elapsed = time.perf_counter() - started
+        inside, modeled = recorder.in_calls, recorder.modeled
+        made = recorder.take()
+        if turn.status != operation.expect:
+            raise AssertionError(f"{operation.name}: expected {operation.expect}, got {turn.status}")
+        replayed = baseline.replay(made) if baseline is not None else 0.0
+        if not os.environ.get("BENCH_AWS"):
+            forget_session(settings, session)
+        if n == 0:
+            timed["calls"] = made  # the first run warms the clients up and is not counted
+            continue
+        timed["times"].append(elapsed)
+        timed["own"].append(elapsed - inside)
+        timed["modeled"].append(modeled)
+        timed["raw"].append(replayed)
+    return timed
 
 
 # -- 3: throughput ----------------------------------------------------------------------------------------
