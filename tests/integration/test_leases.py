@@ -377,7 +377,7 @@ def test_concurrent_start_turns_on_a_new_session_start_exactly_one_turn(
     assert len(refused) == 7
     assert all(isinstance(error, TurnBusyError) for error in refused), refused
     items = session_items(store, session_id)
-    roots = [i for i in items if i.get("entity") == "turn" and i["parent_turn_id"] is None]
+    roots = [i for i in items if i.get("entity") == "turn" and i.get("parent_turn_id") is None]
     assert [root["turn_id"] for root in roots] == [started.turn_id]
     session = services[0].store.get_session(session_id)
     assert session is not None

@@ -74,6 +74,15 @@ def encode(fields: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {k: value(json.dumps(v) if k in JSON_FIELDS else v) for k, v in fields.items()}
 
 
+def present(fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` without those that hold nothing. A turn or question written whole leaves out what is
+    None (a missing attribute reads back as the record's default, None): each absent one is its name
+    and a byte less to store, to write and to pay for, on every index the item is in too. Every
+    condition on such an attribute asks for it missing or NULL alike (``attribute_not_exists(x) OR
+    attribute_type(x, NULL)``): an item written before, with NULLs, reads the same."""
+    return {k: v for k, v in fields.items() if v is not None}
+
+
 def decode(item: dict[str, Any]) -> dict[str, Any]:
     fields = {k: python(v) for k, v in item.items()}
     for name in JSON_FIELDS & fields.keys():
@@ -129,7 +138,7 @@ def turn_item(turn: TurnRecord, shards: int) -> dict[str, Any]:
     index = sweeper_keys(turn, shards) or {}
     # (a callback's fields only where a durable function waits: the rest are written as before)
     callback = {"callback_id", "callback_told", "callback_heartbeat"}
-    fields = turn.model_dump(exclude=callback if turn.callback_id is None else None)
+    fields = present(turn.model_dump(exclude=callback if turn.callback_id is None else None))
     return {**key(turn.session_id, turn_sk(turn)), **encode({"entity": "turn", **index, **fields})}
 
 
@@ -230,7 +239,9 @@ def interaction_item(interaction: InteractionRecord, shards: int) -> dict[str, A
                 "gsi1pk": f"SESSION#{interaction.session_id}#INTERACTIONS",
                 "gsi1sk": f"{interaction.status}#{interaction.request_id}",
                 **inbox,
-                **interaction.model_dump(),
+                # (and what holds its default: no vote, no dismissal, not editable; each condition on
+                # those asks for it missing or as read alike, and reading gives back the default)
+                **interaction.model_dump(exclude_defaults=True),
             }
         ),
     }

@@ -19,6 +19,7 @@ from resumable.store.codec import (
     interaction_item,
     interaction_sk,
     key,
+    present,
     sweeper_keys,
     turn_item,
     turn_sk,
@@ -120,10 +121,13 @@ class CommitItems(Table):
         fields = {**root.model_dump(include=_ROOT_FIELDS), "sweeps": 0}
         index = sweeper_keys(root, self.shards, commit.new_interactions)
         fields |= index or {}
+        nothing = sorted(f for f, v in fields.items() if v is None)  # (removed, not stored as NULL: ``present``)
+        fields = present(fields)
         # Every attribute through a placeholder: several of these names are DynamoDB reserved words.
-        names = {"#status": "status", **{f"#{f}": f for f in fields}}
+        names = {"#status": "status", **{f"#{f}": f for f in (*fields, *nothing)}}
         sets = ", ".join(f"#{f} = :{f}" for f in fields)
-        removed = [] if root.lease_owner is not None else ["lease_owner", "lease_expires_at"]
+        removed = [f"#{f}" for f in nothing]
+        removed += [] if root.lease_owner is not None else ["lease_owner", "lease_expires_at"]
         removed += list(DUE_KEYS) if index is None else []
         update = f"SET {sets}" + ("" if root.lease_owner is None else ", lease_expires_at = :lease")
         update += f" REMOVE {', '.join(removed)}" if removed else ""
