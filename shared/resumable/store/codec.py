@@ -39,13 +39,18 @@ from resumable.store.records import InteractionRecord, OutboxEvent, TurnRecord
 JSON_FIELDS = frozenset({"reason", "response", "result", "detail", "input", "input_schema", "rule", "votes"})
 
 
+_NUMBERS = (int, float)
+
+
 def value(python: Any) -> dict[str, Any]:
     """A DynamoDB attribute value."""
+    if type(python) is str:  # (most are: the rest of the checks only for what is not)
+        return {"S": python}
     if python is None:
         return {"NULL": True}
     if isinstance(python, bool):
         return {"BOOL": python}
-    if isinstance(python, int | float):
+    if isinstance(python, _NUMBERS):
         return {"N": repr(python)}
     if isinstance(python, str):
         return {"S": python}
