@@ -1,9 +1,12 @@
 """Section 2b of ``make bench``: the service's operations with AWS-like latency (bench/latency.py), and
-its table. ``python -m bench.aws_like [runs]`` (default 100) runs it alone, on the embedded AWS."""
+its table. ``python -m bench.aws_like [runs]`` (default 100) runs it alone, on the embedded AWS, and
+writes its rows to bench/results.json (``operations_aws_like``), the rest of which it leaves as it is."""
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from bench.latency import AWS_LIKE
@@ -36,6 +39,9 @@ def main() -> int:
     with embedded_aws(table_name="bench", bucket_name="bench") as settings:
         rows = [measure_under(settings, operation, AWS_LIKE, runs) for operation in OPERATIONS]
     print("\n".join(report(rows)))
+    results = Path(__file__).resolve().parent / "results.json"
+    kept = json.loads(results.read_text()) if results.exists() else {}
+    results.write_text(json.dumps({**kept, "operations_aws_like": rows}, indent=2) + "\n")
     return 0
 
 
