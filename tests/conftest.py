@@ -29,6 +29,12 @@ os.environ["RESUMABLE_LOCAL_STATE"] = os.path.join(_LOCAL_STATE.name, "local-run
 os.environ.setdefault("AGENT_FACTORY", "resumable.demo_agents:build_demo_agents")
 
 
+# Every request checked against the service's model before it is sent, as botocore does by default
+# (resumable's clients do not, in Lambda: AWS checks again), since the embedded AWS accepts some that
+# AWS refuses; the processes the tests start inherit it.
+os.environ.setdefault("RESUMABLE_CHECK_REQUESTS", "1")
+
+
 # Every AWS call a template function makes is recorded, and held to tests/aws_calls.txt.
 pytest_plugins = ["tests.recorded_calls"]
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from botocore.exceptions import ParamValidationError
 from pydantic import ValidationError
 
+from resumable.aws.clients import client
 from resumable.config import Settings
 from resumable.store import S3Snapshots
 
@@ -53,3 +55,20 @@ def test_answers_and_prompts_may_not_be_allowed_larger_than_aws_keeps_and_publis
         with pytest.raises(ValidationError, match="less than or equal to"):
             Settings(**too_large)  # type: ignore[arg-type]
     assert Settings(max_response_bytes=64 * 1024, max_prompt_chars=30_000).max_response_bytes == 65536
+
+
+def test_the_tests_check_every_request_before_it_is_sent_and_a_deployed_client_does_not(
+    aws: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The embedded AWS accepts a Query with a Limit of 0, which AWS refuses: the tests' clients check
+    each request as botocore does by default (RESUMABLE_CHECK_REQUESTS), a deployed one leaves it to AWS."""
+    query = {
+        "TableName": aws.table_name,
+        "KeyConditionExpression": "pk = :pk",
+        "ExpressionAttributeValues": {":pk": {"S": "SESSION#nobody"}},
+        "Limit": 0,
+    }
+    with pytest.raises(ParamValidationError, match="Limit"):
+        client("dynamodb", aws).query(**query)
+    monkeypatch.delenv("RESUMABLE_CHECK_REQUESTS")
+    assert client("dynamodb", aws).query(**query)["Items"] == []

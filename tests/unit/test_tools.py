@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import Any
+from datetime import UTC, datetime, timedelta, timezone
+from decimal import Decimal
+from typing import Any, Literal
 
 import pytest
 
@@ -158,6 +160,7 @@ def _decorated_again(default: Any) -> FunctionTool:
 
 def test_a_function_decorated_again_gets_its_own_schema_and_the_same_inputs_still_checked() -> None:
     first, second = _decorated_again(1), _decorated_again(1)
+    assert first.input_model is second.input_model, "made once for the same inputs"
     assert first.input_schema == second.input_schema
     first.input_schema["properties"]["name"]["description"] = "changed by a caller"
     assert second.input_schema["properties"]["name"]["description"] == "What on."
@@ -166,14 +169,39 @@ def test_a_function_decorated_again_gets_its_own_schema_and_the_same_inputs_stil
     assert second.invalid_input({"name": "x"}) is None
 
 
-@pytest.mark.parametrize("defaults", [(1, True), (1, 1.0), ([1], [2])])
+@pytest.mark.parametrize(
+    "defaults",
+    [
+        (1, True),
+        (1, 1.0),
+        (0.0, -0.0),
+        ([1], [2]),
+        ((1,), (True,)),
+        (frozenset({1}), frozenset({True})),
+        (Decimal("1.0"), Decimal("1.00")),
+        (datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 1, 1, tzinfo=timezone(timedelta(hours=1)))),
+    ],
+    ids=repr,
+)
 def test_tools_whose_defaults_differ_keep_their_own_defaults(defaults: tuple[Any, Any]) -> None:
-    """Equal keys (1, 1.0 and True) and defaults that cannot be keys (lists) alike."""
+    """Defaults that are equal but not the same (1, 1.0 and True; -0.0; tuples, sets and Decimals of
+    them; one instant in two zones), and defaults that cannot be keys (lists), alike."""
     one, other = (_decorated_again(d) for d in defaults)
     for made, default in ((one, defaults[0]), (other, defaults[1])):
-        assert made.input_schema["properties"]["times"]["default"] == default
         validated = made.input_model.model_validate({"name": "x"})
-        assert validated.times == default and type(validated.times) is type(default)
+        assert repr(validated.times) == repr(default) and type(validated.times) is type(default)
+
+
+def test_tools_whose_literal_choices_differ_in_order_keep_their_own_order() -> None:
+    def decorated(choices: Any) -> FunctionTool:
+        def pick(which: str) -> str:
+            return which
+
+        pick.__annotations__["which"] = choices  # (as a closure's annotation, evaluated when it is made)
+        return tool(pick)
+
+    assert decorated(Literal["a", "b"]).input_schema["properties"]["which"]["enum"] == ["a", "b"]
+    assert decorated(Literal["b", "a"]).input_schema["properties"]["which"]["enum"] == ["b", "a"]
 
 
 def test_a_returns_section_after_args_stays_out_of_the_description() -> None:

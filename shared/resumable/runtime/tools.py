@@ -12,9 +12,9 @@ its own.
 from __future__ import annotations
 
 import copy
-import functools
 import inspect
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, overload
@@ -154,16 +154,53 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     return "\n".join(description).strip(), params
 
 
-@functools.lru_cache(maxsize=256)
+_PLAIN = (type(None), type(...), bool, int, float, str, bytes)
+
+
+def _key(fields: tuple[tuple[str, Any, Any, str | None], ...]) -> tuple[Any, ...]:
+    """What makes a tool's input model the same as another's, as a key, or TypeError where there is no
+    sure one. Equal is not enough: 1, 1.0 and True are equal defaults, ``Literal["a", "b"]`` equals
+    ``Literal["b", "a"]``, and a tuple or a Decimal can be equal to another and print differently. So
+    a default is a key only if it is plain (None, a bool, a number, a string: by its type and its
+    repr), and an annotation by itself and its repr (two classes of one name are two objects)."""
+    key: list[Any] = []
+    for name, annotation, default, about in fields:
+        if type(default) not in _PLAIN:
+            raise TypeError(f"{type(default).__name__} default")
+        key.append((name, annotation, repr(annotation), type(default), repr(default), about))
+    return tuple(key)
+
+
 def _input_model(
-    name: str, fields: tuple[tuple[str, Any, Any, type, str | None], ...]
+    name: str, fields: tuple[tuple[str, Any, Any, str | None], ...]
 ) -> tuple[type[BaseModel], dict[str, Any]]:
-    """A tool's input model and its JSON Schema, from its inputs (name, annotation, default, its type,
-    described as). Made once for the same inputs: a factory that builds its agents for every request
-    decorates the same functions again each time, and making a pydantic model and its schema is most
-    of a small tool's cost (about half a millisecond)."""
+    """A tool's input model and its JSON Schema, from its inputs (name, annotation, default, described
+    as). Made once for the same key (``_key``; made every time where there is no sure key): a factory
+    that builds its agents for every request decorates the same functions again each time, and making a
+    pydantic model and its schema is most of a small tool's cost (about half a millisecond). The 256
+    made last are kept."""
+    try:
+        key = (name, _key(fields))
+        with _MADE_LOCK:
+            cached = _MADE.get(key)
+    except TypeError:  # (no sure key: a tuple default, an annotation that cannot be hashed)
+        return _made(name, fields)
+    if cached is None:
+        cached = _made(name, fields)
+        with _MADE_LOCK:
+            if len(_MADE) >= 256:  # (the oldest goes: a factory that makes new classes each time cannot grow it)
+                _MADE.pop(next(iter(_MADE)), None)
+            _MADE[key] = cached
+    return cached
+
+
+_MADE: dict[tuple[str, tuple[Any, ...]], tuple[type[BaseModel], dict[str, Any]]] = {}
+_MADE_LOCK = threading.Lock()
+
+
+def _made(name: str, fields: tuple[tuple[str, Any, Any, str | None], ...]) -> tuple[type[BaseModel], dict[str, Any]]:
     defined: dict[str, Any] = {
-        field: (annotation, Field(default, description=about)) for field, annotation, default, _, about in fields
+        field: (annotation, Field(default, description=about)) for field, annotation, default, about in fields
     }
     model: type[BaseModel] = create_model(f"{name}_input", __config__=ConfigDict(extra="forbid"), **defined)
     schema = model.model_json_schema()
@@ -206,19 +243,15 @@ class FunctionTool(Tool):
                 "add `context: ToolContext` to its signature or drop context=True"
             )
         hints = inspect.get_annotations(function, eval_str=True)
-        fields: list[tuple[str, Any, Any, type, str | None]] = []
+        fields: list[tuple[str, Any, Any, str | None]] = []
         for param in signature.parameters.values():
             if context and param.name == "context":
                 continue
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 raise ValueError(f"tool '{self.name}' cannot take *args or **kwargs: name every input")
             default = ... if param.default is param.empty else param.default
-            # (the default's type too: 1, 1.0 and True are equal keys)
-            fields.append((param.name, hints.get(param.name, Any), default, type(default), param_docs.get(param.name)))
-        try:
-            self.input_model, schema = _input_model(self.name, tuple(fields))
-        except TypeError:  # an annotation or default that cannot be a key (a list, say): made for this tool alone
-            self.input_model, schema = _input_model.__wrapped__(self.name, tuple(fields))
+            fields.append((param.name, hints.get(param.name, Any), default, param_docs.get(param.name)))
+        self.input_model, schema = _input_model(self.name, tuple(fields))
         self.input_schema = copy.deepcopy(schema)  # (the tool's own: a caller may change what it is given)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
