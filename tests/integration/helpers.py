@@ -18,7 +18,8 @@ from resumable.api.app import as_json
 from resumable.config import Settings
 from resumable.service import Service, TurnView
 from resumable.store import Commit, DynamoDBStore, S3Snapshots, Store
-from resumable.store.records import TurnRecord, TurnStatus
+from resumable.store.codec import decode, encode
+from resumable.store.records import InteractionRecord, TurnRecord, TurnStatus
 from tests.clock import FakeClock
 from tests.patience import HANG_SECONDS
 
@@ -300,3 +301,24 @@ def ttl_deletes_expired(store: DynamoDBStore, now: float) -> int:
         if "LastEvaluatedKey" not in page:
             return deleted
         scan["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def as_written_before(store: DynamoDBStore, session_id: str) -> None:
+    """Rewrite the session's turns and questions as the release before wrote them: every attribute of
+    the record, NULL where it is None and the default where it holds one (a root turn's lease apart: a
+    commit removed it)."""
+    for item in _session_query(store, session_id):
+        if item.get("entity", {}).get("S") not in ("turn", "interaction"):
+            continue
+        fields = decode(item)
+        if fields["entity"] == "turn":
+            record: Any = TurnRecord.model_validate(fields)
+            callback = {"callback_id", "callback_told", "callback_heartbeat"}  # (where a durable function waits)
+            everything = record.model_dump(exclude=callback if record.callback_id is None else None)
+            if record.parent_turn_id is None and record.lease_owner is None:
+                del everything["lease_owner"], everything["lease_expires_at"]
+        else:
+            everything = InteractionRecord.model_validate(fields).model_dump()
+        old = {**item, **encode(everything)}
+        assert {"NULL": True} in old.values()
+        store.dynamodb.put_item(TableName=store.table, Item=old)

@@ -36,7 +36,7 @@ from resumable.store.codec import key, root_sk
 from tests.agents import calls, says
 from tests.clock import FakeClock
 from tests.factories import delete_record, executions
-from tests.integration.helpers import APPROVE, at_once, session_items, store_of
+from tests.integration.helpers import APPROVE, as_written_before, at_once, session_items, store_of
 
 OWNER = Caller("arn:aws:iam::123456789012:role/agent-runner")
 ALICE, BOB, CAROL = Caller("alice"), Caller("bob"), Caller("carol")
@@ -553,6 +553,20 @@ def test_a_question_nobody_settled_in_time_escalates_once_and_then_its_new_appro
     assert event["summary"].startswith("escalated to carol: orchestrator -> db_admin wants to run delete_record")
     with pytest.raises(ForbiddenError, match=r"alice is not one of the approvers .* \(approvers: bob, carol\)"):
         answer(service, started, APPROVE, ALICE)
+    assert answer(service, started, APPROVE, CAROL).status == "completed"
+    assert executions(ledger) == ["delete prod-db"]
+
+
+def test_a_question_written_as_before_with_null_attributes_escalates_once_the_same(
+    make_service: Callable[..., Service], session_id: str, clock: FakeClock, ledger: Path
+) -> None:
+    """A question the release before wrote holds ``escalated_at`` as NULL: it escalates as one without."""
+    service = ruled(make_service, ESCALATING)
+    started = service.start_turn(session_id, PROMPT, OWNER)
+    as_written_before(store_of(service), session_id)
+    clock.advance(3600 + 1)
+    assert service.sweep().escalated == 1
+    assert service.sweep().escalated == 0
     assert answer(service, started, APPROVE, CAROL).status == "completed"
     assert executions(ledger) == ["delete prod-db"]
 

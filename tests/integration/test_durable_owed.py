@@ -16,7 +16,7 @@ from resumable.service import Service
 from resumable.service.advancing.callback import CALLBACK_ATTEMPTS
 from resumable.store.codec import CALLBACK_GRACE, UNSETTLED, value
 from tests.clock import FakeClock
-from tests.integration.helpers import session_items, store_of
+from tests.integration.helpers import as_written_before, session_items, store_of
 from tests.metrics import forget_metrics, printed_metrics
 
 PROMPT = "delete the prod-db record"
@@ -54,11 +54,15 @@ def _root(service: Service, session_id: str) -> dict[str, Any]:
     return next(i for i in session_items(store_of(service), session_id) if i.get("sk", "").count("#") == 1)
 
 
+@pytest.mark.parametrize("written", ["now", "as before"])
 def test_a_callback_owed_when_its_session_is_deleted_is_still_told_by_the_sweeper(
-    make_service: Callable[..., Service], session_id: str, clock: FakeClock, failing: Failing
+    make_service: Callable[..., Service], session_id: str, clock: FakeClock, failing: Failing, written: str
 ) -> None:
+    """Its turn as this release writes it, and as the release before did (``callback_told`` NULL)."""
     view = make_service().start_turn(session_id, PROMPT, WORKFLOW, callback_id=a_callback())
     make_service().delete_session(session_id, WORKFLOW)  # (cancels the turn; Lambda fails the settling's send)
+    if written == "as before":
+        as_written_before(store_of(make_service()), session_id)
     assert failing.calls >= 1 and _root(make_service(), session_id).get("callback_told") is None
     assert _root(make_service(), session_id)["gsi4pk"].startswith(UNSETTLED), "still due in the sweeper's index"
     failing.send_callback_failure = lambda *_: None  # type: ignore[method-assign]  # (Lambda is back)

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from resumable.service import Service
-from resumable.store.codec import decode, encode
-from resumable.store.records import InteractionRecord, TurnRecord
+from resumable.store.codec import decode
+from resumable.store.records import InteractionRecord
 from tests.factories import executions
-from tests.integration.helpers import _session_query, store_of
+from tests.integration.helpers import _session_query, as_written_before, store_of
 
 APPROVE = {"decision": "approve"}
 PROMPT = "delete the prod-db record"
@@ -57,30 +57,11 @@ def test_turns_and_questions_store_no_attribute_that_holds_nothing(
     assert {i["sk"]["S"]: _holding_nothing(i) for i in settled} == {i["sk"]["S"]: [] for i in settled}
 
 
-def _as_written_before(service: Service, session_id: str) -> None:
-    """Rewrite the session's turns and questions as the release before wrote them: every attribute of
-    the record, NULL where it is None and the default where it holds one (a root turn's lease apart: a
-    commit removed it)."""
-    store = store_of(service)
-    for item in _tree_items(service, session_id):
-        fields = decode(item)
-        if fields["entity"] == "turn":
-            record: Any = TurnRecord.model_validate(fields)
-            everything = record.model_dump(exclude={"callback_id", "callback_told", "callback_heartbeat"})
-            if record.parent_turn_id is None and record.lease_owner is None:
-                del everything["lease_owner"], everything["lease_expires_at"]
-        else:
-            everything = InteractionRecord.model_validate(fields).model_dump()
-        old = {**item, **encode(everything)}
-        assert {"NULL": True} in old.values()
-        store.dynamodb.put_item(TableName=store.table, Item=old)
-
-
 def test_a_tree_written_as_before_with_null_attributes_is_answered_resumed_and_settled_the_same(
     make_service: Callable[..., Service], session_id: str, ledger: Path
 ) -> None:
     turn = make_service().start_turn(session_id, PROMPT)
-    _as_written_before(make_service(), session_id)
+    as_written_before(store_of(make_service()), session_id)
     done = make_service().submit_approval(session_id, turn.turn_id, turn.interactions[0].request_id, APPROVE)
     assert (done.status, executions(ledger)) == ("completed", ["delete prod-db"])
     again = make_service().submit_approval(session_id, turn.turn_id, turn.interactions[0].request_id, APPROVE)
@@ -91,7 +72,21 @@ def test_a_tree_written_as_before_with_null_attributes_is_canceled_the_same(
     make_service: Callable[..., Service], session_id: str, ledger: Path
 ) -> None:
     turn = make_service().start_turn(session_id, PROMPT)
-    _as_written_before(make_service(), session_id)
+    as_written_before(store_of(make_service()), session_id)
     canceled = make_service().cancel(session_id, turn.turn_id)
     assert (canceled.status, executions(ledger)) == ("canceled", [])
     assert make_service().get_turn(session_id, turn.turn_id).status == "canceled"
+
+
+def test_an_operators_inspect_shows_every_field_of_a_turn_and_a_question_as_items_written_before_did(
+    make_service: Callable[..., Service], session_id: str
+) -> None:
+    operator = "arn:aws:iam::111122223333:user/operator"
+    turn = make_service().start_turn(session_id, PROMPT)
+    now = make_service(approver_principals=(operator,)).inspect(session_id, turn.turn_id, operator)
+    as_written_before(store_of(make_service()), session_id)
+    before = make_service(approver_principals=(operator,)).inspect(session_id, turn.turn_id, operator)
+    assert len(now.turns) == 2 and len(now.interactions) == 1
+    assert [sorted(t) for t in now.turns] == [sorted(t) for t in before.turns]
+    assert [sorted(i) for i in now.interactions] == [sorted(i) for i in before.interactions]
+    assert now.interactions[0]["principal"] is None and now.interactions[0]["dismissed_by"] == []

@@ -244,8 +244,11 @@ class TurnItems(Table):
             self.dynamodb.update_item(
                 TableName=self.table,
                 Key=key(turn.session_id, turn_sk(turn)),
-                UpdateExpression="SET #status = :status, updated_at = :now, #error = :error, "
-                "gsi4pk = :unsettled, gsi4sk = :now REMOVE lease_owner, lease_expires_at",
+                # (no error: removed, not stored as NULL, as ``codec.present`` leaves a turn's empty fields out)
+                UpdateExpression="SET #status = :status, updated_at = :now, "
+                + ("" if error is None else "#error = :error, ")
+                + "gsi4pk = :unsettled, gsi4sk = :now REMOVE lease_owner, lease_expires_at"
+                + (", #error" if error is None else ""),
                 ConditionExpression="lease_owner = :owner AND #status = :running",
                 ExpressionAttributeNames={"#status": "status", "#error": "error"},
                 ExpressionAttributeValues={
@@ -253,8 +256,8 @@ class TurnItems(Table):
                     ":now": value(now),
                     ":owner": value(lease_owner),
                     ":running": value("running"),
-                    ":error": value(error),
                     ":unsettled": value(self.sharded(UNSETTLED, turn.session_id)),
+                    **({} if error is None else {":error": value(error)}),
                 },
             )
         except ClientError as lost:

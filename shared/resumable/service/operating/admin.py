@@ -17,7 +17,7 @@ from resumable.service.advancing.stall import stall
 from resumable.service.caller import Caller
 from resumable.service.ids import valid_session_id
 from resumable.service.views import TurnView, View
-from resumable.store.records import TurnRecord
+from resumable.store.records import InteractionRecord, TurnRecord
 
 if TYPE_CHECKING:
     from resumable.service.dependencies import Dependencies
@@ -112,15 +112,31 @@ def _stalled(root: TurnRecord, why: str | None, stuck: bool, due_at: float) -> S
     )
 
 
+def _empty(record: type[TurnRecord] | type[InteractionRecord], *, unless: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {
+        name: field.get_default(call_default_factory=True)
+        for name, field in record.model_fields.items()
+        if not field.is_required() and name not in unless
+    }
+
+
 def inspect(deps: Dependencies, session_id: str, turn_id: str, caller: Caller | None) -> TurnRecords:
     """Everything stored of the turn's tree (see ``TurnRecords``)."""
     _operator(deps, caller)
     root = load(deps, session_id, turn_id).root  # 404 as any read would
     items = deps.store.tree_items(session_id, root.turn_id)
     by_entity: dict[str, list[dict[str, Any]]] = {}
+    # What a turn's or a question's item leaves out as empty (``codec.present``), shown as the record reads
+    # it, so that every item of a kind shows the same fields (a durable function's only where one waits).
+    empty = {
+        "turn": _empty(TurnRecord, unless=("callback_id", "callback_told", "callback_heartbeat", "task_token")),
+        "interaction": _empty(InteractionRecord),
+    }
     for item in items:
         # (a workflow's task token and a durable function's callback id are credentials: never shown)
         shown = {k: v for k, v in item.items() if k not in ("pk", "task_token", "callback_id")}
+        waited = {"callback_told": None, "callback_heartbeat": None} if "callback_id" in item else {}
+        shown = {**empty.get(str(item.get("entity")), {}), **waited, **shown}
         by_entity.setdefault(str(item.get("entity")), []).append(shown)
     pointers: dict[str, list[str]] = {}
     fields = {"snapshot_key": [root.snapshot_key], "base_snapshot_key": [root.base_snapshot_key]}
