@@ -84,7 +84,10 @@ def present(fields: dict[str, Any]) -> dict[str, Any]:
     None (a missing attribute reads back as the record's default, None): each absent one is its name
     and a byte less to store, to write and to pay for, on every index the item is in too. Every
     condition on such an attribute asks for it missing or NULL alike (``attribute_not_exists(x) OR
-    attribute_type(x, NULL)``): an item written before, with NULLs, reads the same."""
+    attribute_type(x, NULL)``): an item written before, with NULLs, reads the same. Only None: a turn's
+    conditions compare some defaults as stored (``cancel_requested = false``, ``version``), so a turn
+    keeps what holds its default; a session's item keeps its NULLs (the next turn's start asks for its
+    ``snapshot_key`` NULL where it has no conversation yet)."""
     return {k: v for k, v in fields.items() if v is not None}
 
 
