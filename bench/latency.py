@@ -38,7 +38,7 @@ MODEL: dict[str, float] = {
 
 @dataclass(frozen=True)
 class Latency:
-    """The seconds a call of each kind takes at least (``MODEL`` unless given)."""
+    """The seconds a call of each kind takes at least (``AWS_LIKE``: ``MODEL``'s)."""
 
     medians: dict[str, float]
 

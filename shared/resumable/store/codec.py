@@ -144,7 +144,7 @@ def action_sk(root_turn_id: str, action_key: str) -> str:
 
 def turn_item(turn: TurnRecord, shards: int) -> dict[str, Any]:
     index = sweeper_keys(turn, shards) or {}
-    # (a callback's fields only where a durable function waits: the rest are written as before)
+    # (a callback's fields only where a durable function waits; what is None not at all: ``present``)
     callback = {"callback_id", "callback_told", "callback_heartbeat"}
     fields = present(turn.model_dump(exclude=callback if turn.callback_id is None else None))
     return {**key(turn.session_id, turn_sk(turn)), **encode({"entity": "turn", **index, **fields})}
