@@ -11,6 +11,8 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests import botocore_reuse
+
 # No test may depend on how much work fits in a time window: a busy machine (CI, two make tests side
 # by side) runs the same examples, only slower. Hypothesis's per-example deadline and its too-slow
 # health check are such timings, so they are off for every property test here.
@@ -33,6 +35,11 @@ os.environ.setdefault("AGENT_FACTORY", "resumable.demo_agents:build_demo_agents"
 # (resumable's clients do not, in Lambda: AWS checks again), since the embedded AWS accepts some that
 # AWS refuses; the processes the tests start inherit it.
 os.environ.setdefault("RESUMABLE_CHECK_REQUESTS", "1")
+
+
+# botocore clients of one service share their model, class and endpoint rules in the tests' processes
+# (tests/botocore_reuse.py: each client keeps its own events, endpoint and connections).
+botocore_reuse.apply()
 
 
 # Every AWS call a template function makes is recorded, and held to tests/aws_calls.txt.
