@@ -14,6 +14,10 @@ Here, in the tests' own processes only, the three are made once per service and 
 - the ``EndpointProvider`` (a pure function of the rules and the partitions, whose answers botocore
   already caches).
 
+The class is made once per session: a ``creating-client-class`` handler registered on a session after
+its first client of a service is not applied to that service's later clients (botocore's and boto3's
+are registered as a session is made; resumable and the tests register none).
+
 What each client keeps of its own is what a test may change or look at: its event emitter (a test
 registers a fault, a pause or a count on one process's client and no other), its endpoint and its
 connection pool, its credentials and config. tests/unit/test_botocore_reuse.py holds both sides.
@@ -29,7 +33,7 @@ from typing import Any
 import botocore.client
 import botocore.regions
 
-_lock = threading.Lock()
+_lock = threading.RLock()  # (a creating-client-class handler may make a client itself)
 # Each value keeps what its key names by id() alive, so that no id is reused for another object.
 _models: dict[tuple[int, str, str | None], tuple[Any, Any]] = {}
 _classes: dict[tuple[int, str, int], tuple[Any, Any, type]] = {}
@@ -50,7 +54,7 @@ def _shared_model(creator: Any, service_name: str, api_version: str | None = Non
 
 
 def _shared_class(creator: Any, service_name: str, service_model: Any) -> type:
-    # (per session: its emitter's creating-client-class handlers may add to the class)
+    # (per session: its emitter's creating-client-class handlers, as they were then, may add to the class)
     key = (id(creator._event_emitter), service_name, id(service_model))
     with _lock:
         if key not in _classes:

@@ -36,6 +36,10 @@ def _answering(body: dict[str, Any], heard: list[str]) -> Any:
     return answer
 
 
+def _of(session: Any) -> Any:
+    return session.create_client("dynamodb", region_name="us-west-2", aws_access_key_id="a", aws_secret_access_key="b")
+
+
 def test_clients_of_one_service_share_their_model_class_and_endpoint_rules() -> None:
     one, other = _client("dynamodb"), _client("dynamodb")
     assert one is not other
@@ -61,11 +65,17 @@ def test_each_client_keeps_its_own_events_endpoint_and_region() -> None:
     assert heard_other == ["https://dynamodb.eu-west-1.amazonaws.com/"]
 
 
-def test_a_session_of_its_own_makes_clients_as_botocore_does() -> None:
-    """boto3's or botocore's own session (the embedded AWS's set-up uses one) gets clients that work
-    and are shared among themselves, not with resumable's session."""
-    session = botocore.session.get_session()
-    made = session.create_client("dynamodb", region_name="us-west-2", aws_access_key_id="a", aws_secret_access_key="b")
-    again = session.create_client("dynamodb", region_name="us-west-2", aws_access_key_id="a", aws_secret_access_key="b")
-    assert type(made) is type(again) and type(made) is not type(_client("dynamodb"))
+def test_a_session_of_its_own_gets_a_class_of_its_own_with_what_its_handlers_add() -> None:
+    """Two sessions reading the same data share the model, not the class: each session's
+    creating-client-class handlers shape its own."""
+    first, second = botocore.session.get_session(), botocore.session.get_session()
+    second.register_component("data_loader", first.get_component("data_loader"))
+
+    def add(**event: Any) -> None:
+        event["class_attributes"]["extra"] = "second's"
+
+    second.register("creating-client-class.dynamodb", add)
+    made, again, theirs = _of(first), _of(first), _of(second)
+    assert type(made) is type(again) and made.meta.service_model is theirs.meta.service_model
+    assert type(theirs) is not type(made) and theirs.extra == "second's" and not hasattr(made, "extra")
     assert made.meta.endpoint_url == "https://dynamodb.us-west-2.amazonaws.com"
