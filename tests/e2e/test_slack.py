@@ -167,6 +167,7 @@ def test_two_presses_at_once_settle_it_once_and_a_press_after_is_told_it_is_sett
     request_id = turn["interactions"][0]["requestId"]
     _message(slack.stand_in, request_id)
     before = executions(ledger).count("delete prod-db")
+    notes = len([text for who, text in slack.stand_in.ephemeral if who == USER])
     payload = slack.stand_in.press(request_id, "approve", USER)
     late = slack.stand_in.press(request_id, "deny", USER)  # (pressed on the message as it was shown)
     statuses: list[int] = []
@@ -179,8 +180,9 @@ def test_two_presses_at_once_settle_it_once_and_a_press_after_is_told_it_is_sett
     _turn(url, "slack-race", turn, "completed")
     _message(slack.stand_in, request_id, "Approved by")
     assert executions(ledger).count("delete prod-db") == before + 1
+    _told(slack.stand_in, USER, notes + 2)  # (each press is told after its ack, in whichever order they end)
     assert slack.stand_in.send(late)[0] == 200
-    assert _told(slack.stand_in, USER)[-1].startswith("Nothing to answer: the question is")
+    assert _told(slack.stand_in, USER, notes + 3)[-1].startswith("Nothing to answer: the question is")
 
 
 def test_a_question_settled_on_the_page_has_its_message_updated_too(slack: LocalSlack, url: str) -> None:
