@@ -6,14 +6,16 @@ yields, exactly as it is from the environment against AWS or LocalStack.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
 import re
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from resumable.config import Settings
 from resumable.local import durable_callbacks, durable_workflows, moto_patches
@@ -200,20 +202,78 @@ class _InProcess:
 
 
 def _environ(request: Any, endpoint: str, path: str) -> dict[str, Any]:
-    """The WSGI environment the server would make of botocore's ``request``."""
-    from werkzeug.test import EnvironBuilder
-
+    """The WSGI environment the server would make of botocore's ``request``: what werkzeug's
+    ``EnvironBuilder`` builds of it, made directly (17 us against the builder's 64 us, of a GetItem's
+    1 ms in-process); the builder itself for what the direct way does not cover
+    (tests/unit/test_wsgi_environ.py holds the two equal)."""
     body = request.body
     if hasattr(body, "read"):
         body = body.read()
+    body = (body.encode() if isinstance(body, str) else body) or b""
     headers = [
         (name, value.decode() if isinstance(value, bytes) else value)
         for name, value in request.headers.items()
         if name.lower() != "transfer-encoding"  # the body is whole here, as a server hands it on
     ]
-    builder = EnvironBuilder(
-        method=request.method, base_url=f"http://{endpoint}", path=f"/{path}", headers=headers, data=body or b""
-    )
+    target = f"/{path}"
+    if not _direct(target, headers, body):
+        return _built(request.method, endpoint, target, headers, body)
+    from werkzeug.urls import iri_to_uri
+
+    host, _, port = endpoint.partition(":")
+    split = urlsplit(target)
+    environ: dict[str, Any] = {
+        "REQUEST_METHOD": request.method,
+        "SCRIPT_NAME": "",
+        "PATH_INFO": unquote(iri_to_uri(split.path)).encode().decode("latin1"),
+        "QUERY_STRING": split.query,
+        "REQUEST_URI": target,
+        "RAW_URI": target,
+        "SERVER_NAME": host,
+        "SERVER_PORT": port or "80",
+        "HTTP_HOST": endpoint,
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "wsgi.version": (1, 0),
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.errors": sys.stderr,
+        "wsgi.multithread": False,
+        "wsgi.multiprocess": False,
+        "wsgi.run_once": False,
+    }
+    sent: dict[str, list[str]] = {}
+    for name, value in headers:
+        lowered = name.lower()
+        if lowered == "content-type":
+            environ["CONTENT_TYPE"] = value
+        elif lowered != "content-length":  # (a body's is its length; without one there is none)
+            sent.setdefault(f"HTTP_{name.upper().replace('-', '_')}", []).append(value)
+    if body:
+        environ["CONTENT_LENGTH"] = str(len(body))
+    environ.update((key, ", ".join(values)) for key, values in sent.items())
+    return environ
+
+
+def _direct(target: str, headers: list[tuple[str, Any]], body: bytes) -> bool:
+    """Whether ``_environ`` makes this request's environment itself: an ASCII target, headers that are
+    text on one line (werkzeug refuses others), and no empty form (which the builder fills in)."""
+    if not target.isascii() or target.startswith("//"):
+        return False
+    for name, value in headers:
+        if not isinstance(value, str) or "\n" in value or "\r" in value:
+            return False
+        if not body and name.lower() == "content-type":
+            mimetype = value.partition(";")[0].strip()
+            if mimetype in ("multipart/form-data", "application/x-www-form-urlencoded"):
+                return False
+    return True
+
+
+def _built(method: str, endpoint: str, target: str, headers: list[tuple[str, Any]], body: bytes) -> dict[str, Any]:
+    """werkzeug's ``EnvironBuilder``'s environment for the request."""
+    from werkzeug.test import EnvironBuilder
+
+    builder = EnvironBuilder(method=method, base_url=f"http://{endpoint}", path=target, headers=headers, data=body)
     return builder.get_environ()
 
 
