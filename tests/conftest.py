@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
-from tests import botocore_reuse
+from tests import botocore_reuse, embedded_signing
 
 # No test may depend on how much work fits in a time window: a busy machine (CI, two make tests side
 # by side) runs the same examples, only slower. Hypothesis's per-example deadline and its too-slow
@@ -40,6 +40,11 @@ os.environ.setdefault("RESUMABLE_CHECK_REQUESTS", "1")
 # botocore clients of one service share their model, class and endpoint rules in the tests' processes
 # (tests/botocore_reuse.py: each client keeps its own events, endpoint and connections).
 botocore_reuse.apply()
+
+
+# A request answered in-process by an embedded AWS is not signed, only given a signature's form
+# (tests/embedded_signing.py: moto checks none); every other request is signed as botocore signs it.
+embedded_signing.apply()
 
 
 # Every AWS call a template function makes is recorded, and held to tests/aws_calls.txt.

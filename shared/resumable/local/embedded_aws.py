@@ -280,6 +280,12 @@ def _built(method: str, endpoint: str, target: str, headers: list[tuple[str, Any
 _IN_PROCESS = _InProcess()
 
 
+def answered_here(url: str) -> bool:
+    """Whether a request to ``url`` is answered by an embedded AWS of this process, in-process."""
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://{rest.partition('/')[0]}" in _IN_PROCESS.apps
+
+
 def create_resources(settings: Settings) -> Settings:
     """Create the table and buckets (for the embedded AWS, or an empty LocalStack), and the keys the
     template makes (the decision-link and audit digest keys in KMS, the cursor key in Secrets Manager, each of its own:
