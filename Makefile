@@ -18,6 +18,9 @@ COMPILED := UV_COMPILE_BYTECODE=1
 # besides (the dev tools).
 RUNNABLE := $(VENV)/.installed-run
 INSTALLED := $(VENV)/.installed-dev
+# The inbox page's browser tests run in Debian's chromium (Playwright's own download cannot reach the
+# internet). (Defined before any rule names it: make reads a rule's prerequisites as it meets them.)
+CHROMIUM := /usr/bin/chromium
 
 # Test workers: each runs its own embedded AWS. Two for each core and one more: a good part of the
 # suite waits on what it started (make, a server, a browser, a subprocess of the command), and a worker
@@ -94,15 +97,16 @@ load: $(INSTALLED) $(LOCUST)
 	$(BIN)/python -m tools.load $(ARGS)
 
 ## test: lint and format check, then the type check, template validation, security scan and the whole test suite side by side
-# (chromium first, on its own, since apt-get may ask for a sudo password, which output held back by -j
-# would leave unexplained; then one graph: the installs side by side (the dev tools, the SAM CLI,
-# Locust, Checkov: on a fresh clone their downloads and unpacking wait on the network and the disk),
+# (chromium first, on its own, where apt-get may ask for a sudo password, which the other steps' output
+# would bury; as root, where nothing asks, it installs beside the rest: 26 s of a fresh machine's start.
+# Then one graph: the installs side by side (the dev tools, the SAM CLI, Locust, Checkov, and chromium as
+# root: on a fresh clone their downloads and unpacking wait on the network and the disk),
 # the lint as soon as the dev tools are in, seconds, so that a slip fails at once (AFTER_LINT: nothing
 # else starts before it passes); then the type check and validation, the scan, and the tests as soon as
 # their installs are done, beside whatever check is left: the suite's workers leave a core idle while
 # they wait on what they started, which the checks take. Output is not held back, so the tests'
 # progress shows as it goes: the checks' few lines may fall among its first dots)
-test: $(CHROMIUM)
+test: $(if $(filter 0,$(shell id -u)),,$(CHROMIUM))
 	@$(MAKE) --no-print-directory -j 6 --output-sync=none AFTER_LINT=lint typecheck validate scan pytest
 	@if [ -d app ]; then $(MAKE) --no-print-directory test-app; fi
 
@@ -141,16 +145,18 @@ $(CHECKOV): tools/checkov-requirements.txt | $(UV)
 scan: $(CHECKOV)
 	@$(KEEP_BYTECODE) $(BIN)/python tools/checked.py scan -- $(CHECKOV) --file template.yaml --framework cloudformation --compact --quiet --skip-download
 
-# The inbox page's browser tests run in Debian's chromium (Playwright's own download cannot reach the internet).
-CHROMIUM := /usr/bin/chromium
 
 ## browser: install Debian's chromium for the browser tests (apt-get, as root or with sudo)
 browser: $(CHROMIUM)
 
+# One make at a time installs it, any other waiting for it and then finding it there: two apt-gets at
+# once (two make tests side by side on a fresh machine) would fail on apt's lock.
 $(CHROMIUM):
-	@if [ "$$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi; \
-	 echo "installing Debian's chromium for the browser tests ($${sudo:+sudo }apt-get install chromium)"; \
-	 $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium >/dev/null
+	@if [ "$$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; \
+	   echo "chromium for the browser tests: sudo apt-get install chromium (sudo may ask for your password)"; fi; \
+	 $$sudo flock /var/lock/resumable-chromium sh -c '[ -x $@ ] || { \
+	   echo "installing Debian'"'"'s chromium for the browser tests (apt-get install chromium)"; \
+	   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }'
 
 # The SAM CLI in an environment of its own (its pins conflict with the project's): tools/sam-requirements.txt.
 SAM := $(VENV)/sam/bin/sam
