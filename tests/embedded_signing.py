@@ -22,6 +22,9 @@ import botocore.auth
 UNCOMPUTED = "0" * 64  # (a signature's length and alphabet: 64 hexadecimal digits)
 
 _add_auth = botocore.auth.SigV4Auth.add_auth
+# The signers that put their signature in the Authorization header (any other, a presigned URL's above
+# all, signs as botocore does)
+_HEADER_SIGNERS = (botocore.auth.SigV4Auth, botocore.auth.S3SigV4Auth)
 
 
 def _answered_here(url: str) -> bool:
@@ -30,7 +33,7 @@ def _answered_here(url: str) -> bool:
 
 
 def _add_auth_unless_answered_here(self: Any, request: Any) -> None:
-    if self.credentials is None or isinstance(self, botocore.auth.SigV4QueryAuth) or not _answered_here(request.url):
+    if self.credentials is None or type(self) not in _HEADER_SIGNERS or not _answered_here(request.url):
         return _add_auth(self, request)
     # (botocore's add_auth, but for the canonical request, the string to sign and its signature)
     request.context["timestamp"] = botocore.auth.get_current_datetime().strftime(botocore.auth.SIGV4_TIMESTAMP)

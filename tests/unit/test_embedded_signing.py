@@ -8,7 +8,7 @@ import importlib
 from typing import Any
 
 import pytest
-from botocore.auth import S3SigV4Auth, SigV4Auth
+from botocore.auth import S3SigV4Auth, S3SigV4QueryAuth, SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
@@ -59,3 +59,15 @@ def test_any_other_request_is_signed_as_botocore_signs_it(monkeypatch: pytest.Mo
     for elsewhere in ("http://127.0.0.1:4567/", "https://dynamodb.us-east-1.amazonaws.com/"):
         assert _signed(auth, elsewhere, real=False) == _signed(auth, elsewhere, real=True)
     assert embedded_signing.UNCOMPUTED not in _signed(auth, "http://127.0.0.1:4567/", real=False)["Authorization"]
+
+
+def test_a_presigned_url_to_an_endpoint_answered_here_is_signed_as_botocore_signs_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(embedded_aws._IN_PROCESS.apps, HERE, object())
+    auth = S3SigV4QueryAuth(CREDENTIALS, "s3", "us-east-1", expires=60)  # (its signature goes in the URL)
+    written, real = _request(f"{HERE}/bucket/key"), _request(f"{HERE}/bucket/key")
+    auth.add_auth(written)
+    embedded_signing._add_auth(auth, real)
+    assert written.url == real.url and "X-Amz-Signature=" in written.url
+    assert embedded_signing.UNCOMPUTED not in written.url

@@ -107,6 +107,8 @@ _TYPES = [
 @example(
     method="GET", path="a?b=c", headers=[("X-Same", "1"), ("x_same", "2")], content_type=None, length=None, body=b""
 )
+@example(method="GET", path="//a/b", headers=[("X-A", "one\rline")], content_type=None, length=None, body=b"")
+@example(method="GET", path="", headers=[("X-A", "one\nline")], content_type=None, length=None, body=b"")
 @given(
     method=st.sampled_from(["GET", "PUT", "POST", "HEAD", "DELETE"]),
     path=_PATHS.map("".join),

@@ -186,9 +186,13 @@ class _InProcess:
     def forget(self, endpoint: str) -> None:
         self.apps.pop(endpoint, None)
 
+    def answering(self, url: str) -> _OneRequestAtATime | None:
+        """The app of this process's embedded AWS that answers a request to ``url``, if one does."""
+        return self.apps.get(f"http://{url.partition('://')[2].partition('/')[0]}")
+
     def __call__(self, request: Any, **_: Any) -> Any:
         endpoint, _, path = request.url.partition("://")[2].partition("/")
-        app = self.apps.get(f"http://{endpoint}")
+        app = self.answering(request.url)
         if app is None:
             return None  # not an embedded AWS of this process: botocore sends it over HTTP
         from botocore.awsrequest import AWSResponse, HTTPHeaders
@@ -257,7 +261,7 @@ def _environ(request: Any, endpoint: str, path: str) -> dict[str, Any]:
 def _direct(target: str, headers: list[tuple[str, Any]], body: bytes) -> bool:
     """Whether ``_environ`` makes this request's environment itself: an ASCII target, headers that are
     text on one line (werkzeug refuses others), and no empty form (which the builder fills in)."""
-    if not target.isascii() or target.startswith("//"):
+    if not target.isascii():
         return False
     for name, value in headers:
         if not isinstance(value, str) or "\n" in value or "\r" in value:
@@ -282,8 +286,7 @@ _IN_PROCESS = _InProcess()
 
 def answered_here(url: str) -> bool:
     """Whether a request to ``url`` is answered by an embedded AWS of this process, in-process."""
-    scheme, _, rest = url.partition("://")
-    return f"{scheme}://{rest.partition('/')[0]}" in _IN_PROCESS.apps
+    return _IN_PROCESS.answering(url) is not None
 
 
 def create_resources(settings: Settings) -> Settings:
