@@ -98,9 +98,9 @@ load: $(INSTALLED) $(LOCUST)
 
 ## test: lint and format check, then the type check, template validation, security scan and the whole test suite side by side
 # (chromium first, on its own, where apt-get may ask for a sudo password, which the other steps' output
-# would bury; as root, where nothing asks, it installs beside the rest: 26 s of a fresh machine's start.
-# Then one graph: the installs side by side (the dev tools, the SAM CLI, Locust, Checkov, and chromium as
-# root: on a fresh clone their downloads and unpacking wait on the network and the disk),
+# would bury; as root, where nothing asks, it installs beside the rest. Then one graph: the installs
+# side by side (the dev tools, the SAM CLI, Locust, Checkov, and chromium as root: on a fresh clone
+# their downloads and unpacking wait on the network and the disk),
 # the lint as soon as the dev tools are in, seconds, so that a slip fails at once (AFTER_LINT: nothing
 # else starts before it passes); then the type check and validation, the scan, and the tests as soon as
 # their installs are done, beside whatever check is left: the suite's workers leave a core idle while
@@ -144,7 +144,6 @@ $(CHECKOV): tools/checkov-requirements.txt | $(UV)
 ## (again only once the template or Checkov's pin changed: tools/checked.py)
 scan: $(CHECKOV)
 	@$(KEEP_BYTECODE) $(BIN)/python tools/checked.py scan -- $(CHECKOV) --file template.yaml --framework cloudformation --compact --quiet --skip-download
-
 
 ## browser: install Debian's chromium for the browser tests (apt-get, as root or with sudo)
 browser: $(CHROMIUM)
