@@ -7,8 +7,10 @@ the DecisionLinks function's resolver alone (``build_app(links=True)``), and it 
 
 from __future__ import annotations
 
+import json
 import re
 
+import pytest
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 
 from resumable.api.app import build_app, include_aside, takes_aside
@@ -98,3 +100,26 @@ def test_a_path_no_route_takes_is_a_404_with_or_without_a_query() -> None:
             "isBase64Encoded": False,
         }
         assert build_app().resolve(event, {})["statusCode"] == 404, query
+
+
+def test_the_document_has_the_aside_routes_and_is_made_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """However its resolver was built: made when first asked for (some 30 ms), then served as made."""
+    from resumable.api import app as api_app
+
+    made: list[bool] = []
+    document = api_app.document
+    monkeypatch.setattr(api_app, "document", lambda app, signed_in: made.append(signed_in) or document(app, signed_in))
+    event = {
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": "/openapi.json",
+        "rawQueryString": "",
+        "headers": {},
+        "requestContext": {"http": {"method": "GET", "path": "/openapi.json"}, "stage": "$default"},
+        "isBase64Encoded": False,
+    }
+    app = build_app(aside=False)
+    first, again = app.resolve(event, {}), app.resolve(event, {})
+    assert first["statusCode"] == 200 and first["body"] == again["body"]
+    assert {"/audit", "/admin/stuck"} <= set(json.loads(first["body"])["paths"])
+    assert made == [False]
