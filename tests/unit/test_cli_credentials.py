@@ -109,6 +109,30 @@ def test_https_is_signed_whatever_its_host(url: str, sent: _Sent) -> None:
     assert (sent.authorization() or "").startswith("AWS4-HMAC-SHA256 ")
 
 
+def test_a_signature_is_scoped_to_the_region_of_the_url_else_of_the_credential_chain(
+    sent: _Sent, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """An API Gateway URL names its Region; any other URL is signed for the Region the environment or
+    the profile names (as boto3 would take it), us-east-1 if none does."""
+    config = tmp_path / "config"
+    config.write_text("[profile ops]\nregion = ap-south-1\n")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    monkeypatch.delenv("AWS_REGION", raising=False)
+    monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
+    for environment, url, region in [
+        ({}, "https://abc.execute-api.eu-west-1.amazonaws.com", "eu-west-1"),
+        ({"AWS_DEFAULT_REGION": "eu-west-2"}, "https://api.example.com", "eu-west-2"),
+        ({"AWS_PROFILE": "ops"}, "https://api.example.com", "ap-south-1"),
+        ({}, "https://api.example.com", "us-east-1"),
+    ]:
+        with monkeypatch.context() as env:
+            for name, value in environment.items():
+                env.setenv(name, value)
+            sent.requests.clear()
+            assert main.main(["--url", url, "--json", "inbox"]) == 0
+            assert f"/{region}/execute-api/aws4_request" in (sent.authorization() or ""), (environment, url)
+
+
 def test_a_plain_http_resumable_url_is_refused_and_named(
     sent: _Sent, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
