@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import yaml
 from samtranslator.yaml_helper import yaml_parse  # type: ignore[import-untyped]
@@ -55,3 +56,16 @@ def test_the_sam_translation_reads_the_template_as_the_sam_translators_own_reade
     # (each intrinsic as the translator reads it: a !GetAtt's shorthand as its two parts)
     access_log = read["Resources"]["HttpApi"]["Properties"]["AccessLogSettings"]["DestinationArn"]
     assert access_log == {"Fn::GetAtt": ["ApiAccessLogGroup", "Arn"]}
+
+
+def test_each_read_is_a_copy_of_its_own_and_a_changed_file_is_read_again(tmp_path: Path) -> None:
+    template = tmp_path / "template.yaml"
+    template.write_text("Resources:\n  A: {Type: 'AWS::SNS::Topic'}\n")
+    first = load_template(template)
+    first["Resources"]["A"]["Type"] = "changed by a caller"
+    assert load_template(template) == {"Resources": {"A": {"Type": "AWS::SNS::Topic"}}}
+    template.write_text("Resources:\n  B: {Type: 'AWS::SNS::Topic'}\n")  # (the same size: its time tells)
+    assert list(load_template(template)["Resources"]) == ["B"]
+    template.unlink()
+    template.write_text("Resources:\n  C: {Type: 'AWS::SNS::Topic'}\n")
+    assert list(load_template(template)["Resources"]) == ["C"]
