@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from types import SimpleNamespace
 
 import pytest
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
@@ -123,3 +124,10 @@ def test_the_document_has_the_aside_routes_and_is_made_once(monkeypatch: pytest.
     assert first["statusCode"] == 200 and first["body"] == again["body"]
     assert {"/audit", "/admin/stuck"} <= set(json.loads(first["body"])["paths"])
     assert made == [False]
+    signing_in = SimpleNamespace(settings=SimpleNamespace(auth_mode="JWT"))  # (what the route reads of a service)
+    app.append_context(service=signing_in)
+    signed_in = app.resolve(event, {})
+    app.append_context(service=signing_in)
+    assert app.resolve(event, {})["body"] == signed_in["body"] != first["body"]
+    assert list(json.loads(signed_in["body"])["components"]["securitySchemes"]) == ["signIn"]
+    assert made == [False, True]

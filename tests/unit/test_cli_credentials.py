@@ -43,7 +43,7 @@ class _Reply(io.BytesIO):
 @pytest.fixture
 def sent(monkeypatch: pytest.MonkeyPatch) -> _Sent:
     """No URL, token or credentials of the person running the tests; AWS credentials that sign."""
-    for name in ("RESUMABLE_URL", "RESUMABLE_TOKEN", "AWS_PROFILE", "AWS_SESSION_TOKEN"):
+    for name in ("RESUMABLE_URL", "RESUMABLE_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-a-real-secret")
@@ -121,6 +121,8 @@ def test_a_signature_is_scoped_to_the_region_of_the_url_else_of_the_credential_c
     monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
     for environment, url, region in [
         ({}, "https://abc.execute-api.eu-west-1.amazonaws.com", "eu-west-1"),
+        ({"AWS_DEFAULT_REGION": "eu-west-2"}, "https://abc.execute-api.eu-west-1.amazonaws.com", "eu-west-1"),
+        ({"AWS_PROFILE": "ops"}, "https://abc.execute-api.eu-west-1.amazonaws.com", "eu-west-1"),
         ({"AWS_DEFAULT_REGION": "eu-west-2"}, "https://api.example.com", "eu-west-2"),
         ({"AWS_PROFILE": "ops"}, "https://api.example.com", "ap-south-1"),
         ({}, "https://api.example.com", "us-east-1"),

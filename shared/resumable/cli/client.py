@@ -89,7 +89,8 @@ class Api:
                 "no AWS credentials found to sign with (set AWS_PROFILE or AWS_ACCESS_KEY_ID, or, for a JWT API, "
                 "RESUMABLE_TOKEN or --token-stdin); nothing was sent"
             )
-        region = self.region or session.get_config_variable("region") or _region_of(url) or "us-east-1"
+        # (an API Gateway URL's own Region first: a signature for another is refused)
+        region = self.region or _region_of(url) or session.get_config_variable("region") or "us-east-1"
         request = AWSRequest(method=method, url=url, data=data, headers=dict(headers))
         SigV4Auth(credentials.get_frozen_credentials(), "execute-api", region).add_auth(request)
         return {k: v for k, v in request.headers.items() if k.lower() not in headers}
