@@ -5,6 +5,7 @@ builds, for the requests botocore makes of every service the project calls and f
 from __future__ import annotations
 
 import importlib
+import io
 from typing import Any
 
 import boto3
@@ -24,7 +25,7 @@ class _Sent(Exception):  # noqa: N818 (not an error: how a request is caught bef
         self.request = request
 
 
-def _made(service: str, operation: str, **params: Any) -> AWSPreparedRequest:
+def _request_of(service: str, operation: str, **params: Any) -> AWSPreparedRequest:
     """The request botocore makes of one call, caught before it is sent."""
     client = boto3.client(
         service,  # type: ignore[call-overload]
@@ -44,15 +45,10 @@ def _made(service: str, operation: str, **params: Any) -> AWSPreparedRequest:
     return sent.value.request
 
 
-def _sent(request: AWSPreparedRequest) -> tuple[str, str, list[tuple[str, str]], bytes]:
-    """The endpoint, path, headers and body the in-process hand-over reads of ``request``."""
+def _sent(request: AWSPreparedRequest) -> tuple[str, str, list[tuple[str, Any]], bytes]:
+    """The endpoint, target (path and query), headers and body the in-process hand-over reads of ``request``."""
     endpoint, _, path = request.url.partition("://")[2].partition("/")
-    headers = [(n, v.decode() if isinstance(v, bytes) else v) for n, v in request.headers.items()]
-    body = request.body
-    if hasattr(body, "read"):  # (a stream, read again from its start by the hand-over)
-        body, _ = body.read(), body.seek(0)
-    body = body.encode() if isinstance(body, str) else body or b""
-    return endpoint, path, [(n, v) for n, v in headers if n.lower() != "transfer-encoding"], body
+    return (endpoint, f"/{path}", *embedded_aws._parts(request))
 
 
 def _read(environ: dict[str, Any]) -> dict[str, Any]:
@@ -80,11 +76,19 @@ CALLS = [
 def test_each_services_requests_are_made_directly_and_as_the_builder_makes_them(
     service: str, operation: str, params: dict[str, Any]
 ) -> None:
-    request = _made(service, operation, **params)
-    endpoint, path, headers, body = _sent(request)
-    assert embedded_aws._direct(f"/{path}", headers, body), "made by the builder: the direct way is not tested"
-    built = embedded_aws._built(request.method, endpoint, f"/{path}", headers, body)
-    assert _read(embedded_aws._environ(request, endpoint, path)) == _read(built)
+    request = _request_of(service, operation, **params)
+    endpoint, target, headers, body = _sent(request)
+    assert embedded_aws._direct(target, headers, body), "made by the builder: the direct way is not tested"
+    built = embedded_aws._built(request.method, endpoint, target, headers, body)
+    assert _read(embedded_aws._made(request.method, endpoint, target, headers, body)) == _read(built)
+
+
+def test_a_body_streamed_or_in_text_is_handed_on_whole_and_without_its_transfer_encoding() -> None:
+    streamed = _request_of("s3", "put_object", Bucket="b", Key="k", Body=io.BytesIO(b"a snapshot"))
+    assert embedded_aws._parts(streamed)[1] == b"a snapshot"
+    chunked = HeadersDict({"Transfer-Encoding": "chunked", "X-A": b"b"})
+    headers, body = embedded_aws._parts(AWSPreparedRequest("POST", f"http://{ENDPOINT}/", chunked, "é", False))
+    assert (headers, body) == ([("X-A", "b")], "é".encode())
 
 
 _TEXT = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=12) | st.text(
@@ -133,13 +137,13 @@ def test_any_request_has_the_environment_the_builder_makes_of_it(
     if length is not None:
         sent["Content-Length"] = length
     request = AWSPreparedRequest(method, f"http://{ENDPOINT}/{path}", sent, body, stream_output=False)
-    endpoint, path, headers, read = _sent(request)
+    endpoint, target, headers, read = _sent(request)
     try:
-        built = embedded_aws._built(method, endpoint, f"/{path}", headers, read)
+        built = embedded_aws._built(method, endpoint, target, headers, read)
     except ValueError:  # (werkzeug refuses a header value of more than one line: the direct way too)
         with pytest.raises(ValueError):
-            embedded_aws._environ(request, endpoint, path)
+            embedded_aws._made(method, endpoint, target, headers, read)
         return
-    if not embedded_aws._direct(f"/{path}", headers, read):
+    if not embedded_aws._direct(target, headers, read):
         return  # (the builder's own environment: an empty form's boundary is made of the time)
-    assert _read(embedded_aws._environ(request, endpoint, path)) == _read(built)
+    assert _read(embedded_aws._made(method, endpoint, target, headers, read)) == _read(built)
