@@ -5,7 +5,8 @@ read request units, S3's PUT- and GET-class requests and EventBridge's events.
 DynamoDB's units follow its documented rules. A write costs one unit per KB of the larger of the
 item before and after it (at least one), twice that inside a transaction, and one more write per KB
 in each global secondary index the item is in before or after (a write that moves it within an index
-is a delete and a put there; every index here projects the whole item). A read costs one unit per
+is a delete and a put there; an index that holds the whole item is written by any change of it, one
+that holds keys only when the item enters, leaves or moves in it). A read costs one unit per
 4 KB read (strongly consistent), half of that eventually consistent, twice inside a transaction; a
 Query sums the items it returns before rounding up. To see the items as DynamoDB does, the meter reads
 every item a write names before and after the call, with a client of its own that it does not count;

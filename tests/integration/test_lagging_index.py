@@ -21,6 +21,8 @@ from resumable.local.lag import lagging
 from resumable.runtime.rules import parse_rules
 from resumable.service import Service, TurnView
 from resumable.service.operating.sweep import STUCK_RECHECK_SECONDS
+from resumable.store import DynamoDBStore
+from resumable.store.codec import key, root_sk
 from resumable.store.resources import create_table_request
 from tests.clock import FakeClock
 from tests.factories import executions
@@ -62,6 +64,29 @@ def test_the_stuck_turns_counted_are_those_after_the_sweeps_own_moves(
     assert make_service().get_turn(session_id, started.turn_id).status == "completed"
 
 
+def test_the_sweeper_reads_each_turn_its_index_lists_again_and_passes_by_one_put_off_since(
+    make_service: Callable[..., Service], session_id: str, clock: FakeClock, store: DynamoDBStore
+) -> None:
+    """The sweeper's index holds keys only, and lags its table: a turn it lists as due is read again,
+    as the table holds it now; one whose next look was put off since is not due, though still listed."""
+    make_service().start_turn(session_id, PROMPT)
+    later = clock.now() + 10**8  # (past any look the waiting turn is due)
+    [found] = store.due_turns(later, 10)
+    with lagging(BEHIND, least=BEHIND):
+        store.dynamodb.update_item(
+            TableName=store.table,
+            Key=key(session_id, root_sk(found.root.turn_id)),
+            UpdateExpression="SET cancel_requested = :true",
+            ExpressionAttributeValues={":true": {"BOOL": True}},
+        )
+        [again] = store.due_turns(later, 10)
+        assert again.root.cancel_requested and (again.due_at, again.partition) == (found.due_at, found.partition)
+        assert store.reschedule(again, later + 1)
+        assert store.due_turns(later, 10) == [], "its next look was put off: not due now"
+        [put_off] = store.due_turns(later + 1, 10)
+        assert put_off.due_at == later + 1
+
+
 def test_a_sweep_that_cannot_count_the_stuck_turns_keeps_its_moves_and_leaves_the_metric_out(
     make_service: Callable[..., Service],
     session_id: str,
@@ -74,10 +99,15 @@ def test_a_sweep_that_cannot_count_the_stuck_turns_keeps_its_moves_and_leaves_th
     swept_to_the_brink(make_service, session_id, clock, aws)
     sweeper = make_service()
 
-    def throttled(**_: Any) -> None:
-        raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow down"}}, "x")
+    slow_down = {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow down"}}
 
-    sweeper.store.dynamodb.meta.events.register("before-call.dynamodb.BatchGetItem", throttled)  # type: ignore[attr-defined]
+    def throttled(params: dict[str, Any], **_: Any) -> None:
+        # (the count's read of the stuck turns, which asks for their place in the index alone; the read
+        # of the turns found due goes through)
+        if any(asked.get("ProjectionExpression") == "gsi4pk" for asked in params["RequestItems"].values()):
+            raise ClientError(slow_down, "BatchGetItem")
+
+    sweeper.store.dynamodb.meta.events.register("before-parameter-build.dynamodb.BatchGetItem", throttled)  # type: ignore[attr-defined]
     forget_metrics(capsys)
     gave_up = sweeper.sweep()
     assert gave_up.given_up == 1, "the run's moves stand"

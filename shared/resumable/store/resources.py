@@ -37,7 +37,10 @@ INBOX_INDEX = "gsi2"
 PRINCIPAL_INBOX_INDEX = "gsi3"
 # The sweeper's: unsettled root turns only (sparse: the keys go when a turn settles), by when the
 # sweeper should next look at each (gsi4sk, seconds since the epoch: "due"). gsi4pk is "UNSETTLED",
-# or "STUCK" for a turn the sweeper gave up on (it tried as often as it may, and the turn did not move).
+# or "STUCK" for a turn the sweeper gave up on (it tried as often as it may, and the turn did not move);
+# "EXPIRING" for a settled root turn or a free session, by when its retention ends. Keys only: the
+# sweeper reads what it found again from the table (the index lags it), so a write that leaves a record's
+# place in the index as it was (a lease renewed, an action begun) writes nothing there.
 UNSETTLED_INDEX = "gsi4"
 # Finds an interaction by its request id alone (Slack, e-mail and the events name only that): keyed on
 # the item's own request_id (no attribute more on the table's most written item, and the index was filled
@@ -47,14 +50,14 @@ UNSETTLED_INDEX = "gsi4"
 REQUESTS_INDEX = "gsi5"
 
 
-def _index(name: str) -> dict[str, Any]:
+def _index(name: str, projection: str = "ALL") -> dict[str, Any]:
     return {
         "IndexName": name,
         "KeySchema": [
             {"AttributeName": f"{name}pk", "KeyType": "HASH"},
             {"AttributeName": f"{name}sk", "KeyType": "RANGE"},
         ],
-        "Projection": {"ProjectionType": "ALL"},
+        "Projection": {"ProjectionType": projection},
     }
 
 
@@ -62,7 +65,7 @@ TABLE_INDEXES: list[dict[str, Any]] = [
     _index(INTERACTIONS_INDEX),
     _index(INBOX_INDEX),
     _index(PRINCIPAL_INBOX_INDEX),
-    _index(UNSETTLED_INDEX),
+    _index(UNSETTLED_INDEX, "KEYS_ONLY"),
     {
         "IndexName": REQUESTS_INDEX,
         "KeySchema": [{"AttributeName": "request_id", "KeyType": "HASH"}],

@@ -35,7 +35,11 @@ class UnsettledTurns(Table):
         ]
 
     def _due(self, partition: str, now: float, limit: int) -> list[dict[str, Any]]:
-        """Up to ``limit`` items of a sharded index partition due by ``now``, earliest first, decoded."""
+        """Up to ``limit`` records of a sharded index partition due by ``now``, earliest first, decoded.
+
+        The index holds their keys only, and lags its table: each is read again (consistently), and
+        one that has since left the partition, is no longer due, or is gone is passed by (a later
+        look finds it where it is now)."""
         merged = self.merged(
             [
                 {
@@ -49,27 +53,29 @@ class UnsettledTurns(Table):
             "gsi4sk",
             limit,
         )
-        return [decode(item) for item in merged.items]
+        listed = [_key_of(item) for item in merged.items]
+        read = self._batch_get(listed, "the records due a look", "the sweeper looks at them in its next run")
+        current = {_at(item): item for item in read}
+        found = []
+        for index_item in merged.items:
+            item = current.get(_at(index_item))
+            if item is not None and item.get("gsi4pk") == index_item["gsi4pk"] and float(item["gsi4sk"]["N"]) <= now:
+                found.append(decode(item))
+        return found
 
     @aws_call
     def count_stuck(self, also: Sequence[TurnRecord] = ()) -> int:
-        listed = {(t.session_id, t.turn_id) for t in also}
+        listed = {_at(key(t.session_id, root_sk(t.turn_id))) for t in also}
         for shard in shards_of(STUCK, self.shards):
             request: dict[str, Any] = {
                 "TableName": self.table,
                 "IndexName": UNSETTLED_INDEX,
                 "KeyConditionExpression": "gsi4pk = :stuck",
                 "ExpressionAttributeValues": {":stuck": value(shard)},
-                "ProjectionExpression": "session_id, turn_id",
             }
-            while True:
-                page = self.dynamodb.query(**request)
-                listed |= {(item["session_id"]["S"], item["turn_id"]["S"]) for item in page.get("Items", [])}
-                if "LastEvaluatedKey" not in page:
-                    break
-                request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+            listed |= {_at(item) for item in self._query_items(request)}
         # (the index lags its table: what it lists, and what it may not list yet, is read again)
-        keys = [key(session_id, root_sk(turn_id)) for session_id, turn_id in sorted(listed)]
+        keys = [{"pk": value(p), "sk": value(s)} for p, s in sorted(listed)]
         read = self._batch_get(keys, "the stuck turns", "they were not counted", ProjectionExpression="gsi4pk")
         return sum(1 for item in read if item.get("gsi4pk", {}).get("S", "").split("#")[0] == STUCK)
 
@@ -201,6 +207,15 @@ class UnsettledTurns(Table):
             ConditionExpression="gsi4pk = :expiring AND gsi4sk = :purge",
             ExpressionAttributeValues={":expiring": value(expiring.partition), ":purge": value(expiring.purge_at)},
         )
+
+
+def _at(item: dict[str, Any]) -> tuple[str, str]:
+    """Where an item is in the table: its partition and sort keys."""
+    return item["pk"]["S"], item["sk"]["S"]
+
+
+def _key_of(item: dict[str, Any]) -> dict[str, Any]:
+    return {"pk": item["pk"], "sk": item["sk"]}
 
 
 def _sk(expiring: Expiring) -> str:
