@@ -63,7 +63,7 @@ from resumable.local.lag import LAG, lagging
 from resumable.runtime import tool_calls
 from resumable.service import Service, TurnView
 from resumable.service.access import load
-from resumable.service.advancing import journal
+from resumable.service.advancing import journal, lease
 from resumable.service.ids import request_id as request_id_of
 from resumable.store.resources import create_table_request
 from tests.clock import FakeClock
@@ -146,6 +146,16 @@ def _inside_a_tool_call() -> bool:
     frame = sys._getframe()
     while frame is not None:
         if (frame.f_code.co_name, frame.f_code.co_filename) in _TOOL_CALLS:
+            return True
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
+
+
+def _at_a_step_boundary() -> bool:
+    """Whether a run is looking at its lease at a step boundary (``LeaseGuard``, a read or a renewal)."""
+    frame = sys._getframe()
+    while frame is not None:
+        if (frame.f_code.co_name, frame.f_code.co_filename) == ("__call__", lease.__file__):
             return True
         frame = frame.f_back  # type: ignore[assignment]
     return False
@@ -593,11 +603,11 @@ def test_a_fault_at_every_aws_call_keeps_every_guarantee_while_the_index_lags(
 @pytest.mark.parametrize(
     ("op", "harness", "crash_on"),
     [
-        ("start_turn", "nested", "dynamodb.UpdateItem"),  # the sub-agent's lease renewal
+        ("start_turn", "nested", "dynamodb.GetItem"),  # the sub-agent's look at the lease
         ("submit_approval", "nested", "dynamodb.TransactWriteItems"),  # the journal's begin_action
         ("submit_approval", "nested_preserving", "s3.PutObject"),  # the sub-agent's S3Session save
-        # In a Strands tree: a hook's lease renewal, the journal (on a thread of its own), the session save.
-        ("start_turn", "strands:nested", "dynamodb.UpdateItem"),
+        # In a Strands tree: a hook's look at the lease, the journal (on a thread of its own), the session save.
+        ("start_turn", "strands:nested", "dynamodb.GetItem"),
         ("submit_approval", "strands:nested", "dynamodb.TransactWriteItems"),
         ("submit_approval", "strands:nested_preserving", "s3.PutObject"),
     ],
@@ -652,12 +662,12 @@ def test_an_answer_to_a_turn_whose_cancel_died_is_refused(
 def test_an_aws_error_in_a_strands_hook_stops_the_run_with_the_aws_error_as_its_cause(
     harness: Harness, table: Callable[[Harness], Any], session_id: str
 ) -> None:
-    # The root's first model call renews the lease (a Strands hook); Strands wraps the hook's AwsError in
-    # its EventLoopException, and StrandsTree raised the AwsError "from" that wrapper, which replaced the
+    # A model call looks at the lease (a Strands hook); Strands wraps the hook's AwsError in its
+    # EventLoopException, and StrandsTree raised the AwsError "from" that wrapper, which replaced the
     # AWS error as its cause (and whose own cause is the AwsError: a cycle).
     with table(harness):
         process = harness.process()
-        Faults(process, crash_on="dynamodb.UpdateItem".__eq__)
+        Faults(process, crash_on=lambda name: name == "dynamodb.GetItem" and _at_a_step_boundary())
         with pytest.raises(AwsError) as died:
             _start(process, session_id, {})
     assert isinstance(died.value.__cause__, Crash), repr(died.value.__cause__)

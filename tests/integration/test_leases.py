@@ -102,7 +102,7 @@ def test_the_store_grants_a_takeover_only_once_the_lease_has_expired_and_only_to
     assert root_record(service.store, session_id, started.turn_id).lease_owner == "new-runner"
 
 
-def test_a_runner_whose_lease_was_taken_over_can_neither_commit_nor_renew_nor_release(
+def test_a_runner_whose_lease_was_taken_over_can_neither_commit_nor_renew_nor_check_nor_release(
     make_service: Callable[..., Service], session_id: str, clock: FakeClock, ledger: Path
 ) -> None:
     service = make_service()
@@ -121,8 +121,11 @@ def test_a_runner_whose_lease_was_taken_over_can_neither_commit_nor_renew_nor_re
     with pytest.raises(LeaseLostError):
         store.renew_lease(stale, DEAD_RUNNER, now, now + lease_seconds)
     with pytest.raises(LeaseLostError):
+        store.check_lease(stale, DEAD_RUNNER)
+    with pytest.raises(LeaseLostError):
         store.release_lease(stale, DEAD_RUNNER, "waiting", now)
     assert root_record(service.store, session_id, started.turn_id) == taken
+    assert store.check_lease(taken, "new-runner") is False, "held, and no cancel asked for"
     assert store.renew_lease(taken, "new-runner", now, now + lease_seconds).lease_owner == "new-runner"
 
     # The new runner vanishes too; once its lease expires the turn is recovered and the action runs once.
@@ -130,6 +133,19 @@ def test_a_runner_whose_lease_was_taken_over_can_neither_commit_nor_renew_nor_re
     done = make_service().recover(session_id, started.turn_id)
     assert (done.status, done.output) == ("completed", "The record is gone.")
     assert executions(ledger) == ["delete prod-db"]
+
+
+def test_a_runner_looking_at_its_lease_learns_of_a_cancel_and_writes_nothing(
+    make_service: Callable[..., Service], session_id: str, clock: FakeClock
+) -> None:
+    service = make_service()
+    started, leased = leased_by_a_dead_runner(service, session_id, clock)
+    store = service.store
+    assert store.check_lease(leased, DEAD_RUNNER) is False
+    assert store.request_cancel(session_id, started.turn_id, clock.now()) is not None
+    before = root_record(store, session_id, started.turn_id)
+    assert store.check_lease(leased, DEAD_RUNNER) is True
+    assert root_record(store, session_id, started.turn_id) == before, "a look writes nothing"
 
 
 # -- real runs that crash or are overtaken -----------------------------------------------------------------------

@@ -149,6 +149,11 @@ class TurnRecords(ABC):
         Raises ``LeaseLostError`` when ``lease_owner`` no longer holds it."""
 
     @abstractmethod
+    def check_lease(self, turn: TurnRecord, lease_owner: str) -> bool:
+        """Whether a cancel of the turn was requested, read (consistently, writing nothing) while
+        ``lease_owner`` holds its lease. Raises ``LeaseLostError`` when it does not."""
+
+    @abstractmethod
     def release_lease(
         self, turn: TurnRecord, lease_owner: str, status: TurnStatus, now: float, error: str | None = None
     ) -> None:

@@ -237,6 +237,23 @@ class TurnItems(Table):
         return TurnRecord.model_validate(decode(item))
 
     @aws_call
+    def check_lease(self, turn: TurnRecord, lease_owner: str) -> bool:
+        item = self.dynamodb.get_item(
+            TableName=self.table,
+            Key=key(turn.session_id, turn_sk(turn)),
+            ConsistentRead=True,
+            ProjectionExpression="lease_owner, #status, cancel_requested",
+            ExpressionAttributeNames={"#status": "status"},
+        ).get("Item")
+        held = item is not None and item.get("lease_owner") == value(lease_owner) and item["status"] == value("running")
+        if not held:
+            raise LeaseLostError(
+                f"turn {turn.turn_id} is no longer leased by {lease_owner}: another invocation took it over or it "
+                "settled, so this run stops without committing anything"
+            )
+        return item is not None and item.get("cancel_requested") == value(True)
+
+    @aws_call
     def release_lease(
         self, turn: TurnRecord, lease_owner: str, status: TurnStatus, now: float, error: str | None = None
     ) -> None:
