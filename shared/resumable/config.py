@@ -14,6 +14,9 @@ if TYPE_CHECKING:
 
 MAX_INDEX_SHARDS = 64
 """A page of the inbox reads every shard: more than this would make each page a hundred Queries."""
+MAX_SNAPSHOT_ITEM_BYTES = 64 * 1024
+"""The most ``SNAPSHOT_ITEM_BYTES`` may be: an item of the table holds at most 400 KB, and past 8 KB a
+snapshot costs more as an item (a write unit a KB, to put it and again to retire it) than as an object."""
 
 
 class Settings(BaseModel):
@@ -29,7 +32,9 @@ class Settings(BaseModel):
     ``INDEX_SHARDS`` (how many partitions each deployment-wide index (the inbox, the sweeper's, the
     audit trail's days) is spread over; raise it, never lower it: see docs/scale.md),
     ``RETENTION_DAYS`` (how long a settled turn's records, and a session's after its last turn, are
-    kept; a deleted session's, from its deletion),
+    kept; a deleted session's, from its deletion), ``SNAPSHOT_ITEM_BYTES`` (snapshots of at most this
+    many bytes are kept as items of the table instead of objects of the bucket: docs/snapshots.md; 0,
+    the default, keeps every one in the bucket),
     ``APPROVER_PRINCIPALS``
     (comma-separated IAM principal ARNs, ``*`` wildcards allowed, that may read and answer every
     session, not only their own), ``EVENT_BUS_NAME`` (the bus the publisher puts events on),
@@ -74,6 +79,7 @@ class Settings(BaseModel):
     sweep_limit: int = Field(default=100, gt=0)
     index_shards: int = Field(default=16, ge=1, le=MAX_INDEX_SHARDS)
     retention_days: float = Field(default=30, gt=0)
+    snapshot_item_bytes: int = Field(default=0, ge=0, le=MAX_SNAPSHOT_ITEM_BYTES)
     # At most what AWS's hard limits leave room for (docs/aws-calls.md): a prompt travels in a 128 KB
     # request body and is kept on its turn (a 400 KB item); an answer is kept on its question and
     # published whole in Interaction Answered (a 256 KB EventBridge entry).
@@ -167,6 +173,7 @@ class Settings(BaseModel):
             "sweep_limit": "SWEEP_LIMIT",
             "index_shards": "INDEX_SHARDS",
             "retention_days": "RETENTION_DAYS",
+            "snapshot_item_bytes": "SNAPSHOT_ITEM_BYTES",
             "event_bus_name": "EVENT_BUS_NAME",
             "api_url": "API_URL",
             "dead_letter_queue_url": "DEAD_LETTER_QUEUE_URL",

@@ -428,3 +428,25 @@ def test_each_signing_key_signs_with_its_own_private_key_and_a_mac_key_still_mac
     ]
     mac = kms.generate_mac(KeyId=macs[0], Message=b"link", MacAlgorithm="HMAC_SHA_256")["Mac"]
     assert mac != kms.generate_mac(KeyId=macs[1], Message=b"link", MacAlgorithm="HMAC_SHA_256")["Mac"]
+
+
+def test_a_binary_attribute_comes_back_as_it_was_put_from_every_read_and_a_refused_write(aws: Settings) -> None:
+    """The embedded AWS writes DynamoDB's item replies as JSON itself (moto_patches): a binary value,
+    which moto holds as bytes, goes out as base64, as DynamoDB's wire has it."""
+    dynamodb = DynamoDBStore(aws).dynamodb
+    item = {"pk": {"S": "BINARY"}, "sk": {"S": "b"}, "body": {"B": b"\x00\xffsnapshot"}, "set": {"BS": [b"\x01"]}}
+    dynamodb.put_item(TableName=aws.table_name, Item=item)
+    key = {"pk": item["pk"], "sk": item["sk"]}
+    assert dynamodb.get_item(TableName=aws.table_name, Key=key, ConsistentRead=True)["Item"] == item
+    queried = dynamodb.query(
+        TableName=aws.table_name, KeyConditionExpression="pk = :pk", ExpressionAttributeValues={":pk": item["pk"]}
+    )
+    assert queried["Items"] == [item]
+    with pytest.raises(dynamodb.exceptions.ConditionalCheckFailedException) as refused:
+        dynamodb.put_item(
+            TableName=aws.table_name,
+            Item=item,
+            ConditionExpression="attribute_not_exists(pk)",
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )
+    assert refused.value.response["Item"] == item  # type: ignore[typeddict-item]

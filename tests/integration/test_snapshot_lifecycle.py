@@ -1,9 +1,12 @@
-"""Snapshots no turn points at are tagged for the bucket's lifecycle; the ones records point at never are."""
+"""Snapshots no turn points at are retired (tagged for the bucket's lifecycle; kept as items of the
+table, given an expiry); the ones records point at never are. Each case runs with the snapshots in the
+bucket and, ``SNAPSHOT_ITEM_BYTES`` over their size, in the table."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -14,6 +17,7 @@ from resumable.service.advancing.commit import _no_longer_pointed_at
 from resumable.store import DynamoDBStore, S3Session, S3Snapshots
 from resumable.store.records import TurnRecord
 from resumable.store.resources import BUCKET_LIFECYCLE_RULES, RETIRED_TAG
+from resumable.store.snapshots import ITEM
 from tests.agents import calls, says
 from tests.factories import delete_record
 from tests.integration.helpers import APPROVE, session_items, table_and_bucket
@@ -29,12 +33,45 @@ def pointed_at(store: DynamoDBStore, session_id: str) -> set[str]:
     return {k for k in keys if k}
 
 
+def snapshot_items(store: DynamoDBStore, session_id: str) -> dict[str, dict[str, Any]]:
+    """The session's snapshots kept as items of the table, by their keys (a Scan: this test's table)."""
+    quoted = quote(session_id, safe="")
+    found = {}
+    for head in (f"SNAPSHOT#snapshots/{quoted}/", f"SNAPSHOT#sessions/{quoted}/"):
+        request: dict[str, Any] = {
+            "TableName": store.table,
+            "FilterExpression": "begins_with(pk, :head)",
+            "ExpressionAttributeValues": {":head": {"S": head}},
+            "ConsistentRead": True,
+        }
+        for item in store.dynamodb.scan(**request)["Items"]:
+            found[ITEM + item["pk"]["S"].removeprefix("SNAPSHOT#")] = item
+    return found
+
+
 def retired(store: DynamoDBStore, session_id: str) -> tuple[set[str], set[str]]:
-    """The session's objects: (all, those tagged retired)."""
+    """The session's snapshots, objects and items: (all, those retired: tagged, or given an expiry)."""
     objects = {key for key, _, _ in table_and_bucket(store, session_id).objects}
     s3, bucket = S3Snapshots(store.settings).s3, store.settings.bucket_name
     tagged = {key for key in objects if RETIRED_TAG in s3.get_object_tagging(Bucket=bucket, Key=key)["TagSet"]}
-    return objects, tagged
+    items = snapshot_items(store, session_id)
+    return objects | set(items), tagged | {key for key, item in items.items() if "purge_at" in item}
+
+
+@pytest.fixture(params=["bucket", "table"])
+def kept(request: pytest.FixtureRequest) -> dict[str, int]:
+    """Where snapshots are kept: the settings that keep them there."""
+    return {"snapshot_item_bytes": 0 if request.param == "bucket" else 64 * 1024}
+
+
+def in_their_place(store: DynamoDBStore, session_id: str, kept: dict[str, int]) -> None:
+    """Every snapshot of the session is where ``kept`` keeps it (this case is the one it says it is)."""
+    objects = {key for key, _, _ in table_and_bucket(store, session_id).objects}
+    items = snapshot_items(store, session_id)
+    if kept["snapshot_item_bytes"]:
+        assert not objects and items, (objects, items)
+    else:
+        assert objects and not items, (objects, items)
 
 
 def assert_only_unreferenced_are_tagged(store: DynamoDBStore, session_id: str) -> set[str]:
@@ -54,26 +91,31 @@ def test_the_embedded_bucket_has_the_lifecycle(store: DynamoDBStore) -> None:
 
 @pytest.mark.parametrize("factory", ["nested", "nested_preserving", "looks_then_deletes"])
 def test_after_each_commit_exactly_the_snapshots_nothing_points_at_are_tagged(
-    make_service: Callable[..., Service], session_id: str, store: DynamoDBStore, factory: str
+    make_service: Callable[..., Service], session_id: str, store: DynamoDBStore, factory: str, kept: dict[str, int]
 ) -> None:
-    started = make_service(factory).start_turn(session_id, "delete the prod-db record")
+    started = make_service(factory, **kept).start_turn(session_id, "delete the prod-db record")
     assert started.status == "waiting"
     assert_only_unreferenced_are_tagged(store, session_id)
-    done = make_service(factory).submit_approval(
+    done = make_service(factory, **kept).submit_approval(
         session_id, started.turn_id, started.interactions[0].request_id, APPROVE
     )
     assert done.status == "completed"
     assert assert_only_unreferenced_are_tagged(store, session_id)  # the waiting state at least
     # A second turn of the session (its script is spent: it fails) keeps the first one's final state,
     # which the session's conversation is.
-    make_service(factory).start_turn(session_id, "delete the prod-db record")
+    make_service(factory, **kept).start_turn(session_id, "delete the prod-db record")
     assert_only_unreferenced_are_tagged(store, session_id)
+    in_their_place(store, session_id, kept)
 
 
 def test_the_snapshots_of_a_run_whose_commit_was_refused_are_tagged(
-    make_service: Callable[..., Service], session_id: str, store: DynamoDBStore, monkeypatch: pytest.MonkeyPatch
+    make_service: Callable[..., Service],
+    session_id: str,
+    store: DynamoDBStore,
+    monkeypatch: pytest.MonkeyPatch,
+    kept: dict[str, int],
 ) -> None:
-    service = make_service("nested_preserving")
+    service = make_service("nested_preserving", **kept)
 
     def refused(commit: Any) -> None:
         raise StaleCommitError("another invocation moved the turn on")
@@ -82,6 +124,7 @@ def test_the_snapshots_of_a_run_whose_commit_was_refused_are_tagged(
     service.start_turn(session_id, "delete the prod-db record")
     objects, tagged = retired(store, session_id)
     assert objects and objects == tagged  # the root's snapshot and db_admin's save: nobody points at them
+    in_their_place(store, session_id, kept)
 
 
 def two_turns_preserving(context: AgentContext) -> Agent:
@@ -114,17 +157,18 @@ def two_turns_preserving(context: AgentContext) -> Agent:
 
 
 def test_the_sessions_own_agent_snapshots_are_kept_while_a_later_turn_replaces_them(
-    make_service: Callable[..., Service], session_id: str, store: DynamoDBStore
+    make_service: Callable[..., Service], session_id: str, store: DynamoDBStore, kept: dict[str, int]
 ) -> None:
-    first = make_service(two_turns_preserving).start_turn(session_id, "delete a-db")
-    make_service(two_turns_preserving).submit_approval(
+    first = make_service(two_turns_preserving, **kept).start_turn(session_id, "delete a-db")
+    make_service(two_turns_preserving, **kept).submit_approval(
         session_id, first.turn_id, first.interactions[0].request_id, APPROVE
     )
-    second = make_service(two_turns_preserving).start_turn(session_id, "delete b-db")
+    second = make_service(two_turns_preserving, **kept).start_turn(session_id, "delete b-db")
     assert second.status == "waiting"
     assert_only_unreferenced_are_tagged(store, session_id)  # db_admin's state after turn 1 is the session's
-    assert make_service(two_turns_preserving).cancel(session_id, second.turn_id).status == "canceled"
+    assert make_service(two_turns_preserving, **kept).cancel(session_id, second.turn_id).status == "canceled"
     assert_only_unreferenced_are_tagged(store, session_id)
+    in_their_place(store, session_id, kept)
 
 
 def test_a_turn_begun_before_base_agent_snapshots_were_recorded_tags_none_of_its_agents_earlier_snapshots(

@@ -2,22 +2,89 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from botocore.exceptions import ParamValidationError
 from pydantic import ValidationError
 
 from resumable.aws.clients import client
 from resumable.config import Settings
-from resumable.store import S3Snapshots
+from resumable.exceptions import SnapshotError
+from resumable.store import S3Snapshots, TableOrS3Snapshots
+from resumable.store.resources import RETIRED_DAYS, RETIRED_TAG
+from resumable.store.snapshots import ITEM
+
+SMALL = {"conversation": "x" * 100}  # 120 bytes as JSON
 
 
-def test_a_snapshot_key_is_written_once_and_never_overwritten(aws: Settings) -> None:
-    snapshots = S3Snapshots(aws)
-    snapshots.put("snapshots/test/once.json", {"first": True})
+@pytest.mark.parametrize("item_bytes", [0, 4096])
+def test_a_snapshot_key_is_written_once_and_never_overwritten(aws: Settings, item_bytes: int) -> None:
+    snapshots = TableOrS3Snapshots(aws.model_copy(update={"snapshot_item_bytes": item_bytes}))
+    key = snapshots.put("snapshots/test/once.json", {"first": True})
     # A second put of the same key (only ever a retry of the same write: keys carry a uuid) leaves the
-    # first object in place.
-    snapshots.put("snapshots/test/once.json", {"second": True})
-    assert snapshots.get("snapshots/test/once.json") == {"first": True}
+    # first in place, and is kept where the first was.
+    assert snapshots.put("snapshots/test/once.json", {"second": True}) == key
+    assert snapshots.get(key) == {"first": True}
+    assert key == ("snapshots/test/once.json" if item_bytes == 0 else ITEM + "snapshots/test/once.json")
+
+
+def test_a_snapshot_of_at_most_snapshot_item_bytes_is_an_item_of_the_table_and_a_larger_one_an_object(
+    aws: Settings,
+) -> None:
+    limit = len(json.dumps(SMALL, separators=(",", ":")))
+    snapshots = TableOrS3Snapshots(aws.model_copy(update={"snapshot_item_bytes": limit}))
+    at_limit = snapshots.put("snapshots/s/t/1.json", SMALL)
+    over = snapshots.put("snapshots/s/t/2.json", {**SMALL, "one": 1})
+    assert (at_limit, over) == (ITEM + "snapshots/s/t/1.json", "snapshots/s/t/2.json")
+    assert (snapshots.get(at_limit), snapshots.get(over)) == (SMALL, {**SMALL, "one": 1})
+    objects = snapshots.s3.list_objects_v2(Bucket=aws.bucket_name, Prefix="snapshots/s/").get("Contents", [])
+    assert [o["Key"] for o in objects] == ["snapshots/s/t/2.json"], "the small one is not in the bucket"
+    assert S3Snapshots(aws).get(over) == {**SMALL, "one": 1}, "an object as S3Snapshots reads it"
+
+
+def test_a_retired_item_snapshot_expires_in_a_week_and_one_gone_is_not_written_back(aws: Settings) -> None:
+    snapshots = TableOrS3Snapshots(aws.model_copy(update={"snapshot_item_bytes": 4096}))
+    kept, retired = snapshots.put("snapshots/s/t/1.json", SMALL), snapshots.put("snapshots/s/t/2.json", SMALL)
+    big = snapshots.put("snapshots/s/t/3.json", {"x": "y" * 5000})
+    snapshots.retire([retired, big, ITEM + "snapshots/s/t/gone.json"], 1_800_000_000.0)
+
+    def item(key: str) -> dict[str, object] | None:
+        found = snapshots.dynamodb.get_item(
+            TableName=aws.table_name, Key={"pk": {"S": "SNAPSHOT#" + key.removeprefix(ITEM)}, "sk": {"S": "SNAPSHOT"}}
+        )
+        return found.get("Item")
+
+    assert item(retired)["purge_at"] == {"N": str(1_800_000_000 + RETIRED_DAYS * 86400)}  # type: ignore[index]
+    assert "purge_at" not in item(kept)  # type: ignore[operator]
+    assert item(ITEM + "snapshots/s/t/gone.json") is None, "no stub of a snapshot that is gone"
+    tags = snapshots.s3.get_object_tagging(Bucket=aws.bucket_name, Key=big)["TagSet"]
+    assert tags == [RETIRED_TAG]
+    snapshots.retire([retired], 1_900_000_000.0)
+    assert item(retired)["purge_at"] == {"N": str(1_800_000_000 + RETIRED_DAYS * 86400)}, "retired once"  # type: ignore[index]
+
+
+def test_an_item_snapshot_that_is_missing_or_not_json_is_refused_naming_it(aws: Settings) -> None:
+    snapshots = TableOrS3Snapshots(aws.model_copy(update={"snapshot_item_bytes": 4096}))
+    with pytest.raises(
+        SnapshotError, match=r"snapshot item:snapshots/s/t/none.json does not exist: nothing was restored"
+    ):
+        snapshots.get(ITEM + "snapshots/s/t/none.json")
+    snapshots.dynamodb.put_item(
+        TableName=aws.table_name,
+        Item={"pk": {"S": "SNAPSHOT#snapshots/s/t/bad.json"}, "sk": {"S": "SNAPSHOT"}, "body": {"B": b'{"cut'}},
+    )
+    with pytest.raises(
+        SnapshotError, match=r"snapshot item:snapshots/s/t/bad.json is not JSON .*until the item in table"
+    ):
+        snapshots.get(ITEM + "snapshots/s/t/bad.json")
+
+
+def test_snapshot_item_bytes_is_read_from_the_environment_within_what_pays(aws: Settings) -> None:
+    assert Settings.from_env({"SNAPSHOT_ITEM_BYTES": "4096"}).snapshot_item_bytes == 4096
+    assert Settings().snapshot_item_bytes == 0
+    with pytest.raises(ValueError, match="SNAPSHOT_ITEM_BYTES"):
+        Settings.from_env({"SNAPSHOT_ITEM_BYTES": str(64 * 1024 + 1)})
 
 
 def test_settings_are_read_from_the_environment() -> None:

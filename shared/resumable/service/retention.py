@@ -32,12 +32,12 @@ logger = logging.getLogger(__name__)
 
 
 def retire(deps: Dependencies, keys: list[str]) -> None:
-    """Retire ``keys`` (tag them for the bucket's lifecycle). Best effort: an untagged snapshot is only
-    kept longer."""
+    """Retire ``keys`` (tag them for the bucket's lifecycle; give those kept as items of the table an
+    expiry). Best effort: a snapshot left unretired is only kept longer."""
     if not keys:
         return
     try:
-        deps.snapshots.retire(keys)
+        deps.snapshots.retire(keys, deps.clock.now())
     except AwsError as error:
         logger.warning("snapshots %s were not retired (they are kept): %s", keys, error)
 

@@ -58,9 +58,10 @@ class Service:
 
             keys = Keys(settings)
         if snapshots is None:
-            from resumable.store.snapshots import S3Snapshots
+            from resumable.store.snapshots import TableOrS3Snapshots
 
-            snapshots = S3Snapshots(settings)
+            # (a snapshot kept in the table goes through the store's client: one client a process)
+            snapshots = TableOrS3Snapshots(settings, getattr(store, "dynamodb", None))
         self.deps = Dependencies(
             store=store,
             snapshots=snapshots,
@@ -84,11 +85,8 @@ class Service:
         """The service on AWS (or what ``settings`` point at): DynamoDB and S3, Step Functions."""
         from resumable.aws.stepfunctions import TaskTokens
         from resumable.store.dynamodb import DynamoDBStore
-        from resumable.store.snapshots import S3Snapshots
 
-        return cls(
-            DynamoDBStore(settings), settings, clock, task_tokens=TaskTokens(settings), snapshots=S3Snapshots(settings)
-        )
+        return cls(DynamoDBStore(settings), settings, clock, task_tokens=TaskTokens(settings))
 
     def continued_by(self, continuation: Continuation | None, runs_agents: bool = True) -> Service:
         """This service, with checkpointed turns continued by ``continuation`` (without ``runs_agents``,

@@ -364,13 +364,14 @@ class Snapshots(ABC):
     """The serialised state of agents, each written once under a new, immutable key."""
 
     @abstractmethod
-    def put(self, key: str, snapshot: dict[str, Any]) -> None:
-        """Write a snapshot under a new, immutable key."""
+    def put(self, key: str, snapshot: dict[str, Any]) -> str:
+        """Write a snapshot under a new, immutable key; the key it is kept under (which a record then
+        points at): ``key``, or ``key`` saying where it is kept."""
 
     @abstractmethod
     def get(self, key: str) -> Any:
         """The snapshot under ``key``; ``SnapshotError`` if it is missing or cannot be read."""
 
     @abstractmethod
-    def retire(self, keys: list[str]) -> None:
-        """Tag snapshots that nothing points at any more; the bucket's lifecycle deletes them later."""
+    def retire(self, keys: list[str], now: float) -> None:
+        """Mark snapshots that nothing points at any more (at ``now``) to be deleted later."""

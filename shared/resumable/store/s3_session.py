@@ -32,6 +32,6 @@ class S3Session:
 
     def save(self, agent_name: str, snapshot: dict[str, Any]) -> None:
         key = f"sessions/{quote(self.session_id, safe='')}/agents/{quote(agent_name, safe='')}/{uuid.uuid4().hex}.json"
-        self.snapshots.put(key, snapshot)
+        key = self.snapshots.put(key, snapshot)
         self.written.append(key)
         self.snapshot_keys[agent_name] = key

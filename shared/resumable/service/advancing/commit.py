@@ -113,8 +113,7 @@ def _write_snapshot(deps: Dependencies, root: TurnRecord, agent: AgentRuntime, o
     if outcome.status not in ("waiting", "running", "completed"):
         return None
     key = f"snapshots/{quote(root.session_id, safe='')}/{root.turn_id}/{root.version + 1:06d}-{uuid.uuid4().hex}.json"
-    deps.snapshots.put(key, agent.snapshot())
-    return key
+    return deps.snapshots.put(key, agent.snapshot())
 
 
 def _waiting(deps: Dependencies, tree: TurnTree, children: ChildTurns, outcome: Outcome, now: float) -> Waiting:
