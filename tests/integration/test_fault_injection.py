@@ -33,7 +33,7 @@ The store turns every AWS failure into ``AwsError`` (an error of resumable, neve
 so a ``Crash`` surfaces as ``AwsError`` caused by it: that too is a process that died.
 
 Two bugs this sweep found are fixed, and pinned by the targeted tests at the end:
-- an AWS error inside a sub-agent call (its lease renewal, the action journal, its S3Session) was
+- an AWS error inside a sub-agent call (its look at the lease, the action journal, its S3Session) was
   caught by the agent loop and became a tool error result: the turn completed, the approval was
   consumed, the approved action never ran;
 - a cancel that died after marking the tree left it ``waiting`` with a cancel request that
@@ -141,7 +141,7 @@ _TOOL_CALLS = {
 
 
 def _inside_a_tool_call() -> bool:
-    """Whether an agent is running a tool right now: a sub-agent call (its lease renewals, its
+    """Whether an agent is running a tool right now: a sub-agent call (its looks at the lease, its
     S3Session), an approved action (its journal)."""
     frame = sys._getframe()
     while frame is not None:

@@ -85,6 +85,10 @@ def test_the_sweeper_reads_each_turn_its_index_lists_again_and_passes_by_one_put
         assert store.due_turns(later, 10) == [], "its next look was put off: not due now"
         [put_off] = store.due_turns(later + 1, 10)
         assert put_off.due_at == later + 1
+        assert store.reschedule(put_off, later, stuck=True)  # given up on: due as soon, in another partition
+        assert store.due_turns(later, 10) == [], "it left the partition: not one of its due turns"
+    [stuck] = store.due_turns(later, 10, stuck=True)  # (once the index shows where it is now)
+    assert (stuck.stuck, stuck.due_at) == (True, later)
 
 
 def test_a_sweep_that_cannot_count_the_stuck_turns_keeps_its_moves_and_leaves_the_metric_out(

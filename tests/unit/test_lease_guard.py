@@ -1,5 +1,6 @@
-"""A run's step boundary: while at least half of its lease is left it reads whether a cancel was asked
-for (writing nothing); once half has passed it renews the lease, which tells it the same."""
+"""A run's step boundary: while three quarters of its lease are left it reads whether a cancel was
+asked for (writing nothing); once a quarter has passed it renews the lease, which tells it the same, so
+that every step starts with at least three quarters of the lease ahead of it."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ class Deps:
     settings: Settings
 
 
-def test_a_boundary_reads_while_half_the_lease_is_left_and_renews_it_once_half_has_passed() -> None:
+def test_a_boundary_reads_while_three_quarters_of_the_lease_are_left_and_renews_it_once_a_quarter_passed() -> None:
     clock, store = FakeClock(), Store()
     root = TurnRecord(
         session_id="s", turn_id="t" * 32, root_turn_id="t" * 32, agent="a", agent_path=["a"], status="running",
@@ -44,13 +45,13 @@ def test_a_boundary_reads_while_half_the_lease_is_left_and_renews_it_once_half_h
     guard = LeaseGuard(Deps(store, clock, Settings(lease_seconds=LEASE)), root, "me")  # type: ignore[arg-type]
     assert guard() is False and store.calls == [], "the first boundary comes as the lease was taken"
     assert guard() is False and store.calls == ["check"]
-    clock.advance(LEASE / 2 - 1)
+    clock.advance(LEASE / 4 - 1)
     assert guard() is False and store.calls == ["check", "check"]
-    clock.advance(1)  # half of it has passed
+    clock.advance(1)  # a quarter of it has passed
     assert guard() is False and store.calls[-1] == "renew"
     assert guard.until == clock.now() + LEASE
     assert guard() is False and store.calls[-1] == "check", "renewed: a whole lease is left"
     store.cancel = True
     assert guard() is True and store.calls[-1] == "check"
-    clock.advance(LEASE / 2)
+    clock.advance(LEASE / 4)
     assert guard() is True and store.calls[-1] == "renew"

@@ -2,7 +2,7 @@
 
 The service runs a tree through these five things and nothing else: its root's ``name``; ``invoke``
 (run a prompt, or resume with ``interruptResponse`` blocks, under an ``Invocation`` whose ``stop`` is
-asked at every step boundary (renewing the lease, reading a cancel), whose ``journal`` runs every
+asked at every step boundary (looking at the lease, reading a cancel), whose ``journal`` runs every
 approved action, whose ``observer`` hears of every sub-agent call (a child turn), whose ``checkpoint``
 may pause it before a tool call); the ``AgentResult`` it returns (stop reason, answer, and the
 interrupts it waits on, each with the display detail people are shown: its ``reason``);

@@ -53,7 +53,9 @@ class UnsettledTurns(Table):
             "gsi4sk",
             limit,
         )
-        listed = [_key_of(item) for item in merged.items]
+        # (once each: an index that lags may list an item twice, as it moves between shards, and
+        # BatchGetItem refuses a key asked for twice)
+        listed = [_key_of(item) for item in {_at(item): item for item in merged.items}.values()]
         read = self._batch_get(listed, "the records due a look", "the sweeper looks at them in its next run")
         current = {_at(item): item for item in read}
         found = []

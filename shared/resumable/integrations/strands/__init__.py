@@ -5,9 +5,9 @@ the service wraps it in a ``StrandsTree`` with the run's session, or the factory
 to give it an approval policy. Everything is done through Strands' public API, on every agent of the
 tree, by one hook provider each:
 
-- every model call and every tool call is a step boundary: the run's ``stop`` renews the lease and
-  reads a cancel (a cancel stops the whole tree; a lost lease stops it and is raised, so nothing of
-  the run is committed);
+- every model call and every tool call is a step boundary: the run's ``stop`` looks at the lease
+  (renewing it once a quarter has passed) and reads a cancel (a cancel stops the whole tree; a lost
+  lease stops it and is raised, so nothing of the run is committed);
 - a tool call that needs approval (the tree's ``ApprovalPolicy``, then the deployment's default) asks
   a person through a Strands interrupt named ``approval`` whose reason is the display detail the
   service shows; a denial cancels the call, an edit replaces its input (checked against its schema);

@@ -1,5 +1,5 @@
 """The service's hooks on every agent of a StrandsTree (``_Guard``, one hook provider per agent, registered
-after the agent's own): every model call and tool call a step boundary (the lease renewed, a cancel
+after the agent's own): every model call and tool call a step boundary (the lease looked at, a cancel
 read), a call that needs approval asked about through a Strands ``approval`` interrupt (a denial cancels
 it, an edit replaces its input, checked against the tool's schema) and then run through the action
 journal, a checkpoint before a tool call past the time budget, and each sub-agent call a child turn."""
@@ -97,8 +97,8 @@ class _Guard(HookProvider):
         if self.tree.step_boundary(frame):
             event.cancel = CANCELED
             return
-        # The reply's first tool call starts right after this boundary: it asks no other (a lease renewal
-        # each), as our runtime's first call of a step does not.
+        # The reply's first tool call starts right after this boundary: it asks no other (a look at the
+        # lease each), as our runtime's first call of a step does not.
         self.tree._run.just_asked.add(self._call_key(""))
 
     def before_tool_call(self, event: BeforeToolCallEvent) -> None:

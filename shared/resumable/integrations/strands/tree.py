@@ -149,7 +149,7 @@ class StrandsTree:
     # What the hooks do.
 
     def step_boundary(self, frame: _Frame) -> bool:
-        """Ask the run's stop signal (renewing the lease): True once the turn is to stop here."""
+        """Ask the run's stop signal (it looks at the lease): True once the turn is to stop here."""
         run = self._run
         if run.canceled or run.fatal is not None:
             return True

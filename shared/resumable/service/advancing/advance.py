@@ -1,10 +1,10 @@
 """Advancing a turn tree: rebuild every agent from storage, run to the next stop, commit.
 
 Start-turn, submit-approval, recover and continuations alike. ``advance`` moves a stalled tree on
-(see ``service.advancing.stall``); ``run_leased`` runs a tree whose root lease the caller holds: every step
-boundary renews it (and reads the cancel request), every approved action goes through the action
-journal, every sub-agent call becomes a child turn, and the outcome is one commit guarded by the
-lease and the version.
+(see ``service.advancing.stall``); ``run_leased`` runs a tree whose root lease the caller holds:
+every step boundary looks at it (renewing it once a quarter has passed) and reads the cancel request,
+every approved action goes through the action journal, every sub-agent call becomes a child turn, and
+the outcome is one commit guarded by the lease and the version.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The lease a run holds on its turn: looked at every step boundary (renewed once half of it has
+"""The lease a run holds on its turn: looked at every step boundary (renewed once a quarter of it has
 passed), and kept alive while an approved action runs."""
 
 from __future__ import annotations
@@ -25,14 +25,16 @@ _HEARTBEAT_JOIN_SECONDS = 120.0
 
 class LeaseGuard:
     """The stop signal of a leased run: at every step boundary it reads whether a cancel was requested,
-    and renews the lease once half of it has passed. Raises ``LeaseLostError`` (which ends the run
-    without a commit) if the lease was lost.
+    and renews the lease once a quarter of it has passed, so that every step starts with at least three
+    quarters of ``lease_seconds`` ahead of it. Raises ``LeaseLostError`` (which ends the run without a
+    commit) if the lease was lost.
 
     The first boundary comes right after the lease was taken, by a write that already required no
-    cancel request, so it costs no call. While at least half of the lease is left (``surely_held``) a
-    boundary reads the turn (a consistent read of three attributes, a fifth of a renewal's price), then
-    it renews it (a write that returns the turn). ``until`` is when the lease expires as far as this run
-    knows (it set it); ``generation`` numbers the lease (every new holder's is higher: a fencing token).
+    cancel request, so it costs no call. While three quarters of the lease are left a boundary reads the
+    turn (a consistent read of three attributes: a read unit for a turn's item of up to 4 KB, a fifth of
+    a renewal's write unit), then it renews it (a write that returns the turn). ``until`` is when the
+    lease expires as far as this run knows (it set it); ``generation`` numbers the lease (every new
+    holder's is higher: a fencing token).
     """
 
     def __init__(self, deps: Dependencies, root: TurnRecord, lease_owner: str) -> None:
@@ -51,7 +53,7 @@ class LeaseGuard:
         if self.fresh:
             self.fresh = False
             return False
-        if self.surely_held():
+        if self.deps.clock.now() < self.until - self.deps.settings.lease_seconds * 3 / 4:
             return self.deps.store.check_lease(self.root, self.lease_owner)
         return self.renew().cancel_requested
 
