@@ -53,15 +53,17 @@ class UnsettledTurns(Table):
             "gsi4sk",
             limit,
         )
-        # (once each: an index that lags may list an item twice, as it moves between shards, and
-        # BatchGetItem refuses a key asked for twice)
-        listed = [_key_of(item) for item in {_at(item): item for item in merged.items}.values()]
-        read = self._batch_get(listed, "the records due a look", "the sweeper looks at them in its next run")
+        # (once each, in the index's order: an index that lags may list an item twice, as it moves
+        # between shards, and BatchGetItem refuses a key asked for twice)
+        listed = list(dict.fromkeys(_at(item) for item in merged.items))
+        read = self._batch_get(
+            [{"pk": value(p), "sk": value(s)} for p, s in listed], "the records due a look", "its next run looks"
+        )
         current = {_at(item): item for item in read}
         found = []
-        for index_item in merged.items:
-            item = current.get(_at(index_item))
-            if item is not None and item.get("gsi4pk") == index_item["gsi4pk"] and float(item["gsi4sk"]["N"]) <= now:
+        for at in listed:
+            item = current.get(at)
+            if item is not None and _kind(item) == partition and float(item["gsi4sk"]["N"]) <= now:
                 found.append(decode(item))
         return found
 
@@ -216,8 +218,10 @@ def _at(item: dict[str, Any]) -> tuple[str, str]:
     return item["pk"]["S"], item["sk"]["S"]
 
 
-def _key_of(item: dict[str, Any]) -> dict[str, Any]:
-    return {"pk": item["pk"], "sk": item["sk"]}
+def _kind(item: dict[str, Any]) -> str | None:
+    """Which of the index's partitions (UNSETTLED, STUCK, EXPIRING) an item is in, whatever its shard."""
+    place = item.get("gsi4pk")
+    return None if place is None else str(place["S"]).split("#")[0]
 
 
 def _sk(expiring: Expiring) -> str:
