@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 
 import pytest
 from botocore.exceptions import ParamValidationError
@@ -34,19 +35,20 @@ def test_a_snapshot_of_at_most_snapshot_item_bytes_is_an_item_of_the_table_and_a
 ) -> None:
     limit = len(json.dumps(SMALL, separators=(",", ":")))
     snapshots = TableOrS3Snapshots(aws.model_copy(update={"snapshot_item_bytes": limit}))
-    at_limit = snapshots.put("snapshots/s/t/1.json", SMALL)
-    over = snapshots.put("snapshots/s/t/2.json", {**SMALL, "one": 1})
-    assert (at_limit, over) == (ITEM + "snapshots/s/t/1.json", "snapshots/s/t/2.json")
+    turn = f"snapshots/{uuid.uuid4().hex}/t"  # (the bucket is shared by the tests of a process)
+    at_limit = snapshots.put(f"{turn}/1.json", SMALL)
+    over = snapshots.put(f"{turn}/2.json", {**SMALL, "one": 1})
+    assert (at_limit, over) == (f"{ITEM}{turn}/1.json", f"{turn}/2.json")
     assert (snapshots.get(at_limit), snapshots.get(over)) == (SMALL, {**SMALL, "one": 1})
-    objects = snapshots.s3.list_objects_v2(Bucket=aws.bucket_name, Prefix="snapshots/s/").get("Contents", [])
-    assert [o["Key"] for o in objects] == ["snapshots/s/t/2.json"], "the small one is not in the bucket"
+    objects = snapshots.s3.list_objects_v2(Bucket=aws.bucket_name, Prefix=f"{turn}/").get("Contents", [])
+    assert [o["Key"] for o in objects] == [f"{turn}/2.json"], "the small one is not in the bucket"
     assert S3Snapshots(aws).get(over) == {**SMALL, "one": 1}, "an object as S3Snapshots reads it"
 
 
 def test_a_retired_item_snapshot_expires_in_a_week_and_one_gone_is_not_written_back(aws: Settings) -> None:
     snapshots = TableOrS3Snapshots(aws.model_copy(update={"snapshot_item_bytes": 4096}))
     kept, retired = snapshots.put("snapshots/s/t/1.json", SMALL), snapshots.put("snapshots/s/t/2.json", SMALL)
-    big = snapshots.put("snapshots/s/t/3.json", {"x": "y" * 5000})
+    big = snapshots.put(f"snapshots/{uuid.uuid4().hex}/t/3.json", {"x": "y" * 5000})  # (a shared bucket)
     snapshots.retire([retired, big, ITEM + "snapshots/s/t/gone.json"], 1_800_000_000.0)
 
     def item(key: str) -> dict[str, object] | None:
@@ -78,6 +80,13 @@ def test_an_item_snapshot_that_is_missing_or_not_json_is_refused_naming_it(aws: 
         SnapshotError, match=r"snapshot item:snapshots/s/t/bad.json is not JSON .*until the item in table"
     ):
         snapshots.get(ITEM + "snapshots/s/t/bad.json")
+    for damaged in ({}, {"body": {"S": "{}"}}):  # (repaired by hand, badly: no body, or a string)
+        snapshots.dynamodb.put_item(
+            TableName=aws.table_name,
+            Item={"pk": {"S": "SNAPSHOT#snapshots/s/t/hand.json"}, "sk": {"S": "SNAPSHOT"}, **damaged},
+        )
+        with pytest.raises(SnapshotError, match=r"snapshot item:snapshots/s/t/hand.json has no binary body"):
+            snapshots.get(ITEM + "snapshots/s/t/hand.json")
 
 
 def test_snapshot_item_bytes_is_read_from_the_environment_within_what_pays(aws: Settings) -> None:

@@ -12,7 +12,8 @@ The settling commit gives the tree's other items their ``purge_at`` when they fi
 transaction (the one that settles the root: never a turn that did not settle). At the root's
 ``purge_at`` the sweeper finds it in its index, claims it (``retiring``: from then nothing brings it
 back), gives the tree's items the root's ``purge_at`` where they lack it, and retires (tags for the
-bucket's lifecycle) each snapshot it pointed at that no record still within its retention points at.
+bucket's lifecycle, or gives an expiry) each snapshot it pointed at that no record still within its
+retention points at.
 A deleted session's records expire ``RETENTION_DAYS`` after the deletion (see service.sessions.deletion), so
 a restore finds every snapshot still there.
 """

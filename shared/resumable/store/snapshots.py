@@ -1,6 +1,6 @@
 """Snapshots: written once under a new key, read back, and retired once nothing points at them. In S3
-(tagged for the bucket's lifecycle when retired), or, those of at most ``SNAPSHOT_ITEM_BYTES``, as
-items of the table (given an expiry when retired): docs/snapshots.md."""
+(tagged for the bucket's lifecycle when retired), or, those of at most ``SNAPSHOT_ITEM_BYTES`` (off by
+default), as items of the table (given an expiry when retired): docs/snapshots.md."""
 
 from __future__ import annotations
 
@@ -145,7 +145,12 @@ class TableOrS3Snapshots(S3Snapshots):
         ).get("Item")
         if item is None:
             raise _missing(key, self._thing)
-        body: bytes = item["body"]["B"]
+        body = item.get("body", {}).get("B")
+        if not isinstance(body, bytes):  # (an item damaged by hand: no body, or not a binary one)
+            raise SnapshotError(
+                f"snapshot {key} has no binary body: nothing was restored; the turn stays as it is until the "
+                f"{self._thing} is repaired, then recover resumes it"
+            )
         return body
 
     @aws_call
