@@ -399,7 +399,7 @@ def test_get_audit_shows_how_each_answerer_was_authenticated_and_is_for_approver
 def test_a_page_over_days_that_hold_nothing_stops_after_a_bounded_number_of_queries_and_its_cursor_goes_on(
     make_service: Callable[..., Service],
 ) -> None:
-    service = audited(make_service, audit_retention_days=120)
+    service = audited(make_service, audit_retention_days=120, index_shards=16)  # (the default's, counted)
     queries: list[str] = []
     service.deps.store.dynamodb.meta.events.register(  # type: ignore[attr-defined]
         "before-call.dynamodb.Query", lambda **_: queries.append("Query")
