@@ -17,6 +17,7 @@ from resumable.local.embedded_aws import embedded_aws
 from resumable.local.functions import function_arn
 from resumable.local.issuer import LocalIssuer
 from resumable.local.server import make_server
+from tests.integration.helpers import SHARDS
 
 
 @pytest.fixture(scope="module")
@@ -24,11 +25,12 @@ def handler_environment() -> Iterator[Settings]:
     """The embedded AWS, handed to the handlers through the environment as Lambda's would be.
 
     The table, bucket and bus get names of their own (moto's backends are per process), and the handlers'
-    cached resolver is dropped before and after, so it is built from this environment.
+    cached resolver is dropped before and after, so it is built from this environment. Its index and audit
+    days are spread over ``SHARDS`` (``tests.integration.helpers`` says why), not the default's 16.
     """
     name = f"edge-{uuid.uuid4().hex[:8]}"
     with (
-        embedded_aws(table_name=name, bucket_name=name, event_bus_name=name) as settings,
+        embedded_aws(table_name=name, bucket_name=name, event_bus_name=name, index_shards=SHARDS) as settings,
         pytest.MonkeyPatch.context() as env,
     ):
         for variable, value in settings.environment().items():

@@ -132,7 +132,7 @@ def test_a_read_of_every_shard_traces_each_shards_query_under_the_handler(handle
     entities = _under(documents)
     [handler] = [node["id"] for node, _ in entities if node["name"] == "## lambda_handler"]
     queries = [parent for node, parent in entities if node.get("aws", {}).get("operation") == "Query"]
-    assert len(queries) >= handler_environment.index_shards == 16
+    assert len(queries) >= handler_environment.index_shards > 1
     assert set(queries) == {handler}
 
 

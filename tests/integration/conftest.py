@@ -17,14 +17,8 @@ from resumable.store.resources import create_table_request
 from tests.clock import FakeClock
 from tests.deployed import as_deployed
 from tests.factories import LEDGER_ENV
+from tests.integration.helpers import SHARDS
 from tests.mcp_servers import RecordsServer, records_server, serving_records
-
-SHARDS = 4
-"""The shards of this tier's tables (``INDEX_SHARDS``). A sharded read is a Query of every shard (the
-inbox, the audit trail's days, the sweeper), and this tier's time is its AWS calls: at the default's 16
-the tier spent 290 CPU-s, at 4 210 CPU-s (on 2 cores). How many shards makes no other difference to
-what it reads (test_shards and the property tests of the sharded reads choose their own counts, from 1
-to 16; a test of a bound that counts the default's Queries sets 16), and the e2e tier runs the default."""
 
 
 @pytest.fixture(scope="session")

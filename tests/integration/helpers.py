@@ -30,6 +30,16 @@ DEAD_RUNNER = "dead-runner"
 """The lease owner of a runner that took a turn's lease and vanished."""
 
 
+SHARDS = 4
+"""The shards (``INDEX_SHARDS``) of the tables the integration tier makes, and of the e2e tier's in-process
+handlers' table. A sharded read is a Query of every shard (the inbox, the audit trail's days, the
+sweeper), and these tests' time is their AWS calls: at the default's 16 the integration tier spent 290
+CPU-s, at 4 210 CPU-s (5 workers on 2 cores). How many shards makes no other difference to what is read:
+test_shards and the property tests of the sharded reads choose their own counts (1 to 16), a bound that
+counts the default's Queries sets 16, and what ``make run`` serves (the e2e tier's processes) runs the
+default."""
+
+
 ALICE = "arn:aws:iam::111122223333:user/alice"
 ACCESS_KEY = "ASIAEXAMPLEKEY"
 """The access key ``http``'s IAM requests are signed with (API Gateway hands it on)."""
