@@ -338,10 +338,12 @@ def _what(body: dict[str, Any], queue_url: str, region: str | None) -> tuple[str
     batch = body.get("DDBStreamBatchInfo")
     if isinstance(batch, dict):
         sessions = _sessions_in(batch, queue_url, region)
-        if len(sessions) == 1:
+        if sessions is not None and len(sessions) == 1:
             [session] = sessions
             return f"a batch of session {session}'s events the publisher gave up on", ["republish", session]
-        if not sessions:
+        if sessions == set():
+            return "a batch the publisher gave up on that holds no session's records: nothing to republish", None
+        if sessions is None:
             return (
                 "a batch the publisher gave up on, whose records the stream no longer holds (it keeps them 24 "
                 "hours): find its sessions' unpublished events with resumable admin inspect, then resumable admin "
@@ -352,8 +354,10 @@ def _what(body: dict[str, Any], queue_url: str, region: str | None) -> tuple[str
     return f"a message resumable does not know: {json.dumps(body)[:200]}", None
 
 
-def _sessions_in(batch: dict[str, Any], queue_url: str, region: str | None) -> set[str]:
-    """The sessions whose records a stream batch holds (read from the stream, which keeps them 24 hours)."""
+def _sessions_in(batch: dict[str, Any], queue_url: str, region: str | None) -> set[str] | None:
+    """The sessions whose records a stream batch holds (read from the stream, which keeps them 24 hours;
+    None: it no longer holds them). Only a session's own partition (``SESSION#<id>``) is a session's: the
+    stream carries every write of the table, the audit trail's, the grants' and the snapshots' too."""
     streams = _client("dynamodbstreams", queue_url, region)
     iterator = streams.get_shard_iterator(
         StreamArn=batch["streamArn"],
@@ -361,10 +365,14 @@ def _sessions_in(batch: dict[str, Any], queue_url: str, region: str | None) -> s
         ShardIteratorType="AT_SEQUENCE_NUMBER",
         SequenceNumber=batch["startSequenceNumber"],
     )["ShardIterator"]
+    records = streams.get_records(ShardIterator=iterator, Limit=int(batch.get("batchSize", 100)))["Records"]
+    if not records:
+        return None
     sessions: set[str] = set()
-    for record in streams.get_records(ShardIterator=iterator, Limit=int(batch.get("batchSize", 100)))["Records"]:
+    for record in records:
         pk = record["dynamodb"]["Keys"]["pk"]["S"]
-        sessions.add(pk.removeprefix("SESSION#"))
+        if pk.startswith("SESSION#") and "#" not in pk.removeprefix("SESSION#"):  # (a session id holds no #)
+            sessions.add(pk.removeprefix("SESSION#"))
         if record["dynamodb"]["SequenceNumber"] == batch["endSequenceNumber"]:
             break
     return sessions
