@@ -10,14 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from resumable.aws.stepfunctions import TaskTokens
 from resumable.config import Settings
+from resumable.exceptions import AwsError
 from resumable.local.functions import function_arn
 from resumable.service import Service, TurnView
 from resumable.service.operating.sweep import ATTEMPTS, STUCK_RECHECK_SECONDS
 from resumable.store import DynamoDBStore
 from resumable.store.codec import key, root_sk, sharded
+from resumable.store.resources import UNSETTLED_INDEX
 from tests.clock import FakeClock
 from tests.deployed import as_deployed, continued_through_lambda
 from tests.factories import executions
@@ -338,3 +341,41 @@ def test_deployed_it_settles_a_workflows_turn_whose_question_expired_and_tells_t
 
     assert process().get_turn(session_id, started.turn_id).status == "expired"
     assert told == ["token-1 Turn.Expired"]
+
+
+@pytest.mark.parametrize("unreadable", ["UNSETTLED", "STUCK"])
+def test_a_run_that_cannot_read_its_due_turns_does_what_it_can_then_fails(
+    make_service: Callable[..., Service],
+    session_id: str,
+    clock: FakeClock,
+    ledger: Path,
+    counting: None,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    unreadable: str,
+) -> None:
+    """The reads of the turns due a look fail (throttled past botocore's retries): the run looks at
+    those it did read, counts the stuck turns, and then fails, so that its function's errors alarm
+    and the schedule's next run reads them again."""
+    service = make_service()
+    started, _ = leased_by_a_dead_runner(service, session_id, clock)
+    clock.advance(service.settings.lease_seconds + 1)
+    sweeper = _sweeper(make_service)
+    slow_down = {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow down"}}
+
+    def throttled(params: dict[str, Any], **_: Any) -> None:
+        partition = params.get("ExpressionAttributeValues", {}).get(":partition", {}).get("S", "")
+        if params.get("IndexName") == UNSETTLED_INDEX and partition.split("#")[0] == unreadable:
+            raise ClientError(slow_down, "Query")
+
+    sweeper.store.dynamodb.meta.events.register("before-parameter-build.dynamodb.Query", throttled)  # type: ignore[attr-defined]
+    forget_metrics(capsys)
+
+    with pytest.raises(AwsError, match="slow down"):
+        sweeper.sweep()
+
+    assert "the sweeper could not read the turns due a look" in caplog.text
+    assert printed_metrics(capsys)["StuckTurns"] == [0], "counted all the same"
+    moved = service.get_turn(session_id, started.turn_id).status == "completed"
+    assert moved == (unreadable == "STUCK"), "the turns read before the failing read are looked at"
+    assert executions(ledger) == (["delete prod-db"] if moved else [])

@@ -26,6 +26,12 @@ apart, counted (the ``StuckTurns`` metric, which an alarm watches: each run coun
 own moves, from the index and the turns it gave up on, each read again consistently), tried once more every
 ``STUCK_RECHECK_SECONDS``, and shown by ``resumable admin stuck``; it rejoins the others as soon as
 anything moves it (an answer, a cancel, a recover).
+
+An AWS failure of one turn's look is logged and the run goes on; one of the audit trail's delivery or
+of the stuck count is logged and the next run does it. One of the reads of the turns due a look (its
+index throttled past botocore's retries) is logged too, and the run looks at those it read, ends
+retention, delivers and counts, and then fails with it: its function's errors alarm, and the next run
+reads them again.
 """
 
 from __future__ import annotations
@@ -99,9 +105,20 @@ class SweepReport:
 def sweep(deps: Dependencies, limit: int = DEFAULT_LIMIT) -> SweepReport:
     """One run of the sweeper (see the module): at most ``limit`` turns, the earliest due first."""
     now, report = deps.clock.now(), SweepReport()
-    found = deps.store.due_turns(now, limit)
-    if len(found) < limit:
-        found += deps.store.due_turns(now, limit - len(found), stuck=True)
+    found: list[DueTurn] = []
+    unread: AwsError | None = None
+    try:
+        found += deps.store.due_turns(now, limit)
+        if len(found) < limit:
+            found += deps.store.due_turns(now, limit - len(found), stuck=True)
+    except AwsError as error:  # (the run does what does not need them, then fails: its function's errors alarm)
+        unread = error
+        logger.error(
+            "the sweeper could not read the turns due a look (it looks at the %d it read, expires, delivers and "
+            "counts, then fails; the next run reads them again): %s",
+            len(found),
+            error,
+        )
     for turn in found:
         report.looked += 1
         try:
@@ -144,6 +161,8 @@ def sweep(deps: Dependencies, limit: int = DEFAULT_LIMIT) -> SweepReport:
         report.heartbeats,
         report.delivered,
     )
+    if unread is not None:
+        raise unread
     return report
 
 
