@@ -177,7 +177,7 @@ permissions: $(INSTALLED)
 	$(BIN)/python -m resumable.local.permissions
 
 ## calls: run the whole suite and rewrite tests/aws_calls.txt with the AWS calls it recorded
-calls: $(INSTALLED) $(CHROMIUM) $(SAM)
+calls: $(INSTALLED) $(CHROMIUM) $(SAM) $(LOCUST) $(CHECKOV)
 	RECORD_CALLS=1 $(KEEP_BYTECODE) $(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal
 
 ## smoke: after a deploy, a turn end to end against the stack, signed: ARGS="--prompt '...' [--deny MSG | --leave]", "--stack NAME", "--url URL" (a JWT API: RESUMABLE_TOKEN=... make smoke)
@@ -191,7 +191,9 @@ deploy: $(INSTALLED) $(SAM)
 	@if [ -f .aws-sam/deployed ]; then $(SAM) deploy; else $(SAM) deploy --guided && touch .aws-sam/deployed; fi
 	$(SAM) list stack-outputs --output table
 
-pytest: $(INSTALLED) $(CHROMIUM) $(SAM) $(LOCUST)
+# (Every tool a test runs: docs/your-agent.md's make predeploy, followed in a copy of the project whose .venv
+# is this one, runs Checkov; made there, its scripts would name the copy's path, gone after the test.)
+pytest: $(INSTALLED) $(CHROMIUM) $(SAM) $(LOCUST) $(CHECKOV)
 	$(KEEP_BYTECODE) $(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal
 
 clean:
