@@ -350,7 +350,9 @@ def test_get_audit_shows_how_each_answerer_was_authenticated_and_is_for_approver
     make_service: Callable[..., Service], session_id: str, ledger: Path
 ) -> None:
     # (a retention of 60 days: reading the whole of it, a day a Query of each of its 16 shards, is 3 pages)
-    api = build_app(audited(make_service, {"tools": ["delete_record"], "required": 2}, audit_retention_days=60))
+    api = build_app(
+        audited(make_service, {"tools": ["delete_record"], "required": 2}, audit_retention_days=60, index_shards=16)
+    )
     status, started = http(api, "POST", f"/sessions/{session_id}/turns", {"prompt": PROMPT}, principal=OWNER.identity)
     assert status == 201
     [asked] = started["interactions"]

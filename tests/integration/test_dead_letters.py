@@ -13,13 +13,18 @@ from resumable.cli.admin import _sessions_in, _what
 from resumable.config import Settings
 from resumable.store import DynamoDBStore
 
+OUTBOX = "TURN#t1#EVENT#0001"
+"""The sort key of an outbox item (what the publisher publishes): a write of any other is not one."""
 
-def _batch(aws: Settings, partitions: list[str]) -> dict[str, Any]:
-    """The ``DDBStreamBatchInfo`` of a dead letter whose batch is the stream records of a write to each
-    of ``partitions``, in order."""
+
+def _batch(aws: Settings, partitions: list[str], batch_size: int | None = None) -> dict[str, Any]:
+    """The ``DDBStreamBatchInfo`` of a dead letter whose range is the stream records of a write to each
+    of ``partitions`` (``pk`` or ``pk sk``; an outbox item's sort key by default), in order; its
+    ``batchSize`` what the mapping's filter let through, all of them unless said."""
     dynamodb = DynamoDBStore(aws).dynamodb
-    for pk in partitions:
-        dynamodb.put_item(TableName=aws.table_name, Item={"pk": {"S": pk}, "sk": {"S": "x"}})
+    for written in partitions:
+        pk, _, sk = written.partition(" ")
+        dynamodb.put_item(TableName=aws.table_name, Item={"pk": {"S": pk}, "sk": {"S": sk or OUTBOX}})
     streams = client("dynamodbstreams", aws)
     arn = dynamodb.describe_table(TableName=aws.table_name)["Table"]["LatestStreamArn"]
     [shard] = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]
@@ -31,7 +36,7 @@ def _batch(aws: Settings, partitions: list[str]) -> dict[str, Any]:
         "shardId": shard["ShardId"],
         "startSequenceNumber": numbers[0],
         "endSequenceNumber": numbers[-1],
-        "batchSize": len(numbers),
+        "batchSize": batch_size or len(numbers),
         "streamArn": arn,
     }
 
@@ -47,6 +52,7 @@ def queue_url(aws: Settings, monkeypatch: pytest.MonkeyPatch) -> str:
 
 def test_a_batch_names_only_the_sessions_among_its_records(aws: Settings, queue_url: str) -> None:
     written = ["SESSION#a", "AUDIT#2026-12-08#3", "GRANT#SESSION#a#g1", "SNAPSHOT#k", "SESSION#b", "SESSION#a"]
+    written += ["SESSION#c TURN#t2", "SESSION#d SESSION"]  # (a turn's and a session's writes: not events)
     batch = _batch(aws, written)
 
     assert _sessions_in(batch, queue_url, aws.region) == {"a", "b"}
@@ -74,3 +80,10 @@ def test_a_batch_of_no_sessions_records_says_there_is_nothing_to_republish(aws: 
         "a batch the publisher gave up on that holds no session's records: nothing to republish",
         None,
     )
+
+
+def test_a_batch_is_read_to_its_last_record_past_the_writes_the_filter_kept_out(aws: Settings, queue_url: str) -> None:
+    """The mapping's filter let 2 records through (batchSize 2): the range between them holds more."""
+    batch = _batch(aws, ["SESSION#a", "AUDIT#2026-12-08", "AUDIT#2026-12-08#1", "SESSION#c TURN#t", "SESSION#b"], 2)
+
+    assert _sessions_in(batch, queue_url, aws.region) == {"a", "b"}

@@ -343,7 +343,7 @@ def test_deployed_it_settles_a_workflows_turn_whose_question_expired_and_tells_t
     assert told == ["token-1 Turn.Expired"]
 
 
-@pytest.mark.parametrize("unreadable", ["UNSETTLED", "STUCK"])
+@pytest.mark.parametrize("unreadable", ["UNSETTLED", "STUCK", "EXPIRING"])
 def test_a_run_that_cannot_read_its_due_turns_does_what_it_can_then_fails(
     make_service: Callable[..., Service],
     session_id: str,
@@ -354,9 +354,9 @@ def test_a_run_that_cannot_read_its_due_turns_does_what_it_can_then_fails(
     caplog: pytest.LogCaptureFixture,
     unreadable: str,
 ) -> None:
-    """The reads of the turns due a look fail (throttled past botocore's retries): the run looks at
-    those it did read, counts the stuck turns, and then fails, so that its function's errors alarm
-    and the schedule's next run reads them again."""
+    """A read of the turns due a look, or of the records whose retention ended, fails (throttled past
+    botocore's retries): the run looks at the turns it did read, counts the stuck turns, and then
+    fails, so that its function's errors alarm and the schedule's next run reads them again."""
     service = make_service()
     started, _ = leased_by_a_dead_runner(service, session_id, clock)
     clock.advance(service.settings.lease_seconds + 1)
@@ -364,6 +364,8 @@ def test_a_run_that_cannot_read_its_due_turns_does_what_it_can_then_fails(
     slow_down = {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow down"}}
 
     def throttled(params: dict[str, Any], **_: Any) -> None:
+        # (the reads of the turns due a look and of the records whose retention ended, each a partition of
+        # the index read as ``:partition``; the count of the stuck turns reads its own as ``:stuck``)
         partition = params.get("ExpressionAttributeValues", {}).get(":partition", {}).get("S", "")
         if params.get("IndexName") == UNSETTLED_INDEX and partition.split("#")[0] == unreadable:
             raise ClientError(slow_down, "Query")
@@ -374,8 +376,9 @@ def test_a_run_that_cannot_read_its_due_turns_does_what_it_can_then_fails(
     with pytest.raises(AwsError, match="slow down"):
         sweeper.sweep()
 
-    assert "the sweeper could not read the turns due a look" in caplog.text
+    said = "could not end the retention" if unreadable == "EXPIRING" else "could not read the turns due a look"
+    assert f"the sweeper {said}" in caplog.text
     assert printed_metrics(capsys)["StuckTurns"] == [0], "counted all the same"
     moved = service.get_turn(session_id, started.turn_id).status == "completed"
-    assert moved == (unreadable == "STUCK"), "the turns read before the failing read are looked at"
+    assert moved == (unreadable != "UNSETTLED"), "the turns read before the failing read are looked at"
     assert executions(ledger) == (["delete prod-db"] if moved else [])

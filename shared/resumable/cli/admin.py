@@ -354,10 +354,16 @@ def _what(body: dict[str, Any], queue_url: str, region: str | None) -> tuple[str
     return f"a message resumable does not know: {json.dumps(body)[:200]}", None
 
 
+PAGES_OF_A_BATCH = 100
+"""At most how many pages of the stream a dead-lettered batch's range is read in (a page holds up to 1,000
+records or 1 MB)."""
+
+
 def _sessions_in(batch: dict[str, Any], queue_url: str, region: str | None) -> set[str] | None:
     """The sessions whose records a stream batch holds (read from the stream, which keeps them 24 hours;
-    None: it no longer holds them). Only a session's own partition (``SESSION#<id>``) is a session's: the
-    stream carries every write of the table, the audit trail's, the grants' and the snapshots' too."""
+    None: it no longer holds them). Only a session's outbox items (``SESSION#<id>``, a sort key with
+    ``#EVENT#``) are the batch's: the stream carries every write of the table, the turns', the audit
+    trail's, the grants' and the snapshots' too."""
     streams = _client("dynamodbstreams", queue_url, region)
     iterator = streams.get_shard_iterator(
         StreamArn=batch["streamArn"],
@@ -365,17 +371,24 @@ def _sessions_in(batch: dict[str, Any], queue_url: str, region: str | None) -> s
         ShardIteratorType="AT_SEQUENCE_NUMBER",
         SequenceNumber=batch["startSequenceNumber"],
     )["ShardIterator"]
-    records = streams.get_records(ShardIterator=iterator, Limit=int(batch.get("batchSize", 100)))["Records"]
-    if not records:
-        return None
     sessions: set[str] = set()
-    for record in records:
-        pk = record["dynamodb"]["Keys"]["pk"]["S"]
-        if pk.startswith("SESSION#") and "#" not in pk.removeprefix("SESSION#"):  # (a session id holds no #)
-            sessions.add(pk.removeprefix("SESSION#"))
-        if record["dynamodb"]["SequenceNumber"] == batch["endSequenceNumber"]:
+    read_any = False
+    # (the batch's range holds the records the mapping's filter let through, batchSize of them, and every
+    # other write between them: read on, page after page, to its last record)
+    for _ in range(PAGES_OF_A_BATCH):
+        page = streams.get_records(ShardIterator=iterator, Limit=1000)
+        for record in page["Records"]:
+            read_any = True
+            keys = record["dynamodb"]["Keys"]
+            pk, sk = keys["pk"]["S"], keys.get("sk", {}).get("S", "")
+            if pk.startswith("SESSION#") and "#EVENT#" in sk:  # (an outbox item: what the publisher publishes)
+                sessions.add(pk.removeprefix("SESSION#"))
+            if record["dynamodb"]["SequenceNumber"] == batch["endSequenceNumber"]:
+                return sessions
+        iterator = page.get("NextShardIterator")
+        if not iterator or (read_any and not page["Records"]):  # (the shard closed, or read to its end)
             break
-    return sessions
+    return sessions if read_any else None
 
 
 def _client(service: str, queue_url: str, region: str | None) -> Any:

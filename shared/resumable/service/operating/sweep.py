@@ -28,10 +28,10 @@ own moves, from the index and the turns it gave up on, each read again consisten
 anything moves it (an answer, a cancel, a recover).
 
 An AWS failure of one turn's look is logged and the run goes on; one of the audit trail's delivery or
-of the stuck count is logged and the next run does it. One of the reads of the turns due a look (its
-index throttled past botocore's retries) is logged too, and the run looks at those it read, ends
-retention, delivers and counts, and then fails with it: its function's errors alarm, and the next run
-reads them again.
+of the stuck count is logged and the next run does it. One of the reads of the turns due a look, or of
+the end of retention (the index throttled past botocore's retries), is logged too, and the run does the
+rest (looks at the turns it read, ends retention, delivers and counts), and then fails with the first
+such error: its function's errors alarm, and the next run does what this one could not.
 """
 
 from __future__ import annotations
@@ -132,7 +132,14 @@ def sweep(deps: Dependencies, limit: int = DEFAULT_LIMIT) -> SweepReport:
                 error,
             )
     if report.looked < limit:
-        report.expired = expire(deps, now, limit - report.looked)
+        try:
+            report.expired = expire(deps, now, limit - report.looked)
+        except AwsError as error:  # (the records stay due: the next run ends their retention)
+            logger.error(
+                "the sweeper could not end the retention of records whose time came (the next run tries again): %s",
+                error,
+            )
+            unread = unread or error
     try:
         report.delivered = deliver(deps, now)
     except AwsError as error:  # (the hours stay undelivered: the next run delivers them, in order)
