@@ -354,16 +354,10 @@ def _what(body: dict[str, Any], queue_url: str, region: str | None) -> tuple[str
     return f"a message resumable does not know: {json.dumps(body)[:200]}", None
 
 
-PAGES_OF_A_BATCH = 100
-"""At most how many pages of the stream a dead-lettered batch's range is read in (a page holds up to 1,000
-records or 1 MB)."""
-
-
 def _sessions_in(batch: dict[str, Any], queue_url: str, region: str | None) -> set[str] | None:
-    """The sessions whose records a stream batch holds (read from the stream, which keeps them 24 hours;
-    None: it no longer holds them). Only a session's outbox items (``SESSION#<id>``, a sort key with
-    ``#EVENT#``) are the batch's: the stream carries every write of the table, the turns', the audit
-    trail's, the grants' and the snapshots' too."""
+    """The sessions whose outbox items (``SESSION#<id>``, a sort key with ``#EVENT#``) a stream batch's
+    range holds, read to its last record (the stream keeps them 24 hours; None: no longer). The range holds
+    every write between the records the mapping's filter let through: the turns', the audit trail's, ..."""
     streams = _client("dynamodbstreams", queue_url, region)
     iterator = streams.get_shard_iterator(
         StreamArn=batch["streamArn"],
@@ -373,16 +367,12 @@ def _sessions_in(batch: dict[str, Any], queue_url: str, region: str | None) -> s
     )["ShardIterator"]
     sessions: set[str] = set()
     read_any = False
-    # (the batch's range holds the records the mapping's filter let through, batchSize of them, and every
-    # other write between them: read on, page after page, to its last record)
-    for _ in range(PAGES_OF_A_BATCH):
+    for _ in range(100):  # (pages of up to 1,000 records or 1 MB each)
         page = streams.get_records(ShardIterator=iterator, Limit=1000)
         for record in page["Records"]:
-            read_any = True
-            keys = record["dynamodb"]["Keys"]
-            pk, sk = keys["pk"]["S"], keys.get("sk", {}).get("S", "")
-            if pk.startswith("SESSION#") and "#EVENT#" in sk:  # (an outbox item: what the publisher publishes)
-                sessions.add(pk.removeprefix("SESSION#"))
+            read_any, keys = True, record["dynamodb"]["Keys"]
+            if keys["pk"]["S"].startswith("SESSION#") and "#EVENT#" in keys.get("sk", {}).get("S", ""):
+                sessions.add(keys["pk"]["S"].removeprefix("SESSION#"))
             if record["dynamodb"]["SequenceNumber"] == batch["endSequenceNumber"]:
                 return sessions
         iterator = page.get("NextShardIterator")
