@@ -355,9 +355,11 @@ def _what(body: dict[str, Any], queue_url: str, region: str | None) -> tuple[str
 
 
 def _sessions_in(batch: dict[str, Any], queue_url: str, region: str | None) -> set[str] | None:
-    """The sessions whose outbox items (``SESSION#<id>``, a sort key with ``#EVENT#``) a stream batch's
-    range holds, read to its last record (the stream keeps them 24 hours; None: no longer). The range holds
-    every write between the records the mapping's filter let through: the turns', the audit trail's, ..."""
+    """The sessions whose outbox items (``store.outbox.outbox_session``) a stream batch's range holds, read
+    to its last record (the stream keeps them 24 hours; None: no longer): the range holds every write
+    between the records the mapping's filter let through, the turns', the audit trail's, ..."""
+    from resumable.store.outbox import outbox_session
+
     streams = _client("dynamodbstreams", queue_url, region)
     iterator = streams.get_shard_iterator(
         StreamArn=batch["streamArn"],
@@ -365,14 +367,13 @@ def _sessions_in(batch: dict[str, Any], queue_url: str, region: str | None) -> s
         ShardIteratorType="AT_SEQUENCE_NUMBER",
         SequenceNumber=batch["startSequenceNumber"],
     )["ShardIterator"]
-    sessions: set[str] = set()
-    read_any = False
+    sessions, read_any = set[str](), False
     for _ in range(100):  # (pages of up to 1,000 records or 1 MB each)
         page = streams.get_records(ShardIterator=iterator, Limit=1000)
         for record in page["Records"]:
             read_any, keys = True, record["dynamodb"]["Keys"]
-            if keys["pk"]["S"].startswith("SESSION#") and "#EVENT#" in keys.get("sk", {}).get("S", ""):
-                sessions.add(keys["pk"]["S"].removeprefix("SESSION#"))
+            if (session := outbox_session(keys["pk"]["S"], keys.get("sk", {}).get("S", ""))) is not None:
+                sessions.add(session)
             if record["dynamodb"]["SequenceNumber"] == batch["endSequenceNumber"]:
                 return sessions
         iterator = page.get("NextShardIterator")

@@ -35,7 +35,7 @@ from resumable.events.schemas import MODELS, SOURCE, EventDetail, InteractionReq
 from resumable.exceptions import AwsError, NotPublishedError
 from resumable.metrics import count, flushing
 from resumable.store.codec import decode
-from resumable.store.outbox import COMMIT_EVENTS, commit_events, event_id, is_commit_event
+from resumable.store.outbox import COMMIT_EVENTS, commit_events, event_id, is_commit_event, outbox_session
 from resumable.store.publishing import OutboxItems
 from resumable.store.records import OutboxEvent
 
@@ -271,11 +271,12 @@ class Publisher:
             pk, sk = change["Keys"]["pk"]["S"], change["Keys"]["sk"]["S"]
         except (KeyError, TypeError) as error:
             raise NotPublishedError(f"not published: the record has no table keys ({error!r})") from error
-        if not pk.startswith("SESSION#") or "#EVENT#" not in sk or "NewImage" not in change:
+        session_id = outbox_session(pk, sk)
+        if session_id is None or "NewImage" not in change:
             raise NotPublishedError(
                 f"not published: {pk!r} {sk!r} is not an outbox item (the filter lets only those in)"
             )
-        return pk.removeprefix("SESSION#"), sk
+        return session_id, sk
 
     def _detail(self, session_id: str, sk: str, event: OutboxEvent, sequence: int) -> EventDetail:
         model = MODELS.get(event.type)

@@ -56,6 +56,12 @@ def commit_event_sk(root_turn_id: str, version: int, n: int) -> str:
     return f"TURN#{root_turn_id}#EVENT#{version:08d}#{n:05d}"
 
 
+def outbox_session(pk: str, sk: str) -> str | None:
+    """The session whose outbox item has these keys (``SESSION#<id>``, a sort key with ``#EVENT#``); None
+    for any other item of the table (a turn's, the audit trail's, a grant's, ...)."""
+    return pk.removeprefix("SESSION#") if pk.startswith("SESSION#") and "#EVENT#" in sk else None
+
+
 def is_commit_event(sk: str) -> bool:
     """Whether the outbox item at ``sk`` is one of a commit's events (numbered with the others)."""
     return COMMIT_EVENT.match(sk) is not None

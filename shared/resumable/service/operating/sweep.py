@@ -106,13 +106,13 @@ def sweep(deps: Dependencies, limit: int = DEFAULT_LIMIT) -> SweepReport:
     """One run of the sweeper (see the module): at most ``limit`` turns, the earliest due first."""
     now, report = deps.clock.now(), SweepReport()
     found: list[DueTurn] = []
-    unread: AwsError | None = None
+    first_failure: AwsError | None = None
     try:
         found += deps.store.due_turns(now, limit)
         if len(found) < limit:
             found += deps.store.due_turns(now, limit - len(found), stuck=True)
     except AwsError as error:  # (the run does what does not need them, then fails: its function's errors alarm)
-        unread = error
+        first_failure = error
         logger.error(
             "the sweeper could not read the turns due a look (it looks at the %d it read, expires, delivers and "
             "counts, then fails; the next run reads them again): %s",
@@ -139,7 +139,7 @@ def sweep(deps: Dependencies, limit: int = DEFAULT_LIMIT) -> SweepReport:
                 "the sweeper could not end the retention of records whose time came (the next run tries again): %s",
                 error,
             )
-            unread = unread or error
+            first_failure = first_failure or error
     try:
         report.delivered = deliver(deps, now)
     except AwsError as error:  # (the hours stay undelivered: the next run delivers them, in order)
@@ -168,8 +168,8 @@ def sweep(deps: Dependencies, limit: int = DEFAULT_LIMIT) -> SweepReport:
         report.heartbeats,
         report.delivered,
     )
-    if unread is not None:
-        raise unread
+    if first_failure is not None:
+        raise first_failure
     return report
 
 
